@@ -1,0 +1,44 @@
+"""tapegrad: reverse-mode automatic differentiation on a flat Wengert tape.
+
+The forward pass runs eagerly on NumPy values and appends one record per op to a
+struct-of-arrays tape; ``backward()`` replays the tape in reverse in one compiled sweep.
+The user-facing behaviour follows PyTorch's autograd.
+"""
+from . import _dtype
+from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
+from ._dtype import dtype, float32, float64, int64
+from ._methods import install as _install
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
+                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
+                       randn_like, randperm, tensor, zeros, zeros_like)
+from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, clamp, clamp_max,
+                         clamp_min, clone, cos, exp, expm1, flatten, log, log1p, log_softmax,
+                         logsumexp, matmul, max, maximum, mean, min, minimum, neg, norm,
+                         permute, pow, prod, reciprocal, relu, reshape, sigmoid, sin, softmax,
+                         sqrt, squeeze, stack, std, sum, t, tan, tanh, transpose, unsqueeze, var,
+                         where)
+from .functional import add, div, mul, sub
+from .tensor import Size, Tensor
+
+_install()
+
+double = float64
+long = int64
+float = float64  # noqa: A001 - tapegrad's only float dtype
+mm = matmul
+bmm = matmul
+dot = matmul
+mv = matmul
+clip = clamp
+subtract = sub
+multiply = mul
+divide = div
+true_divide = div
+concat = cat
+concatenate = cat
+
+from . import autograd  # noqa: E402
+from . import testing  # noqa: E402,F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,458 @@
+"""Driving backward: seed the outputs, run the compiled sweep over each tape, hand out grads.
+
+Also the grad-mode switches and ``grad_fn`` views.  A ``grad_fn`` is made on demand from a
+tape row; nothing is kept per op until someone asks for one.
+"""
+import functools
+import weakref
+
+import numpy as np
+
+from . import ops as K
+from .tape import finish, state
+from .tensor import Tensor
+
+_SAVED_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+_FREES = np.array([K.OPS[c].frees if c in K.OPS else False for c in range(max(K.OPS) + 1)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Grad mode
+# ---------------------------------------------------------------------------------------------
+class _GradMode:
+    """Base of the grad-mode switches: a context manager that is also a decorator."""
+
+    _enable = True
+
+    def __enter__(self):
+        self._prev = state.grad_enabled
+        state.grad_enabled = self._enable
+
+    def __exit__(self, *exc):
+        state.grad_enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+class no_grad(_GradMode):
+    """Record nothing inside: results of ops require no grad."""
+
+    _enable = False
+
+
+class enable_grad(_GradMode):
+    """Record again inside a ``no_grad`` block."""
+
+    _enable = True
+
+
+class set_grad_enabled(_GradMode):
+    """Switch recording on or off; usable as a call, a context manager or a decorator."""
+
+    def __init__(self, mode):
+        self._prev = state.grad_enabled
+        self._enable = bool(mode)
+        state.grad_enabled = self._enable
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        state.grad_enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        state.grad_enabled = self._prev
+        mode = self._enable
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+def is_grad_enabled():
+    return state.grad_enabled
+
+
+# ---------------------------------------------------------------------------------------------
+# grad_fn views
+# ---------------------------------------------------------------------------------------------
+class Node:
+    """A read-only view of one tape record, shaped like PyTorch's autograd Function."""
+
+    __slots__ = ("_tape", "_r", "__weakref__")
+
+    def __init__(self, tape, r):
+        self._tape, self._r = tape, r
+
+    def name(self):
+        tape, r = self._tape, self._r
+        info = K.OPS[tape.op[r]]
+        if info.variants is not None:
+            return info.variants[tape.aux[tape.ip[r]]]
+        return info.name
+
+    @property
+    def next_functions(self):
+        tape, r = self._tape, self._r
+        code = tape.op[r]
+        if code in (K.CAT, K.STACK):
+            k = tape.aux[tape.ip[r]]
+            inputs = [tape.aux[tape.ip[r] + 1 + 3 * j] for j in range(k)]
+        else:
+            inputs = [s for s in (tape.a0[r], tape.a1[r]) if s >= 0]
+        out = [(_node_of_input(tape, s), 0) for s in inputs]
+        if code in (K.ADD_S, K.SUB_S, K.MUL_S, K.DIV_S):
+            out.append((None, 0))   # PyTorch lists the wrapped scalar operand
+        if code == K.WHERE and len(out) < 2:
+            # a side that needs no grad shows as None, in its place
+            out = [(_node_of_input(tape, s), 0) if s >= 0 else (None, 0)
+                   for s in (tape.a0[r], tape.a1[r])]
+        return tuple(out)
+
+    def register_hook(self, fn):
+        raise NotImplementedError("hooks on grad_fn nodes are not supported; use "
+                                  "Tensor.register_hook")
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and other._tape is self._tape and other._r == self._r
+
+    def __hash__(self):
+        return hash((id(self._tape), self._r))
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def __call__(self, *grads):
+        raise RuntimeError("calling a grad_fn node directly is not supported")
+
+
+class AccumulateGrad:
+    """The node a leaf's gradient flows into; ``variable`` is the leaf."""
+
+    __slots__ = ("variable", "__weakref__")
+
+    def __init__(self, leaf):
+        self.variable = leaf
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad".replace("torch", "tapegrad")
+
+    next_functions = ()
+
+    def __eq__(self, other):
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self):
+        return hash(id(self.variable))
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+def node_for(tape, r):
+    node = tape.nodes.get(r)
+    if node is None:
+        node = tape.nodes[r] = Node(tape, r)
+    return node
+
+
+def _node_of_input(tape, s):
+    """The node PyTorch would list for input record s (hidden records are looked through)."""
+    while True:
+        code = tape.op[s]
+        if code == K.BCAST:
+            s = tape.a0[s]
+            continue
+        if code == K.CONST:
+            return None
+        if code == K.LEAF:
+            leaf = tape.leaves[s]
+            key = ("leaf", id(leaf))
+            node = tape.nodes.get(key)
+            if node is None:
+                node = tape.nodes[key] = AccumulateGrad(leaf)
+            return node
+        if code == K.EXTERN:
+            tape, s = tape.externs[s]
+            continue
+        return node_for(tape, s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward
+# ---------------------------------------------------------------------------------------------
+def _seed_value(t, g):
+    """The seed gradient for output t, checked against t's shape."""
+    if g is None:
+        if t._value.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return np.ones(1)
+    gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.float64)
+    if gv.shape != t._value.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[0] has a shape of tapegrad.Size({list(gv.shape)}) "
+            f"and output[0] has a shape of tapegrad.Size({list(t._value.shape)}).")
+    if gv.dtype.kind not in "fiub":
+        raise TypeError(f"gradient must be a real tensor, got dtype {gv.dtype}")
+    return np.asarray(gv, dtype=np.float64).reshape(-1)
+
+
+def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=True):
+    """Backpropagate from ``outputs``; returns the gradients of ``inputs`` (or None).
+
+    With ``accumulate`` the gradients of leaves (or of ``inputs`` only, when given) are
+    added into ``.grad``; otherwise they are only returned.
+    """
+    seeds = {}      # tape -> {record: gradient}
+    leaf_grads = {}  # id(leaf) -> [leaf, flat gradient]
+    for j, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if not t._rg:
+            raise RuntimeError(
+                f"element {j} of tensors does not require grad and does not have a grad_fn")
+        gv = _seed_value(t, g)
+        if t._tape is None:
+            _add_leaf_grad(leaf_grads, t, gv)
+            continue
+        per = seeds.setdefault(t._tape, {})
+        per[t._r] = per[t._r] + gv if t._r in per else gv.copy()
+
+    wanted = None
+    nonleaf_inputs = {}
+    if inputs is not None:
+        wanted = {id(x) for x in inputs}
+        for x in inputs:
+            if x._tape is not None:
+                nonleaf_inputs.setdefault(x._tape, []).append(x)
+
+    retained = _RETAINED.by_tape()
+    swept = []
+    results = {}
+    # Tapes only reference older tapes, so descending id order sees every contribution to a
+    # tape before sweeping it.
+    while seeds:
+        tape = max(seeds, key=lambda tp: tp.id)
+        tape_seeds = seeds.pop(tape)
+        need, goff, grads = _sweep_tape(tape, tape_seeds)
+        swept.append((tape, need))
+        for r, leaf in tape.leaves.items():
+            if need[r]:
+                _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]].copy())
+        for r, (older, older_r) in tape.externs.items():
+            if need[r]:
+                per = seeds.setdefault(older, {})
+                g = grads[goff[r]:goff[r] + tape.size[r]]
+                per[older_r] = per[older_r] + g if older_r in per else g.copy()
+        for x in retained.get(tape, ()):
+            if need[x._r]:
+                _accumulate(x, grads[goff[x._r]:goff[x._r] + tape.size[x._r]])
+        for x in nonleaf_inputs.get(tape, ()):
+            if need[x._r]:
+                results[id(x)] = grads[goff[x._r]:goff[x._r] + tape.size[x._r]].copy()
+
+    if not retain_graph:
+        for tape, need in swept:
+            n = len(need)
+            freed = tape.freed
+            if freed is None or len(freed) < n:
+                grown = np.zeros(n, dtype=bool)
+                if freed is not None:
+                    grown[:len(freed)] = freed
+                freed = tape.freed = grown
+            freed[:n] |= need.astype(bool)
+            finish(tape)
+
+    for key, (leaf, g) in leaf_grads.items():
+        if leaf._hooks:
+            for hook in list(leaf._hooks):
+                res = hook(Tensor._make(g.reshape(leaf._value.shape)))
+                if res is not None:
+                    g = np.asarray(res._value, dtype=np.float64).reshape(-1)
+        if wanted is not None and key not in wanted:
+            continue
+        results[key] = g
+        if accumulate and (wanted is None or key in wanted):
+            _accumulate(leaf, g)
+    return results
+
+
+class _RetainRegistry:
+    """Non-leaf tensors with retain_grad(), weakly held, grouped by tape."""
+
+    def __init__(self):
+        self._refs = weakref.WeakSet()
+
+    def add(self, t):
+        self._refs.add(t)
+
+    def by_tape(self):
+        out = {}
+        for t in list(self._refs):
+            if t._tape is not None:
+                out.setdefault(t._tape, []).append(t)
+        return out
+
+
+_RETAINED = _RetainRegistry()
+
+
+def _add_leaf_grad(leaf_grads, leaf, g):
+    entry = leaf_grads.get(id(leaf))
+    if entry is None:
+        leaf_grads[id(leaf)] = [leaf, g]
+    else:
+        entry[1] = entry[1] + g
+
+
+def _accumulate(t, g):
+    shape = t._value.shape
+    if t._grad is None:
+        t._grad = Tensor._make(np.array(g, dtype=np.float64).reshape(shape))
+    else:
+        gv = t._grad._value
+        if gv.flags.writeable:
+            gv += g.reshape(shape)
+        else:
+            t._grad = Tensor._make(gv + g.reshape(shape))
+
+
+def _sweep_tape(tape, tape_seeds):
+    """Plan, check and sweep one tape; returns (need, goff, grads)."""
+    n = len(tape)
+    cols = tape.columns()
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    need = np.empty(n, dtype=np.uint8)
+    goff = np.empty(n, dtype=np.int64)
+    seed_recs = np.fromiter(tape_seeds.keys(), dtype=np.int64, count=len(tape_seeds))
+    total = K.plan(op, a0, a1, size, ip, aux, seed_recs, n, need, goff)
+    _check_freed(tape, need, op)
+    _check_versions(tape, need, op, a0, a1)
+    grads = state.grads
+    if grads.size < total:
+        grads = state.grads = np.empty(max(total, 2 * grads.size))
+    grads[:total] = 0.0
+    for r, g in tape_seeds.items():
+        grads[goff[r]:goff[r] + size[r]] += g
+    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]), reverse=True)
+    hi = n
+    for r in hooked:
+        # everything above r is swept, so r's gradient is complete: the hook may replace it
+        K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need, hi,
+                r + 1)
+        g = grads[goff[r]:goff[r] + size[r]]
+        shape, hooks = tape.hooks[r]
+        for hook in list(hooks):
+            res = hook(Tensor._make(g.copy().reshape(shape)))
+            if res is not None:
+                g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
+        hi = r + 1
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need, hi,
+                  0)
+    if bad >= 0:
+        raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
+    # the column views lock the arrays against growth; keep only what callers read
+    need = need.copy()
+    goff = goff.copy()
+    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+    return need, goff, grads
+
+
+def _check_freed(tape, need, op):
+    freed = tape.freed
+    if freed is None:
+        return
+    m = len(freed)
+    hit = freed & need[:m].astype(bool) & _FREES[op[:m]]
+    if hit.any():
+        raise RuntimeError(_SAVED_FREED)
+
+
+def _check_versions(tape, need, op, a0, a1):
+    if tape.inplace:
+        from .inplace import check_saved_versions
+        check_saved_versions(tape, need, op, a0, a1)
+    # leaves changed in place after they were brought onto this tape
+    for r, leaf in tape.leaves.items():
+        rec_version = tape.leaf_rec.get(id(leaf), (None, None))
+        if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
+                tape, r, need, op, a0, a1):
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [tapegrad.DoubleTensor {list(leaf._value.shape)}] is at "
+                f"version {leaf._version}; expected version {rec_version[1]} instead. Hint: the "
+                "leaf was changed in place after it was used")
+
+
+def _value_read(tape, s, need, op, a0, a1):
+    """Whether some record that will be swept reads the value of record s."""
+    readers = np.nonzero(need.astype(bool) & ((a0 == s) | (a1 == s)))[0]
+    for r in readers:
+        reads = K.OPS[int(op[r])].reads
+        if (a0[r] == s and reads & K.READS_X0) or (a1[r] == s and reads & K.READS_X1):
+            return True
+    return False
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
+    """Accumulate into ``.grad`` the gradients of ``tensors`` (summed) w.r.t. the leaves."""
+    if isinstance(tensors, Tensor):
+        tensors = (tensors,)
+    tensors = tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    if inputs is not None:
+        if isinstance(inputs, Tensor):
+            inputs = (inputs,)
+        inputs = tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    run_backward(tensors, tuple(grad_tensors), bool(retain_graph), inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple; ``.grad`` untouched."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients through the tape) "
+                                  "is not supported yet")
+    single = isinstance(inputs, Tensor)
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    for j, x in enumerate(inputs):
+        if not x._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    results = run_backward(outputs, tuple(grad_outputs), bool(retain_graph), inputs,
+                           accumulate=False)
+    out = []
+    for j, x in enumerate(inputs):
+        g = results.get(id(x))
+        if g is None:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior.")
+            out.append(Tensor._make(np.zeros(x._value.shape)) if materialize_grads else None)
+        else:
+            out.append(Tensor._make(np.array(g).reshape(x._value.shape)))
+    return tuple(out)
+

@@ -1,0 +1,1148 @@
+"""Eager forwards: compute an op's value with NumPy and append its record to the tape.
+
+Every op checks its arguments first and records last, so a bad call raises before the
+tape is touched.  When no input requires grad (or grad mode is off) nothing is recorded:
+the result is a plain tensor owning its NumPy value.
+
+This module is kept apart from ``ops`` on purpose: editing a forward must not invalidate
+the compiled sweep's on-disk cache.
+"""
+import builtins
+import math
+import numbers
+from collections import namedtuple
+
+import numpy as np
+
+from . import ops as K
+from ._quiet import quiet_begin, quiet_end
+from .tape import recording_tape, state
+from .tensor import Tensor, _wrap_dim
+
+_F64 = np.dtype(np.float64)
+
+# ---------------------------------------------------------------------------------------------
+# Recording helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _plain(value):
+    return Tensor._make(value)
+
+
+def _result(tape, r, value):
+    t = Tensor._make(value, True)
+    t._tape = tape
+    t._r = r
+    return t
+
+
+def _records(*ts):
+    """Whether an op on these tensors is recorded."""
+    if not state.grad_enabled:
+        return False
+    for t in ts:
+        if t is not None and t._rg:
+            return True
+    return False
+
+
+def _ref(tape, x):
+    """The record on ``tape`` that holds x's value, importing x if it lives elsewhere."""
+    if x._tape is tape:
+        return x._r
+    v = x._value
+    n = v.size
+    if x._tape is None:
+        if x._rg:
+            key = id(x)
+            hit = tape.leaf_rec.get(key)
+            if hit is not None and hit[1] == x._version:
+                return hit[0]
+            off = tape.alloc(n)
+            tape.vals[off:off + n] = v.reshape(-1)
+            r = tape.push(K.LEAF, -1, -1, off, n)
+            tape.leaves[r] = x
+            tape.leaf_rec[key] = (r, x._version)
+            return r
+        off = tape.alloc(n)
+        tape.vals[off:off + n] = v.reshape(-1)
+        return tape.push(K.CONST, -1, -1, off, n)
+    key = (x._tape.id, x._r)
+    hit = tape.extern_rec.get(key)
+    if hit is not None:
+        return hit
+    off = tape.alloc(n)
+    tape.vals[off:off + n] = v.reshape(-1)
+    r = tape.push(K.EXTERN, -1, -1, off, n)
+    tape.externs[r] = (x._tape, x._r)
+    tape.extern_rec[key] = r
+    return r
+
+
+def _out(tape, shape, n):
+    off = tape.alloc(n)
+    v = tape.vals[off:off + n]
+    if len(shape) != 1:
+        v = v.reshape(shape)
+    return off, v
+
+
+def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
+    """Record out = x.flat[idx] (idx shaped like the output)."""
+    n = idx.size
+    ip = len(tape.aux)
+    tape.aux.append(variant)
+    tape.aux.append(n)
+    tape.aux.frombytes(np.ascontiguousarray(idx, dtype=np.int64).tobytes())
+    off, out = _out(tape, shape, n)
+    src = tape.vals[tape.voff[r0]:tape.voff[r0] + tape.size[r0]]
+    np.take(src, idx.reshape(-1), out=out.reshape(-1))
+    return tape.push(code, r0, -1, off, n, ip), out
+
+
+def _expanded_ref(tape, x, shape):
+    """x's record, broadcast to ``shape`` by a hidden gather when its shape differs."""
+    r = _ref(tape, x)
+    if x._value.shape == shape:
+        return r
+    idx = np.broadcast_to(np.arange(x._value.size).reshape(x._value.shape), shape)
+    return _gather_record(tape, r, idx, shape, 0, K.BCAST)[0]
+
+
+def as_tensor_arg(x):
+    """Turn an operand that is not a Tensor (ndarray, list, scalar) into a plain tensor."""
+    if isinstance(x, Tensor):
+        return x
+    from .creation import tensor
+    return tensor(x)
+
+
+def broadcast_shape(sa, sb):
+    """NumPy broadcasting, with PyTorch's error text."""
+    na, nb = len(sa), len(sb)
+    n = builtins.max(na, nb)
+    out = []
+    for i in range(n):
+        da = sa[na - n + i] if na - n + i >= 0 else 1
+        db = sb[nb - n + i] if nb - n + i >= 0 else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                f"non-singleton dimension {i}")
+        out.append(da if db == 1 else db)
+    return tuple(out)
+
+
+def _is_scalar(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, complex) or (
+        isinstance(x, np.generic) and x.dtype.kind in "biuf")
+
+
+def _check_real(x, opname):
+    if isinstance(x, complex) or (isinstance(x, np.generic) and x.dtype.kind == "c"):
+        raise TypeError(f"{opname}: complex numbers are not supported by tapegrad")
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------------------------
+
+
+def _unary(code, x, fn, ip=0, fp=0.0):
+    v = x._value
+    if not (x._rg and state.grad_enabled):
+        tok = quiet_begin()
+        try:
+            res = fn(v, None)
+        finally:
+            quiet_end(tok)
+        return _plain(np.asarray(res))
+    n = v.size
+    tape = recording_tape(2 * n)
+    r0 = _ref(tape, x)
+    off, out = _out(tape, v.shape, n)
+    tok = quiet_begin()
+    fn(v, out)
+    quiet_end(tok)
+    return _result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
+
+
+def _binary(code, a, b, fn):
+    """A tensor-tensor op with broadcasting; both operands are Tensors."""
+    va, vb = a._value, b._value
+    shape = va.shape if va.shape == vb.shape else broadcast_shape(va.shape, vb.shape)
+    if not _records(a, b):
+        tok = quiet_begin()
+        try:
+            res = fn(va, vb, None)
+        finally:
+            quiet_end(tok)
+        return _plain(np.asarray(res))
+    n = 1
+    for d in shape:
+        n *= d
+    tape = recording_tape(3 * n + va.size + vb.size)
+    r0 = _expanded_ref(tape, a, shape)
+    r1 = _expanded_ref(tape, b, shape)
+    off, out = _out(tape, shape, n)
+    tok = quiet_begin()
+    fn(va, vb, out)
+    quiet_end(tok)
+    return _result(tape, tape.push(code, r0, r1, off, n), out)
+
+
+def _with_scalar(code, x, c, fn):
+    """A tensor-scalar op; the scalar is kept in the record's fp column."""
+    v = x._value
+    if not (x._rg and state.grad_enabled):
+        tok = quiet_begin()
+        try:
+            res = fn(v, c, None)
+        finally:
+            quiet_end(tok)
+        return _plain(np.asarray(res))
+    n = v.size
+    tape = recording_tape(2 * n)
+    r0 = _ref(tape, x)
+    off, out = _out(tape, v.shape, n)
+    tok = quiet_begin()
+    fn(v, c, out)
+    quiet_end(tok)
+    return _result(tape, tape.push(code, r0, -1, off, n, 0, float(c)), out)
+
+
+def _arith(code, code_s, fn, a, b):
+    if _is_scalar(b):
+        if a._value.dtype.kind == "b" and isinstance(b, bool):
+            return _plain(np.asarray(fn(a._value, b, None)))
+        return _with_scalar(code_s, a, b, fn)
+    _check_real(b, K.OPS[code].name)
+    return _binary(code, a, as_tensor_arg(b), fn)
+
+
+def add(a, b):
+    return _arith(K.ADD, K.ADD_S, np.add, a, b)
+
+
+def sub(a, b):
+    return _arith(K.SUB, K.SUB_S, np.subtract, a, b)
+
+
+def mul(a, b):
+    return _arith(K.MUL, K.MUL_S, np.multiply, a, b)
+
+
+def div(a, b):
+    if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
+        b = float(b)  # true division, as PyTorch does for integer tensors too
+    if a._value.dtype.kind in "iub" and not _is_scalar(b) and not isinstance(b, Tensor):
+        b = as_tensor_arg(b)
+    return _arith(K.DIV, K.DIV_S, np.true_divide, a, b)
+
+
+def rsub(a, c):
+    """c - a for a scalar c."""
+    if not _is_scalar(c):
+        return sub(as_tensor_arg(c), a)
+    return _with_scalar(K.RSUB_S, a, c, lambda v, c, out: np.subtract(c, v, out=out))
+
+
+def rdiv(a, c):
+    """c / a: recorded as reciprocal then multiply, as PyTorch records it."""
+    if not _is_scalar(c):
+        return div(as_tensor_arg(c), a)
+    return mul(reciprocal(a), c)
+
+
+def neg(x):
+    if x._value.dtype.kind == "b":
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return _unary(K.NEG, x, np.negative)
+
+
+def pow(a, b):
+    """a ** b for tensor a; b a scalar or a tensor."""
+    if _is_scalar(b):
+        return _with_scalar(K.POW_S, a, b, np.power if a._value.dtype.kind == "f" else _int_pow)
+    b = as_tensor_arg(b)
+    if not isinstance(a, Tensor):
+        a = as_tensor_arg(a)
+    return _binary(K.POW, a, b, np.power)
+
+
+def _int_pow(v, c, out):
+    if isinstance(c, float) or (isinstance(c, np.generic) and c.dtype.kind == "f"):
+        return np.power(v.astype(np.float64), c, out=out)
+    if c < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(v, c, out=out)
+
+
+def rpow(a, c):
+    """c ** a for a scalar c."""
+    if not _is_scalar(c):
+        return pow(as_tensor_arg(c), a)
+    return _with_scalar(K.RPOW_S, a, c, lambda v, c, out: np.power(float(c), v, out=out))
+
+
+def reciprocal(x):
+    return _unary(K.RECIPROCAL, x, _float_fn(np.reciprocal))
+
+
+def _float_fn(f):
+    """A ufunc wrapper that computes in float64 (integer inputs give float results)."""
+    def run(v, out):
+        if v.dtype.kind != "f":
+            v = v.astype(np.float64)
+        return f(v, out=out)
+    return run
+
+
+exp = lambda x: _unary(K.EXP, x, _float_fn(np.exp))  # noqa: E731 - a table of one-liners
+log = lambda x: _unary(K.LOG, x, _float_fn(np.log))  # noqa: E731
+log1p = lambda x: _unary(K.LOG1P, x, _float_fn(np.log1p))  # noqa: E731
+expm1 = lambda x: _unary(K.EXPM1, x, _float_fn(np.expm1))  # noqa: E731
+sqrt = lambda x: _unary(K.SQRT, x, _float_fn(np.sqrt))  # noqa: E731
+sin = lambda x: _unary(K.SIN, x, _float_fn(np.sin))  # noqa: E731
+cos = lambda x: _unary(K.COS, x, _float_fn(np.cos))  # noqa: E731
+tan = lambda x: _unary(K.TAN, x, _float_fn(np.tan))  # noqa: E731
+tanh = lambda x: _unary(K.TANH, x, _float_fn(np.tanh))  # noqa: E731
+
+
+def abs(x):
+    return _unary(K.ABS, x, lambda v, out: np.abs(v, out=out))
+
+
+def _sigmoid(v, out):
+    if v.dtype.kind != "f":
+        v = v.astype(np.float64)
+    # 1/(1+exp(-x)) is exact to rounding for x >= 0 and saturates to 0 for very negative x
+    t = np.exp(-v)
+    t += 1.0
+    return np.divide(1.0, t, out=out)
+
+
+def sigmoid(x):
+    return _unary(K.SIGMOID, x, _sigmoid)
+
+
+def relu(x):
+    if x._value.dtype.kind == "b":
+        raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
+    zero = x._value.dtype.type(0)
+    return _unary(K.RELU, x, lambda v, out: np.maximum(v, zero, out=out))
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    def run(v, out):
+        if v.dtype.kind != "f":
+            v = v.astype(np.float64)
+        bx = v * beta
+        soft = np.log1p(np.exp(bx)) / beta
+        return np.copyto(out, np.where(bx > threshold, v, soft)) if out is not None else \
+            np.where(bx > threshold, v, soft)
+    ip = 0
+    if _records(x):
+        ip = recording_tape(2 * x._value.size).put_faux((float(beta), float(threshold)))
+    return _unary(K.SOFTPLUS, x, run, ip=ip)
+
+
+def clamp(x, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None"
+                           .replace("torch.", "tapegrad."))
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = min if min is not None else None
+        hi = max if max is not None else None
+        out = x
+        if lo is not None:
+            out = maximum(out, as_tensor_arg(lo))
+        if hi is not None:
+            out = minimum(out, as_tensor_arg(hi))
+        return out
+    lo = -math.inf if min is None else min
+    hi = math.inf if max is None else max
+
+    def run(v, out):
+        res = np.clip(v, lo, hi, out=out)
+        if lo > hi:  # PyTorch sets everything to max when min > max
+            res[...] = hi
+        return res
+    ip = 0
+    if _records(x):
+        ip = recording_tape(2 * x._value.size).put_faux((float(lo), float(hi)))
+    return _unary(K.CLAMP, x, run, ip=ip)
+
+
+def clamp_min(x, min):
+    return clamp(x, min=min)
+
+
+def clamp_max(x, max):
+    return clamp(x, max=max)
+
+
+def _extreme_pair(code, sign, npfn, a, b):
+    a = as_tensor_arg(a)
+    b = as_tensor_arg(b)
+    out = _binary(code, a, b, npfn)
+    if out._tape is not None:
+        out._tape.fp[out._r] = sign
+    return out
+
+
+def maximum(a, b):
+    return _extreme_pair(K.MAXIMUM, 1.0, np.maximum, a, b)
+
+
+def minimum(a, b):
+    return _extreme_pair(K.MINIMUM, -1.0, np.minimum, a, b)
+
+
+def where(condition, input=None, other=None):
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
+    condition = as_tensor_arg(condition)
+    if input is None and other is None:
+        return tuple(_plain(i) for i in np.nonzero(condition._value))
+    if condition._value.dtype.kind != "b":
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype.name.capitalize() if condition.dtype.name != 'float64' else 'Double'}")
+    a = input if isinstance(input, Tensor) else as_tensor_arg(
+        np.asarray(input, dtype=np.float64) if _is_scalar(input) else input)
+    b = other if isinstance(other, Tensor) else as_tensor_arg(
+        np.asarray(other, dtype=np.float64) if _is_scalar(other) else other)
+    shape = broadcast_shape(broadcast_shape(condition._value.shape, a._value.shape),
+                            b._value.shape)
+    if not _records(a, b):
+        return _plain(np.where(condition._value, a._value, b._value))
+    n = int(np.prod(shape, dtype=np.int64))
+    tape = recording_tape(4 * n + a._value.size + b._value.size)
+    cond = Tensor._make(np.broadcast_to(condition._value, shape))
+    rc = _ref(tape, cond)
+    r0 = _expanded_ref(tape, a, shape) if a._rg else -1
+    r1 = _expanded_ref(tape, b, shape) if b._rg else -1
+    off, out = _out(tape, shape, n)
+    np.copyto(out, np.where(condition._value, a._value, b._value))
+    return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc), out)
+
+
+# Comparisons return bool tensors and are never recorded.
+def _compare(fn, a, b):
+    vb = b._value if isinstance(b, Tensor) else b
+    if not _is_scalar(vb) and not isinstance(vb, np.ndarray):
+        vb = as_tensor_arg(vb)._value
+    if isinstance(vb, np.ndarray):
+        broadcast_shape(a._value.shape, vb.shape)
+    return _plain(np.asarray(fn(a._value, vb)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------------
+
+
+def _dims(x, dim):
+    """Normalised, sorted, de-duplicated reduction dims (all dims for None)."""
+    nd = x._value.ndim
+    if dim is None:
+        return tuple(range(nd))
+    if isinstance(dim, (list, tuple)):
+        ds = [_wrap_dim(d, nd) for d in dim]
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"dim {ds[0]} appears multiple times in the list of dims")
+        if not ds:
+            return tuple(range(nd))
+        return tuple(sorted(ds))
+    return (_wrap_dim(dim, nd),)
+
+
+def _ori(tape, x, dims):
+    """Bring x onto the tape as an (outer, reduced, inner) block; permute if dims are split."""
+    shape = x._value.shape
+    r0 = _ref(tape, x)
+    if not shape:
+        return r0, 1, 1, 1
+    if dims and dims != tuple(range(dims[0], dims[-1] + 1)):
+        kept = [d for d in range(len(shape)) if d not in dims]
+        perm = kept + list(dims)
+        idx = np.arange(x._value.size).reshape(shape).transpose(perm)
+        r0 = _gather_record(tape, r0, idx, idx.shape, 0, K.BCAST)[0]
+        outer = int(np.prod([shape[d] for d in kept], dtype=np.int64))
+        red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+        return r0, outer, red, 1
+    if not dims:
+        return r0, x._value.size, 1, 1
+    o = int(np.prod(shape[:dims[0]], dtype=np.int64))
+    red = int(np.prod(shape[dims[0]:dims[-1] + 1], dtype=np.int64))
+    i = int(np.prod(shape[dims[-1] + 1:], dtype=np.int64))
+    return r0, o, red, i
+
+
+def _reduce(code, x, dims, keepdim, value, fp=0.0, extra=()):
+    """Record a reduction whose value NumPy already computed (with keepdims=True)."""
+    shape = value.shape if keepdim else tuple(
+        s for d, s in enumerate(value.shape) if d not in dims)
+    value = value.reshape(shape)
+    if not _records(x):
+        return _plain(value)
+    n = value.size
+    tape = recording_tape(3 * x._value.size + n)
+    r0, o, red, i = _ori(tape, x, dims)
+    ip = tape.put_aux((o, red, i) + tuple(extra))
+    off, out = _out(tape, shape, n)
+    np.copyto(out, value)
+    return _result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
+
+
+def _quietly(fn, *args, **kw):
+    tok = quiet_begin()
+    try:
+        return fn(*args, **kw)
+    finally:
+        quiet_end(tok)
+
+
+def _float_value(x):
+    v = x._value
+    return v if v.dtype.kind == "f" else v.astype(np.float64)
+
+
+def sum(x, dim=None, keepdim=False, dtype=None):
+    dims = _dims(x, dim)
+    v = x._value
+    if v.dtype.kind == "b":
+        v = v.astype(np.int64)
+    value = np.asarray(_quietly(np.sum, v, axis=dims, keepdims=True))
+    code = K.SUM if dim is None else K.SUM_DIM
+    return _reduce(code, x, dims, keepdim if dim is not None else False, value, 1.0)
+
+
+def mean(x, dim=None, keepdim=False, dtype=None):
+    if x._value.dtype.kind != "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {x.dtype.name.capitalize() if x.dtype.name != 'int64' else 'Long'}")
+    dims = _dims(x, dim)
+    count = int(np.prod([x._value.shape[d] for d in dims], dtype=np.int64))
+    value = np.asarray(_quietly(np.mean, x._value, axis=dims, keepdims=True))
+    code = K.MEAN if dim is None else K.MEAN_DIM
+    return _reduce(code, x, dims, keepdim if dim is not None else False, value,
+                   1.0 / count if count else math.nan)
+
+
+def prod(x, dim=None, keepdim=False, dtype=None):
+    if dim is not None and isinstance(dim, (list, tuple)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    dims = _dims(x, dim)
+    value = np.asarray(_quietly(np.prod, x._value, axis=dims, keepdims=True))
+    code = K.PROD if dim is None else K.PROD_DIM
+    return _reduce(code, x, dims, keepdim if dim is not None else False, value)
+
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _check_nonempty(x, name, dims):
+    for d in dims:
+        if x._value.shape[d] == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    if x._value.size == 0 and not dims:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument.")
+
+
+def _extreme(x, dim, keepdim, is_max):
+    name = "max" if is_max else "min"
+    if dim is None:
+        if x._value.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument.")
+        value = np.asarray((np.max if is_max else np.min)(x._value, keepdims=True))
+        return _reduce(K.MAX if is_max else K.MIN, x, _dims(x, None), False, value)
+    if isinstance(dim, Tensor):
+        return maximum(x, dim) if is_max else minimum(x, dim)
+    d = _wrap_dim(dim, x._value.ndim)
+    _check_nonempty(x, name, (d,) if x._value.ndim else ())
+    v = x._value
+    if v.ndim == 0:
+        idx = np.zeros((), dtype=np.int64)
+        value = v.copy()
+        values = _reduce(K.MAX_DIM if is_max else K.MIN_DIM, x, (), True, value.reshape(()),
+                         extra=(0,))
+        return MinMax(values, _plain(idx))
+    arg = (np.argmax if is_max else np.argmin)(v, axis=d, keepdims=True)
+    if v.dtype.kind == "f":
+        # NaN wins, as in PyTorch: point at the first NaN of each row
+        nan_rows = np.isnan(v).any(axis=d, keepdims=True)
+        if nan_rows.any():
+            first_nan = np.argmax(np.isnan(v), axis=d, keepdims=True)
+            arg = np.where(nan_rows, first_nan, arg)
+    value = np.take_along_axis(v, arg, axis=d)
+    values = _reduce(K.MAX_DIM if is_max else K.MIN_DIM, x, (d,), keepdim, value,
+                     extra=tuple(arg.reshape(-1).tolist()))
+    idx = arg if keepdim else arg.reshape(value.shape[:d] + value.shape[d + 1:])
+    return MinMax(values, _plain(idx.astype(np.int64)))
+
+
+def max(x, dim=None, keepdim=False):
+    return _extreme(x, dim, keepdim, True)
+
+
+def min(x, dim=None, keepdim=False):
+    return _extreme(x, dim, keepdim, False)
+
+
+def amax(x, dim=(), keepdim=False):
+    dims = _dims(x, dim if dim != () else None)
+    _check_nonempty(x, "amax", dims)
+    value = np.asarray(np.max(x._value, axis=dims, keepdims=True))
+    return _reduce(K.AMAX, x, dims, keepdim, value)
+
+
+def amin(x, dim=(), keepdim=False):
+    dims = _dims(x, dim if dim != () else None)
+    _check_nonempty(x, "amin", dims)
+    value = np.asarray(np.min(x._value, axis=dims, keepdims=True))
+    return _reduce(K.AMIN, x, dims, keepdim, value)
+
+
+def argmax(x, dim=None, keepdim=False):
+    v = x._value
+    if dim is None:
+        return _plain(np.asarray(np.argmax(v), dtype=np.int64))
+    d = _wrap_dim(dim, v.ndim)
+    return _plain(np.argmax(v, axis=d, keepdims=keepdim).astype(np.int64))
+
+
+def argmin(x, dim=None, keepdim=False):
+    v = x._value
+    if dim is None:
+        return _plain(np.asarray(np.argmin(v), dtype=np.int64))
+    d = _wrap_dim(dim, v.ndim)
+    return _plain(np.argmin(v, axis=d, keepdims=keepdim).astype(np.int64))
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return float(correction)
+    if unbiased is None:
+        return 1.0
+    return 1.0 if unbiased else 0.0
+
+
+def _var_std(x, dim, unbiased, keepdim, correction, is_std):
+    if isinstance(dim, bool):  # var(True): the legacy positional ``unbiased``
+        unbiased, dim = dim, None
+    corr = _correction(unbiased, correction)
+    dims = _dims(x, dim)
+    v = _float_value(x)
+    count = int(np.prod([v.shape[d] for d in dims], dtype=np.int64))
+    value = np.asarray(_quietly(np.var, v, axis=dims, ddof=0, keepdims=True))
+    value = _quietly(np.multiply, value, count / (count - corr) if count - corr > 0 else
+                     (math.inf if count else math.nan))
+    if count - corr <= 0:
+        value = np.where(np.isnan(value), value, np.full_like(value, math.nan)) if count == 0 \
+            else value
+    if is_std:
+        value = np.sqrt(value)
+    fp = 1.0 / (count - corr) if count - corr != 0 else math.inf
+    return _reduce(K.STD if is_std else K.VAR, x, dims, keepdim, np.asarray(value), fp,
+                   extra=(1 if is_std else 0,))
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std(x, dim, unbiased, keepdim, correction, False)
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std(x, dim, unbiased, keepdim, correction, True)
+
+
+def logsumexp(x, dim, keepdim=False):
+    dims = _dims(x, dim)
+    v = _float_value(x)
+    if v.size == 0:
+        value = np.full([1 if d in dims else s for d, s in enumerate(v.shape)], -math.inf)
+    else:
+        m = np.max(v, axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        value = _quietly(lambda: np.log(np.sum(np.exp(v - m), axis=dims, keepdims=True)) + m)
+    return _reduce(K.LOGSUMEXP, x, dims, keepdim, np.asarray(value))
+
+
+def _softmax_value(v, d, log):
+    m = np.max(v, axis=d, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    z = v - m
+    e = np.exp(z)
+    s = np.sum(e, axis=d, keepdims=True)
+    return z - np.log(s) if log else e / s
+
+
+def _softmax(code, x, dim, log):
+    if dim is None:
+        raise TypeError("softmax() missing required argument 'dim'")
+    v = _float_value(x)
+    d = _wrap_dim(dim, v.ndim)
+    value = _quietly(_softmax_value, v, d if v.ndim else None, log) if v.size else v.copy()
+    if not _records(x):
+        return _plain(np.asarray(value))
+    n = v.size
+    tape = recording_tape(3 * n)
+    r0, o, red, i = _ori(tape, x, (d,) if v.ndim else ())
+    ip = tape.put_aux((o, red, i))
+    off, out = _out(tape, v.shape, n)
+    np.copyto(out, value)
+    return _result(tape, tape.push(code, r0, -1, off, n, ip), out)
+
+
+def softmax(x, dim=None):
+    return _softmax(K.SOFTMAX, x, dim, False)
+
+
+def log_softmax(x, dim=None):
+    return _softmax(K.LOG_SOFTMAX, x, dim, True)
+
+
+def norm(x, p="fro", dim=None, keepdim=False):
+    if p == "fro" or p is None:
+        p = 2.0
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: p = {p!r} is not supported")
+    p = float(p)
+    if p == 0.0:
+        raise RuntimeError("norm: p = 0 is not supported by tapegrad")
+    dims = _dims(x, dim)
+    v = _float_value(x)
+    a = np.abs(v)
+    if p == math.inf:
+        value = np.max(a, axis=dims, keepdims=True) if a.size else np.zeros(
+            [1 if d in dims else s for d, s in enumerate(v.shape)])
+    elif p == -math.inf:
+        value = np.min(a, axis=dims, keepdims=True)
+    elif p == 2.0:
+        value = _quietly(lambda: np.sqrt(np.sum(a * a, axis=dims, keepdims=True)))
+    elif p == 1.0:
+        value = np.sum(a, axis=dims, keepdims=True)
+    else:
+        value = _quietly(lambda: np.sum(a ** p, axis=dims, keepdims=True) ** (1.0 / p))
+    return _reduce(K.NORM, x, dims, keepdim, np.asarray(value), p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra
+# ---------------------------------------------------------------------------------------------
+
+
+def _mm_error(sa, sb):
+    return RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+
+
+def matmul(a, b):
+    """Matrix product with NumPy/PyTorch semantics: 1-D, 2-D and broadcast batched operands."""
+    a = as_tensor_arg(a)
+    b = as_tensor_arg(b)
+    sa, sb = a._value.shape, b._value.shape
+    if not sa or not sb:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {len(sa)}D and "
+            f"{len(sb)}D")
+    if a._value.dtype != b._value.dtype:
+        ka, kb = a._value.dtype.kind, b._value.dtype.kind
+        if (ka == "f") != (kb == "f"):
+            names = {"f": "double", "i": "long int", "b": "bool"}
+            raise RuntimeError(
+                f"expected m1 and m2 to have the same dtype, but got: {names.get(ka, ka)} != "
+                f"{names.get(kb, kb)}")
+    # the (variant, B, M, K, N) view of the product and how operands are laid out
+    if len(sa) == 1 and len(sb) == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        variant, bsz, m, k, n, shape = 1, 1, 1, sa[0], 1, ()
+        ea, eb = sa, sb
+    elif len(sa) == 2 and len(sb) == 1:
+        if sa[1] != sb[0]:
+            raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), "
+                               f"vec ({sb[0]})")
+        variant, bsz, m, k, n, shape = 2, 1, sa[0], sa[1], 1, (sa[0],)
+        ea, eb = sa, sb
+    elif len(sa) == 1 and len(sb) == 2:
+        if sa[0] != sb[0]:
+            raise _mm_error((1, sa[0]), sb)
+        variant, bsz, m, k, n, shape = 3, 1, 1, sa[0], sb[1], (sb[1],)
+        ea, eb = sa, sb
+    elif len(sa) == 2 and len(sb) == 2:
+        if sa[1] != sb[0]:
+            raise _mm_error(sa, sb)
+        variant, bsz, m, k, n, shape = 0, 1, sa[0], sa[1], sb[1], (sa[0], sb[1])
+        ea, eb = sa, sb
+    elif len(sb) <= 2 and len(sa) > 2:
+        # fold the batch into the rows: (..., m, k) @ (k, n) is one (B*m, k) @ (k, n)
+        kb = sb[0]
+        if sa[-1] != kb:
+            raise _mm_error((int(np.prod(sa[:-1])), sa[-1]), sb if len(sb) == 2 else (kb, 1))
+        rows = int(np.prod(sa[:-1], dtype=np.int64))
+        nn = sb[1] if len(sb) == 2 else 1
+        variant, bsz, m, k, n = 4, 1, rows, sa[-1], nn
+        shape = sa[:-1] + ((sb[1],) if len(sb) == 2 else ())
+        ea, eb = sa, sb
+    else:
+        a2 = sa if len(sa) > 1 else (1,) + sa
+        b2 = sb if len(sb) > 1 else sb + (1,)
+        if a2[-1] != b2[-2]:
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: "
+                f"[{int(np.prod(a2[:-2], dtype=np.int64))}, {a2[-1]}] but got: "
+                f"[{int(np.prod(b2[:-2], dtype=np.int64))}, {b2[-2]}].")
+        batch = broadcast_shape(a2[:-2], b2[:-2])
+        m, k, n = a2[-2], a2[-1], b2[-1]
+        bsz = int(np.prod(batch, dtype=np.int64))
+        variant = 5 if len(sa) <= 2 else 4
+        shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
+        ea, eb = batch + (m, k), batch + (k, n)
+    value = np.matmul(a._value, b._value)
+    if not _records(a, b):
+        return _plain(np.asarray(value))
+    size = bsz * m * n
+    tape = recording_tape(3 * (size + a._value.size + b._value.size) + bsz * (m * k + k * n))
+    r0 = _ref(tape, a)
+    if ea != sa:
+        a_view = Tensor._make(a._value.reshape(ea[-2:] if len(sa) == 1 else sa))
+        idx = np.broadcast_to(np.arange(a._value.size).reshape(a_view._value.shape), ea)
+        r0 = _gather_record(tape, r0, idx, ea, 0, K.BCAST)[0]
+    r1 = _ref(tape, b)
+    if eb != sb:
+        b_shape = sb if len(sb) > 1 else sb + (1,)
+        idx = np.broadcast_to(np.arange(b._value.size).reshape(b_shape), eb)
+        r1 = _gather_record(tape, r1, idx, eb, 0, K.BCAST)[0]
+    ip = tape.put_aux((variant, bsz, m, k, n))
+    off, out = _out(tape, shape, size)
+    np.copyto(out, value)
+    return _result(tape, tape.push(K.MATMUL, r0, r1, off, size, ip), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structure
+# ---------------------------------------------------------------------------------------------
+V_EXPAND, V_SELECT, V_SLICE, V_INDEX, V_PERMUTE, V_TRANSPOSE, V_T = 1, 2, 3, 4, 5, 6, 7
+V_ALIAS, V_UNSQUEEZE, V_SQUEEZE, V_SQUEEZE_DIM, V_VIEW, V_CLONE = 8, 9, 10, 11, 12, 13
+
+
+def _reshaped(x, shape, variant):
+    """Same values in the same flat order, new shape."""
+    value = x._value.reshape(shape)
+    if not _records(x):
+        return _plain(value)
+    n = value.size
+    tape = recording_tape(2 * n)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux((variant,))
+    off, out = _out(tape, shape, n)
+    np.copyto(out, value)
+    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip), out)
+
+
+def _infer_shape(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) or (s < 0 and s != -1):
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(int(s) for s in shape)
+
+
+def _shape_args(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def reshape(x, *shape):
+    return _reshaped(x, _infer_shape(_shape_args(shape), x._value.size), V_VIEW)
+
+
+view = reshape
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    s = x._value.shape
+    if not s:
+        return _reshaped(x, (1,), V_VIEW)
+    a = _wrap_dim(start_dim, len(s))
+    b = _wrap_dim(end_dim, len(s))
+    if a > b:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if a == b:
+        return x
+    new = s[:a] + (int(np.prod(s[a:b + 1], dtype=np.int64)),) + s[b + 1:]
+    return _reshaped(x, new, V_VIEW)
+
+
+def squeeze(x, dim=None):
+    s = x._value.shape
+    if dim is None:
+        return _reshaped(x, tuple(d for d in s if d != 1), V_SQUEEZE)
+    dims = _dims(x, dim) if s else ()
+    new = tuple(d for i, d in enumerate(s) if not (i in dims and d == 1))
+    return _reshaped(x, new, V_SQUEEZE_DIM)
+
+
+def unsqueeze(x, dim):
+    s = x._value.shape
+    d = _wrap_dim(dim, len(s) + 1)
+    return _reshaped(x, s[:d] + (1,) + s[d:], V_UNSQUEEZE)
+
+
+def _gathered(x, idx, variant):
+    """out = x.flat[idx]: permutations, expansions and indexing."""
+    value = x._value.reshape(-1)[idx] if x._value.size else np.zeros(idx.shape, x._value.dtype)
+    if not _records(x):
+        return _plain(value)
+    tape = recording_tape(3 * idx.size + x._value.size)
+    r0 = _ref(tape, x)
+    r, out = _gather_record(tape, r0, idx, idx.shape, variant)
+    return _result(tape, r, out)
+
+
+def _flat_index(x):
+    return np.arange(x._value.size, dtype=np.int64).reshape(x._value.shape)
+
+
+def permute(x, *dims):
+    dims = _shape_args(dims)
+    nd = x._value.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal "
+            f"to len(dims) = {len(dims)}")
+    ds = [_wrap_dim(d, nd) for d in dims]
+    if len(set(ds)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _gathered(x, _flat_index(x).transpose(ds), V_PERMUTE)
+
+
+def transpose(x, dim0, dim1):
+    nd = x._value.ndim
+    if nd == 0:
+        _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
+        return _gathered(x, _flat_index(x), V_TRANSPOSE)
+    d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    return _gathered(x, np.swapaxes(_flat_index(x), d0, d1), V_TRANSPOSE)
+
+
+def t(x):
+    if x._value.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{x._value.ndim}D")
+    return _gathered(x, _flat_index(x).T, V_T)
+
+
+def numpy_T(x):
+    return _gathered(x, _flat_index(x).T, V_PERMUTE)
+
+
+def mT(x):
+    if x._value.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {x._value.ndim}-D tensor.")
+    return _gathered(x, np.swapaxes(_flat_index(x), -1, -2), V_TRANSPOSE)
+
+
+def expand(x, *sizes):
+    sizes = _shape_args(sizes)
+    s = x._value.shape
+    if len(sizes) < len(s):
+        raise RuntimeError(
+            f"expand({x.dtype!r}{{{list(s)}}}, size={list(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(s)})".replace("tapegrad.float64", "torch.DoubleTensor"))
+    lead = len(sizes) - len(s)
+    target = []
+    for i, want in enumerate(sizes):
+        have = s[i - lead] if i >= lead else None
+        if want == -1:
+            if have is None:
+                raise RuntimeError(
+                    f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    f"non-existing dimension {i}")
+            want = have
+        if have is not None and have != want and have != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size "
+                f"({have}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                f"Tensor sizes: {list(s)}")
+        target.append(int(want))
+    idx = np.broadcast_to(_flat_index(x), tuple(target))
+    return _gathered(x, np.ascontiguousarray(idx), V_EXPAND)
+
+
+def broadcast_to(x, shape):
+    return expand(x, *tuple(shape))
+
+
+def expand_as(x, other):
+    return expand(x, *other.shape)
+
+
+def clone(x):
+    return _reshaped(x, x._value.shape, V_CLONE) if _records(x) else _plain(x._value.copy())
+
+
+def _index_key(key, shape):
+    """Translate a PyTorch index into a NumPy one; returns (key, grad_fn variant)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    advanced = False
+    last = None
+    nontrivial = 0
+    for k in key:
+        if isinstance(k, Tensor):
+            kv = k._value
+            if kv.dtype.kind == "f":
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors")
+            if kv.ndim == 0 and kv.dtype.kind in "iu":
+                out.append(int(kv))
+                last = V_SELECT
+                nontrivial += 1
+                continue
+            out.append(kv)
+            advanced = True
+        elif isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype.kind == "f":
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors")
+            out.append(arr if arr.size or arr.dtype.kind == "b" else arr.astype(np.int64))
+            advanced = True
+        elif isinstance(k, bool):
+            out.append(k)
+            advanced = True
+        elif isinstance(k, (int, np.integer)):
+            out.append(int(k))
+            last = V_SELECT
+            nontrivial += 1
+        elif k is None:
+            out.append(None)
+            last = V_UNSQUEEZE
+            nontrivial += 1
+        elif k is Ellipsis:
+            out.append(k)
+        elif isinstance(k, slice):
+            for part in (k.start, k.stop, k.step):
+                if part is not None and not isinstance(part, (int, np.integer, Tensor)):
+                    raise TypeError("slice indices must be integers or None")
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            sl = slice(*(int(p) if p is not None else None for p in (k.start, k.stop, k.step)))
+            out.append(sl)
+            if sl != slice(None) or len(key) == 1:
+                last = V_SLICE
+                nontrivial += 1
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                "Variables are valid indices (got " + type(k).__name__ + ")")
+    variant = V_INDEX if advanced else (last if last is not None else V_ALIAS)
+    return tuple(out), variant
+
+
+def getitem(x, key):
+    np_key, variant = _index_key(key, x._value.shape)
+    flat = _flat_index(x)
+    try:
+        idx = flat[np_key]
+    except IndexError as e:
+        msg = str(e).replace("axis", "dimension")
+        raise IndexError(msg) from None
+    return _gathered(x, np.asarray(idx), variant)
+
+
+def _cat_check(tensors, name):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    tensors = [as_tensor_arg(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    return tensors
+
+
+def cat(tensors, dim=0):
+    tensors = _cat_check(tensors, "cat")
+    # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
+    parts = [t for t in tensors if not (t._value.ndim == 1 and t._value.size == 0)] or tensors[:1]
+    ref = parts[0]._value
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, ref.ndim)
+    for j, t in enumerate(parts):
+        v = t._value
+        if v.ndim != ref.ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {ref.ndim} and {v.ndim}")
+        for ax in range(ref.ndim):
+            if ax != d and v.shape[ax] != ref.shape[ax]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref.shape[ax]} but got size {v.shape[ax]} for tensor number {j} in the "
+                    "list.")
+    values = [t._value for t in parts]
+    kinds = {v.dtype.kind for v in values}
+    value = np.concatenate(values, axis=d)
+    if "f" in kinds:
+        value = value.astype(np.float64, copy=False)
+    return _stacked(K.CAT, parts, value, d, [int(np.prod(v.shape[d:], dtype=np.int64))
+                                             for v in values])
+
+
+def stack(tensors, dim=0):
+    tensors = _cat_check(tensors, "stack")
+    ref = tensors[0]._value
+    d = _wrap_dim(dim, ref.ndim + 1)
+    for j, t in enumerate(tensors):
+        if t._value.shape != ref.shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
+                f"entry 0 and {list(t._value.shape)} at entry {j}")
+    value = np.stack([t._value for t in tensors], axis=d)
+    width = int(np.prod(ref.shape[d:], dtype=np.int64))
+    return _stacked(K.STACK, tensors, value, d, [width] * len(tensors))
+
+
+def _stacked(code, parts, value, d, widths):
+    if not _records(*parts):
+        return _plain(value)
+    n = value.size
+    tape = recording_tape(2 * n + builtins.sum(t._value.size for t in parts))
+    rows = []
+    start = 0
+    for t, w in zip(parts, widths):
+        rows.extend((_ref(tape, t), start, w))
+        start += w
+    outer = int(np.prod(value.shape[:d], dtype=np.int64))
+    ip = tape.put_aux([len(parts)] + rows + [outer, start])
+    off, out = _out(tape, value.shape, n)
+    np.copyto(out, value)
+    return _result(tape, tape.push(code, rows[0], -1, off, n, ip), out)
+

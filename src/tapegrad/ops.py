@@ -1,0 +1,823 @@
+"""The op table: every differentiable op, declared once.
+
+A tape record is one row of int64 columns ``op, a0, a1, voff, size, ip`` and one float64
+column ``fp``:
+
+* ``a0``/``a1`` -- the records that produced the inputs (-1: none);
+* ``voff``/``size`` -- where the output value lives in the tape's value arena;
+* ``ip`` -- an offset into the tape's int side array ``aux`` (shapes, indices, extra inputs)
+  or into its float side array ``faux``;
+* ``fp`` -- a scalar operand (``x + 2.0`` keeps the 2.0 here).
+
+For each op this file declares, side by side: its opcode (append-only: saved tapes store
+codes), its PyTorch ``grad_fn`` name, which saved values its backward reads, and its compiled
+backward rule. ``sweep`` dispatches over the opcodes with one branch per op; because numba's
+on-disk cache only notices edits in the file that defines the cached function, every rule the
+sweep inlines lives here, in this one file.
+
+Kernel vocabulary: ``g`` is the incoming gradient, ``x0``/``x1`` the input values, ``out``
+the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``).
+"""
+import numpy as np
+
+from ._config import inline, kernel
+
+# ---------------------------------------------------------------------------------------------
+# Declarations
+# ---------------------------------------------------------------------------------------------
+READS_X0, READS_X1, READS_OUT = 1, 2, 4
+
+
+class OpInfo:
+    """Static facts about an opcode, used by the Python side of the engine."""
+
+    __slots__ = ("code", "name", "reads", "frees", "variants")
+
+    def __init__(self, code, name, reads, frees, variants):
+        self.code, self.name, self.reads, self.frees = code, name, reads, frees
+        self.variants = variants
+
+
+OPS = {}
+
+
+def declare(code, name, reads=0, frees=None, variants=None):
+    """Register an opcode.
+
+    ``name`` is the PyTorch grad_fn class name; ``variants`` maps a variant number (stored as
+    ``aux[ip]``) to a name when one opcode stands for several PyTorch nodes (getitem is a
+    ``SelectBackward0`` or a ``SliceBackward0`` ...). ``frees``: whether PyTorch's node keeps
+    saved tensors, i.e. whether a second backward through it without ``retain_graph`` fails;
+    it defaults to "the backward reads a saved value".
+    """
+    if code in OPS:
+        raise ValueError(f"opcode {code} declared twice")
+    OPS[code] = OpInfo(code, name, reads, bool(reads) if frees is None else frees, variants)
+    return code
+
+
+# Records that only bring a value onto the tape (not shown as grad_fn nodes).
+LEAF = declare(0, "AccumulateGrad")          # a leaf that requires grad; value copied in
+CONST = declare(1, "Constant")               # a value that needs no gradient
+EXTERN = declare(2, "Extern")                # a tensor recorded on an older tape
+
+# Arithmetic.  Broadcasting never reaches these rules: the recorder expands operands to the
+# output shape first with a hidden GATHER, whose backward is the reducing sum.
+ADD = declare(10, "AddBackward0")
+ADD_S = declare(11, "AddBackward0")
+SUB = declare(12, "SubBackward0")
+SUB_S = declare(13, "SubBackward0")
+RSUB_S = declare(14, "RsubBackward1")
+MUL = declare(15, "MulBackward0", READS_X0 | READS_X1)
+MUL_S = declare(16, "MulBackward0", frees=True)
+DIV = declare(17, "DivBackward0", READS_X0 | READS_X1)
+DIV_S = declare(18, "DivBackward0", frees=True)
+NEG = declare(19, "NegBackward0")
+POW = declare(20, "PowBackward1", READS_X0 | READS_X1 | READS_OUT)
+POW_S = declare(21, "PowBackward0", READS_X0)
+RPOW_S = declare(22, "PowBackward2", READS_OUT)
+RECIPROCAL = declare(23, "ReciprocalBackward0", READS_OUT)
+
+# Elementwise functions.
+EXP = declare(30, "ExpBackward0", READS_OUT)
+LOG = declare(31, "LogBackward0", READS_X0)
+LOG1P = declare(32, "Log1PBackward0", READS_X0)
+EXPM1 = declare(33, "Expm1Backward0", READS_OUT)
+SQRT = declare(34, "SqrtBackward0", READS_OUT)
+ABS = declare(35, "AbsBackward0", READS_X0)
+SIN = declare(36, "SinBackward0", READS_X0)
+COS = declare(37, "CosBackward0", READS_X0)
+TAN = declare(38, "TanBackward0", READS_OUT)
+TANH = declare(39, "TanhBackward0", READS_OUT)
+SIGMOID = declare(40, "SigmoidBackward0", READS_OUT)
+RELU = declare(41, "ReluBackward0", READS_OUT)
+SOFTPLUS = declare(42, "SoftplusBackward0", READS_X0)
+CLAMP = declare(43, "ClampBackward1", READS_X0)
+MAXIMUM = declare(44, "MaximumBackward0", READS_X0 | READS_X1)
+MINIMUM = declare(45, "MinimumBackward0", READS_X0 | READS_X1)
+WHERE = declare(46, "WhereBackward0", frees=True)
+
+# Reductions over an (outer, reduced, inner) view of the input: aux[ip:ip+3] = O, R, I.
+SUM = declare(60, "SumBackward0")
+SUM_DIM = declare(61, "SumBackward1")
+MEAN = declare(62, "MeanBackward0")
+MEAN_DIM = declare(63, "MeanBackward1")
+PROD = declare(64, "ProdBackward0", READS_X0 | READS_OUT)
+PROD_DIM = declare(65, "ProdBackward1", READS_X0 | READS_OUT)
+MAX = declare(66, "MaxBackward1", READS_X0 | READS_OUT)
+MIN = declare(67, "MinBackward1", READS_X0 | READS_OUT)
+AMAX = declare(68, "AmaxBackward0", READS_X0 | READS_OUT)
+AMIN = declare(69, "AminBackward0", READS_X0 | READS_OUT)
+MAX_DIM = declare(70, "MaxBackward0", frees=True)   # routes to the argmax kept in aux
+MIN_DIM = declare(71, "MinBackward0", frees=True)
+VAR = declare(72, "VarBackward0", READS_X0)
+STD = declare(73, "StdBackward0", READS_X0 | READS_OUT)
+LOGSUMEXP = declare(74, "LogsumexpBackward0", READS_X0 | READS_OUT)
+SOFTMAX = declare(75, "SoftmaxBackward0", READS_OUT)
+LOG_SOFTMAX = declare(76, "LogSoftmaxBackward0", READS_OUT)
+NORM = declare(77, "LinalgVectorNormBackward0", READS_X0 | READS_OUT)
+
+# Linear algebra: aux[ip:ip+5] = variant, B, M, K, N for (B,M,K) @ (B,K,N).
+MATMUL = declare(90, "MmBackward0", READS_X0 | READS_X1, variants={
+    0: "MmBackward0", 1: "DotBackward0", 2: "MvBackward0", 3: "SqueezeBackward4",
+    4: "UnsafeViewBackward0", 5: "CloneBackward0"})
+
+# Structure.  GATHER is every op that picks input elements: out[k] = x[aux[ip+2+k]].
+_GATHER_NAMES = {
+    0: "Expand", 1: "ExpandBackward0", 2: "SelectBackward0", 3: "SliceBackward0",
+    4: "IndexBackward0", 5: "PermuteBackward0", 6: "TransposeBackward0", 7: "TBackward0",
+    8: "AliasBackward0", 9: "UnsqueezeBackward0", 10: "SqueezeBackward0",
+    11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0",
+}
+GATHER = declare(100, "IndexBackward0", variants=_GATHER_NAMES)
+# RESHAPE keeps the flat order: out = x.  aux[ip] = variant (names as for GATHER).
+RESHAPE = declare(101, "ViewBackward0", variants=_GATHER_NAMES)
+# CAT/STACK: aux[ip] = k inputs, then k (record, offset-in-output-block, block-size) rows,
+# then O (outer count) and the output's block length.
+CAT = declare(102, "CatBackward0")
+STACK = declare(103, "StackBackward0")
+# A hidden expansion for implicit broadcasting: same rule as GATHER, no grad_fn of its own.
+BCAST = declare(104, "Broadcast")
+
+HIDDEN = frozenset({LEAF, CONST, EXTERN, BCAST})
+
+# ---------------------------------------------------------------------------------------------
+# Backward rules (compiled, inlined into the sweep)
+# ---------------------------------------------------------------------------------------------
+
+
+@inline
+def _seg(arr, off, n):
+    return arr[off:off + n]
+
+
+@inline
+def add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    if need[a0[r]]:
+        _seg(grads, goff[a0[r]], n)[:] += g
+    if a1[r] >= 0 and need[a1[r]]:
+        _seg(grads, goff[a1[r]], n)[:] += g
+
+
+@inline
+def sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    if need[a0[r]]:
+        _seg(grads, goff[a0[r]], n)[:] += g
+    if a1[r] >= 0 and need[a1[r]]:
+        _seg(grads, goff[a1[r]], n)[:] -= g
+
+
+@inline
+def neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] -= _seg(grads, goff[r], n)
+
+
+@inline
+def mul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n)
+    if need[a0[r]]:
+        _seg(grads, goff[a0[r]], n)[:] += g * x1
+    if need[a1[r]]:
+        _seg(grads, goff[a1[r]], n)[:] += g * x0
+
+
+@inline
+def mul_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * fp[r]
+
+
+@inline
+def div_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n)
+    if need[a0[r]]:
+        _seg(grads, goff[a0[r]], n)[:] += g / x1
+    if need[a1[r]]:
+        # d(x0/x1)/dx1 = -x0/x1**2, written so that it matches PyTorch's rounding
+        _seg(grads, goff[a1[r]], n)[:] += -g * ((x0 / x1) / x1)
+
+
+@inline
+def div_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / fp[r]
+
+
+@inline
+def pow_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n)
+    out = _seg(vals, voff[r], n)
+    if need[a0[r]]:
+        gx0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            # PyTorch masks the exponent-0 case so that 0**0 has gradient 0, not nan
+            if x1[i] != 0.0:
+                gx0[i] += g[i] * x1[i] * x0[i] ** (x1[i] - 1.0)
+    if need[a1[r]]:
+        gx1 = _seg(grads, goff[a1[r]], n)
+        for i in range(n):
+            # base 0 with exponent >= 0: the limit of out*log(base) is 0
+            if not (x0[i] == 0.0 and x1[i] >= 0.0):
+                gx1[i] += g[i] * out[i] * np.log(x0[i])
+
+
+@inline
+def pow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    c = fp[r]
+    if c == 0.0:
+        return
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i] * c * x0[i] ** (c - 1.0)
+
+
+@inline
+def rpow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    base = fp[r]
+    g = _seg(grads, goff[r], n)
+    out = _seg(vals, voff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    if base == 0.0:
+        # 0**x: PyTorch gives gradient 0 where x >= 0
+        x0 = _seg(vals, voff[a0[r]], n)
+        for i in range(n):
+            if x0[i] < 0.0:
+                gx0[i] += g[i] * out[i] * np.log(base)
+        return
+    lb = np.log(base)
+    for i in range(n):
+        gx0[i] += g[i] * out[i] * lb
+
+
+@inline
+def reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    out = _seg(vals, voff[r], n)
+    _seg(grads, goff[a0[r]], n)[:] += -g * (out * out)
+
+
+# Unary rules reuse the saved output where the math allows: numba's transcendental
+# functions are scalar libm calls, NumPy's are vectorised, and the forward already paid.
+@inline
+def exp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * _seg(vals, voff[r], n)
+
+
+@inline
+def log_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / _seg(vals, voff[a0[r]], n)
+
+
+@inline
+def log1p_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / (_seg(vals, voff[a0[r]], n) + 1.0)
+
+
+@inline
+def expm1_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (_seg(vals, voff[r], n) + 1.0)
+
+
+@inline
+def sqrt_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / (2.0 * _seg(vals, voff[r], n))
+
+
+@inline
+def abs_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * np.sign(_seg(vals, voff[a0[r]], n))
+
+
+@inline
+def sin_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * np.cos(_seg(vals, voff[a0[r]], n))
+
+
+@inline
+def cos_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] -= _seg(grads, goff[r], n) * np.sin(_seg(vals, voff[a0[r]], n))
+
+
+@inline
+def tan_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    # tan' = 1 + tan**2 reuses the saved output
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (1.0 + out * out)
+
+
+@inline
+def tanh_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    # tanh' = 1 - tanh**2 reuses the saved output
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (1.0 - out * out)
+
+
+@inline
+def sigmoid_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * ((1.0 - out) * out)
+
+
+@inline
+def relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    out = _seg(vals, voff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        if out[i] > 0.0:
+            gx0[i] += g[i]
+
+
+@inline
+def softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    beta = faux[ip[r]]
+    threshold = faux[ip[r] + 1]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        bx = beta * x0[i]
+        if bx > threshold:
+            gx0[i] += g[i]
+        else:
+            z = np.exp(bx)
+            gx0[i] += g[i] * z / (z + 1.0)
+
+
+@inline
+def clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    lo = faux[ip[r]]
+    hi = faux[ip[r] + 1]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        # the bounds pass the gradient (PyTorch: lo <= x <= hi); nan passes it too
+        if not (x0[i] < lo or x0[i] > hi):
+            gx0[i] += g[i]
+
+
+@inline
+def maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # ties split the gradient in halves, as PyTorch does; sign flips it into minimum
+    n = size[r]
+    sign = fp[r]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n)
+    n0 = need[a0[r]]
+    n1 = need[a1[r]]
+    gx0 = _seg(grads, goff[a0[r]], n)
+    gx1 = _seg(grads, goff[a1[r]], n)
+    for i in range(n):
+        d = (x0[i] - x1[i]) * sign
+        if d > 0.0:
+            if n0:
+                gx0[i] += g[i]
+        elif d < 0.0:
+            if n1:
+                gx1[i] += g[i]
+        elif d == 0.0:
+            if n0:
+                gx0[i] += 0.5 * g[i]
+            if n1:
+                gx1[i] += 0.5 * g[i]
+        else:
+            # a nan operand: the nan output takes the gradient from both sides
+            if n0:
+                gx0[i] += g[i]
+            if n1:
+                gx1[i] += g[i]
+
+
+@inline
+def where_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # the condition is a CONST record of 0/1 values named by ip
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    cond = _seg(vals, voff[ip[r]], n)
+    n0 = a0[r] >= 0 and need[a0[r]]
+    n1 = a1[r] >= 0 and need[a1[r]]
+    for i in range(n):
+        if cond[i] != 0.0:
+            if n0:
+                grads[goff[a0[r]] + i] += g[i]
+        elif n1:
+            grads[goff[a1[r]] + i] += g[i]
+
+
+# --- reductions: input viewed as (O, R, I), output as (O, I) ---------------------------------
+@inline
+def sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # MEAN shares this rule with fp = 1/R; SUM has fp = 1
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    scale = fp[r]
+    g = _seg(grads, goff[r], o_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    if i_n == 1:
+        for o in range(o_n):
+            go = g[o] * scale
+            gx0[o * r_n:(o + 1) * r_n] += go
+        return
+    for o in range(o_n):
+        gb = g[o * i_n:(o + 1) * i_n]
+        for k in range(r_n):
+            base = (o * r_n + k) * i_n
+            gx0[base:base + i_n] += gb * scale
+
+
+@inline
+def prod_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for i in range(i_n):
+            j = o * i_n + i
+            zeros = 0
+            for k in range(r_n):
+                if x0[(o * r_n + k) * i_n + i] == 0.0:
+                    zeros += 1
+            if zeros == 0:
+                for k in range(r_n):
+                    p = (o * r_n + k) * i_n + i
+                    gx0[p] += g[j] * out[j] / x0[p]
+            elif zeros == 1:
+                # only the zero entry gets a gradient: the product of all the others
+                for k in range(r_n):
+                    p = (o * r_n + k) * i_n + i
+                    if x0[p] == 0.0:
+                        rest = 1.0
+                        for m in range(r_n):
+                            if m != k:
+                                rest *= x0[(o * r_n + m) * i_n + i]
+                        gx0[p] += g[j] * rest
+
+
+@inline
+def extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # max/min/amax/amin: the gradient is split evenly among the entries equal to the result
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for i in range(i_n):
+            j = o * i_n + i
+            ties = 0
+            for k in range(r_n):
+                v = x0[(o * r_n + k) * i_n + i]
+                if v == out[j] or (v != v and out[j] != out[j]):
+                    ties += 1
+            if ties == 0:
+                continue
+            share = g[j] / ties
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                v = x0[p]
+                if v == out[j] or (v != v and out[j] != out[j]):
+                    gx0[p] += share
+
+
+@inline
+def select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # max(dim)/min(dim): all of the gradient goes to the index the forward returned
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    g = _seg(grads, goff[r], o_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    idx = aux[ip[r] + 3: ip[r] + 3 + o_n * i_n]
+    for o in range(o_n):
+        for i in range(i_n):
+            j = o * i_n + i
+            gx0[(o * r_n + idx[j]) * i_n + i] += g[j]
+
+
+@inline
+def var_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # fp = 1 / (R - correction); STD divides by 2*std on top (its own saved output)
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    is_std = aux[ip[r] + 3]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for i in range(i_n):
+            j = o * i_n + i
+            mean = 0.0
+            for k in range(r_n):
+                mean += x0[(o * r_n + k) * i_n + i]
+            mean /= r_n
+            gj = g[j] * 2.0 * fp[r]
+            if is_std:
+                gj = gj / (2.0 * out[j])
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                gx0[p] += gj * (x0[p] - mean)
+
+
+@inline
+def logsumexp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for k in range(r_n):
+            for i in range(i_n):
+                p = (o * r_n + k) * i_n + i
+                j = o * i_n + i
+                gx0[p] += g[j] * np.exp(x0[p] - out[j])
+
+
+@inline
+def softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # gx = out * (g - sum(g * out)) along the reduced axis
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    n = o_n * r_n * i_n
+    g = _seg(grads, goff[r], n)
+    out = _seg(vals, voff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for o in range(o_n):
+        for i in range(i_n):
+            dot = 0.0
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                dot += g[p] * out[p]
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                gx0[p] += out[p] * (g[p] - dot)
+
+
+@inline
+def log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # gx = g - exp(out) * sum(g) along the reduced axis
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    n = o_n * r_n * i_n
+    g = _seg(grads, goff[r], n)
+    out = _seg(vals, voff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for o in range(o_n):
+        for i in range(i_n):
+            total = 0.0
+            for k in range(r_n):
+                total += g[(o * r_n + k) * i_n + i]
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                gx0[p] += g[p] - np.exp(out[p]) * total
+
+
+@inline
+def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # p-norm: d||x||/dx = sign(x) |x|^(p-1) / ||x||^(p-1); a zero norm gets gradient 0
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    p_ord = fp[r]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for k in range(r_n):
+            for i in range(i_n):
+                q = (o * r_n + k) * i_n + i
+                j = o * i_n + i
+                x = x0[q]
+                if p_ord == 2.0:
+                    if out[j] != 0.0:
+                        gx0[q] += g[j] * x / out[j]
+                elif p_ord == 1.0:
+                    gx0[q] += g[j] * np.sign(x)
+                elif p_ord == np.inf or p_ord == -np.inf:
+                    # like amax/amin of |x|: split among the ties
+                    ties = 0
+                    for m in range(r_n):
+                        if abs(x0[(o * r_n + m) * i_n + i]) == out[j]:
+                            ties += 1
+                    if abs(x) == out[j]:
+                        gx0[q] += g[j] * np.sign(x) / ties
+                elif out[j] != 0.0:
+                    gx0[q] += g[j] * np.sign(x) * abs(x) ** (p_ord - 1.0) / out[j] ** (p_ord - 1.0)
+
+
+# --- linear algebra ----------------------------------------------------------------------------
+@inline
+def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    b_n, m, k, n = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
+    for b in range(b_n):
+        g = grads[goff[r] + b * m * n: goff[r] + (b + 1) * m * n].reshape((m, n))
+        if need[a0[r]]:
+            x1 = vals[voff[a1[r]] + b * k * n: voff[a1[r]] + (b + 1) * k * n].reshape((k, n))
+            gx0 = grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k].reshape((m, k))
+            gx0 += np.dot(g, x1.T)
+        if need[a1[r]]:
+            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
+            gx1 = grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n].reshape((k, n))
+            gx1 += np.dot(x0.T, g)
+
+
+# --- structure ------------------------------------------------------------------------------------
+@inline
+def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # aux[ip] = variant, aux[ip+1] = n; scatter-add handles repeated indices
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    base = goff[a0[r]]
+    idx = aux[ip[r] + 2: ip[r] + 2 + n]
+    for k in range(n):
+        grads[base + idx[k]] += g[k]
+
+
+@inline
+def reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    n = size[r]
+    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n)
+
+
+@inline
+def cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # the output is O blocks; input j owns a run of aux[.. + 2] values inside each block
+    k_in = aux[ip[r]]
+    rows = ip[r] + 1
+    o_n = aux[rows + 3 * k_in]
+    block = aux[rows + 3 * k_in + 1]
+    g = _seg(grads, goff[r], o_n * block)
+    for j in range(k_in):
+        src = aux[rows + 3 * j]
+        if not need[src]:
+            continue
+        start = aux[rows + 3 * j + 1]
+        width = aux[rows + 3 * j + 2]
+        gx = _seg(grads, goff[src], o_n * width)
+        for o in range(o_n):
+            gx[o * width:(o + 1) * width] += g[o * block + start: o * block + start + width]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweeps
+# ---------------------------------------------------------------------------------------------
+@kernel
+def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
+    """Mark the records that lead to a seed and need a gradient; lay out their gradients.
+
+    need[r] = 1 for records on a path from a seed down to a leaf; goff[r] is the offset of
+    record r's gradient in the gradient arena.  Returns the arena length needed.
+    """
+    for r in range(n_rec):
+        need[r] = 0
+    for s in seeds:
+        need[s] = 1
+    for r in range(n_rec - 1, -1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if o == CAT or o == STACK:
+            k_in = aux[ip[r]]
+            for j in range(k_in):
+                src = aux[ip[r] + 1 + 3 * j]
+                if op[src] != CONST:
+                    need[src] = 1
+            continue
+        if a0[r] >= 0 and op[a0[r]] != CONST:
+            need[a0[r]] = 1
+        if a1[r] >= 0 and op[a1[r]] != CONST:
+            need[a1[r]] = 1
+    total = 0
+    for r in range(n_rec):
+        if need[r]:
+            goff[r] = total
+            total += size[r]
+        else:
+            goff[r] = -1
+    return total
+
+
+@kernel
+def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi, lo):
+    """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``."""
+    for r in range(hi - 1, lo - 1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if o <= EXTERN:
+            continue
+        elif o == ADD or o == ADD_S:
+            add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SUB or o == SUB_S:
+            sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == RSUB_S or o == NEG:
+            neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MUL:
+            mul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MUL_S:
+            mul_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == DIV:
+            div_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == DIV_S:
+            div_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == POW:
+            pow_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == POW_S:
+            pow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == RPOW_S:
+            rpow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == RECIPROCAL:
+            reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == EXP:
+            exp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == LOG:
+            log_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == LOG1P:
+            log1p_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == EXPM1:
+            expm1_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SQRT:
+            sqrt_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == ABS:
+            abs_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SIN:
+            sin_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == COS:
+            cos_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == TAN:
+            tan_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == TANH:
+            tanh_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SIGMOID:
+            sigmoid_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == RELU:
+            relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SOFTPLUS:
+            softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == CLAMP:
+            clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MAXIMUM or o == MINIMUM:
+            maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == WHERE:
+            where_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM:
+            sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == PROD or o == PROD_DIM:
+            prod_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MAX or o == MIN or o == AMAX or o == AMIN:
+            extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MAX_DIM or o == MIN_DIM:
+            select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == VAR or o == STD:
+            var_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == LOGSUMEXP:
+            logsumexp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SOFTMAX:
+            softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == LOG_SOFTMAX:
+            log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == NORM:
+            norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == MATMUL:
+            matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == GATHER or o == BCAST:
+            gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == RESHAPE:
+            reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == CAT or o == STACK:
+            cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        else:
+            return r
+    return -1
+

@@ -1,0 +1,153 @@
+"""The Wengert tape: struct-of-arrays records and the value arena they point into.
+
+No Numba here.  Columns are ``array.array`` (one C append per field per record, about a
+quarter of the cost of a NumPy item store) and are viewed as NumPy arrays, without copying,
+only while a sweep runs.
+
+Values of recorded results are written straight into the tape's arena, a fixed-size NumPy
+chunk.  The arena never grows or moves, so a view a user holds stays valid; when a chunk is
+full the engine starts a new tape, and a tensor of the old tape used on the new one is
+brought over as an EXTERN record (backward continues into the old tape).  A chunk is reused
+only once nothing outside the tape references it (checked with the reference count of the
+chunk, which every NumPy view of it holds).
+"""
+import array
+import itertools
+import sys
+import threading
+
+import numpy as np
+
+from . import ops
+
+DEFAULT_CAPACITY = 1 << 18  # float64 values per arena chunk (2 MiB)
+_POOL_LIMIT = 4             # free chunks kept for reuse per thread
+
+_tape_ids = itertools.count()
+
+
+class _State(threading.local):
+    """Per-thread engine state: grad mode, the tape being recorded, reusable buffers."""
+
+    def __init__(self):
+        self.grad_enabled = True
+        self.tape = None
+        self.pool = []          # free arena chunks
+        self.grads = np.empty(0)  # the gradient arena, reused across sweeps
+
+
+state = _State()
+
+
+def _take_chunk(n):
+    pool = state.pool
+    for i, chunk in enumerate(pool):
+        if chunk.size >= n:
+            return pool.pop(i)
+    return np.empty(max(DEFAULT_CAPACITY, 1 << max(0, (4 * n - 1).bit_length())))
+
+
+class Tape:
+    """One segment of recording: records, their side arrays, and a value arena."""
+
+    __slots__ = (
+        "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
+        "vals", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
+        "extern_rec", "nodes", "inplace", "hooks", "__weakref__",
+    )
+
+    def __init__(self, capacity_needed=0):
+        q = "q"
+        self.op, self.a0, self.a1 = array.array(q), array.array(q), array.array(q)
+        self.voff, self.size, self.ip = array.array(q), array.array(q), array.array(q)
+        self.fp = array.array("d")
+        self.aux = array.array(q)
+        self.faux = array.array("d")
+        self.vals = _take_chunk(capacity_needed)
+        self.top = 0
+        self.id = next(_tape_ids)
+        self.finished = False
+        self.freed = None        # bool mask of records whose saved values a backward released
+        self.leaves = {}         # record -> leaf Tensor
+        self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
+        self.externs = {}        # record -> (older tape, its record)
+        self.extern_rec = {}     # (older tape id, its record) -> record
+        self.nodes = {}          # grad_fn views made so far, so that they stay identical
+        self.inplace = []        # (record replaced, record written, op name, where)
+        self.hooks = {}          # record -> list of gradient hooks
+
+    def __len__(self):
+        return len(self.op)
+
+    def room(self, n):
+        return not self.finished and self.top + n <= self.vals.size
+
+    def alloc(self, n):
+        """Reserve n values in the arena; returns their offset."""
+        off = self.top
+        self.top = off + n
+        return off
+
+    def push(self, code, a0, a1, voff, size, ip=0, fp=0.0):
+        """Append one record; returns its index."""
+        r = len(self.op)
+        self.op.append(code)
+        self.a0.append(a0)
+        self.a1.append(a1)
+        self.voff.append(voff)
+        self.size.append(size)
+        self.ip.append(ip)
+        self.fp.append(fp)
+        return r
+
+    def put_aux(self, values):
+        off = len(self.aux)
+        self.aux.extend(values)
+        return off
+
+    def put_faux(self, values):
+        off = len(self.faux)
+        self.faux.extend(values)
+        return off
+
+    def value(self, r, shape):
+        """A view of record r's value with the given shape."""
+        off = self.voff[r]
+        n = self.size[r]
+        v = self.vals[off:off + n]
+        return v if len(shape) == 1 else v.reshape(shape)
+
+    def columns(self):
+        """NumPy views of the columns, for a sweep.  Drop them before appending again."""
+        f = np.frombuffer
+        i8 = np.int64
+        return (f(self.op, i8), f(self.a0, i8), f(self.a1, i8), f(self.voff, i8),
+                f(self.size, i8), f(self.ip, i8), f(self.fp, np.float64),
+                f(self.aux, i8) if len(self.aux) else np.zeros(1, i8),
+                f(self.faux, np.float64) if len(self.faux) else np.zeros(1))
+
+    def __del__(self):
+        # Give the chunk back when no view of it is alive: the reference count is then the
+        # attribute's reference and getrefcount's argument.
+        try:
+            chunk = self.vals
+            if sys.getrefcount(chunk) <= 2 and len(state.pool) < _POOL_LIMIT:
+                state.pool.append(chunk)
+        except Exception:  # interpreter shutdown: nothing worth doing
+            pass
+
+
+def recording_tape(n):
+    """The tape to record on, with room for n more values (starting a new one if needed)."""
+    t = state.tape
+    if t is None or not t.room(n):
+        t = Tape(n)
+        state.tape = t
+    return t
+
+
+def finish(tape):
+    """A backward without retain_graph consumed this tape: record later ops on a new one."""
+    tape.finished = True
+    if state.tape is tape:
+        state.tape = None

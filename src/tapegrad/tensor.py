@@ -1,0 +1,316 @@
+"""The Tensor handle: a value, and where on a tape it was recorded.  No math lives here."""
+import warnings
+
+import numpy as np
+
+from . import _dtype
+from .tape import state
+
+
+class Size(tuple):
+    """A shape, printed as PyTorch prints ``torch.Size``."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"tapegrad.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+class Tensor:
+    """A thin handle: ``_value`` (a NumPy array) and, for recorded results, ``(_tape, _r)``.
+
+    Leaves own their value; recorded results hold a view into their tape's arena, which is
+    never overwritten while the view is alive.
+    """
+
+    __slots__ = ("_value", "_tape", "_r", "_rg", "_grad", "_version", "_retains", "_hooks",
+                 "__weakref__")
+    # NumPy defers to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
+    __array_ufunc__ = None
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create tensors with tapegrad.tensor(...), tapegrad.zeros(...), ...")
+
+    # --- construction (internal) ---------------------------------------------------------
+    @classmethod
+    def _make(cls, value, requires_grad=False):
+        t = object.__new__(cls)
+        t._value = value
+        t._tape = None
+        t._r = -1
+        t._rg = requires_grad
+        t._grad = None
+        t._version = 0
+        t._retains = False
+        t._hooks = None
+        return t
+
+    # --- properties ------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._value.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._value.shape)
+        return self._value.shape[_wrap_dim(dim, self._value.ndim)]
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    def dim(self):
+        return self._value.ndim
+
+    def numel(self):
+        return self._value.size
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return _dtype.from_numpy_dtype(self._value.dtype)
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def is_floating_point(self):
+        return self._value.dtype.kind == "f"
+
+    @property
+    def requires_grad(self):
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._tape is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if requires_grad and self._value.dtype.kind != "f":
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._tape is None
+
+    @property
+    def grad(self):
+        if self._tape is not None and not self._retains:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: expected {list(self.shape)}, "
+                    f"got {list(value.shape)}")
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        if self._tape is None:
+            return None
+        from .autograd import node_for
+        return node_for(self._tape, self._r)
+
+    @property
+    def _base_version(self):
+        return self._version
+
+    def _bump_version(self):
+        """Mark the value as changed in place (optimizers call this after an update)."""
+        self._version += 1
+
+    def retain_grad(self):
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._tape is not None and not self._retains:
+            from .autograd import _RETAINED
+            self._retains = True
+            _RETAINED.add(self)
+
+    @property
+    def retains_grad(self):
+        return self._retains
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a
+        replacement gradient.  Returns a handle with ``remove()``."""
+        if not self._rg:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._tape is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            hooks = self._tape.hooks.setdefault(self._r, (self._value.shape, []))[1]
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
+    # --- conversion --------------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        if self._rg and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        return self._value
+
+    def __array__(self, dtype=None, copy=None):
+        if self._rg:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        v = self._value
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)
+        return v.copy() if copy else v
+
+    def item(self):
+        v = self._value
+        if v.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        return v.reshape(-1)[0].item()
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._value.dtype.kind not in "iub" or self._value.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        v = self._value
+        if v.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(v.reshape(-1)[0])
+
+    def __len__(self):
+        if self._value.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._format import format_tensor
+        suffixes = []
+        if self._tape is not None:
+            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._rg:
+            suffixes.append("requires_grad=True")
+        return format_tensor(self._value, suffixes=suffixes)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._value.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # --- stopping the record ---------------------------------------------------------------
+    def detach(self):
+        """A tensor sharing this value that no gradient flows through."""
+        return Tensor._make(self._value)
+
+    def detach_(self):
+        """Detach in place: this handle becomes a leaf that requires no gradient."""
+        self._tape = None
+        self._r = -1
+        self._rg = False
+        return self
+
+    @property
+    def data(self):
+        return Tensor._make(self._value)
+
+    @data.setter
+    def data(self, other):
+        self._value = other._value
+
+    def __deepcopy__(self, memo):
+        if self._tape is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.")
+        t = Tensor._make(self._value.copy(), self._rg)
+        if self._grad is not None:
+            t._grad = Tensor._make(self._grad._value.copy())
+        memo[id(self)] = t
+        return t
+
+    def __reduce__(self):
+        if self._tape is not None:
+            raise RuntimeError("only leaf tensors can be pickled")
+        return (_rebuild, (self._value, self._rg))
+
+
+def _rebuild(value, requires_grad):
+    return Tensor._make(value, requires_grad)
+
+
+class _HookHandle:
+    __slots__ = ("_hooks", "_hook")
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        try:
+            self._hooks.remove(self._hook)
+        except ValueError:
+            pass
+
+
+def _wrap_dim(dim, ndim):
+    """Normalise a possibly negative dim, with PyTorch's IndexError on a bad one."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if dim < lo or dim > hi:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return int(dim) % max(ndim, 1) if ndim else 0
+
+
+def is_grad_enabled():
+    return state.grad_enabled

@@ -1,0 +1,1 @@
+"""Public testing helpers: gradient checks against central finite differences."""
