@@ -1,0 +1,20 @@
+"""Shared test settings: hypothesis profiles and float64 PyTorch when it is installed."""
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev", max_examples=30, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, derandomize=True, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+try:
+    import torch
+except ImportError:  # PyTorch comparisons skip where it is absent
+    torch = None
+else:
+    torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(1)
