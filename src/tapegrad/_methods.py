@@ -151,7 +151,8 @@ PROPERTIES = {
 
 
 def install():
-    for name, fn in METHODS.items():
+    from .inplace import METHODS as IN_PLACE
+    for name, fn in {**METHODS, **IN_PLACE}.items():
         setattr(Tensor, name, fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)

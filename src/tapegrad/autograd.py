@@ -390,20 +390,25 @@ def _check_versions(tape, need, op, a0, a1):
         rec_version = tape.leaf_rec.get(id(leaf), (None, None))
         if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
                 tape, r, need, op, a0, a1):
+            from .inplace import leaf_site
+            site = leaf_site(leaf)
+            where = f" It was modified by {site[0]} at {site[1]}." if site else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [tapegrad.DoubleTensor {list(leaf._value.shape)}] is at "
-                f"version {leaf._version}; expected version {rec_version[1]} instead. Hint: the "
-                "leaf was changed in place after it was used")
+                f"version {leaf._version}; expected version {rec_version[1]} instead.{where}")
 
 
 def _value_read(tape, s, need, op, a0, a1):
-    """Whether some record that will be swept reads the value of record s."""
-    readers = np.nonzero(need.astype(bool) & ((a0 == s) | (a1 == s)))[0]
-    for r in readers:
-        reads = K.OPS[int(op[r])].reads
-        if (a0[r] == s and reads & K.READS_X0) or (a1[r] == s and reads & K.READS_X1):
-            return True
+    """Whether some record that will be swept reads the value of record s (directly or
+    through the hidden broadcast copies made of it)."""
+    sources = {s} | {int(b) for b in np.nonzero((op == K.BCAST) & (a0 == s))[0]}
+    for src in sources:
+        readers = np.nonzero(need.astype(bool) & ((a0 == src) | (a1 == src)))[0]
+        for r in readers:
+            reads = K.OPS[int(op[r])].reads
+            if (a0[r] == src and reads & K.READS_X0) or (a1[r] == src and reads & K.READS_X1):
+                return True
     return False
 
 

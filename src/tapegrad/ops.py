@@ -127,7 +127,7 @@ _GATHER_NAMES = {
     0: "Expand", 1: "ExpandBackward0", 2: "SelectBackward0", 3: "SliceBackward0",
     4: "IndexBackward0", 5: "PermuteBackward0", 6: "TransposeBackward0", 7: "TBackward0",
     8: "AliasBackward0", 9: "UnsqueezeBackward0", 10: "SqueezeBackward0",
-    11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0",
+    11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0", 14: "CopySlices",
 }
 GATHER = declare(100, "IndexBackward0", variants=_GATHER_NAMES)
 # RESHAPE keeps the flat order: out = x.  aux[ip] = variant (names as for GATHER).

@@ -53,7 +53,7 @@ class Tape:
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "vals", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
-        "extern_rec", "nodes", "inplace", "hooks", "__weakref__",
+        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -73,7 +73,8 @@ class Tape:
         self.externs = {}        # record -> (older tape, its record)
         self.extern_rec = {}     # (older tape id, its record) -> record
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
-        self.inplace = []        # (record replaced, record written, op name, where)
+        self.inplace = []        # (storage, changed before record, op name, where, shape)
+        self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> list of gradient hooks
 
     def __len__(self):

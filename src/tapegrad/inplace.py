@@ -1,0 +1,280 @@
+"""In-place operations and the saved-value checks that make them safe.
+
+An in-place op on a tensor that is being recorded is recorded like its out-of-place twin:
+the handle is moved to the new record, and the old record keeps its value, so the records
+that saved it still hold what they saw.  Like PyTorch, we still refuse to backward through a
+record whose saved value was *logically* modified (the version it saw is older than the
+current one), and we add what PyTorch cannot say without a second run in anomaly mode: which
+in-place op made the change, and where in the user's code.
+
+Without recording (``no_grad``, or nothing requires grad) the op writes into the tensor's
+memory and bumps its version.
+"""
+import os
+import sys
+import weakref
+
+import numpy as np
+
+from . import functional as F
+from . import ops as K
+from .tape import state
+from .tensor import Tensor
+
+_LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+# id(leaf) -> (weak ref, op name, "file:line") of its last change.  Not a WeakKeyDictionary:
+# that compares keys with ==, which is elementwise for tensors.
+_leaf_sites = {}
+
+
+def user_site():
+    """'file:line' of the innermost frame outside tapegrad."""
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)).startswith(
+            _PKG_DIR):
+        f = f.f_back
+    if f is None:
+        return "<unknown>"
+    return f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def _storage(tape, r):
+    return tape.storage_of.get(r, r)
+
+
+def _log(t, name):
+    """Record that t's storage changes now (a later backward checks who saw the old one)."""
+    if t._tape is not None:
+        tape = t._tape
+        tape.inplace.append((_storage(tape, t._r), len(tape), name, user_site(),
+                             tuple(t._value.shape)))
+    elif t._rg:
+        key = id(t)
+        _leaf_sites[key] = (weakref.ref(t, lambda _, k=key: _leaf_sites.pop(k, None)), name,
+                            user_site())
+
+
+def _apply(t, name, compute, write):
+    """Run one in-place op: ``compute()`` gives the out-of-place result (recorded), or
+    ``write()`` mutates t's memory when nothing is recorded."""
+    records = state.grad_enabled and (t._rg or compute.other_rg)
+    if records:
+        if t._tape is None and t._rg:
+            raise RuntimeError(_LEAF_IN_PLACE)
+        res = compute()
+        if res._tape is None:  # nothing needed recording after all
+            np.copyto(t._value, res._value, casting="same_kind")
+            t._version += 1
+            return t
+        old_tape, old_r = t._tape, t._r
+        if old_tape is not None:
+            s = _storage(old_tape, old_r)
+            old_tape.inplace.append((s, res._r if res._tape is old_tape else len(old_tape),
+                                     name, user_site(), tuple(t._value.shape)))
+            if res._tape is old_tape:
+                old_tape.storage_of[res._r] = s
+        t._value = res._value
+        t._tape, t._r, t._rg = res._tape, res._r, True
+        t._version += 1
+        return t
+    write()
+    _log(t, name)
+    t._version += 1
+    return t
+
+
+class _Compute:
+    __slots__ = ("fn", "other_rg")
+
+    def __init__(self, fn, other):
+        self.fn = fn
+        self.other_rg = isinstance(other, Tensor) and other._rg
+
+    def __call__(self):
+        return self.fn()
+
+
+def _check_cast(t, other_value):
+    if t._value.dtype.kind in "iub":
+        kind = np.asarray(other_value).dtype.kind
+        if kind == "f" or (t._value.dtype.kind == "b" and kind in "iu"):
+            names = {"f": "Float", "i": "Long", "u": "Long", "b": "Bool"}
+            raise RuntimeError(
+                f"result type {names[kind] if kind != 'f' else 'Double'} can't be cast to the "
+                f"desired output type {names[t._value.dtype.kind]}")
+
+
+def _value_of(other):
+    return other._value if isinstance(other, Tensor) else other
+
+
+def _arith_(name, out_of_place, ufunc):
+    def method(self, other, **kw):
+        if kw:
+            alpha = kw.pop("alpha", 1)
+            if alpha != 1:
+                other = F.mul(F.as_tensor_arg(other), alpha) if isinstance(other, Tensor) \
+                    else other * alpha
+        ov = _value_of(other)
+        if isinstance(ov, np.ndarray) and ov.shape != self._value.shape:
+            shape = F.broadcast_shape(self._value.shape, ov.shape)
+            if shape != self._value.shape:
+                raise RuntimeError(
+                    f"output with shape {list(self._value.shape)} doesn't match the broadcast "
+                    f"shape {list(shape)}")
+        _check_cast(self, ov)
+
+        def write():
+            ufunc(self._value, ov, out=self._value, casting="same_kind")
+        return _apply(self, name, _Compute(lambda: out_of_place(self, other), other), write)
+    method.__name__ = name
+    return method
+
+
+add_ = _arith_("add_", F.add, np.add)
+sub_ = _arith_("sub_", F.sub, np.subtract)
+mul_ = _arith_("mul_", F.mul, np.multiply)
+div_ = _arith_("div_", F.div, np.true_divide)
+pow_ = _arith_("pow_", F.pow, np.power)
+
+
+def _unary_(name, out_of_place, write_fn):
+    def method(self, *args, **kwargs):
+        def write():
+            write_fn(self._value, *args, **kwargs)
+        return _apply(self, name, _Compute(lambda: out_of_place(self, *args, **kwargs), None),
+                      write)
+    method.__name__ = name
+    return method
+
+
+def _clamp_write(v, min=None, max=None):
+    np.clip(v, -np.inf if min is None else min, np.inf if max is None else max, out=v)
+
+
+clamp_ = _unary_("clamp_", F.clamp, _clamp_write)
+relu_ = _unary_("relu_", F.relu, lambda v: np.maximum(v, 0, out=v))
+exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v))
+tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v))
+sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v))
+neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
+zero_ = _unary_("zero_", lambda t: F.mul(t, 0.0), lambda v: v.fill(0))
+
+
+def fill_(self, value):
+    v = _value_of(value)
+    return _apply(self, "fill_", _Compute(lambda: F.add(F.mul(self, 0.0), value), value),
+                  lambda: self._value.fill(v))
+
+
+def copy_(self, src):
+    src = F.as_tensor_arg(src)
+    F.broadcast_shape(self._value.shape, src._value.shape)
+
+    def compute():
+        return F.add(F.mul(self, 0.0), F.expand(src, *self._value.shape))
+    return _apply(self, "copy_", _Compute(compute, src),
+                  lambda: np.copyto(self._value, np.broadcast_to(src._value, self._value.shape),
+                                    casting="unsafe"))
+
+
+def setitem(self, key, value):
+    """``self[key] = value``: a gather from [self, value] that picks value at ``key``."""
+    value_t = value if isinstance(value, Tensor) else None
+    vv = _value_of(value)
+    np_key, _ = F._index_key(key, self._value.shape)
+    target = np.arange(self._value.size, dtype=np.int64).reshape(self._value.shape)
+    try:
+        picked = target[np_key]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    vshape = np.shape(picked)
+    if np.shape(vv) != vshape:
+        try:
+            np.broadcast_shapes(np.shape(vv), vshape)
+        except ValueError:
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(np.shape(vv))} cannot be broadcast "
+                f"to indexing result of shape {list(vshape)}") from None
+
+    def compute():
+        src = value_t if value_t is not None else F.as_tensor_arg(
+            np.asarray(vv, dtype=np.float64))
+        src = F.expand(src, *vshape) if src._value.shape != vshape else src
+        n = self._value.size
+        combined = F.cat([F.reshape(self, -1), F.reshape(src, -1)])
+        idx = np.arange(n, dtype=np.int64)
+        idx[np.asarray(picked).reshape(-1)] = n + np.arange(np.size(picked), dtype=np.int64)
+        return F._gathered(combined, idx.reshape(self._value.shape), V_COPY_SLICES)
+
+    def write():
+        self._value[np_key] = vv
+    _apply(self, "__setitem__", _Compute(compute, value), write)
+
+
+V_COPY_SLICES = 14
+
+
+def check_saved_versions(tape, need, op, a0, a1):
+    """Raise PyTorch's error when a record about to be swept saw an older version of a value."""
+    entries = tape.inplace
+    by_storage = {}
+    for s, at, name, where, shape in entries:
+        by_storage.setdefault(s, []).append((at, name, where, shape))
+    needed = np.nonzero(need)[0]
+    for r in needed:
+        code = int(op[r])
+        reads = K.OPS[code].reads
+        if not reads:
+            continue
+        read = []
+        if reads & K.READS_X0 and a0[r] >= 0:
+            read.append(int(a0[r]))
+        if reads & K.READS_X1 and a1[r] >= 0:
+            read.append(int(a1[r]))
+        if reads & K.READS_OUT:
+            read.append(int(r))
+        for s in read:
+            while int(op[s]) == K.BCAST:  # a broadcast copy stands for its source
+                s = int(a0[s])
+            changes = by_storage.get(_storage(tape, s))
+            if not changes:
+                continue
+            # r saw the changes made before it was recorded; its own output (s == r) also
+            # includes the change that produced it
+            seen = sum(1 for at, *_ in changes if at < r or (s == r and at == r))
+            current = len(changes)
+            if seen != current:
+                at, name, where, shape = changes[seen]
+                producer = ""
+                if int(op[s]) not in K.HIDDEN:
+                    from .autograd import node_for
+                    base = node_for(tape, s).name()
+                    for suffix in ("Backward0", "Backward1", "Backward2", "Backward4"):
+                        if base.endswith(suffix):
+                            base = base[: -len(suffix)]
+                            break
+                    producer = f", which is output 0 of {base},"
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at "
+                    f"version {current}; expected version {seen} instead. It was modified by "
+                    f"{name} at {where}.")
+
+
+def leaf_site(leaf):
+    """(op name, 'file:line') of the last in-place change of a leaf, or None."""
+    hit = _leaf_sites.get(id(leaf))
+    if hit is None or hit[0]() is not leaf:
+        return None
+    return hit[1], hit[2]
+
+
+METHODS = {
+    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+    "__ipow__": pow_, "clamp_": clamp_, "clip_": clamp_, "relu_": relu_, "exp_": exp_,
+    "tanh_": tanh_, "sigmoid_": sigmoid_, "neg_": neg_, "zero_": zero_, "fill_": fill_,
+    "copy_": copy_, "__setitem__": setitem,
+}
