@@ -94,12 +94,12 @@ def _new_tensor(self, data, dtype=None, requires_grad=False):
 
 
 METHODS = {
-    "__add__": _binop(F.add), "__radd__": _radd,
-    "__sub__": _binop(F.sub), "__rsub__": _rsub,
-    "__mul__": _binop(F.mul), "__rmul__": _rmul,
-    "__truediv__": _binop(F.div), "__rtruediv__": _rtruediv,
-    "__pow__": _binop(F.pow), "__rpow__": _rpow,
-    "__matmul__": _binop(F.matmul), "__rmatmul__": _rmatmul,
+    "__add__": F.add, "__radd__": _radd,
+    "__sub__": F.sub, "__rsub__": _rsub,
+    "__mul__": F.mul, "__rmul__": _rmul,
+    "__truediv__": F.div, "__rtruediv__": _rtruediv,
+    "__pow__": F.pow, "__rpow__": _rpow,
+    "__matmul__": F.matmul, "__rmatmul__": _rmatmul,
     "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs,
     "__lt__": lambda a, b: F._compare(np.less, a, b),
     "__le__": lambda a, b: F._compare(np.less_equal, a, b),

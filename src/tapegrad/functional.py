@@ -10,6 +10,7 @@ the compiled sweep's on-disk cache.
 import builtins
 import math
 import numbers
+import operator
 from collections import namedtuple
 
 import numpy as np
@@ -28,13 +29,6 @@ _F64 = np.dtype(np.float64)
 
 def _plain(value):
     return Tensor._make(value)
-
-
-def _result(tape, r, value):
-    t = Tensor._make(value, True)
-    t._tape = tape
-    t._r = r
-    return t
 
 
 def _records(*ts):
@@ -135,6 +129,11 @@ def broadcast_shape(sa, sb):
 
 
 def _is_scalar(x):
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return True
+    if t is Tensor:
+        return False
     return isinstance(x, numbers.Number) and not isinstance(x, complex) or (
         isinstance(x, np.generic) and x.dtype.kind in "biuf")
 
@@ -149,70 +148,140 @@ def _check_real(x, opname):
 # ---------------------------------------------------------------------------------------------
 
 
+# Scalar twins of the NumPy kernels, for one-element tensors: a Python float op is ~10x
+# cheaper than a ufunc call plus the error-state switch.  Where Python raises (math domain
+# errors, overflow, division by zero) the NumPy path runs instead and gives inf/nan.
+_SCALAR_ERRORS = (ValueError, OverflowError, ZeroDivisionError)
+_SCALAR = {
+    K.EXP: math.exp, K.LOG: math.log, K.LOG1P: math.log1p, K.EXPM1: math.expm1,
+    K.SQRT: math.sqrt, K.SIN: math.sin, K.COS: math.cos, K.TAN: math.tan, K.TANH: math.tanh,
+    K.NEG: operator.neg,
+    K.ADD: operator.add, K.SUB: operator.sub, K.MUL: operator.mul, K.DIV: operator.truediv,
+    K.ADD_S: operator.add, K.SUB_S: operator.sub, K.MUL_S: operator.mul,
+    K.DIV_S: operator.truediv, K.RSUB_S: lambda x, c: c - x,
+}
+
+
+def _quiet_call(fn, *args):
+    tok = quiet_begin()
+    try:
+        return fn(*args)
+    finally:
+        quiet_end(tok)
+
+
+def _new_result(tape, r, out):
+    t = _new_tensor(Tensor)
+    t._value = out
+    t._tape = tape
+    t._r = r
+    t._rg = True
+    t._grad = None
+    t._version = 0
+    t._retains = False
+    t._hooks = None
+    return t
+
+
+_new_tensor = object.__new__
+_result = _new_result
+
+
 def _unary(code, x, fn, ip=0, fp=0.0):
+    """Record out = fn(x); ``fn(value, out)`` is a NumPy kernel (out may be None)."""
     v = x._value
     if not (x._rg and state.grad_enabled):
-        tok = quiet_begin()
-        try:
-            res = fn(v, None)
-        finally:
-            quiet_end(tok)
-        return _plain(np.asarray(res))
+        return _plain(np.asarray(_quiet_call(fn, v, None)))
     n = v.size
-    tape = recording_tape(2 * n)
-    r0 = _ref(tape, x)
-    off, out = _out(tape, v.shape, n)
-    tok = quiet_begin()
-    fn(v, out)
-    quiet_end(tok)
-    return _result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
+    tape = state.tape
+    if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
+        tape = recording_tape(2 * n)
+    r0 = x._r if x._tape is tape else _ref(tape, x)
+    off = tape.top
+    tape.top = off + n
+    vals = tape.vals
+    out = vals[off:off + n]
+    if v.ndim != 1:
+        out = out.reshape(v.shape)
+    sfn = _SCALAR.get(code) if n == 1 else None
+    try:
+        if sfn is None:
+            raise ValueError
+        vals[off] = sfn(v.item())
+    except _SCALAR_ERRORS:
+        tok = quiet_begin()
+        fn(v, out)
+        quiet_end(tok)
+    return _new_result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
 
 
 def _binary(code, a, b, fn):
-    """A tensor-tensor op with broadcasting; both operands are Tensors."""
+    """Record out = fn(a, b) with broadcasting; both operands are Tensors."""
     va, vb = a._value, b._value
-    shape = va.shape if va.shape == vb.shape else broadcast_shape(va.shape, vb.shape)
-    if not _records(a, b):
+    same = va.shape == vb.shape
+    shape = va.shape if same else broadcast_shape(va.shape, vb.shape)
+    if not ((a._rg or b._rg) and state.grad_enabled):
+        return _plain(np.asarray(_quiet_call(fn, va, vb, None)))
+    n = va.size if same else math.prod(shape)
+    tape = state.tape
+    if tape is None or tape.finished or tape.top + 3 * n + va.size + vb.size > tape.cap:
+        tape = recording_tape(3 * n + va.size + vb.size)
+    if same:
+        r0 = a._r if a._tape is tape else _ref(tape, a)
+        r1 = b._r if b._tape is tape else _ref(tape, b)
+    else:
+        r0 = _expanded_ref(tape, a, shape)
+        r1 = _expanded_ref(tape, b, shape)
+    off = tape.top
+    tape.top = off + n
+    vals = tape.vals
+    out = vals[off:off + n]
+    if len(shape) != 1:
+        out = out.reshape(shape)
+    sfn = _SCALAR.get(code) if n == 1 and same else None
+    try:
+        if sfn is None:
+            raise ValueError
+        vals[off] = sfn(va.item(), vb.item())
+    except _SCALAR_ERRORS:
         tok = quiet_begin()
-        try:
-            res = fn(va, vb, None)
-        finally:
-            quiet_end(tok)
-        return _plain(np.asarray(res))
-    n = 1
-    for d in shape:
-        n *= d
-    tape = recording_tape(3 * n + va.size + vb.size)
-    r0 = _expanded_ref(tape, a, shape)
-    r1 = _expanded_ref(tape, b, shape)
-    off, out = _out(tape, shape, n)
-    tok = quiet_begin()
-    fn(va, vb, out)
-    quiet_end(tok)
-    return _result(tape, tape.push(code, r0, r1, off, n), out)
+        fn(va, vb, out)
+        quiet_end(tok)
+    return _new_result(tape, tape.push(code, r0, r1, off, n), out)
 
 
 def _with_scalar(code, x, c, fn):
-    """A tensor-scalar op; the scalar is kept in the record's fp column."""
+    """Record out = fn(x, c) for a Python scalar c, kept in the record's fp column."""
     v = x._value
     if not (x._rg and state.grad_enabled):
-        tok = quiet_begin()
-        try:
-            res = fn(v, c, None)
-        finally:
-            quiet_end(tok)
-        return _plain(np.asarray(res))
+        return _plain(np.asarray(_quiet_call(fn, v, c, None)))
     n = v.size
-    tape = recording_tape(2 * n)
-    r0 = _ref(tape, x)
-    off, out = _out(tape, v.shape, n)
-    tok = quiet_begin()
-    fn(v, c, out)
-    quiet_end(tok)
-    return _result(tape, tape.push(code, r0, -1, off, n, 0, float(c)), out)
+    tape = state.tape
+    if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
+        tape = recording_tape(2 * n)
+    r0 = x._r if x._tape is tape else _ref(tape, x)
+    off = tape.top
+    tape.top = off + n
+    vals = tape.vals
+    out = vals[off:off + n]
+    if v.ndim != 1:
+        out = out.reshape(v.shape)
+    c = float(c)
+    sfn = _SCALAR.get(code) if n == 1 else None
+    try:
+        if sfn is None:
+            raise ValueError
+        vals[off] = sfn(v.item(), c)
+    except _SCALAR_ERRORS:
+        tok = quiet_begin()
+        fn(v, c, out)
+        quiet_end(tok)
+    return _new_result(tape, tape.push(code, r0, -1, off, n, 0, c), out)
 
 
 def _arith(code, code_s, fn, a, b):
+    if type(b) is Tensor:
+        return _binary(code, a, b, fn)
     if _is_scalar(b):
         if a._value.dtype.kind == "b" and isinstance(b, bool):
             return _plain(np.asarray(fn(a._value, b, None)))
@@ -301,15 +370,15 @@ def _float_fn(f):
     return run
 
 
-exp = lambda x: _unary(K.EXP, x, _float_fn(np.exp))  # noqa: E731 - a table of one-liners
-log = lambda x: _unary(K.LOG, x, _float_fn(np.log))  # noqa: E731
-log1p = lambda x: _unary(K.LOG1P, x, _float_fn(np.log1p))  # noqa: E731
-expm1 = lambda x: _unary(K.EXPM1, x, _float_fn(np.expm1))  # noqa: E731
-sqrt = lambda x: _unary(K.SQRT, x, _float_fn(np.sqrt))  # noqa: E731
-sin = lambda x: _unary(K.SIN, x, _float_fn(np.sin))  # noqa: E731
-cos = lambda x: _unary(K.COS, x, _float_fn(np.cos))  # noqa: E731
-tan = lambda x: _unary(K.TAN, x, _float_fn(np.tan))  # noqa: E731
-tanh = lambda x: _unary(K.TANH, x, _float_fn(np.tanh))  # noqa: E731
+exp = lambda x: _unary(K.EXP, x, np.exp)  # noqa: E731 - a table of one-liners
+log = lambda x: _unary(K.LOG, x, np.log)  # noqa: E731
+log1p = lambda x: _unary(K.LOG1P, x, np.log1p)  # noqa: E731
+expm1 = lambda x: _unary(K.EXPM1, x, np.expm1)  # noqa: E731
+sqrt = lambda x: _unary(K.SQRT, x, np.sqrt)  # noqa: E731
+sin = lambda x: _unary(K.SIN, x, np.sin)  # noqa: E731
+cos = lambda x: _unary(K.COS, x, np.cos)  # noqa: E731
+tan = lambda x: _unary(K.TAN, x, np.tan)  # noqa: E731
+tanh = lambda x: _unary(K.TANH, x, np.tanh)  # noqa: E731
 
 
 def abs(x):

@@ -52,7 +52,7 @@ class Tape:
 
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
-        "vals", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
+        "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
         "extern_rec", "nodes", "inplace", "storage_of", "hooks", "__weakref__",
     )
 
@@ -62,8 +62,12 @@ class Tape:
         self.voff, self.size, self.ip = array.array(q), array.array(q), array.array(q)
         self.fp = array.array("d")
         self.aux = array.array(q)
+        # bound appends, looked up once: push is on every op's path
+        self.appenders = (self.op.append, self.a0.append, self.a1.append, self.voff.append,
+                          self.size.append, self.ip.append, self.fp.append)
         self.faux = array.array("d")
         self.vals = _take_chunk(capacity_needed)
+        self.cap = self.vals.size
         self.top = 0
         self.id = next(_tape_ids)
         self.finished = False
@@ -81,7 +85,7 @@ class Tape:
         return len(self.op)
 
     def room(self, n):
-        return not self.finished and self.top + n <= self.vals.size
+        return not self.finished and self.top + n <= self.cap
 
     def alloc(self, n):
         """Reserve n values in the arena; returns their offset."""
@@ -92,13 +96,14 @@ class Tape:
     def push(self, code, a0, a1, voff, size, ip=0, fp=0.0):
         """Append one record; returns its index."""
         r = len(self.op)
-        self.op.append(code)
-        self.a0.append(a0)
-        self.a1.append(a1)
-        self.voff.append(voff)
-        self.size.append(size)
-        self.ip.append(ip)
-        self.fp.append(fp)
+        ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.appenders
+        ap_op(code)
+        ap_a0(a0)
+        ap_a1(a1)
+        ap_voff(voff)
+        ap_size(size)
+        ap_ip(ip)
+        ap_fp(fp)
         return r
 
     def put_aux(self, values):
