@@ -39,6 +39,7 @@ concat = cat
 concatenate = cat
 
 from . import autograd  # noqa: E402
+from .replay import compile  # noqa: E402,A001
 from . import testing  # noqa: E402,F401
 
 __version__ = "0.1.0"

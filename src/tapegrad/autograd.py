@@ -250,7 +250,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         need, goff, grads = _sweep_tape(tape, tape_seeds)
         swept.append((tape, need))
         for r, leaf in tape.leaves.items():
-            if need[r]:
+            if need[r] and leaf._rg:
                 _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]].copy())
         for r, (older, older_r) in tape.externs.items():
             if need[r]:
@@ -333,7 +333,7 @@ def _accumulate(t, g):
 def _sweep_tape(tape, tape_seeds):
     """Plan, check and sweep one tape; returns (need, goff, grads)."""
     n = len(tape)
-    cols = tape.columns()
+    cols = tape.cached_cols or tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     need = np.empty(n, dtype=np.uint8)
     goff = np.empty(n, dtype=np.int64)

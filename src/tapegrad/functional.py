@@ -18,7 +18,7 @@ import numpy as np
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
-from .tensor import Tensor, _wrap_dim
+from .tensor import Tensor, _wrap_dim, read_value
 
 _F64 = np.dtype(np.float64)
 
@@ -33,12 +33,15 @@ def _plain(value):
 
 def _records(*ts):
     """Whether an op on these tensors is recorded."""
-    if not state.grad_enabled:
-        return False
     for t in ts:
         if t is not None and t._rg:
-            return True
+            if state.grad_enabled:
+                return True
+            if state.trace is not None:
+                state.trace.opaque("an op under no_grad on traced values")
+            return False
     return False
+
 
 
 def _ref(tape, x):
@@ -191,6 +194,8 @@ def _unary(code, x, fn, ip=0, fp=0.0):
     """Record out = fn(x); ``fn(value, out)`` is a NumPy kernel (out may be None)."""
     v = x._value
     if not (x._rg and state.grad_enabled):
+        if x._rg and state.trace is not None:
+            state.trace.opaque("an op under no_grad on traced values")
         return _plain(np.asarray(_quiet_call(fn, v, None)))
     n = v.size
     tape = state.tape
@@ -221,6 +226,8 @@ def _binary(code, a, b, fn):
     same = va.shape == vb.shape
     shape = va.shape if same else broadcast_shape(va.shape, vb.shape)
     if not ((a._rg or b._rg) and state.grad_enabled):
+        if (a._rg or b._rg) and state.trace is not None:
+            state.trace.opaque("an op under no_grad on traced values")
         return _plain(np.asarray(_quiet_call(fn, va, vb, None)))
     n = va.size if same else math.prod(shape)
     tape = state.tape
@@ -254,6 +261,8 @@ def _with_scalar(code, x, c, fn):
     """Record out = fn(x, c) for a Python scalar c, kept in the record's fp column."""
     v = x._value
     if not (x._rg and state.grad_enabled):
+        if x._rg and state.trace is not None:
+            state.trace.opaque("an op under no_grad on traced values")
         return _plain(np.asarray(_quiet_call(fn, v, c, None)))
     n = v.size
     tape = state.tape
@@ -489,24 +498,48 @@ def where(condition, input=None, other=None):
     if not _records(a, b):
         return _plain(np.where(condition._value, a._value, b._value))
     n = int(np.prod(shape, dtype=np.int64))
-    tape = recording_tape(4 * n + a._value.size + b._value.size)
-    cond = Tensor._make(np.broadcast_to(condition._value, shape))
-    rc = _ref(tape, cond)
-    r0 = _expanded_ref(tape, a, shape) if a._rg else -1
-    r1 = _expanded_ref(tape, b, shape) if b._rg else -1
+    tape = recording_tape(5 * n + a._value.size + b._value.size + condition._value.size)
+    rc = _expanded_ref(tape, condition, shape)
+    r0 = _expanded_ref(tape, a, shape)
+    r1 = _expanded_ref(tape, b, shape)
     off, out = _out(tape, shape, n)
     np.copyto(out, np.where(condition._value, a._value, b._value))
     return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc), out)
 
 
-# Comparisons return bool tensors and are never recorded.
+_CMP_VARIANT = {np.less: 0, np.less_equal: 1, np.greater: 2, np.greater_equal: 3,
+                np.equal: 4, np.not_equal: 5}
+
+
+# Comparisons return bool tensors and carry no gradient.  Eagerly they are not recorded; while
+# ``compile`` traces a function they are (CMP records), so that replay recomputes them.
 def _compare(fn, a, b):
     vb = b._value if isinstance(b, Tensor) else b
     if not _is_scalar(vb) and not isinstance(vb, np.ndarray):
-        vb = as_tensor_arg(vb)._value
+        b = as_tensor_arg(vb)
+        vb = b._value
     if isinstance(vb, np.ndarray):
         broadcast_shape(a._value.shape, vb.shape)
-    return _plain(np.asarray(fn(a._value, vb)))
+    value = np.asarray(fn(a._value, vb))
+    trace = state.trace
+    if trace is None or fn not in _CMP_VARIANT or not (
+            a._rg or (isinstance(b, Tensor) and b._rg)):
+        if trace is not None and fn not in _CMP_VARIANT and (
+                a._rg or (isinstance(b, Tensor) and b._rg)):
+            trace.opaque(f"{fn.__name__} on traced values")
+        return _plain(value)
+    shape = value.shape
+    n = value.size
+    tape = recording_tape(4 * n + a._value.size + np.size(vb))
+    r0 = _expanded_ref(tape, a, shape)
+    if isinstance(b, Tensor):
+        r1, c = _expanded_ref(tape, b, shape), 0.0
+    else:
+        r1, c = -1, float(vb)
+    off, out = _out(tape, shape, n)
+    np.copyto(out, value)
+    t = _result(tape, tape.push(K.CMP, r0, r1, off, n, _CMP_VARIANT[fn], c), value)
+    return t
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,6 +670,7 @@ def _extreme(x, dim, keepdim, is_max):
         return _reduce(K.MAX if is_max else K.MIN, x, _dims(x, None), False, value)
     if isinstance(dim, Tensor):
         return maximum(x, dim) if is_max else minimum(x, dim)
+    _opaque_if_traced(x, f"{name}(dim) indices of traced values")
     d = _wrap_dim(dim, x._value.ndim)
     _check_nonempty(x, name, (d,) if x._value.ndim else ())
     v = x._value
@@ -682,7 +716,13 @@ def amin(x, dim=(), keepdim=False):
     return _reduce(K.AMIN, x, dims, keepdim, value)
 
 
+def _opaque_if_traced(x, what):
+    if x._rg and state.trace is not None:
+        state.trace.opaque(what)
+
+
 def argmax(x, dim=None, keepdim=False):
+    _opaque_if_traced(x, "argmax of traced values")
     v = x._value
     if dim is None:
         return _plain(np.asarray(np.argmax(v), dtype=np.int64))
@@ -691,6 +731,7 @@ def argmax(x, dim=None, keepdim=False):
 
 
 def argmin(x, dim=None, keepdim=False):
+    _opaque_if_traced(x, "argmin of traced values")
     v = x._value
     if dim is None:
         return _plain(np.asarray(np.argmin(v), dtype=np.int64))
@@ -1087,6 +1128,7 @@ def _index_key(key, shape):
     nontrivial = 0
     for k in key:
         if isinstance(k, Tensor):
+            read_value(k, "indexing with a tensor")
             kv = k._value
             if kv.dtype.kind == "f":
                 raise IndexError(

@@ -139,7 +139,15 @@ STACK = declare(103, "StackBackward0")
 # A hidden expansion for implicit broadcasting: same rule as GATHER, no grad_fn of its own.
 BCAST = declare(104, "Broadcast")
 
-HIDDEN = frozenset({LEAF, CONST, EXTERN, BCAST})
+# Data records, recorded only while ``tapegrad.compile`` traces a function, so that replay
+# recomputes them: comparisons (aux-free; ip = 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 ne; a1 = -1
+# compares with fp) and guards (a Python read of a value: replay checks that a0's value still
+# equals faux[ip:ip+size]).  Neither carries a gradient.
+CMP = declare(110, "Comparison")
+GUARD = declare(111, "Guard")
+
+HIDDEN = frozenset({LEAF, CONST, EXTERN, BCAST, CMP, GUARD})
+NO_GRADIENT = frozenset({CONST, CMP, GUARD})
 
 # ---------------------------------------------------------------------------------------------
 # Backward rules (compiled, inlined into the sweep)
@@ -707,6 +715,8 @@ def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
         if not need[r]:
             continue
         o = op[r]
+        if o == CMP or o == GUARD:
+            continue
         if o == CAT or o == STACK:
             k_in = aux[ip[r]]
             for j in range(k_in):
@@ -735,7 +745,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
         if not need[r]:
             continue
         o = op[r]
-        if o <= EXTERN:
+        if o <= EXTERN or o == CMP or o == GUARD:
             continue
         elif o == ADD or o == ADD_S:
             add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
@@ -821,3 +831,286 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             return r
     return -1
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward rules (compiled replay): recompute record r's value from its inputs' values
+# ---------------------------------------------------------------------------------------------
+@inline
+def _ins(r, a0, a1, voff, size, vals):
+    n = size[r]
+    return (_seg(vals, voff[r], n), _seg(vals, voff[a0[r]], n),
+            _seg(vals, voff[a1[r]], n) if a1[r] >= 0 else _seg(vals, voff[r], 0))
+
+
+@inline
+def elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
+    out, x0, x1 = _ins(r, a0, a1, voff, size, vals)
+    c = fp[r]
+    if o == ADD:
+        out[:] = x0 + x1
+    elif o == ADD_S:
+        out[:] = x0 + c
+    elif o == SUB:
+        out[:] = x0 - x1
+    elif o == SUB_S:
+        out[:] = x0 - c
+    elif o == RSUB_S:
+        out[:] = c - x0
+    elif o == MUL:
+        out[:] = x0 * x1
+    elif o == MUL_S:
+        out[:] = x0 * c
+    elif o == DIV:
+        out[:] = x0 / x1
+    elif o == DIV_S:
+        out[:] = x0 / c
+    elif o == NEG:
+        out[:] = -x0
+    elif o == POW:
+        out[:] = np.power(x0, x1)
+    elif o == POW_S:
+        out[:] = np.power(x0, c)
+    elif o == RPOW_S:
+        out[:] = np.power(c, x0)
+    elif o == RECIPROCAL:
+        out[:] = 1.0 / x0
+    elif o == EXP:
+        out[:] = np.exp(x0)
+    elif o == LOG:
+        out[:] = np.log(x0)
+    elif o == LOG1P:
+        out[:] = np.log1p(x0)
+    elif o == EXPM1:
+        out[:] = np.expm1(x0)
+    elif o == SQRT:
+        out[:] = np.sqrt(x0)
+    elif o == ABS:
+        out[:] = np.abs(x0)
+    elif o == SIN:
+        out[:] = np.sin(x0)
+    elif o == COS:
+        out[:] = np.cos(x0)
+    elif o == TAN:
+        out[:] = np.tan(x0)
+    elif o == TANH:
+        out[:] = np.tanh(x0)
+    elif o == SIGMOID:
+        out[:] = 1.0 / (1.0 + np.exp(-x0))
+    elif o == RELU:
+        for i in range(out.size):
+            x = x0[i]
+            out[i] = x if (x > 0.0 or x != x) else 0.0
+    elif o == SOFTPLUS:
+        beta = faux[ip[r]]
+        threshold = faux[ip[r] + 1]
+        for i in range(out.size):
+            bx = beta * x0[i]
+            out[i] = x0[i] if bx > threshold else np.log1p(np.exp(bx)) / beta
+    elif o == CLAMP:
+        lo = faux[ip[r]]
+        hi = faux[ip[r] + 1]
+        for i in range(out.size):
+            x = x0[i]
+            if x != x:
+                out[i] = x
+            elif lo > hi:
+                out[i] = hi
+            else:
+                out[i] = min(max(x, lo), hi)
+    elif o == MAXIMUM or o == MINIMUM:
+        for i in range(out.size):
+            u = x0[i]
+            v = x1[i]
+            if u != u or v != v:
+                out[i] = u + v  # nan propagates
+            elif (u - v) * c >= 0.0:
+                out[i] = u
+            else:
+                out[i] = v
+    elif o == CMP:
+        k = ip[r]
+        for i in range(out.size):
+            v = x1[i] if a1[r] >= 0 else c
+            u = x0[i]
+            if k == 0:
+                res = u < v
+            elif k == 1:
+                res = u <= v
+            elif k == 2:
+                res = u > v
+            elif k == 3:
+                res = u >= v
+            elif k == 4:
+                res = u == v
+            else:
+                res = u != v
+            out[i] = 1.0 if res else 0.0
+    else:
+        return False
+    return True
+
+
+@inline
+def reduce_fwd(o, r, a0, voff, ip, fp, aux, vals):
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    for ob in range(o_n):
+        for i in range(i_n):
+            j = ob * i_n + i
+            if o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM:
+                acc = 0.0
+                for k in range(r_n):
+                    acc += x0[(ob * r_n + k) * i_n + i]
+                out[j] = acc * fp[r] if (o == MEAN or o == MEAN_DIM) else acc
+            elif o == PROD or o == PROD_DIM:
+                acc = 1.0
+                for k in range(r_n):
+                    acc *= x0[(ob * r_n + k) * i_n + i]
+                out[j] = acc
+            elif o == MAX or o == AMAX or o == MIN or o == AMIN or o == MAX_DIM or o == MIN_DIM:
+                is_max = o == MAX or o == AMAX or o == MAX_DIM
+                best = x0[ob * r_n * i_n + i]
+                arg = 0
+                for k in range(1, r_n):
+                    v = x0[(ob * r_n + k) * i_n + i]
+                    if best != best:
+                        break
+                    if v != v or (v > best if is_max else v < best):
+                        best = v
+                        arg = k
+                out[j] = best
+                if o == MAX_DIM or o == MIN_DIM:
+                    aux[ip[r] + 3 + j] = arg
+            elif o == VAR or o == STD:
+                mean = 0.0
+                for k in range(r_n):
+                    mean += x0[(ob * r_n + k) * i_n + i]
+                mean /= r_n
+                acc = 0.0
+                for k in range(r_n):
+                    d = x0[(ob * r_n + k) * i_n + i] - mean
+                    acc += d * d
+                v = acc * fp[r]
+                out[j] = np.sqrt(v) if o == STD else v
+            elif o == LOGSUMEXP:
+                m = -np.inf
+                for k in range(r_n):
+                    m = max(m, x0[(ob * r_n + k) * i_n + i])
+                if not np.isfinite(m):
+                    m = 0.0
+                acc = 0.0
+                for k in range(r_n):
+                    acc += np.exp(x0[(ob * r_n + k) * i_n + i] - m)
+                out[j] = np.log(acc) + m
+            elif o == NORM:
+                p_ord = fp[r]
+                acc = 0.0
+                if p_ord == np.inf or p_ord == -np.inf:
+                    acc = abs(x0[ob * r_n * i_n + i]) if r_n > 0 else 0.0
+                    for k in range(r_n):
+                        a = abs(x0[(ob * r_n + k) * i_n + i])
+                        acc = max(acc, a) if p_ord > 0 else min(acc, a)
+                    out[j] = acc
+                else:
+                    for k in range(r_n):
+                        a = abs(x0[(ob * r_n + k) * i_n + i])
+                        acc += a * a if p_ord == 2.0 else (a if p_ord == 1.0 else a ** p_ord)
+                    out[j] = np.sqrt(acc) if p_ord == 2.0 else (
+                        acc if p_ord == 1.0 else acc ** (1.0 / p_ord))
+
+
+@inline
+def softmax_fwd(o, r, a0, voff, ip, aux, vals):
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    n = o_n * r_n * i_n
+    out = _seg(vals, voff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    for ob in range(o_n):
+        for i in range(i_n):
+            m = -np.inf
+            for k in range(r_n):
+                m = max(m, x0[(ob * r_n + k) * i_n + i])
+            if not np.isfinite(m):
+                m = 0.0
+            total = 0.0
+            for k in range(r_n):
+                total += np.exp(x0[(ob * r_n + k) * i_n + i] - m)
+            for k in range(r_n):
+                p = (ob * r_n + k) * i_n + i
+                if o == SOFTMAX:
+                    out[p] = np.exp(x0[p] - m) / total
+                else:
+                    out[p] = x0[p] - m - np.log(total)
+
+
+@inline
+def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    if o == MATMUL:
+        b_n, m, k, nn = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
+        for b in range(b_n):
+            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
+            x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
+            out[b * m * nn:(b + 1) * m * nn] = np.dot(x0, x1).reshape(m * nn)
+    elif o == GATHER or o == BCAST:
+        src = voff[a0[r]]
+        idx = aux[ip[r] + 2: ip[r] + 2 + n]
+        for k in range(n):
+            out[k] = vals[src + idx[k]]
+    elif o == RESHAPE:
+        out[:] = _seg(vals, voff[a0[r]], n)
+    elif o == CAT or o == STACK:
+        k_in = aux[ip[r]]
+        rows = ip[r] + 1
+        o_n = aux[rows + 3 * k_in]
+        block = aux[rows + 3 * k_in + 1]
+        for j in range(k_in):
+            src = aux[rows + 3 * j]
+            start = aux[rows + 3 * j + 1]
+            width = aux[rows + 3 * j + 2]
+            x = _seg(vals, voff[src], o_n * width)
+            for ob in range(o_n):
+                out[ob * block + start: ob * block + start + width] = x[ob * width:(ob + 1) * width]
+    elif o == WHERE:
+        cond = _seg(vals, voff[ip[r]], n)
+        x0 = _seg(vals, voff[a0[r]], n)
+        x1 = _seg(vals, voff[a1[r]], n)
+        for i in range(n):
+            out[i] = x0[i] if cond[i] != 0.0 else x1[i]
+    else:
+        return False
+    return True
+
+
+@kernel
+def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
+    """Recompute records lo..hi-1 from their inputs (LEAF values were refreshed by the caller).
+
+    Returns -1, or the index of the first GUARD whose value differs from the recorded one.
+    """
+    for r in range(lo, hi):
+        o = op[r]
+        if o <= EXTERN:
+            continue
+        if o == GUARD:
+            n = size[r]
+            got = _seg(vals, voff[a0[r]], n)
+            want = faux[ip[r]:ip[r] + n]
+            for i in range(n):
+                if got[i] != want[i] and not (got[i] != got[i] and want[i] != want[i]):
+                    return r
+            continue
+        if o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or o == PROD or \
+                o == PROD_DIM or o == MAX or o == MIN or o == AMAX or o == AMIN or \
+                o == MAX_DIM or o == MIN_DIM or o == VAR or o == STD or o == LOGSUMEXP or \
+                o == NORM:
+            reduce_fwd(o, r, a0, voff, ip, fp, aux, vals)
+        elif o == SOFTMAX or o == LOG_SOFTMAX:
+            softmax_fwd(o, r, a0, voff, ip, aux, vals)
+        elif not structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
+            if not elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
+                return -2 - r
+    return -1

@@ -32,6 +32,7 @@ class _State(threading.local):
     def __init__(self):
         self.grad_enabled = True
         self.tape = None
+        self.trace = None       # the Trace of a function ``compile`` is recording
         self.pool = []          # free arena chunks
         self.grads = np.empty(0)  # the gradient arena, reused across sweeps
 
@@ -53,7 +54,7 @@ class Tape:
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
-        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "__weakref__",
+        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -79,7 +80,8 @@ class Tape:
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
         self.inplace = []        # (storage, changed before record, op name, where, shape)
         self.storage_of = {}     # in-place result record -> the storage it overwrote
-        self.hooks = {}          # record -> list of gradient hooks
+        self.hooks = {}          # record -> (shape, list of gradient hooks)
+        self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
 
     def __len__(self):
         return len(self.op)

@@ -175,6 +175,7 @@ class Tensor:
 
     # --- conversion --------------------------------------------------------------------------
     def numpy(self, *, force=False):
+        read_value(self, "numpy()")
         if self._rg and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -182,6 +183,7 @@ class Tensor:
         return self._value
 
     def __array__(self, dtype=None, copy=None):
+        read_value(self, "np.asarray()")
         if self._rg:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -192,6 +194,7 @@ class Tensor:
         return v.copy() if copy else v
 
     def item(self):
+        read_value(self, "item()")
         v = self._value
         if v.size != 1:
             raise RuntimeError(
@@ -199,6 +202,7 @@ class Tensor:
         return v.reshape(-1)[0].item()
 
     def tolist(self):
+        read_value(self, "tolist()")
         return self._value.tolist()
 
     def __float__(self):
@@ -213,6 +217,7 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
+        read_value(self, "bool()")
         v = self._value
         if v.size != 1:
             raise RuntimeError(
@@ -250,6 +255,8 @@ class Tensor:
     # --- stopping the record ---------------------------------------------------------------
     def detach(self):
         """A tensor sharing this value that no gradient flows through."""
+        if self._rg and state.trace is not None:
+            state.trace.opaque("detach() of a traced value")
         return Tensor._make(self._value)
 
     def detach_(self):
@@ -314,3 +321,14 @@ def _wrap_dim(dim, ndim):
 
 def is_grad_enabled():
     return state.grad_enabled
+
+
+def read_value(t, kind):
+    """Python is about to read t's value (bool(t), t.item(), ...): while tracing, guard it."""
+    trace = state.trace
+    if trace is None or not t._rg:
+        return
+    if t._tape is None or t._tape is trace.tape:
+        trace.guard(t, kind)
+    else:
+        trace.opaque(f"{kind} of a tensor recorded outside the traced call")

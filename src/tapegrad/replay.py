@@ -1,0 +1,341 @@
+"""Record once, replay compiled: ``tapegrad.compile``.
+
+The first call with a given signature (shapes and dtypes of tensor arguments, values of the
+other arguments) runs the function eagerly while a *trace* is active.  The trace records onto
+a private tape and turns every place where Python reads a tensor's value (``bool(t)``,
+``t.item()``, indexing with a tensor, ...) into a GUARD record holding the value it saw.
+Later calls copy the new inputs into the tape's LEAF slots and run the compiled ``forward``
+kernel over the records; a guard whose value differs stops the replay, and the call is
+recorded afresh (counted in ``stats``), so Python control flow never silently takes the wrong
+branch.  What a replay cannot reproduce (ops under ``no_grad``, ``detach``, argmax-style
+integer results, tensors from outside the call) makes the signature run eagerly instead.
+
+Results are ordinary tensors on a tape: ``.backward()`` sweeps it with the same kernel as
+eager mode, and gradients reach the arguments and the parameters the function closes over.
+"""
+import functools
+import sys
+from collections import OrderedDict
+
+import numpy as np
+
+from . import ops as K
+from .inplace import user_site
+from .tape import Tape, _tape_ids, state
+from .tensor import Tensor
+
+_TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
+
+
+class _Miss:
+    """A replay that could not run: a guard failed (``guard`` is its record) or a parameter
+    the function closes over changed shape."""
+
+    __slots__ = ("guard",)
+
+    def __init__(self, guard):
+        self.guard = guard
+
+
+class Trace:
+    """Bookkeeping while a function is being recorded for replay."""
+
+    __slots__ = ("tape", "guards", "opaque_reasons")
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.guards = {}           # GUARD record -> (what was read, where)
+        self.opaque_reasons = []
+
+    def guard(self, t, kind):
+        from .functional import _ref
+        tape = self.tape
+        r = _ref(tape, t)
+        n = t._value.size
+        ip = tape.put_faux(np.asarray(t._value, dtype=np.float64).reshape(-1).tolist())
+        g = tape.push(K.GUARD, r, -1, tape.voff[r], n, ip)
+        self.guards[g] = (kind, user_site())
+
+    def opaque(self, reason):
+        self.opaque_reasons.append((reason, user_site()))
+
+
+class Stats:
+    """What a compiled function did: calls, replays, (re-)recordings and why."""
+
+    def __init__(self):
+        self.calls = 0
+        self.replays = 0
+        self.records = 0
+        self.eager = 0
+        self.rerecords = []   # (guard kind, user file:line) of each guard that failed
+        self.eager_reasons = []
+
+    def as_dict(self):
+        return {"calls": self.calls, "replays": self.replays, "records": self.records,
+                "eager": self.eager, "rerecords": list(self.rerecords),
+                "eager_reasons": list(self.eager_reasons)}
+
+    def __repr__(self):
+        return (f"Stats(calls={self.calls}, replays={self.replays}, records={self.records}, "
+                f"eager={self.eager}, rerecords={len(self.rerecords)})")
+
+
+def _signature(args, kwargs):
+    """A hashable key: tensor shapes/dtypes (and the bytes of integer tensors, which may end
+    up baked into index tables), plain values as they are."""
+    def key(a):
+        if isinstance(a, Tensor):
+            v = a._value
+            if v.dtype.kind == "f":
+                return ("T", v.shape, a._rg)
+            return ("D", v.shape, v.dtype.str, v.tobytes())
+        if isinstance(a, np.ndarray):
+            return ("A", a.shape, a.dtype.str, a.tobytes())
+        if isinstance(a, (list, tuple)):
+            return (type(a).__name__,) + tuple(key(x) for x in a)
+        if isinstance(a, dict):
+            return ("dict",) + tuple((k, key(v)) for k, v in sorted(a.items()))
+        try:
+            hash(a)
+            return ("V", type(a), a)
+        except TypeError:
+            return ("id", id(a))
+    return tuple(key(a) for a in args) + tuple((k, key(v)) for k, v in sorted(kwargs.items()))
+
+
+class Variant:
+    """One recorded tape for one signature, and everything needed to replay it."""
+
+    def __init__(self, tape, arg_records, outputs, treedef, guards):
+        self.template = tape
+        self.guards = guards                # GUARD record -> (what was read, where)
+        self.arg_records = arg_records      # positional index -> LEAF record
+        self.closure = {r: leaf for r, leaf in tape.leaves.items()
+                        if r not in set(arg_records.values())}
+        self.outputs = outputs              # list of (record or None, shape, constant value)
+        self.treedef = treedef
+        self.cols = tuple(np.array(c) for c in tape.columns())
+        self.top = tape.top
+        self.instances = []
+        self.n = len(tape)
+
+    def _instance(self):
+        """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
+        for inst in self.instances:
+            # references: the list, the loop variable, getrefcount's argument
+            if sys.getrefcount(inst) <= 3 and sys.getrefcount(inst.vals) <= 2:
+                _reset(inst)
+                return inst
+        inst = Tape.__new__(Tape)
+        tpl = self.template
+        for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
+            setattr(inst, name, getattr(tpl, name))
+        inst.vals = tpl.vals[:self.top].copy()
+        inst.cap = inst.top = self.top
+        inst.leaf_rec = {}
+        inst.externs = {}
+        inst.extern_rec = {}
+        inst.storage_of = {}
+        _reset(inst)
+        if len(self.instances) < 4:
+            self.instances.append(inst)
+        return inst
+
+    def replay(self, args):
+        """Run the recorded forward for new arguments; None when a guard fails."""
+        inst = self._instance()
+        vals = inst.vals
+        voff = self.cols[3]
+        leaves = {}
+        for i, r in self.arg_records.items():
+            a = args[i]
+            v = a._value
+            vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
+            leaves[r] = a
+        for r, leaf in self.closure.items():
+            v = leaf._value
+            if v.size != self.cols[4][r]:
+                return _Miss(None)
+            vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
+            leaves[r] = leaf
+        inst.leaves = leaves
+        op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
+        bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
+        if bad >= 0:
+            return _Miss(int(bad))
+        if bad < -1:
+            raise RuntimeError(f"internal error: opcode {op[-2 - bad]} has no forward rule")
+        inst.cached_cols = (op, a0, a1, voff_, size, ip, fp, aux, faux)
+        outs = []
+        from .functional import _result
+        for r, shape, const in self.outputs:
+            if r is None:
+                outs.append(const)
+                continue
+            n = int(size[r])
+            view = vals[voff_[r]:voff_[r] + n].reshape(shape)
+            outs.append(_result(inst, r, view))
+        return _unflatten(self.treedef, outs)
+
+
+def _reset(inst):
+    # a fresh id keeps "a tape only references older tapes", which backward relies on
+    inst.id = next(_tape_ids)
+    inst.finished = True
+    inst.freed = None
+    inst.nodes = {}
+    inst.inplace = []
+    inst.hooks = {}
+    inst.cached_cols = None
+
+
+def _flatten(out):
+    if isinstance(out, (tuple, list)):
+        leaves, defs = [], []
+        for o in out:
+            lv, d = _flatten(o)
+            leaves.extend(lv)
+            defs.append((d, len(lv)))
+        return leaves, (type(out), defs)
+    return [out], None
+
+
+def _unflatten(treedef, leaves):
+    if treedef is None:
+        return leaves[0]
+    kind, defs = treedef
+    out, i = [], 0
+    for d, n in defs:
+        out.append(_unflatten(d, leaves[i:i + n]))
+        i += n
+    return kind(out)
+
+
+class Compiled:
+    """A function whose recorded tape is replayed in compiled code for new inputs."""
+
+    def __init__(self, fn, max_signatures=32, max_variants=4):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.max_signatures = max_signatures
+        self.max_variants = max_variants
+        self._cache = OrderedDict()   # signature -> list of Variants (or the string "eager")
+        self.stats = Stats()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        st = self.stats
+        st.calls += 1
+        if not state.grad_enabled or state.trace is not None:
+            st.eager += 1
+            return self.fn(*args, **kwargs)
+        sig = _signature(args, kwargs)
+        variants = self._cache.get(sig)
+        if variants == "eager":
+            st.eager += 1
+            return self.fn(*args, **kwargs)
+        if variants:
+            self._cache.move_to_end(sig)
+            for v in variants:
+                res = v.replay(args)
+                if type(res) is _Miss:
+                    if res.guard is None:
+                        st.rerecords.append(("a parameter changed shape", "?"))
+                    else:
+                        st.rerecords.append(v.guards[res.guard])
+                    continue
+                st.replays += 1
+                if len(variants) > 1 and variants[0] is not v:
+                    variants.remove(v)
+                    variants.insert(0, v)
+                return res
+        return self._record(sig, args, kwargs)
+
+    def _record(self, sig, args, kwargs):
+        st = self.stats
+        st.records += 1
+        capacity = _TRACE_CAPACITY
+        while True:
+            tape = Tape(capacity)
+            trace = Trace(tape)
+            prev_tape, prev_trace = state.tape, state.trace
+            state.tape, state.trace = tape, trace
+            proxies = []
+            try:
+                call_args = list(args)
+                for i, a in enumerate(args):
+                    if isinstance(a, Tensor) and a._value.dtype.kind == "f":
+                        # every float argument is traced, even one that needs no gradient:
+                        # what is computed from it must be recomputed on replay
+                        p = Tensor._make(a._value, True)
+                        proxies.append((i, p, a))
+                        call_args[i] = p
+                out = self.fn(*call_args, **kwargs)
+                ended_on = state.tape
+            finally:
+                state.tape, state.trace = prev_tape, prev_trace
+            if ended_on is tape or tape.finished or capacity >= (1 << 28):
+                break
+            capacity *= 4   # the trace outgrew its arena: record again with more room
+        finished_inside = tape.finished
+        tape.finished = True
+        # the recorded results are real: gradients go to the caller's tensors
+        arg_records = {}
+        for i, p, a in proxies:
+            hit = tape.leaf_rec.get(id(p))
+            if hit is not None:
+                arg_records[i] = hit[0]
+                tape.leaves[hit[0]] = a
+        reasons = list(trace.opaque_reasons)
+        if finished_inside or ended_on is not tape:
+            reasons.append(("backward() or a tape larger than the trace arena inside the call",
+                            "?"))
+        if tape.externs:
+            reasons.append(("uses a tensor recorded before the call", "?"))
+        if tape.inplace:
+            reasons.append(("in-place operations", tape.inplace[0][3]))
+        flat, treedef = _flatten(out)
+        outputs = []
+        for o in flat:
+            if isinstance(o, Tensor) and o._tape is tape:
+                outputs.append((o._r, o._value.shape, None))
+            elif isinstance(o, Tensor) and (o._tape is not None or o._rg):
+                reasons.append(("returns a tensor not computed in the call", "?"))
+            else:
+                outputs.append((None, None, o))
+        if reasons:
+            st.eager_reasons.extend(reasons)
+            self._cache[sig] = "eager"
+        else:
+            variant = Variant(tape, arg_records, outputs, treedef, dict(trace.guards))
+            variants = self._cache.get(sig)
+            if not isinstance(variants, list):
+                variants = self._cache[sig] = []
+            variants.insert(0, variant)
+            del variants[self.max_variants:]
+        self._cache.move_to_end(sig)
+        while len(self._cache) > self.max_signatures:
+            self._cache.popitem(last=False)
+        return out
+
+    def tapes(self):
+        """The recorded tapes, most recently used first."""
+        return [v.template for vs in reversed(self._cache.values()) if isinstance(vs, list)
+                for v in vs]
+
+
+def compile(fn=None, *, max_signatures=32, max_variants=4):
+    """Record ``fn`` once per input signature and replay it in compiled code afterwards.
+
+    Usable as ``tapegrad.compile(fn)`` or as a decorator.  ``fn.stats`` counts calls,
+    replays, recordings, and the guards that forced a new recording (with file:line).
+    """
+    if fn is None:
+        return lambda f: Compiled(f, max_signatures, max_variants)
+    return Compiled(fn, max_signatures, max_variants)
+
