@@ -164,9 +164,13 @@ def add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
     g = _seg(grads, goff[r], n)
     if need[a0[r]]:
-        _seg(grads, goff[a0[r]], n)[:] += g
+        gx0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] += g[i]
     if a1[r] >= 0 and need[a1[r]]:
-        _seg(grads, goff[a1[r]], n)[:] += g
+        gx1 = _seg(grads, goff[a1[r]], n)
+        for i in range(n):
+            gx1[i] += g[i]
 
 
 @inline
@@ -174,15 +178,22 @@ def sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
     g = _seg(grads, goff[r], n)
     if need[a0[r]]:
-        _seg(grads, goff[a0[r]], n)[:] += g
+        gx0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] += g[i]
     if a1[r] >= 0 and need[a1[r]]:
-        _seg(grads, goff[a1[r]], n)[:] -= g
+        gx1 = _seg(grads, goff[a1[r]], n)
+        for i in range(n):
+            gx1[i] -= g[i]
 
 
 @inline
 def neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] -= _seg(grads, goff[r], n)
+    g = _seg(grads, goff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] -= g[i]
 
 
 @inline
@@ -192,15 +203,23 @@ def mul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     x0 = _seg(vals, voff[a0[r]], n)
     x1 = _seg(vals, voff[a1[r]], n)
     if need[a0[r]]:
-        _seg(grads, goff[a0[r]], n)[:] += g * x1
+        gx0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] += g[i] * x1[i]
     if need[a1[r]]:
-        _seg(grads, goff[a1[r]], n)[:] += g * x0
+        gx1 = _seg(grads, goff[a1[r]], n)
+        for i in range(n):
+            gx1[i] += g[i] * x0[i]
 
 
 @inline
 def mul_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * fp[r]
+    c = fp[r]
+    g = _seg(grads, goff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i] * c
 
 
 @inline
@@ -210,16 +229,24 @@ def div_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     x0 = _seg(vals, voff[a0[r]], n)
     x1 = _seg(vals, voff[a1[r]], n)
     if need[a0[r]]:
-        _seg(grads, goff[a0[r]], n)[:] += g / x1
+        gx0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] += g[i] / x1[i]
     if need[a1[r]]:
         # d(x0/x1)/dx1 = -x0/x1**2, written so that it matches PyTorch's rounding
-        _seg(grads, goff[a1[r]], n)[:] += -g * ((x0 / x1) / x1)
+        gx1 = _seg(grads, goff[a1[r]], n)
+        for i in range(n):
+            gx1[i] += -g[i] * ((x0[i] / x1[i]) / x1[i])
 
 
 @inline
 def div_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / fp[r]
+    c = fp[r]
+    g = _seg(grads, goff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i] / c
 
 
 @inline
@@ -280,80 +307,56 @@ def reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, 
     n = size[r]
     g = _seg(grads, goff[r], n)
     out = _seg(vals, voff[r], n)
-    _seg(grads, goff[a0[r]], n)[:] += -g * (out * out)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += -g[i] * (out[i] * out[i])
 
 
 # Unary rules reuse the saved output where the math allows: numba's transcendental
 # functions are scalar libm calls, NumPy's are vectorised, and the forward already paid.
+# One rule serves them all: `kind` picks the local derivative, the loop stays tight.
 @inline
-def exp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+def unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * _seg(vals, voff[r], n)
-
-
-@inline
-def log_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / _seg(vals, voff[a0[r]], n)
-
-
-@inline
-def log1p_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / (_seg(vals, voff[a0[r]], n) + 1.0)
-
-
-@inline
-def expm1_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (_seg(vals, voff[r], n) + 1.0)
-
-
-@inline
-def sqrt_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) / (2.0 * _seg(vals, voff[r], n))
-
-
-@inline
-def abs_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * np.sign(_seg(vals, voff[a0[r]], n))
-
-
-@inline
-def sin_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * np.cos(_seg(vals, voff[a0[r]], n))
-
-
-@inline
-def cos_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] -= _seg(grads, goff[r], n) * np.sin(_seg(vals, voff[a0[r]], n))
-
-
-@inline
-def tan_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
+    g = _seg(grads, goff[r], n)
     out = _seg(vals, voff[r], n)
-    # tan' = 1 + tan**2 reuses the saved output
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (1.0 + out * out)
-
-
-@inline
-def tanh_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    out = _seg(vals, voff[r], n)
-    # tanh' = 1 - tanh**2 reuses the saved output
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * (1.0 - out * out)
-
-
-@inline
-def sigmoid_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    out = _seg(vals, voff[r], n)
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n) * ((1.0 - out) * out)
+    x0 = _seg(vals, voff[a0[r]], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    if o == EXP:
+        for i in range(n):
+            gx0[i] += g[i] * out[i]
+    elif o == LOG:
+        for i in range(n):
+            gx0[i] += g[i] / x0[i]
+    elif o == LOG1P:
+        for i in range(n):
+            gx0[i] += g[i] / (x0[i] + 1.0)
+    elif o == EXPM1:
+        for i in range(n):
+            gx0[i] += g[i] * (out[i] + 1.0)
+    elif o == SQRT:
+        for i in range(n):
+            gx0[i] += g[i] / (2.0 * out[i])
+    elif o == ABS:
+        for i in range(n):
+            gx0[i] += g[i] * np.sign(x0[i])
+    elif o == SIN:
+        for i in range(n):
+            gx0[i] += g[i] * np.cos(x0[i])
+    elif o == COS:
+        for i in range(n):
+            gx0[i] -= g[i] * np.sin(x0[i])
+    elif o == TAN:
+        # tan' = 1 + tan**2 reuses the saved output
+        for i in range(n):
+            gx0[i] += g[i] * (1.0 + out[i] * out[i])
+    elif o == TANH:
+        # tanh' = 1 - tanh**2 reuses the saved output
+        for i in range(n):
+            gx0[i] += g[i] * (1.0 - out[i] * out[i])
+    elif o == SIGMOID:
+        for i in range(n):
+            gx0[i] += g[i] * ((1.0 - out[i]) * out[i])
 
 
 @inline
@@ -675,7 +678,10 @@ def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need
 @inline
 def reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
-    _seg(grads, goff[a0[r]], n)[:] += _seg(grads, goff[r], n)
+    g = _seg(grads, goff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i]
 
 
 @inline
@@ -747,7 +753,51 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
         o = op[r]
         if o <= EXTERN or o == CMP or o == GUARD:
             continue
-        elif o == ADD or o == ADD_S:
+        if size[r] == 1 and o < RELU:
+            # One-element records (ODE loops, per-op chains) index the arenas directly: the
+            # general rules build array views, which cost refcounting on every record.  The
+            # code is written out here because an inlined helper taking the arrays was 5x slower.
+            g = grads[goff[r]]
+            i0 = a0[r]
+            x = vals[voff[i0]]
+            c = fp[r]
+            if o == ADD or o == SUB:
+                if need[i0]:
+                    grads[goff[i0]] += g
+                i1 = a1[r]
+                if need[i1]:
+                    grads[goff[i1]] += g if o == ADD else -g
+                continue
+            elif o == MUL:
+                i1 = a1[r]
+                if need[i0]:
+                    grads[goff[i0]] += g * vals[voff[i1]]
+                if need[i1]:
+                    grads[goff[i1]] += g * x
+                continue
+            elif o == ADD_S or o == SUB_S:
+                grads[goff[i0]] += g
+                continue
+            elif o == MUL_S:
+                grads[goff[i0]] += g * c
+                continue
+            elif o == DIV_S:
+                grads[goff[i0]] += g / c
+                continue
+            elif o == RSUB_S or o == NEG:
+                grads[goff[i0]] -= g
+                continue
+            elif o == TANH:
+                y = vals[voff[r]]
+                grads[goff[i0]] += g * (1.0 - y * y)
+                continue
+            elif o == SIN:
+                grads[goff[i0]] += g * np.cos(x)
+                continue
+            elif o == EXP:
+                grads[goff[i0]] += g * vals[voff[r]]
+                continue
+        if o == ADD or o == ADD_S:
             add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == SUB or o == SUB_S:
             sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
@@ -769,28 +819,9 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             rpow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == RECIPROCAL:
             reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == EXP:
-            exp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == LOG:
-            log_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == LOG1P:
-            log1p_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == EXPM1:
-            expm1_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == SQRT:
-            sqrt_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == ABS:
-            abs_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == SIN:
-            sin_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == COS:
-            cos_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == TAN:
-            tan_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == TANH:
-            tanh_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == SIGMOID:
-            sigmoid_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == EXP or o == LOG or o == LOG1P or o == EXPM1 or o == SQRT or o == ABS or \
+                o == SIN or o == COS or o == TAN or o == TANH or o == SIGMOID:
+            unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == RELU:
             relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == SOFTPLUS:
@@ -846,57 +877,83 @@ def _ins(r, a0, a1, voff, size, vals):
 @inline
 def elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
     out, x0, x1 = _ins(r, a0, a1, voff, size, vals)
+    n = out.size
     c = fp[r]
     if o == ADD:
-        out[:] = x0 + x1
+        for i in range(n):
+            out[i] = x0[i] + x1[i]
     elif o == ADD_S:
-        out[:] = x0 + c
+        for i in range(n):
+            out[i] = x0[i] + c
     elif o == SUB:
-        out[:] = x0 - x1
+        for i in range(n):
+            out[i] = x0[i] - x1[i]
     elif o == SUB_S:
-        out[:] = x0 - c
+        for i in range(n):
+            out[i] = x0[i] - c
     elif o == RSUB_S:
-        out[:] = c - x0
+        for i in range(n):
+            out[i] = c - x0[i]
     elif o == MUL:
-        out[:] = x0 * x1
+        for i in range(n):
+            out[i] = x0[i] * x1[i]
     elif o == MUL_S:
-        out[:] = x0 * c
+        for i in range(n):
+            out[i] = x0[i] * c
     elif o == DIV:
-        out[:] = x0 / x1
+        for i in range(n):
+            out[i] = x0[i] / x1[i]
     elif o == DIV_S:
-        out[:] = x0 / c
+        for i in range(n):
+            out[i] = x0[i] / c
     elif o == NEG:
-        out[:] = -x0
+        for i in range(n):
+            out[i] = -x0[i]
     elif o == POW:
-        out[:] = np.power(x0, x1)
+        for i in range(n):
+            out[i] = x0[i] ** x1[i]
     elif o == POW_S:
-        out[:] = np.power(x0, c)
+        for i in range(n):
+            out[i] = x0[i] ** c
     elif o == RPOW_S:
-        out[:] = np.power(c, x0)
+        for i in range(n):
+            out[i] = c ** x0[i]
     elif o == RECIPROCAL:
-        out[:] = 1.0 / x0
+        for i in range(n):
+            out[i] = 1.0 / x0[i]
     elif o == EXP:
-        out[:] = np.exp(x0)
+        for i in range(n):
+            out[i] = np.exp(x0[i])
     elif o == LOG:
-        out[:] = np.log(x0)
+        for i in range(n):
+            out[i] = np.log(x0[i])
     elif o == LOG1P:
-        out[:] = np.log1p(x0)
+        for i in range(n):
+            out[i] = np.log1p(x0[i])
     elif o == EXPM1:
-        out[:] = np.expm1(x0)
+        for i in range(n):
+            out[i] = np.expm1(x0[i])
     elif o == SQRT:
-        out[:] = np.sqrt(x0)
+        for i in range(n):
+            out[i] = np.sqrt(x0[i])
     elif o == ABS:
-        out[:] = np.abs(x0)
+        for i in range(n):
+            out[i] = abs(x0[i])
     elif o == SIN:
-        out[:] = np.sin(x0)
+        for i in range(n):
+            out[i] = np.sin(x0[i])
     elif o == COS:
-        out[:] = np.cos(x0)
+        for i in range(n):
+            out[i] = np.cos(x0[i])
     elif o == TAN:
-        out[:] = np.tan(x0)
+        for i in range(n):
+            out[i] = np.tan(x0[i])
     elif o == TANH:
-        out[:] = np.tanh(x0)
+        for i in range(n):
+            out[i] = np.tanh(x0[i])
     elif o == SIGMOID:
-        out[:] = 1.0 / (1.0 + np.exp(-x0))
+        for i in range(n):
+            out[i] = 1.0 / (1.0 + np.exp(-x0[i]))
     elif o == RELU:
         for i in range(out.size):
             x = x0[i]
@@ -1095,6 +1152,43 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
         o = op[r]
         if o <= EXTERN:
             continue
+        if size[r] == 1 and o < RELU:
+            # one-element records index the arena directly (see the same path in sweep)
+            x = vals[voff[a0[r]]]
+            c = fp[r]
+            done = True
+            if o == ADD:
+                v = x + vals[voff[a1[r]]]
+            elif o == SUB:
+                v = x - vals[voff[a1[r]]]
+            elif o == MUL:
+                v = x * vals[voff[a1[r]]]
+            elif o == ADD_S:
+                v = x + c
+            elif o == SUB_S:
+                v = x - c
+            elif o == MUL_S:
+                v = x * c
+            elif o == DIV_S:
+                v = x / c
+            elif o == RSUB_S:
+                v = c - x
+            elif o == NEG:
+                v = -x
+            elif o == POW_S:
+                v = x ** c
+            elif o == TANH:
+                v = np.tanh(x)
+            elif o == SIN:
+                v = np.sin(x)
+            elif o == EXP:
+                v = np.exp(x)
+            else:
+                v = 0.0
+                done = False
+            if done:
+                vals[voff[r]] = v
+                continue
         if o == GUARD:
             n = size[r]
             got = _seg(vals, voff[a0[r]], n)
