@@ -1,0 +1,66 @@
+"""Function transforms in the style of JAX and HIPS autograd: grad, value_and_grad.
+
+They work on any function of tensors, compiled (``tapegrad.compile``) or not; with a compiled
+function every call after the first replays its tape.
+"""
+import numpy as np
+
+from . import autograd
+from .creation import tensor
+from .tensor import Tensor
+
+
+def _argnums(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def value_and_grad(fn, argnums=0):
+    """``fn(*args) -> scalar`` becomes ``(*args) -> (value, gradient)``.
+
+    The gradient is taken w.r.t. ``args[argnums]`` (a tuple of gradients for a tuple of
+    argnums); arguments may be tensors, NumPy arrays or Python floats.  Unused arguments get
+    zero gradients.  ``.grad`` of the arguments is not touched.
+    """
+    nums = _argnums(argnums)
+
+    def wrapped(*args, **kwargs):
+        call = list(args)
+        targets = []
+        for i in nums:
+            if i >= len(args):
+                raise TypeError(f"argnums={argnums} but the function got {len(args)} arguments")
+            a = args[i]
+            v = a._value if isinstance(a, Tensor) else tensor(a)._value
+            if v.dtype.kind != "f":
+                raise TypeError(f"grad requires real floating-point arguments; argument {i} "
+                                f"has dtype {v.dtype}")
+            t = Tensor._make(v, True)
+            call[i] = t
+            targets.append(t)
+        out = fn(*call, **kwargs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"the function must return a tensor, got {type(out).__name__}")
+        if out._value.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs; the "
+                               f"function returned shape {list(out.shape)}")
+        if not out._rg:
+            grads = [Tensor._make(np.zeros(t._value.shape)) for t in targets]
+        else:
+            grads = autograd.grad(out, targets, materialize_grads=True)
+        value = Tensor._make(out._value)
+        return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
+
+    wrapped.__name__ = f"value_and_grad({getattr(fn, '__name__', 'fn')})"
+    wrapped.__doc__ = value_and_grad.__doc__
+    return wrapped
+
+
+def grad(fn, argnums=0):
+    """``fn(*args) -> scalar`` becomes ``(*args) -> gradient`` (see value_and_grad)."""
+    vg = value_and_grad(fn, argnums)
+
+    def wrapped(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    wrapped.__name__ = f"grad({getattr(fn, '__name__', 'fn')})"
+    return wrapped
