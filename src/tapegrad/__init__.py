@@ -40,6 +40,7 @@ concatenate = cat
 
 from . import autograd  # noqa: E402
 from .replay import compile  # noqa: E402,A001
+from .tapefile import load_tape  # noqa: E402
 from .transforms import grad, value_and_grad  # noqa: E402
 from . import testing  # noqa: E402,F401
 

@@ -13,6 +13,7 @@ integer results, tensors from outside the call) makes the signature run eagerly 
 Results are ordinary tensors on a tape: ``.backward()`` sweeps it with the same kernel as
 eager mode, and gradients reach the arguments and the parameters the function closes over.
 """
+import array
 import functools
 import sys
 from collections import OrderedDict
@@ -119,6 +120,17 @@ class Variant:
         self.top = tape.top
         self.instances = []
         self.n = len(tape)
+
+    def save(self, path):
+        """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
+        from .tapefile import save_variant
+        save_variant(self, path)
+
+    def stats(self):
+        """Records before and after optimisation, arena bytes, op histogram."""
+        stats = tape_stats(self.template)
+        stats["records_recorded"] = getattr(self, "recorded_records", len(self.template))
+        return stats
 
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
@@ -312,7 +324,9 @@ class Compiled:
             st.eager_reasons.extend(reasons)
             self._cache[sig] = "eager"
         else:
-            variant = Variant(tape, arg_records, outputs, treedef, dict(trace.guards))
+            small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
+            variant = Variant(small, args_, outs_, treedef, guards_)
+            variant.recorded_records = len(tape)
             variants = self._cache.get(sig)
             if not isinstance(variants, list):
                 variants = self._cache[sig] = []
@@ -323,10 +337,17 @@ class Compiled:
             self._cache.popitem(last=False)
         return out
 
-    def tapes(self):
-        """The recorded tapes, most recently used first."""
-        return [v.template for vs in reversed(self._cache.values()) if isinstance(vs, list)
-                for v in vs]
+    def variants(self):
+        """The recorded variants, most recently used first."""
+        return [v for vs in reversed(self._cache.values()) if isinstance(vs, list) for v in vs]
+
+    @property
+    def tape(self):
+        """The most recently used recorded tape (with ``save(path)`` and ``stats()``)."""
+        found = self.variants()
+        if not found:
+            raise RuntimeError("nothing recorded yet: call the function first")
+        return found[0]
 
 
 def compile(fn=None, *, max_signatures=32, max_variants=4):
@@ -339,3 +360,139 @@ def compile(fn=None, *, max_signatures=32, max_variants=4):
         return lambda f: Compiled(f, max_signatures, max_variants)
     return Compiled(fn, max_signatures, max_variants)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Tape optimisation: dead records, constant records, repeated records
+# ---------------------------------------------------------------------------------------------
+_AUX_KEY_LIMIT = 64  # records whose side data is longer than this are not compared for CSE
+
+
+def _inputs_of(tape, r):
+    code = tape.op[r]
+    if code in (K.CAT, K.STACK):
+        k = tape.aux[tape.ip[r]]
+        return [tape.aux[tape.ip[r] + 1 + 3 * j] for j in range(k)]
+    ins = [s for s in (tape.a0[r], tape.a1[r]) if s >= 0]
+    if code == K.WHERE:
+        ins.append(tape.ip[r])
+    return ins
+
+
+def _aux_len(tape, r):
+    code = tape.op[r]
+    if code in (K.GATHER, K.BCAST):
+        return 2 + tape.size[r]
+    if code == K.MATMUL:
+        return 5
+    if code == K.RESHAPE:
+        return 1
+    if code in (K.VAR, K.STD):
+        return 4
+    if code in (K.CAT, K.STACK):
+        return None   # holds record ids: never merged
+    if code in (K.MAX_DIM, K.MIN_DIM):
+        return None   # its aux is rewritten by the forward
+    if code in (K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM, K.PROD, K.PROD_DIM, K.MAX, K.MIN,
+                K.AMAX, K.AMIN, K.LOGSUMEXP, K.SOFTMAX, K.LOG_SOFTMAX, K.NORM):
+        return 3
+    if code in (K.SOFTPLUS, K.CLAMP, K.GUARD):
+        return None   # ip points into faux
+    return 0
+
+
+def optimize(tape, arg_records, outputs, guards):
+    """A smaller copy of a recorded tape with the same outputs, and the maps to it.
+
+    Dead-code elimination drops records that reach no output and no guard; constant folding
+    turns records that depend on no LEAF into constants (a guard on a constant always holds
+    and is dropped); common-subexpression elimination merges records with the same op,
+    inputs and parameters.  Values keep their arena offsets.
+    """
+    n = len(tape)
+    op = tape.op
+    canon = list(range(n))
+    const = [False] * n
+    seen = {}
+    for r in range(n):
+        code = op[r]
+        if code == K.CONST:
+            const[r] = True
+            continue
+        if code in (K.LEAF, K.EXTERN):
+            continue
+        ins = [canon[s] for s in _inputs_of(tape, r)]
+        if ins and all(const[s] for s in ins) and code not in (K.MAX_DIM, K.MIN_DIM):
+            const[r] = True   # its value in the arena is already the folded value
+            continue
+        length = _aux_len(tape, r)
+        if code == K.GUARD or length is None or length > _AUX_KEY_LIMIT:
+            continue
+        ip = tape.ip[r]
+        side = tuple(tape.aux[ip:ip + length]) if length else ip
+        key = (code, tuple(ins), tape.size[r], tape.fp[r], side)
+        first = seen.get(key)
+        if first is None:
+            seen[key] = r
+        else:
+            canon[r] = first
+    live = [False] * n
+    roots = [canon[r] for r, _, _ in outputs if r is not None]
+    roots += [g for g in guards if not const[canon[tape.a0[g]]]]
+    stack = list(roots)
+    while stack:
+        r = stack.pop()
+        if live[r]:
+            continue
+        live[r] = True
+        if not const[r]:
+            stack.extend(canon[s] for s in _inputs_of(tape, r))
+    new_index = {}
+    out = Tape(0)
+    out.vals = tape.vals
+    out.cap = tape.cap
+    out.top = tape.top
+    out.aux = array.array("q", tape.aux)
+    out.faux = tape.faux
+    out.appenders = (out.op.append, out.a0.append, out.a1.append, out.voff.append,
+                     out.size.append, out.ip.append, out.fp.append)
+    for r in range(n):
+        if not live[r] or canon[r] != r:
+            continue
+        code = op[r]
+        if const[r] and code != K.CONST:
+            code = K.CONST
+        m = lambda s: new_index[canon[s]] if s >= 0 else -1  # noqa: E731
+        if code in (K.LEAF, K.CONST, K.EXTERN):
+            nr = out.push(code, -1, -1, tape.voff[r], tape.size[r])
+        else:
+            ip = tape.ip[r]
+            if code == K.WHERE:
+                ip = m(ip)
+            elif code in (K.CAT, K.STACK):
+                k = tape.aux[ip]
+                for j in range(k):
+                    pos = ip + 1 + 3 * j
+                    out.aux[pos] = m(tape.aux[pos])
+            nr = out.push(code, m(tape.a0[r]), m(tape.a1[r]), tape.voff[r], tape.size[r], ip,
+                          tape.fp[r])
+        new_index[r] = nr
+        if op[r] == K.LEAF:
+            out.leaves[nr] = tape.leaves[r]
+    out.finished = True
+    new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}
+    new_outputs = [(new_index[canon[r]] if r is not None else None, s, c)
+                   for r, s, c in outputs]
+    new_guards = {new_index[g]: guards[g] for g in guards if g in new_index}
+    return out, new_args, new_outputs, new_guards
+
+
+def tape_stats(tape, before=None):
+    """Records, arena bytes and an op histogram of a tape (and of its unoptimised original)."""
+    from collections import Counter
+    hist = Counter(K.OPS[c].name for c in tape.op)
+    stats = {"records": len(tape), "arena_bytes": int(tape.top) * 8,
+             "aux_bytes": 8 * (len(tape.aux) + len(tape.faux)), "ops": dict(hist.most_common())}
+    if before is not None:
+        stats["records_before_optimisation"] = len(before)
+    return stats
