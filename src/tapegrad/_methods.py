@@ -50,9 +50,8 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
     A non-scalar needs ``gradient`` (same shape as self); ``retain_graph=True`` keeps the
     saved values so that the graph can be swept again.
     """
-    if create_graph:
-        raise NotImplementedError("create_graph=True is not supported yet")
-    autograd.backward(self, None if gradient is None else (gradient,), retain_graph, inputs)
+    autograd.backward(self, None if gradient is None else (gradient,), retain_graph,
+                      create_graph, inputs)
 
 
 def _max(self, dim=None, keepdim=False):

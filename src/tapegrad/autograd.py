@@ -412,8 +412,10 @@ def _value_read(tape, s, need, op, a0, a1):
     return False
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
-    """Accumulate into ``.grad`` the gradients of ``tensors`` (summed) w.r.t. the leaves."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate into ``.grad`` the gradients of ``tensors`` (summed) w.r.t. the leaves.
+
+    With ``create_graph=True`` the gradients are themselves recorded (differentiable)."""
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     tensors = tuple(tensors)
@@ -427,15 +429,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
         inputs = tuple(inputs)
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if create_graph:
+        from .higher import backward_create_graph
+        backward_create_graph(tensors, tuple(grad_tensors), inputs)
+        return
     run_backward(tensors, tuple(grad_tensors), bool(retain_graph), inputs)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple; ``.grad`` untouched."""
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients through the tape) "
-                                  "is not supported yet")
     single = isinstance(inputs, Tensor)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if single else tuple(inputs)
@@ -446,6 +449,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for j, x in enumerate(inputs):
         if not x._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if create_graph:
+        from .higher import grad_create_graph
+        return grad_create_graph(outputs, inputs, tuple(grad_outputs), allow_unused,
+                                 materialize_grads)
     results = run_backward(outputs, tuple(grad_outputs), bool(retain_graph), inputs,
                            accumulate=False)
     out = []

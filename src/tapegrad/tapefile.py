@@ -167,6 +167,14 @@ def _check_records(a):
             idx = aux[ip[r] + 2: ip[r] + 2 + size[r]]
             if idx.size and (idx.min() < 0 or idx.max() >= s0):
                 _fail(f"record {r}: index out of range")
+        elif code == K.SCATTER:
+            aux_span(r, ip[r], 2)
+            if aux[ip[r] + 1] != s0:
+                _fail(f"record {r}: index length does not match")
+            aux_span(r, ip[r] + 2, int(s0))
+            idx = aux[ip[r] + 2: ip[r] + 2 + s0]
+            if idx.size and (idx.min() < 0 or idx.max() >= size[r]):
+                _fail(f"record {r}: index out of range")
         elif code == K.RESHAPE:
             aux_span(r, ip[r], 1)
             if s0 != size[r]:

@@ -1,0 +1,400 @@
+"""Differentiable backward passes (``create_graph=True``) and the second-order transforms
+built on them: hvp, hessian, jvp, jacobian.
+
+The compiled sweep computes gradients as numbers.  With ``create_graph=True`` the sweep runs
+in Python instead, each record's rule written with tapegrad's own ops, so that the gradients
+are recorded tensors whose own gradients can be taken.  It works on flat (1-D) views of the
+records, the layout the compiled rules use, and is slower than the compiled sweep: use it for
+second order, not for training loops.
+"""
+import numpy as np
+
+from . import functional as F
+from . import ops as K
+from .tape import state
+from .tensor import Tensor
+
+
+def _const(value):
+    return Tensor._make(np.ascontiguousarray(value, dtype=np.float64))
+
+
+def _handle(tape, r):
+    """A tensor standing for record r's value (flat); ops on it extend r's graph."""
+    off, n = tape.voff[r], tape.size[r]
+    return F._result(tape, r, tape.vals[off:off + n])
+
+
+def _ori(tape, r):
+    ip = tape.ip[r]
+    return tape.aux[ip], tape.aux[ip + 1], tape.aux[ip + 2]
+
+
+def _spread(g, o, red, i):
+    """g of shape (O*I,) repeated along the reduced axis, flat (O*R*I,)."""
+    return F.reshape(F.expand(F.reshape(g, o, 1, i), o, red, i), -1)
+
+
+def _gather(x, idx):
+    return F._gathered(x, np.asarray(idx, dtype=np.int64), 0)
+
+
+def scatter_add(x, idx, n_out):
+    """out (n_out,) with out[idx[k]] += x[k]; differentiable (its gradient is a gather)."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+    value = np.zeros(n_out)
+    np.add.at(value, idx, x._value.reshape(-1))
+    if not F._records(x):
+        return F._plain(value)
+    tape = F.recording_tape(2 * n_out + x._value.size)
+    r0 = F._ref(tape, x)
+    ip = tape.put_aux([0, idx.size])
+    tape.aux.frombytes(idx.tobytes())
+    off, out = F._out(tape, (n_out,), n_out)
+    np.copyto(out, value)
+    return F._result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
+
+
+def _rule(tape, r, g):
+    """[(input record, gradient contribution)] of record r for incoming gradient g."""
+    o = tape.op[r]
+    a0, a1 = tape.a0[r], tape.a1[r]
+    c = tape.fp[r]
+    val = lambda s: tape.vals[tape.voff[s]:tape.voff[s] + tape.size[s]]  # noqa: E731
+    x0 = _handle(tape, a0) if a0 >= 0 else None
+    x1 = _handle(tape, a1) if a1 >= 0 else None
+    if o in (K.ADD, K.ADD_S):
+        return [(a0, g), (a1, g)]
+    if o in (K.SUB, K.SUB_S):
+        return [(a0, g), (a1, F.neg(g))]
+    if o in (K.RSUB_S, K.NEG):
+        return [(a0, F.neg(g))]
+    if o == K.MUL:
+        return [(a0, F.mul(g, x1)), (a1, F.mul(g, x0))]
+    if o == K.MUL_S:
+        return [(a0, F.mul(g, c))]
+    if o == K.DIV:
+        return [(a0, F.div(g, x1)), (a1, F.neg(F.div(F.mul(g, x0), F.mul(x1, x1))))]
+    if o == K.DIV_S:
+        return [(a0, F.div(g, c))]
+    out = _handle(tape, r)
+    if o == K.POW:
+        keep0 = _const(val(a1) != 0.0)
+        base_ok = _const(~((val(a0) == 0.0) & (val(a1) >= 0.0)))
+        safe_log = F.log(F.where(base_ok, x0, 1.0))
+        return [(a0, F.mul(F.mul(g, keep0), F.mul(x1, F.pow(x0, F.sub(x1, 1.0))))),
+                (a1, F.mul(F.mul(g, base_ok), F.mul(out, safe_log)))]
+    if o == K.POW_S:
+        if c == 0.0:
+            return []
+        return [(a0, F.mul(g, F.mul(F.pow(x0, c - 1.0), c)))]
+    if o == K.RPOW_S:
+        if c == 0.0:
+            return [(a0, F.mul(g, _const(np.where(val(a0) < 0.0, np.inf, 0.0))))]
+        return [(a0, F.mul(F.mul(g, out), float(np.log(c))))]
+    if o == K.RECIPROCAL:
+        return [(a0, F.neg(F.mul(g, F.mul(out, out))))]
+    if o == K.EXP:
+        return [(a0, F.mul(g, out))]
+    if o == K.LOG:
+        return [(a0, F.div(g, x0))]
+    if o == K.LOG1P:
+        return [(a0, F.div(g, F.add(x0, 1.0)))]
+    if o == K.EXPM1:
+        return [(a0, F.mul(g, F.add(out, 1.0)))]
+    if o == K.SQRT:
+        return [(a0, F.div(g, F.mul(out, 2.0)))]
+    if o == K.ABS:
+        return [(a0, F.mul(g, _const(np.sign(np.nan_to_num(val(a0))))))]
+    if o == K.SIN:
+        return [(a0, F.mul(g, F.cos(x0)))]
+    if o == K.COS:
+        return [(a0, F.neg(F.mul(g, F.sin(x0))))]
+    if o == K.TAN:
+        return [(a0, F.mul(g, F.add(F.mul(out, out), 1.0)))]
+    if o == K.TANH:
+        return [(a0, F.mul(g, F.rsub(F.mul(out, out), 1.0)))]
+    if o == K.SIGMOID:
+        return [(a0, F.mul(g, F.mul(out, F.rsub(out, 1.0))))]
+    if o == K.RELU:
+        return [(a0, F.mul(g, _const(~(val(r) <= 0.0))))]
+    if o == K.SOFTPLUS:
+        beta, threshold = tape.faux[tape.ip[r]], tape.faux[tape.ip[r] + 1]
+        bx = F.mul(x0, beta)
+        above = _const(val(a0) * beta > threshold)
+        return [(a0, F.mul(g, F.where(above._value.astype(bool), 1.0, F.sigmoid(bx))))]
+    if o in (K.CLAMP, getattr(K, "CLAMP_MIN", -1), getattr(K, "CLAMP_MAX", -1)):
+        lo, hi = tape.faux[tape.ip[r]], tape.faux[tape.ip[r] + 1]
+        x = val(a0)
+        return [(a0, F.mul(g, _const(~((x < lo) | (x > hi)))))]
+    if o in (K.MAXIMUM, K.MINIMUM):
+        d = (val(a0) - val(a1)) * c
+        w0 = np.where(d > 0, 1.0, np.where(d < 0, 0.0, np.where(d == 0, 0.5, 1.0)))
+        w1 = np.where(d < 0, 1.0, np.where(d > 0, 0.0, np.where(d == 0, 0.5, 1.0)))
+        return [(a0, F.mul(g, _const(w0))), (a1, F.mul(g, _const(w1)))]
+    if o == K.WHERE:
+        cond = val(tape.ip[r]) != 0.0
+        return [(a0, F.mul(g, _const(cond))), (a1, F.mul(g, _const(~cond)))]
+    if o in (K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM):
+        n, red, i = _ori(tape, r)
+        return [(a0, F.mul(_spread(g, n, red, i), c))]
+    if o in (K.PROD, K.PROD_DIM):
+        n, red, i = _ori(tape, r)
+        return [(a0, F.div(F.mul(_spread(g, n, red, i), _spread(out, n, red, i)), x0))]
+    if o in (K.MAX, K.MIN, K.AMAX, K.AMIN):
+        n, red, i = _ori(tape, r)
+        x = val(a0).reshape(n, red, i)
+        best = val(r).reshape(n, 1, i)
+        hit = (x == best) | (np.isnan(x) & np.isnan(best))
+        share = hit / np.maximum(hit.sum(axis=1, keepdims=True), 1)
+        return [(a0, F.mul(_spread(g, n, red, i), _const(share.reshape(-1))))]
+    if o in (K.MAX_DIM, K.MIN_DIM):
+        n, red, i = _ori(tape, r)
+        ip = tape.ip[r]
+        arg = np.array(tape.aux[ip + 3: ip + 3 + n * i], dtype=np.int64).reshape(n, i)
+        onehot = np.zeros((n, red, i))
+        np.put_along_axis(onehot, arg[:, None, :], 1.0, axis=1)
+        return [(a0, F.mul(_spread(g, n, red, i), _const(onehot.reshape(-1))))]
+    if o in (K.VAR, K.STD):
+        n, red, i = _ori(tape, r)
+        xr = F.reshape(x0, n, red, i)
+        centred = F.reshape(F.sub(xr, F.mean(xr, 1, True)), -1)
+        gg = F.mul(_spread(g, n, red, i), 2.0 * c)
+        if o == K.STD:
+            gg = F.div(gg, F.mul(_spread(out, n, red, i), 2.0))
+        return [(a0, F.mul(gg, centred))]
+    if o == K.LOGSUMEXP:
+        n, red, i = _ori(tape, r)
+        return [(a0, F.mul(_spread(g, n, red, i), F.exp(F.sub(x0, _spread(out, n, red, i)))))]
+    if o in (K.SOFTMAX, K.LOG_SOFTMAX):
+        n, red, i = _ori(tape, r)
+        g3 = F.reshape(g, n, red, i)
+        o3 = F.reshape(out, n, red, i)
+        if o == K.SOFTMAX:
+            res = F.mul(o3, F.sub(g3, F.sum(F.mul(g3, o3), 1, True)))
+        else:
+            res = F.sub(g3, F.mul(F.exp(o3), F.sum(g3, 1, True)))
+        return [(a0, F.reshape(res, -1))]
+    if o == K.NORM:
+        n, red, i = _ori(tape, r)
+        gs, os_ = _spread(g, n, red, i), _spread(out, n, red, i)
+        x = val(a0)
+        nz = _const(np.repeat(val(r).reshape(n, 1, i) != 0.0, red, axis=1).reshape(-1))
+        sign = _const(np.sign(x))
+        if c == 2.0:
+            safe = F.where(nz._value.astype(bool), os_, 1.0)
+            return [(a0, F.mul(F.mul(gs, nz), F.div(x0, safe)))]
+        if c == 1.0:
+            return [(a0, F.mul(gs, sign))]
+        if np.isinf(c):
+            best = np.repeat(val(r).reshape(n, 1, i), red, axis=1).reshape(-1)
+            hit = (np.abs(x) == best).reshape(n, red, i)
+            share = (hit / np.maximum(hit.sum(axis=1, keepdims=True), 1)).reshape(-1)
+            return [(a0, F.mul(F.mul(gs, sign), _const(share)))]
+        safe = F.where(nz._value.astype(bool), os_, 1.0)
+        return [(a0, F.mul(F.mul(F.mul(gs, nz), sign),
+                           F.div(F.pow(F.abs(x0), c - 1.0), F.pow(safe, c - 1.0))))]
+    if o == K.MATMUL:
+        ip = tape.ip[r]
+        b, m, kk, n = (tape.aux[ip + j] for j in range(1, 5))
+        g3 = F.reshape(g, b, m, n)
+        res = []
+        if a0 >= 0:
+            res.append((a0, F.reshape(F.matmul(g3, F.transpose(F.reshape(x1, b, kk, n), 1, 2)),
+                                      -1)))
+        res.append((a1, F.reshape(F.matmul(F.transpose(F.reshape(x0, b, m, kk), 1, 2), g3),
+                                  -1)))
+        return res
+    if o in (K.GATHER, K.BCAST):
+        ip = tape.ip[r]
+        idx = np.array(tape.aux[ip + 2: ip + 2 + tape.size[r]], dtype=np.int64)
+        return [(a0, scatter_add(g, idx, tape.size[a0]))]
+    if o == K.SCATTER:
+        ip = tape.ip[r]
+        n_in = tape.aux[ip + 1]
+        idx = np.array(tape.aux[ip + 2: ip + 2 + n_in], dtype=np.int64)
+        return [(a0, _gather(g, idx))]
+    if o == K.RESHAPE:
+        return [(a0, g)]
+    if o in (K.CAT, K.STACK):
+        ip = tape.ip[r]
+        k = tape.aux[ip]
+        outer, block = tape.aux[ip + 1 + 3 * k], tape.aux[ip + 2 + 3 * k]
+        g2 = F.reshape(g, outer, block)
+        res = []
+        for j in range(k):
+            src, start, width = (tape.aux[ip + 1 + 3 * j + t] for t in range(3))
+            res.append((src, F.reshape(F.getitem(g2, (slice(None), slice(start, start + width))),
+                                       -1)))
+        return res
+    if o in (K.CMP, K.GUARD):
+        return []
+    raise NotImplementedError(f"no differentiable rule for {K.OPS[o].name}")
+
+
+def run_backward_graph(outputs, grad_outputs, inputs=None):
+    """Backward with recorded gradients; returns {id(leaf or input): flat gradient tensor}."""
+    from .autograd import _seed_value
+    seeds = {}
+    results = {}
+    for j, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if not t._rg:
+            raise RuntimeError(
+                f"element {j} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            _seed_value(t, None)
+            gt = _const(np.ones(t._value.size))
+        else:
+            _seed_value(t, g)
+            gt = F.reshape(g if isinstance(g, Tensor) else _const(g), -1)
+        if t._tape is None:
+            _add(results, id(t), gt)
+            continue
+        per = seeds.setdefault(t._tape, {})
+        _add(per, t._r, gt)
+    wanted = None if inputs is None else {(x._tape, x._r) if x._tape is not None else id(x): x
+                                          for x in inputs}
+    leaves = {}
+    while seeds:
+        tape = max(seeds, key=lambda tp: tp.id)
+        acc = seeds.pop(tape)
+        for r in range(len(tape) - 1, -1, -1):
+            g = acc.pop(r, None)
+            if g is None:
+                continue
+            if wanted is not None and (tape, r) in wanted:
+                _add(results, id(wanted[(tape, r)]), g)
+            o = tape.op[r]
+            if o == K.LEAF:
+                leaf = tape.leaves[r]
+                leaves[id(leaf)] = leaf
+                _add(results, id(leaf), g)
+                continue
+            if o == K.CONST:
+                continue
+            if o == K.EXTERN:
+                older, older_r = tape.externs[r]
+                _add(seeds.setdefault(older, {}), older_r, g)
+                continue
+            for s, contribution in _rule(tape, r, g):
+                if s is not None and s >= 0 and tape.op[s] != K.CONST:
+                    _add(acc, s, contribution)
+    return results, leaves
+
+
+def _add(store, key, g):
+    prev = store.get(key)
+    store[key] = g if prev is None else F.add(prev, g)
+
+
+def backward_create_graph(tensors, grad_tensors, inputs):
+    """``backward(create_graph=True)``: .grad of leaves become recorded tensors."""
+    results, leaves = run_backward_graph(tensors, grad_tensors, inputs)
+    wanted = None if inputs is None else {id(x) for x in inputs}
+    for key, leaf in leaves.items():
+        if wanted is not None and key not in wanted:
+            continue
+        if not leaf._rg:
+            continue
+        g = F.reshape(results[key], *leaf._value.shape) if leaf._value.ndim else \
+            F.reshape(results[key], ())
+        leaf._grad = g if leaf._grad is None else F.add(leaf._grad, g)
+
+
+def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_grads):
+    results, _ = run_backward_graph(outputs, grad_outputs, inputs)
+    out = []
+    for x in inputs:
+        g = results.get(id(x))
+        if g is None:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior.")
+            out.append(Tensor._make(np.zeros(x._value.shape)) if materialize_grads else None)
+        else:
+            out.append(F.reshape(g, *x._value.shape) if x._value.ndim else F.reshape(g, ()))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Transforms
+# ---------------------------------------------------------------------------------------------
+def _as_input(x):
+    from .creation import tensor
+    v = x._value if isinstance(x, Tensor) else tensor(x)._value
+    return Tensor._make(np.array(v, dtype=np.float64), True)
+
+
+def hvp(fn, x, v):
+    """Hessian-vector product H(x) v of a scalar function, exactly (reverse over reverse)."""
+    from .autograd import grad
+    x = _as_input(x)
+    v = v if isinstance(v, Tensor) else _const(v)
+    (g,) = grad(fn(x), x, create_graph=True)
+    (hv,) = grad(F.sum(F.mul(g, v)), x, allow_unused=True, materialize_grads=True)
+    return hv
+
+
+def hessian(fn):
+    """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape."""
+    def run(x):
+        from .autograd import grad
+        x = _as_input(x)
+        (g,) = grad(fn(x), x, create_graph=True)
+        flat = F.reshape(g, -1)
+        n = x._value.size
+        rows = []
+        for i in range(n):
+            (row,) = grad(F.getitem(flat, i), x, retain_graph=True, allow_unused=True,
+                          materialize_grads=True)
+            rows.append(row._value.reshape(-1))
+        return _const(np.array(rows).reshape(x._value.shape + x._value.shape))
+    return run
+
+
+def jacobian(fn):
+    """``fn(x) -> y`` becomes ``x -> J`` of shape y.shape + x.shape (one compiled reverse sweep
+    per output element, over the same recorded tape)."""
+    def run(x):
+        from .autograd import grad
+        x = _as_input(x)
+        y = fn(x)
+        m = y._value.size
+        rows = []
+        for i in range(m):
+            seed = np.zeros(m)
+            seed[i] = 1.0
+            (row,) = grad(y, x, grad_outputs=_const(seed.reshape(y._value.shape)),
+                          retain_graph=True, allow_unused=True, materialize_grads=True)
+            rows.append(row._value.reshape(-1))
+        return _const(np.array(rows).reshape(y._value.shape + x._value.shape))
+    return run
+
+
+def jvp(fn, primals, tangents):
+    """(fn(*primals), J tangents): the transpose of a vector-Jacobian product, exactly.
+
+    ``v -> J^T v`` is linear, so the gradient of ``<J^T v, u>`` with respect to v is ``J u``.
+    """
+    from .autograd import grad
+    primals = tuple(primals) if isinstance(primals, (tuple, list)) else (primals,)
+    tangents = tuple(tangents) if isinstance(tangents, (tuple, list)) else (tangents,)
+    xs = [_as_input(p) for p in primals]
+    out = fn(*xs)
+    v = Tensor._make(np.zeros(out._value.shape), True)
+    gs = grad(out, xs, grad_outputs=v, create_graph=True, allow_unused=True,
+              materialize_grads=True)
+    total = None
+    for g, u in zip(gs, tangents):
+        if not g._rg:
+            continue
+        term = F.sum(F.mul(g, u if isinstance(u, Tensor) else _const(u)))
+        total = term if total is None else F.add(total, term)
+    if total is None:
+        return Tensor._make(out._value), Tensor._make(np.zeros(out._value.shape))
+    (ju,) = grad(total, v, allow_unused=True, materialize_grads=True)
+    return Tensor._make(out._value), ju
+
+
+del state
