@@ -43,6 +43,7 @@ from .replay import compile  # noqa: E402,A001
 from .tapefile import load_tape  # noqa: E402
 from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
+from . import nn, optim  # noqa: E402
 from . import testing  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -342,7 +342,9 @@ def neg(x):
 
 
 def pow(a, b):
-    """a ** b for tensor a; b a scalar or a tensor."""
+    """a ** b for tensor a; b a scalar or a tensor (or a scalar a and a tensor b)."""
+    if isinstance(b, Tensor) and _is_scalar(a):
+        return rpow(b, a)
     if _is_scalar(b):
         return _with_scalar(K.POW_S, a, b, np.power if a._value.dtype.kind == "f" else _int_pow)
     b = as_tensor_arg(b)
@@ -441,26 +443,34 @@ def clamp(x, min=None, max=None):
         if hi is not None:
             out = minimum(out, as_tensor_arg(hi))
         return out
+    return _clamp(K.CLAMP, x, min, max)
+
+
+def _clamp(code, x, min, max):
     lo = -math.inf if min is None else min
     hi = math.inf if max is None else max
 
     def run(v, out):
         res = np.clip(v, lo, hi, out=out)
-        if lo > hi:  # PyTorch sets everything to max when min > max
-            res[...] = hi
+        if lo > hi:  # PyTorch sets everything but nan to max when min > max
+            res[v == v] = hi
         return res
     ip = 0
     if _records(x):
         ip = recording_tape(2 * x._value.size).put_faux((float(lo), float(hi)))
-    return _unary(K.CLAMP, x, run, ip=ip)
+    return _unary(code, x, run, ip=ip)
 
 
 def clamp_min(x, min):
-    return clamp(x, min=min)
+    if isinstance(min, Tensor):
+        return clamp(x, min=min)
+    return _clamp(K.CLAMP_MIN, x, min, None)
 
 
 def clamp_max(x, max):
-    return clamp(x, max=max)
+    if isinstance(max, Tensor):
+        return clamp(x, max=max)
+    return _clamp(K.CLAMP_MAX, x, None, max)
 
 
 def _extreme_pair(code, sign, npfn, a, b):
@@ -472,12 +482,21 @@ def _extreme_pair(code, sign, npfn, a, b):
     return out
 
 
+def _np_maximum(u, v, out):
+    # ``out`` by keyword: NumPy 2 deprecates a positional out for maximum/minimum
+    return np.maximum(u, v, out=out)
+
+
+def _np_minimum(u, v, out):
+    return np.minimum(u, v, out=out)
+
+
 def maximum(a, b):
-    return _extreme_pair(K.MAXIMUM, 1.0, np.maximum, a, b)
+    return _extreme_pair(K.MAXIMUM, 1.0, _np_maximum, a, b)
 
 
 def minimum(a, b):
-    return _extreme_pair(K.MINIMUM, -1.0, np.minimum, a, b)
+    return _extreme_pair(K.MINIMUM, -1.0, _np_minimum, a, b)
 
 
 def where(condition, input=None, other=None):
@@ -556,10 +575,11 @@ def _dims(x, dim):
         ds = [_wrap_dim(d, nd) for d in dim]
         if len(set(ds)) != len(ds):
             raise RuntimeError(f"dim {ds[0]} appears multiple times in the list of dims")
-        if not ds:
-            return tuple(range(nd))
+        if not ds or not nd:
+            return tuple(range(nd))  # a 0-d tensor's dim 0 / -1 is no axis at all
         return tuple(sorted(ds))
-    return (_wrap_dim(dim, nd),)
+    d = _wrap_dim(dim, nd)
+    return (d,) if nd else ()
 
 
 def _ori(tape, x, dims):
@@ -642,7 +662,8 @@ def prod(x, dim=None, keepdim=False, dtype=None):
     dims = _dims(x, dim)
     value = np.asarray(_quietly(np.prod, x._value, axis=dims, keepdims=True))
     code = K.PROD if dim is None else K.PROD_DIM
-    return _reduce(code, x, dims, keepdim if dim is not None else False, value)
+    mode = 2 if x._value.ndim == 0 else (1 if dim is None else 0)
+    return _reduce(code, x, dims, keepdim if dim is not None else False, value, extra=(mode,))
 
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -763,8 +784,9 @@ def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     if is_std:
         value = np.sqrt(value)
     fp = 1.0 / (count - corr) if count - corr != 0 else math.inf
+    full = dim is None or x._value.ndim == 0
     return _reduce(K.STD if is_std else K.VAR, x, dims, keepdim, np.asarray(value), fp,
-                   extra=(1 if is_std else 0,))
+                   extra=(1 if is_std else 0, 1 if full else 0))
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -789,7 +811,6 @@ def logsumexp(x, dim, keepdim=False):
 
 def _softmax_value(v, d, log):
     m = np.max(v, axis=d, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
     z = v - m
     e = np.exp(z)
     s = np.sum(e, axis=d, keepdims=True)
@@ -856,6 +877,68 @@ def _mm_error(sa, sb):
         f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
 
 
+def _prod(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _matmul_form(sa, sb, a_rg, b_rg):
+    """The grad_fn variant PyTorch's matmul ends in for these shapes, raising its errors.
+
+    PyTorch folds an N-D @ 1-D/2-D product (or 1-D/2-D @ N-D, transposed) into one mm/mv
+    when the smaller operand requires grad or the larger one folds without a copy (always,
+    for tapegrad's contiguous values, except for a 2-D left operand); otherwise it runs a
+    broadcast bmm.  The path decides the last node (UnsafeView, or Clone for a transposed
+    fold) and the text of a size mismatch.
+    """
+    da, db = len(sa), len(sb)
+    if da <= 2 and db <= 2:
+        return {(1, 1): 1, (2, 1): 2, (1, 2): 3, (2, 2): 0}[da, db]
+    if da == 3 and db == 3 and sa[0] != sb[0]:
+        # a batch of one that requires grad is squeezed away first
+        if sa[0] == 1 and a_rg:
+            return _matmul_form(sa[1:], sb, a_rg, b_rg)
+        if sb[0] == 1 and b_rg:
+            return _matmul_form(sa, sb[1:], a_rg, b_rg)
+    larger_left = da >= db
+    small_dim = db if larger_left else da
+    fold = builtins.max(da, db) >= 3 and small_dim <= 2 and (
+        (b_rg if larger_left else a_rg) or (da != 2 and (larger_left or
+                                                          _folds_transposed(sb))))
+    if fold:
+        transpose = db > da
+        t1 = sb[:-2] + (sb[-1], sb[-2]) if transpose else sa
+        t2 = (sa[1], sa[0]) if transpose and da == 2 else (sa if transpose else sb)
+        rows = _prod(t1[:-1])
+        if len(t2) == 2:
+            if t1[-1] != t2[0]:
+                raise _mm_error((rows, t1[-1]), t2)
+            return 5 if transpose else 4
+        if t1[-1] != t2[0]:
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{t1[-1]}), "
+                               f"vec ({t2[0]})")
+        return 4
+    k1 = sa[-1]
+    k2 = sb[-2] if db > 1 else sb[0]
+    batch = broadcast_shape(sa[:builtins.max(da - 2, 0)], sb[:builtins.max(db - 2, 0)])
+    if k1 != k2:
+        bsz = _prod(batch)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{bsz}, {k1}] but got: [{bsz}, {k2}].")
+    return 4
+
+
+def _folds_transposed(sb):
+    """Whether sb.mT of a contiguous sb views as a matrix of its rows without a copy."""
+    shape = sb[:-2] + (sb[-1], sb[-2])
+    if _prod(shape) == 0:
+        return True
+    strides = [1] * len(sb)
+    for i in range(len(sb) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sb[i + 1]
+    strides[-1], strides[-2] = strides[-2], strides[-1]
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 1))
+
+
 def matmul(a, b):
     """Matrix product with NumPy/PyTorch semantics: 1-D, 2-D and broadcast batched operands."""
     a = as_tensor_arg(a)
@@ -872,6 +955,7 @@ def matmul(a, b):
             raise RuntimeError(
                 f"expected m1 and m2 to have the same dtype, but got: {names.get(ka, ka)} != "
                 f"{names.get(kb, kb)}")
+    form = _matmul_form(sa, sb, a._rg, b._rg)
     # the (variant, B, M, K, N) view of the product and how operands are laid out
     if len(sa) == 1 and len(sb) == 1:
         if sa[0] != sb[0]:
@@ -917,7 +1001,6 @@ def matmul(a, b):
         batch = broadcast_shape(a2[:-2], b2[:-2])
         m, k, n = a2[-2], a2[-1], b2[-1]
         bsz = int(np.prod(batch, dtype=np.int64))
-        variant = 5 if len(sa) <= 2 else 4
         shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
         ea, eb = batch + (m, k), batch + (k, n)
     value = np.matmul(a._value, b._value)
@@ -935,7 +1018,7 @@ def matmul(a, b):
         b_shape = sb if len(sb) > 1 else sb + (1,)
         idx = np.broadcast_to(np.arange(b._value.size).reshape(b_shape), eb)
         r1 = _gather_record(tape, r1, idx, eb, 0, K.BCAST)[0]
-    ip = tape.put_aux((variant, bsz, m, k, n))
+    ip = tape.put_aux((form, bsz, m, k, n))
     off, out = _out(tape, shape, size)
     np.copyto(out, value)
     return _result(tape, tape.push(K.MATMUL, r0, r1, off, size, ip), out)
@@ -946,6 +1029,7 @@ def matmul(a, b):
 # ---------------------------------------------------------------------------------------------
 V_EXPAND, V_SELECT, V_SLICE, V_INDEX, V_PERMUTE, V_TRANSPOSE, V_T = 1, 2, 3, 4, 5, 6, 7
 V_ALIAS, V_UNSQUEEZE, V_SQUEEZE, V_SQUEEZE_DIM, V_VIEW, V_CLONE = 8, 9, 10, 11, 12, 13
+V_SQUEEZE_DIMS = 15
 
 
 def _reshaped(x, shape, variant):
@@ -967,9 +1051,9 @@ def _infer_shape(shape, numel):
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
+    for i, s in enumerate(shape):
         if not isinstance(s, (int, np.integer)) or (s < 0 and s != -1):
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
     known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
     if neg:
         if known == 0 or numel % known:
@@ -1013,7 +1097,8 @@ def squeeze(x, dim=None):
         return _reshaped(x, tuple(d for d in s if d != 1), V_SQUEEZE)
     dims = _dims(x, dim) if s else ()
     new = tuple(d for i, d in enumerate(s) if not (i in dims and d == 1))
-    return _reshaped(x, new, V_SQUEEZE_DIM)
+    # squeeze(dims) with a tuple is its own PyTorch node
+    return _reshaped(x, new, V_SQUEEZE_DIMS if isinstance(dim, (tuple, list)) else V_SQUEEZE_DIM)
 
 
 def unsqueeze(x, dim):
@@ -1164,7 +1249,9 @@ def _index_key(key, shape):
             for part in (k.start, k.stop, k.step):
                 if part is not None and not isinstance(part, (int, np.integer, Tensor)):
                     raise TypeError("slice indices must be integers or None")
-            if k.step is not None and int(k.step) <= 0:
+            if k.step is not None and int(k.step) == 0:
+                raise ValueError("slice step cannot be zero")
+            if k.step is not None and int(k.step) < 0:
                 raise ValueError("step must be greater than zero")
             sl = slice(*(int(p) if p is not None else None for p in (k.start, k.stop, k.step)))
             out.append(sl)
@@ -1179,8 +1266,51 @@ def _index_key(key, shape):
     return tuple(out), variant
 
 
+def _check_index(np_key, key, shape):
+    """PyTorch's errors for keys that do not fit the tensor (before NumPy words them)."""
+    if not shape and not isinstance(key, tuple):
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        if isinstance(key, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+
+    def width(k):
+        if isinstance(k, np.ndarray):
+            return k.ndim if k.dtype.kind == "b" else 1
+        return 1 if isinstance(k, (int, slice)) and not isinstance(k, bool) else 0
+
+    used = builtins.sum(width(k) for k in np_key)
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    # where each part starts: the parts after an ellipsis are counted from the end
+    d = 0
+    index_shapes = []
+    for pos, k in enumerate(np_key):
+        if k is Ellipsis:
+            d = len(shape) - builtins.sum(width(j) for j in np_key[pos + 1:])
+            continue
+        if isinstance(k, np.ndarray) and k.dtype.kind == "b":
+            for i, m in enumerate(k.shape):
+                if m != shape[d + i]:
+                    raise IndexError(
+                        f"The shape of the mask {list(k.shape)} at index {i} does not match the "
+                        f"shape of the indexed tensor {list(shape)} at index {d + i}")
+            index_shapes += [(int(np.count_nonzero(k)),)] * k.ndim
+        elif isinstance(k, np.ndarray):
+            index_shapes.append(k.shape)
+        d += width(k)
+    try:
+        np.broadcast_shapes(*index_shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(str(list(s)) for s in index_shapes)) from None
+
+
 def getitem(x, key):
     np_key, variant = _index_key(key, x._value.shape)
+    _check_index(np_key, key, x._value.shape)
     flat = _flat_index(x)
     try:
         idx = flat[np_key]
@@ -1195,7 +1325,9 @@ def _cat_check(tensors, name):
         raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+        if name == "stack":
+            raise RuntimeError("stack expects a non-empty TensorList")
+        raise ValueError(f"tapegrad.{name}(): expected a non-empty list of Tensors")
     return tensors
 
 
@@ -1203,9 +1335,11 @@ def cat(tensors, dim=0):
     tensors = _cat_check(tensors, "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     parts = [t for t in tensors if not (t._value.ndim == 1 and t._value.size == 0)] or tensors[:1]
+    for j, t in enumerate(parts):
+        if t._value.ndim == 0:
+            raise RuntimeError(
+                f"zero-dimensional tensor (at position {j}) cannot be concatenated")
     ref = parts[0]._value
-    if ref.ndim == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _wrap_dim(dim, ref.ndim)
     for j, t in enumerate(parts):
         v = t._value

@@ -96,6 +96,9 @@ CLAMP = declare(43, "ClampBackward1", READS_X0)
 MAXIMUM = declare(44, "MaximumBackward0", READS_X0 | READS_X1)
 MINIMUM = declare(45, "MinimumBackward0", READS_X0 | READS_X1)
 WHERE = declare(46, "WhereBackward0", frees=True)
+# x.clamp_min(lo) / x.clamp_max(hi): PyTorch's own nodes; same rule and faux layout as CLAMP
+CLAMP_MIN = declare(47, "ClampMinBackward0", READS_X0)
+CLAMP_MAX = declare(48, "ClampMaxBackward0", READS_X0)
 
 # Reductions over an (outer, reduced, inner) view of the input: aux[ip:ip+3] = O, R, I.
 SUM = declare(60, "SumBackward0")
@@ -128,6 +131,7 @@ _GATHER_NAMES = {
     4: "IndexBackward0", 5: "PermuteBackward0", 6: "TransposeBackward0", 7: "TBackward0",
     8: "AliasBackward0", 9: "UnsqueezeBackward0", 10: "SqueezeBackward0",
     11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0", 14: "CopySlices",
+    15: "SqueezeBackward2",
 }
 GATHER = declare(100, "IndexBackward0", variants=_GATHER_NAMES)
 # RESHAPE keeps the flat order: out = x.  aux[ip] = variant (names as for GATHER).
@@ -138,6 +142,9 @@ CAT = declare(102, "CatBackward0")
 STACK = declare(103, "StackBackward0")
 # A hidden expansion for implicit broadcasting: same rule as GATHER, no grad_fn of its own.
 BCAST = declare(104, "Broadcast")
+# The transpose of GATHER: out[aux[ip+2+k]] += x[k] for k < size of x; aux[ip+1] = size of x.
+# Differentiable backward passes (create_graph=True) use it to undo a gather.
+SCATTER = declare(105, "IndexAddBackward0")
 
 # Data records, recorded only while ``tapegrad.compile`` traces a function, so that replay
 # recomputes them: comparisons (aux-free; ip = 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 ne; a1 = -1
@@ -338,8 +345,12 @@ def unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, ne
         for i in range(n):
             gx0[i] += g[i] / (2.0 * out[i])
     elif o == ABS:
+        # sgn: 0 at 0 and at nan, as PyTorch's
         for i in range(n):
-            gx0[i] += g[i] * np.sign(x0[i])
+            if x0[i] > 0.0:
+                gx0[i] += g[i]
+            elif x0[i] < 0.0:
+                gx0[i] -= g[i]
     elif o == SIN:
         for i in range(n):
             gx0[i] += g[i] * np.cos(x0[i])
@@ -366,7 +377,8 @@ def relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     out = _seg(vals, voff[r], n)
     gx0 = _seg(grads, goff[a0[r]], n)
     for i in range(n):
-        if out[i] > 0.0:
+        # PyTorch zeroes where the result is <= 0: a nan result passes the gradient
+        if not (out[i] <= 0.0):
             gx0[i] += g[i]
 
 
@@ -396,8 +408,8 @@ def clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
     x0 = _seg(vals, voff[a0[r]], n)
     gx0 = _seg(grads, goff[a0[r]], n)
     for i in range(n):
-        # the bounds pass the gradient (PyTorch: lo <= x <= hi); nan passes it too
-        if not (x0[i] < lo or x0[i] > hi):
+        # PyTorch passes the gradient where lo <= x <= hi: the bounds pass it, nan does not
+        if x0[i] >= lo and x0[i] <= hi:
             gx0[i] += g[i]
 
 
@@ -414,24 +426,25 @@ def maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, nee
     gx0 = _seg(grads, goff[a0[r]], n)
     gx1 = _seg(grads, goff[a1[r]], n)
     for i in range(n):
-        d = (x0[i] - x1[i]) * sign
-        if d > 0.0:
-            if n0:
-                gx0[i] += g[i]
-        elif d < 0.0:
-            if n1:
-                gx1[i] += g[i]
-        elif d == 0.0:
+        u = x0[i]
+        v = x1[i]
+        # compared, not subtracted: inf - inf would make equal infinities look like nan
+        if u == v:
             if n0:
                 gx0[i] += 0.5 * g[i]
             if n1:
                 gx1[i] += 0.5 * g[i]
-        else:
+        elif u != u or v != v:
             # a nan operand: the nan output takes the gradient from both sides
             if n0:
                 gx0[i] += g[i]
             if n1:
                 gx1[i] += g[i]
+        elif (u > v) == (sign > 0.0):
+            if n0:
+                gx0[i] += g[i]
+        elif n1:
+            gx1[i] += g[i]
 
 
 @inline
@@ -472,37 +485,54 @@ def sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 
 @inline
 def prod_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # PyTorch's rule, zeros and all.  aux[ip+3] = mode: 0 over a dim, 1 over everything,
+    # 2 a 0-d input (the gradient passes).  Without a zero anywhere in the input: g*out/x.
+    # Otherwise each entry gets the product of the others (prefix * suffix products), except
+    # that the full product of an input with several zeros has gradient 0.
     o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    mode = aux[ip[r] + 3]
+    n_in = o_n * r_n * i_n
     g = _seg(grads, goff[r], o_n * i_n)
     out = _seg(vals, voff[r], o_n * i_n)
-    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
-    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], n_in)
+    gx0 = _seg(grads, goff[a0[r]], n_in)
+    if mode == 2:
+        for p in range(n_in):
+            gx0[p] += g[p]
+        return
+    zeros = 0
+    for p in range(n_in):
+        if x0[p] == 0.0:
+            zeros += 1
+    if zeros == 0:
+        for o in range(o_n):
+            for k in range(r_n):
+                for i in range(i_n):
+                    j = o * i_n + i
+                    p = (o * r_n + k) * i_n + i
+                    gx0[p] += g[j] * (out[j] / x0[p])
+        return
+    if mode == 1 and zeros > 1:
+        return
+    prefix = np.empty(r_n)
     for o in range(o_n):
         for i in range(i_n):
             j = o * i_n + i
-            zeros = 0
+            acc = 1.0
             for k in range(r_n):
-                if x0[(o * r_n + k) * i_n + i] == 0.0:
-                    zeros += 1
-            if zeros == 0:
-                for k in range(r_n):
-                    p = (o * r_n + k) * i_n + i
-                    gx0[p] += g[j] * out[j] / x0[p]
-            elif zeros == 1:
-                # only the zero entry gets a gradient: the product of all the others
-                for k in range(r_n):
-                    p = (o * r_n + k) * i_n + i
-                    if x0[p] == 0.0:
-                        rest = 1.0
-                        for m in range(r_n):
-                            if m != k:
-                                rest *= x0[(o * r_n + m) * i_n + i]
-                        gx0[p] += g[j] * rest
+                prefix[k] = acc
+                acc *= x0[(o * r_n + k) * i_n + i]
+            acc = 1.0
+            for k in range(r_n - 1, -1, -1):
+                p = (o * r_n + k) * i_n + i
+                gx0[p] += g[j] * (prefix[k] * acc)
+                acc *= x0[p]
 
 
 @inline
 def extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    # max/min/amax/amin: the gradient is split evenly among the entries equal to the result
+    # max()/min(): the gradient is split evenly among the entries equal to the result (the
+    # nan entries when the result is nan)
     o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
     g = _seg(grads, goff[r], o_n * i_n)
     out = _seg(vals, voff[r], o_n * i_n)
@@ -527,6 +557,28 @@ def extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, nee
 
 
 @inline
+def amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # amax/amin: g / (number of entries equal to the result), times that mask.  Unlike
+    # max()/min() a nan result matches nothing, so its slice gets g/0 * 0 = nan, as in PyTorch.
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    g = _seg(grads, goff[r], o_n * i_n)
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
+    for o in range(o_n):
+        for i in range(i_n):
+            j = o * i_n + i
+            ties = 0
+            for k in range(r_n):
+                if x0[(o * r_n + k) * i_n + i] == out[j]:
+                    ties += 1
+            share = g[j] / ties if ties else g[j] * np.nan
+            for k in range(r_n):
+                p = (o * r_n + k) * i_n + i
+                gx0[p] += share * (1.0 if x0[p] == out[j] else 0.0)
+
+
+@inline
 def select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     # max(dim)/min(dim): all of the gradient goes to the index the forward returned
     o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
@@ -541,9 +593,15 @@ def select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, 
 
 @inline
 def var_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    # fp = 1 / (R - correction); STD divides by 2*std on top (its own saved output)
+    # fp = 1 / (R - correction) (inf when R == correction); aux[ip+3] = is_std,
+    # aux[ip+4] = whether the reduction is over everything (dim=None or a 0-d input).
+    # STD first divides by 2*std, with 0 where std is 0.  As in PyTorch, a full reduction
+    # with R <= correction has gradient inf (nan where x equals the mean), not 2/(R-c).
     o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
     is_std = aux[ip[r] + 3]
+    full = aux[ip[r] + 4]
+    scale = 2.0 * fp[r]
+    no_dof = full and (fp[r] < 0.0 or fp[r] == np.inf)
     g = _seg(grads, goff[r], o_n * i_n)
     out = _seg(vals, voff[r], o_n * i_n)
     x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
@@ -555,12 +613,15 @@ def var_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
             for k in range(r_n):
                 mean += x0[(o * r_n + k) * i_n + i]
             mean /= r_n
-            gj = g[j] * 2.0 * fp[r]
+            gj = g[j]
             if is_std:
-                gj = gj / (2.0 * out[j])
+                gj = gj / (out[j] * 2.0) if out[j] != 0.0 else 0.0
             for k in range(r_n):
                 p = (o * r_n + k) * i_n + i
-                gx0[p] += gj * (x0[p] - mean)
+                if no_dof:
+                    gx0[p] += gj * (np.nan if x0[p] == mean else np.inf)
+                else:
+                    gx0[p] += scale * gj * (x0[p] - mean)
 
 
 @inline
@@ -632,9 +693,13 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
                 x = x0[q]
                 if p_ord == 2.0:
                     if out[j] != 0.0:
-                        gx0[q] += g[j] * x / out[j]
+                        gx0[q] += x * (g[j] / out[j])
                 elif p_ord == 1.0:
-                    gx0[q] += g[j] * np.sign(x)
+                    # sgn(x): 0 at 0 and at nan
+                    if x > 0.0:
+                        gx0[q] += g[j]
+                    elif x < 0.0:
+                        gx0[q] -= g[j]
                 elif p_ord == np.inf or p_ord == -np.inf:
                     # like amax/amin of |x|: split among the ties
                     ties = 0
@@ -643,7 +708,8 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
                             ties += 1
                     if abs(x) == out[j]:
                         gx0[q] += g[j] * np.sign(x) / ties
-                elif out[j] != 0.0:
+                elif out[j] != 0.0 and x != 0.0:
+                    # a zero entry gets 0 (for p < 1, |x|**(p-1) would be inf there)
                     gx0[q] += g[j] * np.sign(x) * abs(x) ** (p_ord - 1.0) / out[j] ** (p_ord - 1.0)
 
 
@@ -667,12 +733,25 @@ def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need
 @inline
 def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     # aux[ip] = variant, aux[ip+1] = n; scatter-add handles repeated indices
+    if not need[a0[r]]:
+        return  # a hidden expansion of an operand that takes no gradient
     n = size[r]
     g = _seg(grads, goff[r], n)
     base = goff[a0[r]]
     idx = aux[ip[r] + 2: ip[r] + 2 + n]
     for k in range(n):
         grads[base + idx[k]] += g[k]
+
+
+@inline
+def scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # gx[k] = g[idx[k]]: the gather that this scatter undoes
+    n_in = aux[ip[r] + 1]
+    base = goff[r]
+    gx0 = _seg(grads, goff[a0[r]], n_in)
+    idx = aux[ip[r] + 2: ip[r] + 2 + n_in]
+    for k in range(n_in):
+        gx0[k] += grads[base + idx[k]]
 
 
 @inline
@@ -826,7 +905,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == SOFTPLUS:
             softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == CLAMP:
+        elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
             clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MAXIMUM or o == MINIMUM:
             maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
@@ -836,8 +915,10 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == PROD or o == PROD_DIM:
             prod_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
-        elif o == MAX or o == MIN or o == AMAX or o == AMIN:
+        elif o == MAX or o == MIN:
             extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == AMAX or o == AMIN:
+            amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MAX_DIM or o == MIN_DIM:
             select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == VAR or o == STD:
@@ -852,6 +933,8 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MATMUL:
             matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == SCATTER:
+            scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == GATHER or o == BCAST:
             gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == RESHAPE:
@@ -964,7 +1047,7 @@ def elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
         for i in range(out.size):
             bx = beta * x0[i]
             out[i] = x0[i] if bx > threshold else np.log1p(np.exp(bx)) / beta
-    elif o == CLAMP:
+    elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
         lo = faux[ip[r]]
         hi = faux[ip[r] + 1]
         for i in range(out.size):
@@ -1089,8 +1172,8 @@ def softmax_fwd(o, r, a0, voff, ip, aux, vals):
             m = -np.inf
             for k in range(r_n):
                 m = max(m, x0[(ob * r_n + k) * i_n + i])
-            if not np.isfinite(m):
-                m = 0.0
+            # an infinite maximum is not replaced (unlike logsumexp): PyTorch's softmax of a
+            # row holding +inf, or of an all -inf row, is nan
             total = 0.0
             for k in range(r_n):
                 total += np.exp(x0[(ob * r_n + k) * i_n + i] - m)
@@ -1112,6 +1195,13 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
             x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
             x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
             out[b * m * nn:(b + 1) * m * nn] = np.dot(x0, x1).reshape(m * nn)
+    elif o == SCATTER:
+        n_in = aux[ip[r] + 1]
+        x0 = _seg(vals, voff[a0[r]], n_in)
+        idx = aux[ip[r] + 2: ip[r] + 2 + n_in]
+        out[:] = 0.0
+        for k in range(n_in):
+            out[idx[k]] += x0[k]
     elif o == GATHER or o == BCAST:
         src = voff[a0[r]]
         idx = aux[ip[r] + 2: ip[r] + 2 + n]

@@ -8,7 +8,7 @@ Values of recorded results are written straight into the tape's arena, a fixed-s
 chunk.  The arena never grows or moves, so a view a user holds stays valid; when a chunk is
 full the engine starts a new tape, and a tensor of the old tape used on the new one is
 brought over as an EXTERN record (backward continues into the old tape).  A chunk is reused
-only once nothing outside the tape references it (checked with the reference count of the
+only once nothing outside the pool references it (checked with the reference count of the
 chunk, which every NumPy view of it holds).
 """
 import array
@@ -40,10 +40,21 @@ class _State(threading.local):
 state = _State()
 
 
+def _refcount_at(items, i):
+    return sys.getrefcount(items[i])
+
+
+# What _refcount_at reports for an array that only the list refers to.  Measured, because
+# the count getrefcount adds for its own argument differs between interpreters.
+_UNSHARED = _refcount_at([np.empty(0)], 0)
+
+
 def _take_chunk(n):
+    """A free chunk of at least n values: a released one that no view refers to any more,
+    or a new one."""
     pool = state.pool
-    for i, chunk in enumerate(pool):
-        if chunk.size >= n:
+    for i in range(len(pool) - 1, -1, -1):
+        if pool[i].size >= n and _refcount_at(pool, i) <= _UNSHARED:
             return pool.pop(i)
     return np.empty(max(DEFAULT_CAPACITY, 1 << max(0, (4 * n - 1).bit_length())))
 
@@ -135,12 +146,13 @@ class Tape:
                 f(self.faux, np.float64) if len(self.faux) else np.zeros(1))
 
     def __del__(self):
-        # Give the chunk back when no view of it is alive: the reference count is then the
-        # attribute's reference and getrefcount's argument.
+        # Release the chunk to the pool.  Views of it may still be alive (a dying tensor
+        # drops its tape before its value), so _take_chunk reuses it only once none is left.
         try:
-            chunk = self.vals
-            if sys.getrefcount(chunk) <= 2 and len(state.pool) < _POOL_LIMIT:
-                state.pool.append(chunk)
+            pool = state.pool
+            if len(pool) >= _POOL_LIMIT:
+                del pool[0]
+            pool.append(self.vals)
         except Exception:  # interpreter shutdown: nothing worth doing
             pass
 

@@ -100,7 +100,7 @@ class Tensor:
                 "var_no_grad = var.detach().")
         if requires_grad and self._value.dtype.kind != "f":
             raise RuntimeError(
-                "only Tensors of floating point and complex dtype can require gradients")
+                "only Tensors of floating point dtype can require gradients")
         self._rg = bool(requires_grad)
         return self
 
@@ -115,7 +115,9 @@ class Tensor:
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
-                ".retain_grad() on the non-leaf Tensor.", UserWarning, stacklevel=2)
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead.", UserWarning,
+                stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -127,8 +129,9 @@ class Tensor:
                     f"{type(value).__name__}")
             if value.shape != self.shape:
                 raise RuntimeError(
-                    f"assigned grad has data of a different size: expected {list(self.shape)}, "
-                    f"got {list(value.shape)}")
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size")
         self._grad = value
 
     @property
@@ -240,7 +243,7 @@ class Tensor:
         from ._format import format_tensor
         suffixes = []
         if self._tape is not None:
-            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+            suffixes.append(f"grad_fn=<{self.grad_fn._class_name()}>")
         elif self._rg:
             suffixes.append("requires_grad=True")
         return format_tensor(self._value, suffixes=suffixes)

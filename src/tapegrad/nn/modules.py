@@ -1,0 +1,699 @@
+"""``Module``, ``Parameter`` and the layers and losses built on them, as in ``torch.nn``."""
+import math
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+import tapegrad as tg
+from tapegrad.tensor import Tensor
+
+from . import functional as F
+from . import init
+
+__all__ = [
+    "Parameter", "Module", "Sequential", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid",
+    "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss",
+    "BCELoss", "BCEWithLogitsLoss",
+]
+
+
+def _typename(obj):
+    cls = type(obj)
+    if cls.__module__ in ("builtins", None):
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter
+# ---------------------------------------------------------------------------------------------
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a ``Module`` registers when it is assigned as an attribute.
+
+    ``Parameter(data)`` shares ``data``'s storage when ``data`` is a contiguous float64 leaf
+    (as in PyTorch) and requires grad unless ``requires_grad=False``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            value = np.empty((0,), dtype=np.float64)
+        elif isinstance(data, Tensor):
+            value = data._value
+            # a recorded result's value is a view into its tape: give the parameter its own
+            if not data.is_leaf or not value.flags.c_contiguous:
+                value = np.array(value, order="C")
+        else:
+            raise TypeError(
+                f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        p = cls._make(value)
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass  # everything happens in __new__ (Tensor.__init__ refuses direct construction)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        p = Parameter(tg.from_numpy(self._value.copy()), self.requires_grad)
+        if self._grad is not None:
+            p._grad = tg.from_numpy(self._grad._value.copy())
+        memo[id(self)] = p
+        return p
+
+    def __reduce__(self):
+        return (_rebuild_parameter, (self._value, self.requires_grad))
+
+
+def _rebuild_parameter(value, requires_grad):
+    return Parameter(tg.from_numpy(value), requires_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Module
+# ---------------------------------------------------------------------------------------------
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it could not match."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(text, spaces):
+    """Indent every line of ``text`` but the first."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    pad = " " * spaces
+    return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
+
+
+class Module:
+    """Base class of layers and models.
+
+    Assigning a ``Parameter`` or a ``Module`` to an attribute registers it (in assignment
+    order), which is what ``parameters()``, ``state_dict()``, ``train()``/``eval()`` and
+    ``repr`` walk. Subclasses call ``super().__init__()`` first and define ``forward``.
+    """
+
+    def __init__(self):
+        # object.__setattr__: our own __setattr__ looks these dicts up
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # --- registration -------------------------------------------------------------------
+    def _check_name(self, kind, name):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+
+    def register_parameter(self, name, param):
+        """Register ``param`` (a Parameter, or None for an absent one) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name("parameter", name)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                "(tapegrad.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register a tensor that is state but not a parameter (saved by ``state_dict``
+        unless ``persistent=False``)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name("buffer", name)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                "(tapegrad Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        """Register ``module`` (or None) as a child under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        self._check_name("module", name)
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                    "(tapegrad.nn.Parameter or None expected)")
+            params[name] = None
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as child module '{name}' "
+                    "(tapegrad.nn.Module or None expected)")
+            modules[name] = None
+            return
+        buffers = d.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                    "(tapegrad Tensor or None expected)")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _forget(self, name):
+        """Drop ``name`` wherever it was registered before, so it lives in one place."""
+        self.__dict__.pop(name, None)
+        for key in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[key].pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: registered members live in the dicts
+        d = self.__dict__
+        for key in ("_parameters", "_buffers", "_modules"):
+            members = d.get(key)
+            if members is not None and name in members:
+                return members[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for key in ("_parameters", "_buffers", "_modules"):
+            members = self.__dict__.get(key)
+            if members is not None and name in members:
+                del members[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = set(super().__dir__())
+        for key in ("_parameters", "_buffers", "_modules"):
+            keys.update(self.__dict__.get(key, ()))
+        return sorted(k for k in keys if not k[0].isdigit())
+
+    # --- traversal ----------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(qualified name, module) for this module and every descendant, depth first."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, kind, prefix, recurse, remove_duplicate):
+        seen = set()
+        owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        for owner_prefix, owner in owners:
+            for name, value in owner.__dict__[kind].items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield owner_prefix + ("." if owner_prefix else "") + name, value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(qualified name, Parameter): each module's own parameters in registration order,
+        modules visited depth first; a shared parameter is yielded once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn):
+        """Call ``fn`` on every child (recursively), then on this module; returns self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # --- modes and gradients -----------------------------------------------------------
+    def train(self, mode=True):
+        """Set training mode here and in every descendant (Dropout reads it); returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Drop every parameter's gradient (``set_to_none``), or zero it in place."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+                continue
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
+
+    # everything is float64 on the CPU already: these exist so ported scripts run unchanged
+    def double(self):
+        return self
+
+    def float(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def to(self, *args, **kwargs):
+        return self
+
+    # --- state_dict ---------------------------------------------------------------------
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict name -> tensor of every parameter and persistent buffer, with
+        qualified names ("0.weight"). Values share storage with the module (detached unless
+        ``keep_vars``)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        return destination
+
+    def _local_state(self):
+        state = OrderedDict((k, v) for k, v in self._parameters.items() if v is not None)
+        state.update((k, v) for k, v in self._buffers.items()
+                     if v is not None and k not in self._non_persistent_buffers_set)
+        return state
+
+    def _load_from_state_dict(self, state_dict, prefix, assign, missing, unexpected, errors):
+        local = self._local_state()
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            source = state_dict[key]
+            if isinstance(source, Tensor):
+                value = source._value
+            elif isinstance(source, np.ndarray):
+                value = source
+            else:
+                errors.append(
+                    f'While copying the parameter named "{key}", expected Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(source)}")
+                continue
+            if value.shape != target._value.shape:
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{tg.Size(value.shape)} from checkpoint, the shape in current model is "
+                    f"{target.shape}.")
+                continue
+            if assign and name in self._parameters:
+                self._parameters[name] = Parameter(tg.tensor(value), target.requires_grad)
+            else:
+                with tg.no_grad():
+                    target.copy_(tg.from_numpy(np.asarray(value)))
+        for key in state_dict:
+            if key.startswith(prefix):
+                head = key[len(prefix):].split(".", 1)[0]
+                if head not in self._modules and head not in local:
+                    unexpected.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values from ``state_dict`` into the parameters and buffers, in place.
+
+        With ``strict``, missing or unexpected keys raise; a shape mismatch always raises.
+        Returns ``(missing_keys, unexpected_keys)``.
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+
+        def load(module, prefix):
+            module._load_from_state_dict(state_dict, prefix, assign, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    load(child, prefix + name + ".")
+
+        load(self, "")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # --- repr ---------------------------------------------------------------------------
+    def extra_repr(self):
+        """The text inside the parentheses of this module's repr line (override it)."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _addindent(repr(module), 2)
+                       for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+# ---------------------------------------------------------------------------------------------
+# Containers
+# ---------------------------------------------------------------------------------------------
+
+
+class Sequential(Module):
+    """Modules applied one after another; ``Sequential(a, b)`` names them "0", "1", and
+    ``Sequential(OrderedDict(...))`` keeps the given names."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, idx):
+        items = list(self._modules.items())
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(items[idx]))
+        n = len(items)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return items[idx % n][1]
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers
+# ---------------------------------------------------------------------------------------------
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias``: x (*, in_features) -> y (*, out_features).
+
+    weight (out_features, in_features) and bias (out_features,) start as PyTorch's do:
+    U(-1/sqrt(in_features), 1/sqrt(in_features)) (kaiming_uniform_ with a = sqrt(5)),
+    weight drawn first, from tapegrad's generator.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(tg.empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(tg.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class ReLU(Module):
+    """max(x, 0); with ``inplace`` the input is overwritten."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    def forward(self, input):
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class Softmax(Module):
+    """Softmax along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """Log-softmax along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Dropout(Module):
+    """Zeroes elements with probability ``p`` while training (scaling the rest by
+    1 / (1 - p)); the identity after ``eval()``."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses: modules holding the options of the matching functional
+# ---------------------------------------------------------------------------------------------
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_Loss):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class BCELoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
