@@ -46,13 +46,21 @@ class _GradMode:
         return wrapped
 
 
-class no_grad(_GradMode):
+class _NoArgGradMode(_GradMode):
+    """A switch that takes no arguments also decorates without parentheses: ``@no_grad``."""
+
+    def __new__(cls, fn=None):
+        self = super().__new__(cls)
+        return self if fn is None else self(fn)
+
+
+class no_grad(_NoArgGradMode):
     """Record nothing inside: results of ops require no grad."""
 
     _enable = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_NoArgGradMode):
     """Record again inside a ``no_grad`` block."""
 
     _enable = True
@@ -91,6 +99,9 @@ def is_grad_enabled():
 # ---------------------------------------------------------------------------------------------
 # grad_fn views
 # ---------------------------------------------------------------------------------------------
+_QUALIFIED = frozenset({"CopySlices", "CopyBackwards"})
+
+
 class Node:
     """A read-only view of one tape record, shaped like PyTorch's autograd Function."""
 
@@ -100,6 +111,12 @@ class Node:
         self._tape, self._r = tape, r
 
     def name(self):
+        name = self._class_name()
+        # PyTorch's hand-written nodes name themselves with their C++ namespace
+        return "tapegrad::autograd::" + name if name in _QUALIFIED else name
+
+    def _class_name(self):
+        """The node's class name, as PyTorch's repr and tensor repr show it."""
         tape, r = self._tape, self._r
         info = K.OPS[tape.op[r]]
         if info.variants is not None:
@@ -135,7 +152,7 @@ class Node:
         return hash((id(self._tape), self._r))
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{self._class_name()} object at {hex(id(self))}>"
 
     def __call__(self, *grads):
         raise RuntimeError("calling a grad_fn node directly is not supported")
@@ -175,7 +192,7 @@ def _node_of_input(tape, s):
     """The node PyTorch would list for input record s (hidden records are looked through)."""
     while True:
         code = tape.op[s]
-        if code == K.BCAST:
+        if code == K.BCAST or code == K.EXPAND_S:
             s = tape.a0[s]
             continue
         if code == K.CONST:
@@ -196,8 +213,8 @@ def _node_of_input(tape, s):
 # ---------------------------------------------------------------------------------------------
 # Backward
 # ---------------------------------------------------------------------------------------------
-def _seed_value(t, g):
-    """The seed gradient for output t, checked against t's shape."""
+def _seed_value(t, g, j=0):
+    """The seed gradient for output t (the j-th output), checked against t's shape."""
     if g is None:
         if t._value.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -205,8 +222,8 @@ def _seed_value(t, g):
     gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.float64)
     if gv.shape != t._value.shape:
         raise RuntimeError(
-            f"Mismatch in shape: grad_output[0] has a shape of tapegrad.Size({list(gv.shape)}) "
-            f"and output[0] has a shape of tapegrad.Size({list(t._value.shape)}).")
+            f"Mismatch in shape: grad_output[{j}] has a shape of tapegrad.Size({list(gv.shape)}) "
+            f"and output[{j}] has a shape of tapegrad.Size({list(t._value.shape)}).")
     if gv.dtype.kind not in "fiub":
         raise TypeError(f"gradient must be a real tensor, got dtype {gv.dtype}")
     return np.asarray(gv, dtype=np.float64).reshape(-1)
@@ -224,7 +241,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         if not t._rg:
             raise RuntimeError(
                 f"element {j} of tensors does not require grad and does not have a grad_fn")
-        gv = _seed_value(t, g)
+        gv = _seed_value(t, g, j)
         if t._tape is None:
             _add_leaf_grad(leaf_grads, t, gv)
             continue
@@ -402,7 +419,8 @@ def _check_versions(tape, need, op, a0, a1):
 def _value_read(tape, s, need, op, a0, a1):
     """Whether some record that will be swept reads the value of record s (directly or
     through the hidden broadcast copies made of it)."""
-    sources = {s} | {int(b) for b in np.nonzero((op == K.BCAST) & (a0 == s))[0]}
+    sources = {s} | {int(b) for b in np.nonzero(((op == K.BCAST) | (op == K.EXPAND_S)) &
+                                                 (a0 == s))[0]}
     for src in sources:
         readers = np.nonzero(need.astype(bool) & ((a0 == src) | (a1 == src)))[0]
         for r in readers:
@@ -433,6 +451,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         from .higher import backward_create_graph
         backward_create_graph(tensors, tuple(grad_tensors), inputs)
         return
+    if inputs is not None:
+        for x in inputs:
+            if x._tape is not None:   # a non-leaf input gets its .grad, as if retained
+                x.retain_grad()
     run_backward(tensors, tuple(grad_tensors), bool(retain_graph), inputs)
 
 
@@ -461,8 +483,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None:
             if not (allow_unused or materialize_grads):
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior.")
+                    f"The differentiated Tensor at index {j} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
             out.append(Tensor._make(np.zeros(x._value.shape)) if materialize_grads else None)
         else:
             out.append(Tensor._make(np.array(g).reshape(x._value.shape)))

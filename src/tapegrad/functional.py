@@ -99,12 +99,26 @@ def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
 
 
 def _expanded_ref(tape, x, shape):
-    """x's record, broadcast to ``shape`` by a hidden gather when its shape differs."""
+    """x's record, broadcast to ``shape`` by a hidden strided expansion when its shape
+    differs."""
     r = _ref(tape, x)
-    if x._value.shape == shape:
+    v = x._value
+    if v.shape == shape:
         return r
-    idx = np.broadcast_to(np.arange(x._value.size).reshape(x._value.shape), shape)
-    return _gather_record(tape, r, idx, shape, 0, K.BCAST)[0]
+    nd = len(shape)
+    lead = nd - v.ndim
+    # element strides of x seen from each output dim; 0 where x is broadcast
+    strides = [0] * nd
+    step = 1
+    for d in range(v.ndim - 1, -1, -1):
+        if v.shape[d] != 1:
+            strides[lead + d] = step
+        step *= v.shape[d]
+    ip = tape.put_aux([nd, *shape, *strides])
+    n = math.prod(shape)
+    off, out = _out(tape, shape, n)
+    np.copyto(out, np.broadcast_to(v, shape))
+    return tape.push(K.EXPAND_S, r, -1, off, n, ip)
 
 
 def as_tensor_arg(x):
@@ -119,15 +133,16 @@ def broadcast_shape(sa, sb):
     """NumPy broadcasting, with PyTorch's error text."""
     na, nb = len(sa), len(sb)
     n = builtins.max(na, nb)
-    out = []
-    for i in range(n):
+    out = [0] * n
+    # from the last dim, as PyTorch checks: the first mismatch from the right is reported
+    for i in range(n - 1, -1, -1):
         da = sa[na - n + i] if na - n + i >= 0 else 1
         db = sb[nb - n + i] if nb - n + i >= 0 else 1
         if da != db and da != 1 and db != 1:
             raise RuntimeError(
                 f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
                 f"non-singleton dimension {i}")
-        out.append(da if db == 1 else db)
+        out[i] = da if db == 1 else db
     return tuple(out)
 
 
@@ -1170,7 +1185,7 @@ def expand(x, *sizes):
         raise RuntimeError(
             f"expand({x.dtype!r}{{{list(s)}}}, size={list(sizes)}): the number of sizes "
             f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in "
-            f"the tensor ({len(s)})".replace("tapegrad.float64", "torch.DoubleTensor"))
+            f"the tensor ({len(s)})".replace("tapegrad.float64", "tapegrad.DoubleTensor"))
     lead = len(sizes) - len(s)
     target = []
     for i, want in enumerate(sizes):

@@ -209,6 +209,15 @@ def _rule(tape, r, g):
         ip = tape.ip[r]
         idx = np.array(tape.aux[ip + 2: ip + 2 + tape.size[r]], dtype=np.int64)
         return [(a0, scatter_add(g, idx, tape.size[a0]))]
+    if o == K.EXPAND_S:
+        ip = tape.ip[r]
+        nd = tape.aux[ip]
+        shape = tuple(tape.aux[ip + 1: ip + 1 + nd])
+        strides = np.array(tape.aux[ip + 1 + nd: ip + 1 + 2 * nd], dtype=np.int64)
+        idx = sum(np.arange(s).reshape([-1 if d == j else 1 for j in range(nd)]) * st
+                  for d, (s, st) in enumerate(zip(shape, strides))) if nd else np.zeros(1)
+        idx = np.broadcast_to(idx, shape).reshape(-1)
+        return [(a0, scatter_add(g, idx, tape.size[a0]))]
     if o == K.SCATTER:
         ip = tape.ip[r]
         n_in = tape.aux[ip + 1]

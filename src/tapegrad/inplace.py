@@ -10,7 +10,9 @@ in-place op made the change, and where in the user's code.
 Without recording (``no_grad``, or nothing requires grad) the op writes into the tensor's
 memory and bumps its version.
 """
+import builtins
 import os
+import re
 import sys
 import weakref
 
@@ -28,19 +30,46 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _leaf_sites = {}
 
 
+_inside = {}  # code filename -> whether it belongs to tapegrad (abspath is slow: cache it)
+
+
 def user_site():
     """'file:line' of the innermost frame outside tapegrad."""
     f = sys._getframe(1)
-    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)).startswith(
-            _PKG_DIR):
+    while f is not None:
+        name = f.f_code.co_filename
+        inside = _inside.get(name)
+        if inside is None:
+            inside = _inside[name] = os.path.abspath(name).startswith(_PKG_DIR + os.sep)
+        if not inside:
+            return f"{name}:{f.f_lineno}"
         f = f.f_back
-    if f is None:
-        return "<unknown>"
-    return f"{f.f_code.co_filename}:{f.f_lineno}"
+    return "<unknown>"
 
 
 def _storage(tape, r):
     return tape.storage_of.get(r, r)
+
+
+# id(t) -> (weak ref to t, t's value, tape weak ref or None, record or leaf) for a tensor t
+# that shares the memory of a recorded value or of a leaf (``detach()``, ``detach_()``):
+# writing into it changes that value, which backward must notice, as PyTorch does.
+_shared = {}
+
+
+def share_memory(t, src):
+    """Note that t's value is src's memory (t = src.detach(), or src itself before detach_())."""
+    if src._tape is not None:
+        target = (weakref.ref(src._tape), src._r)
+    elif src._rg:
+        target = (None, src)
+    else:
+        hit = _shared.get(id(src))
+        if hit is None or hit[0]() is not src or hit[1] is not src._value:
+            return
+        target = hit[2:]
+    key = id(t)
+    _shared[key] = (weakref.ref(t, lambda _, k=key: _shared.pop(k, None)), t._value) + target
 
 
 def _log(t, name):
@@ -53,6 +82,19 @@ def _log(t, name):
         key = id(t)
         _leaf_sites[key] = (weakref.ref(t, lambda _, k=key: _leaf_sites.pop(k, None)), name,
                             user_site())
+    else:
+        hit = _shared.get(id(t))
+        if hit is None or hit[0]() is not t or hit[1] is not t._value:
+            return
+        tape_ref, src = hit[2:]
+        if tape_ref is None:      # a leaf's own value changed
+            src._version += 1
+            _log(src, name)
+            return
+        tape = tape_ref()
+        if tape is not None:
+            tape.inplace.append((_storage(tape, src), len(tape), name, user_site(),
+                                 tuple(t._value.shape)))
 
 
 def _apply(t, name, compute, write):
@@ -223,7 +265,8 @@ def check_saved_versions(tape, need, op, a0, a1):
     for s, at, name, where, shape in entries:
         by_storage.setdefault(s, []).append((at, name, where, shape))
     needed = np.nonzero(need)[0]
-    for r in needed:
+    # newest first: the order the sweep reaches them, so the error is PyTorch's first one
+    for r in needed[::-1]:
         code = int(op[r])
         reads = K.OPS[code].reads
         if not reads:
@@ -236,7 +279,7 @@ def check_saved_versions(tape, need, op, a0, a1):
         if reads & K.READS_OUT:
             read.append(int(r))
         for s in read:
-            while int(op[s]) == K.BCAST:  # a broadcast copy stands for its source
+            while int(op[s]) in (K.BCAST, K.EXPAND_S):  # a broadcast copy stands for its source
                 s = int(a0[s])
             changes = by_storage.get(_storage(tape, s))
             if not changes:
@@ -247,20 +290,35 @@ def check_saved_versions(tape, need, op, a0, a1):
             current = len(changes)
             if seen != current:
                 at, name, where, shape = changes[seen]
-                producer = ""
-                if int(op[s]) not in K.HIDDEN:
-                    from .autograd import node_for
-                    base = node_for(tape, s).name()
-                    for suffix in ("Backward0", "Backward1", "Backward2", "Backward4"):
-                        if base.endswith(suffix):
-                            base = base[: -len(suffix)]
-                            break
-                    producer = f", which is output 0 of {base},"
+                # PyTorch names the node that made r's own output, or else the tensor's
+                # grad_fn now: the last recorded in-place op on it
+                producer = _producer_name(tape, s if s == r else _current_record(tape, s))
+                producer = f", which is output 0 of {producer}," if producer else ""
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at "
                     f"version {current}; expected version {seen} instead. It was modified by "
                     f"{name} at {where}.")
+
+
+def _current_record(tape, s):
+    """The record that last wrote the storage record s's value lives in."""
+    root = _storage(tape, s)
+    return builtins.max([root] + [x for x, st in tape.storage_of.items() if st == root])
+
+
+def _producer_name(tape, rec):
+    """The grad_fn name PyTorch's version error shows for record rec ('' for leaves):
+    ``ExpBackward0`` -> ``Exp``, ``ClampBackward1`` -> ``Clamp1``."""
+    from .autograd import Node, _node_of_input
+    node = _node_of_input(tape, rec)
+    if not isinstance(node, Node):
+        return ""
+    name = node.name()
+    m = re.fullmatch(r"(.+)Backward(\d+)", name)
+    if m is None:
+        return name
+    return m.group(1) + ("" if m.group(2) == "0" else m.group(2))
 
 
 def leaf_site(leaf):

@@ -145,6 +145,10 @@ BCAST = declare(104, "Broadcast")
 # The transpose of GATHER: out[aux[ip+2+k]] += x[k] for k < size of x; aux[ip+1] = size of x.
 # Differentiable backward passes (create_graph=True) use it to undo a gather.
 SCATTER = declare(105, "IndexAddBackward0")
+# Implicit broadcasting of a binary op's operand, described by strides instead of an index
+# table: aux[ip] = ndim, then the output shape, then the source stride of each output dim
+# (0 where the operand is broadcast).  Same meaning as BCAST, without O(n) side data.
+EXPAND_S = declare(106, "Broadcast")
 
 # Data records, recorded only while ``tapegrad.compile`` traces a function, so that replay
 # recomputes them: comparisons (aux-free; ip = 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 ne; a1 = -1
@@ -153,7 +157,7 @@ SCATTER = declare(105, "IndexAddBackward0")
 CMP = declare(110, "Comparison")
 GUARD = declare(111, "Guard")
 
-HIDDEN = frozenset({LEAF, CONST, EXTERN, BCAST, CMP, GUARD})
+HIDDEN = frozenset({LEAF, CONST, EXTERN, BCAST, EXPAND_S, CMP, GUARD})
 NO_GRADIENT = frozenset({CONST, CMP, GUARD})
 
 # ---------------------------------------------------------------------------------------------
@@ -744,6 +748,30 @@ def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need
 
 
 @inline
+def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+    # walk the output in order, moving the source position by the strides: gx[src] += g[k]
+    n = size[r]
+    nd = aux[ip[r]]
+    shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+    strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+    g = _seg(grads, goff[r], n)
+    gx0 = grads[goff[a0[r]]:]
+    count = np.zeros(nd, dtype=np.int64)
+    src = 0
+    for k in range(n):
+        gx0[src] += g[k]
+        d = nd - 1
+        while d >= 0:
+            count[d] += 1
+            src += strides[d]
+            if count[d] < shp[d]:
+                break
+            src -= strides[d] * shp[d]
+            count[d] = 0
+            d -= 1
+
+
+@inline
 def scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     # gx[k] = g[idx[k]]: the gather that this scatter undoes
     n_in = aux[ip[r] + 1]
@@ -791,28 +819,45 @@ def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
 
     need[r] = 1 for records on a path from a seed down to a leaf; goff[r] is the offset of
     record r's gradient in the gradient arena.  Returns the arena length needed.
+
+    Two passes: forward, which records depend on a leaf at all (a broadcast copy of a constant
+    does not, and its rule must not run: it would write to a gradient that has no place);
+    backward, which of those a seed reaches.
     """
     for r in range(n_rec):
-        need[r] = 0
+        o = op[r]
+        dep = 0
+        if o == LEAF or o == EXTERN:
+            dep = 1
+        elif o == CAT or o == STACK:
+            k_in = aux[ip[r]]
+            for j in range(k_in):
+                if need[aux[ip[r] + 1 + 3 * j]]:
+                    dep = 1
+        elif o != CONST and o != CMP and o != GUARD:
+            if (a0[r] >= 0 and need[a0[r]]) or (a1[r] >= 0 and need[a1[r]]):
+                dep = 1
+        need[r] = dep
     for s in seeds:
-        need[s] = 1
+        if need[s]:
+            need[s] = 3
     for r in range(n_rec - 1, -1, -1):
-        if not need[r]:
+        if need[r] != 3:
             continue
         o = op[r]
-        if o == CMP or o == GUARD:
-            continue
         if o == CAT or o == STACK:
             k_in = aux[ip[r]]
             for j in range(k_in):
                 src = aux[ip[r] + 1 + 3 * j]
-                if op[src] != CONST:
-                    need[src] = 1
+                if need[src]:
+                    need[src] = 3
             continue
-        if a0[r] >= 0 and op[a0[r]] != CONST:
-            need[a0[r]] = 1
-        if a1[r] >= 0 and op[a1[r]] != CONST:
-            need[a1[r]] = 1
+        if a0[r] >= 0 and need[a0[r]]:
+            need[a0[r]] = 3
+        if a1[r] >= 0 and need[a1[r]]:
+            need[a1[r]] = 3
+    for r in range(n_rec):
+        need[r] = 1 if need[r] == 3 else 0
     total = 0
     for r in range(n_rec):
         if need[r]:
@@ -933,6 +978,8 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MATMUL:
             matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+        elif o == EXPAND_S:
+            expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == SCATTER:
             scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == GATHER or o == BCAST:
@@ -1195,6 +1242,24 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
             x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
             x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
             out[b * m * nn:(b + 1) * m * nn] = np.dot(x0, x1).reshape(m * nn)
+    elif o == EXPAND_S:
+        nd = aux[ip[r]]
+        shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+        strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+        x0 = vals[voff[a0[r]]:]
+        count = np.zeros(nd, dtype=np.int64)
+        src = 0
+        for k in range(n):
+            out[k] = x0[src]
+            d = nd - 1
+            while d >= 0:
+                count[d] += 1
+                src += strides[d]
+                if count[d] < shp[d]:
+                    break
+                src -= strides[d] * shp[d]
+                count[d] = 0
+                d -= 1
     elif o == SCATTER:
         n_in = aux[ip[r] + 1]
         x0 = _seg(vals, voff[a0[r]], n_in)

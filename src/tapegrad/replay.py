@@ -23,7 +23,7 @@ import numpy as np
 from . import ops as K
 from .inplace import user_site
 from .tape import Tape, _tape_ids, state
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
 
@@ -93,10 +93,14 @@ def _signature(args, kwargs):
             return ("D", v.shape, v.dtype.str, v.tobytes())
         if isinstance(a, np.ndarray):
             return ("A", a.shape, a.dtype.str, a.tobytes())
+        if isinstance(a, float):
+            # by bit pattern: -0.0 is not 0.0 (1/x differs), and a nan equals itself
+            return ("F", type(a), float(a).hex())
         if isinstance(a, (list, tuple)):
-            return (type(a).__name__,) + tuple(key(x) for x in a)
+            return (type(a),) + tuple(key(x) for x in a)
         if isinstance(a, dict):
-            return ("dict",) + tuple((k, key(v)) for k, v in sorted(a.items()))
+            # in insertion order: keys of different types need not be sortable
+            return (type(a),) + tuple((k, key(v)) for k, v in a.items())
         try:
             hash(a)
             return ("V", type(a), a)
@@ -105,16 +109,66 @@ def _signature(args, kwargs):
     return tuple(key(a) for a in args) + tuple((k, key(v)) for k, v in sorted(kwargs.items()))
 
 
+class _Frozen:
+    """A tensor the function returned that is not computed from its inputs: each replay
+    returns a fresh copy of its value at recording time."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = np.array(value)
+
+    def fresh(self):
+        return Tensor._make(self.value.copy())
+
+
+class _Probe:
+    __slots__ = ("vals",)
+
+
+def _instance_refs(items, i):
+    inst = items[i]
+    return sys.getrefcount(inst), sys.getrefcount(inst.vals)
+
+
+def _unused_probe():
+    probe = _Probe()
+    probe.vals = np.empty(0)
+    return [probe]
+
+
+# What _instance_refs reports for an instance that only the variant's list refers to, whose
+# arena only the instance refers to.  Measured: what getrefcount adds differs between
+# interpreters.
+_FREE_REFS = _instance_refs(_unused_probe(), 0)
+
+
+def _fetch(args, kwargs, key):
+    """The argument at ``key``: a positional index, or a path into lists, tuples and dicts
+    whose first step is a positional index or a keyword."""
+    if type(key) is int:
+        return args[key]
+    a = kwargs[key[0]] if isinstance(key[0], str) else args[key[0]]
+    for k in key[1:]:
+        a = a[k]
+    return a
+
+
 class Variant:
     """One recorded tape for one signature, and everything needed to replay it."""
 
-    def __init__(self, tape, arg_records, outputs, treedef, guards):
+    def __init__(self, tape, arg_records, outputs, treedef, guards, plain=None):
         self.template = tape
         self.guards = guards                # GUARD record -> (what was read, where)
-        self.arg_records = arg_records      # positional index -> LEAF record
-        self.closure = {r: leaf for r, leaf in tape.leaves.items()
-                        if r not in set(arg_records.values())}
+        self.arg_records = arg_records      # argument (index or path) -> LEAF record
+        args = set(arg_records.values())
+        # parameters the function closes over, with the shape and flag they were recorded with
+        self.closure = {r: (leaf, leaf._value.shape, leaf._rg)
+                        for r, leaf in tape.leaves.items() if r not in args}
         self.outputs = outputs              # list of (record or None, shape, constant value)
+        # per output: None, or the dtype of a result that requires no gradient (returned
+        # without a grad_fn, as eager mode returns it)
+        self.plain = plain if plain is not None else [None] * len(outputs)
         self.treedef = treedef
         self.cols = tuple(np.array(c) for c in tape.columns())
         self.top = tape.top
@@ -134,9 +188,11 @@ class Variant:
 
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
-        for inst in self.instances:
-            # references: the list, the loop variable, getrefcount's argument
-            if sys.getrefcount(inst) <= 3 and sys.getrefcount(inst.vals) <= 2:
+        items = self.instances
+        for i in range(len(items)):
+            refs = _instance_refs(items, i)
+            if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
+                inst = items[i]
                 _reset(inst)
                 return inst
         inst = Tape.__new__(Tape)
@@ -145,33 +201,39 @@ class Variant:
             setattr(inst, name, getattr(tpl, name))
         inst.vals = tpl.vals[:self.top].copy()
         inst.cap = inst.top = self.top
-        inst.leaf_rec = {}
         inst.externs = {}
         inst.extern_rec = {}
         inst.storage_of = {}
         _reset(inst)
-        if len(self.instances) < 4:
-            self.instances.append(inst)
+        if len(items) < 4:
+            items.append(inst)
         return inst
 
-    def replay(self, args):
-        """Run the recorded forward for new arguments; None when a guard fails."""
+    def replay(self, args, kwargs=None):
+        """Run the recorded forward for new arguments; a _Miss when it cannot."""
+        for r, (leaf, shape, rg) in self.closure.items():
+            if leaf._value.shape != shape or leaf._rg != rg:
+                return _Miss(None)
         inst = self._instance()
         vals = inst.vals
         voff = self.cols[3]
         leaves = {}
-        for i, r in self.arg_records.items():
-            a = args[i]
+        # the versions the values were read at: backward refuses leaves changed in place
+        # since, as in eager mode
+        leaf_rec = {}
+        for key, r in self.arg_records.items():
+            a = args[key] if type(key) is int else _fetch(args, kwargs, key)
             v = a._value
             vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
             leaves[r] = a
-        for r, leaf in self.closure.items():
+            leaf_rec[id(a)] = (r, a._version)
+        for r, (leaf, _, _) in self.closure.items():
             v = leaf._value
-            if v.size != self.cols[4][r]:
-                return _Miss(None)
             vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
             leaves[r] = leaf
+            leaf_rec[id(leaf)] = (r, leaf._version)
         inst.leaves = leaves
+        inst.leaf_rec = leaf_rec
         op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
         bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
         if bad >= 0:
@@ -181,13 +243,16 @@ class Variant:
         inst.cached_cols = (op, a0, a1, voff_, size, ip, fp, aux, faux)
         outs = []
         from .functional import _result
-        for r, shape, const in self.outputs:
+        for (r, shape, const), plain in zip(self.outputs, self.plain):
             if r is None:
-                outs.append(const)
+                outs.append(const.fresh() if type(const) is _Frozen else const)
                 continue
             n = int(size[r])
             view = vals[voff_[r]:voff_[r] + n].reshape(shape)
-            outs.append(_result(inst, r, view))
+            if plain is None:
+                outs.append(_result(inst, r, view))
+            else:
+                outs.append(Tensor._make(view.astype(plain)))
         return _unflatten(self.treedef, outs)
 
 
@@ -202,26 +267,119 @@ def _reset(inst):
     inst.cached_cols = None
 
 
+# Values a function may return that replay hands back unchanged: they cannot hold tensors,
+# and guards pin anything read from tensor values into them (``t.item()``, ``t.tolist()``).
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, np.generic)
+
+
+def _is_sequence(out):
+    """Lists, tuples and named tuples (and ``Size``), which outputs and arguments are
+    looked into."""
+    t = type(out)
+    return t is tuple or t is list or (isinstance(out, tuple) and (
+        hasattr(t, "_fields") or t is Size))
+
+
 def _flatten(out):
-    if isinstance(out, (tuple, list)):
+    """The leaves of nested tuples, lists and dicts, and how to put them back together."""
+    if _is_sequence(out):
         leaves, defs = [], []
         for o in out:
             lv, d = _flatten(o)
             leaves.extend(lv)
             defs.append((d, len(lv)))
         return leaves, (type(out), defs)
+    if type(out) is dict:
+        leaves, defs = [], []
+        for o in out.values():
+            lv, d = _flatten(o)
+            leaves.extend(lv)
+            defs.append((d, len(lv)))
+        return leaves, (dict, defs, tuple(out))
     return [out], None
 
 
 def _unflatten(treedef, leaves):
     if treedef is None:
         return leaves[0]
-    kind, defs = treedef
+    kind, defs = treedef[0], treedef[1]
     out, i = [], 0
     for d, n in defs:
         out.append(_unflatten(d, leaves[i:i + n]))
         i += n
+    if kind is dict:
+        return dict(zip(treedef[2], out))
+    if hasattr(kind, "_fields"):
+        return kind(*out)
     return kind(out)
+
+
+def _traced_inputs(a, path, found):
+    """``a`` with each float tensor in it (also inside lists, tuples and dicts) replaced by a
+    proxy that records as a LEAF; ``found`` collects (path, proxy, tensor)."""
+    if isinstance(a, Tensor):
+        if a._value.dtype.kind != "f":
+            return a
+        # every float argument is traced, even one that needs no gradient: what is computed
+        # from it must be recomputed on replay
+        p = Tensor._make(a._value, True)
+        found.append((path, p, a))
+        return p
+    if _is_sequence(a) or type(a) is dict:
+        n = len(found)
+        if type(a) is dict:
+            items = {k: _traced_inputs(v, path + (k,), found) for k, v in a.items()}
+        else:
+            items = [_traced_inputs(v, path + (j,), found) for j, v in enumerate(a)]
+        if len(found) == n:
+            return a   # no tensor inside: the caller's own object
+        if type(a) is dict:
+            return items
+        return type(a)(*items) if hasattr(type(a), "_fields") else type(a)(items)
+    return a
+
+
+def _input_key(path):
+    # a positional argument is its index (the form saved files use); anything else a path
+    return path[0] if len(path) == 1 and type(path[0]) is int else path
+
+
+def _requires_grad(tape):
+    """Per record: whether eager mode's result would require grad (it reaches a leaf that
+    requires grad through ops other than comparisons)."""
+    op, a0, a1, ip, aux = tape.op, tape.a0, tape.a1, tape.ip, tape.aux
+    n = len(op)
+    req = bytearray(n)
+    for r in range(n):
+        code = op[r]
+        if code == K.LEAF:
+            req[r] = tape.leaves[r]._rg
+        elif code in (K.CONST, K.EXTERN, K.CMP, K.GUARD):
+            continue
+        elif code in (K.CAT, K.STACK):
+            k = aux[ip[r]]
+            req[r] = any(req[aux[ip[r] + 1 + 3 * j]] for j in range(k))
+        else:
+            # a WHERE's condition (ip) carries no gradient
+            req[r] = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
+    return req
+
+
+def _random_state():
+    """tapegrad's generator and NumPy's global one, to tell whether a call drew numbers."""
+    from . import creation
+    rng = creation._rng
+    legacy = np.random.get_state()
+    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:]
+
+
+def _same_random_state(before):
+    from . import creation
+    rng, gen_state, key, rest = before
+    if creation._rng is not rng or rng.bit_generator.state != gen_state:
+        return False
+    legacy = np.random.get_state()
+    return legacy[2:] == rest and np.array_equal(legacy[1], key)
 
 
 class Compiled:
@@ -278,16 +436,11 @@ class Compiled:
             prev_tape, prev_trace = state.tape, state.trace
             state.tape, state.trace = tape, trace
             proxies = []
+            random_before = _random_state()
             try:
-                call_args = list(args)
-                for i, a in enumerate(args):
-                    if isinstance(a, Tensor) and a._value.dtype.kind == "f":
-                        # every float argument is traced, even one that needs no gradient:
-                        # what is computed from it must be recomputed on replay
-                        p = Tensor._make(a._value, True)
-                        proxies.append((i, p, a))
-                        call_args[i] = p
-                out = self.fn(*call_args, **kwargs)
+                call_args = [_traced_inputs(a, (i,), proxies) for i, a in enumerate(args)]
+                call_kwargs = {k: _traced_inputs(v, (k,), proxies) for k, v in kwargs.items()}
+                out = self.fn(*call_args, **call_kwargs)
                 ended_on = state.tape
             finally:
                 state.tape, state.trace = prev_tape, prev_trace
@@ -298,12 +451,15 @@ class Compiled:
         tape.finished = True
         # the recorded results are real: gradients go to the caller's tensors
         arg_records = {}
-        for i, p, a in proxies:
+        for path, p, a in proxies:
             hit = tape.leaf_rec.get(id(p))
             if hit is not None:
-                arg_records[i] = hit[0]
+                arg_records[_input_key(path)] = hit[0]
                 tape.leaves[hit[0]] = a
         reasons = list(trace.opaque_reasons)
+        if not _same_random_state(random_before):
+            # a replay would return the same numbers again
+            reasons.append(("draws random numbers (rand, randn, dropout, ...)", "?"))
         if finished_inside or ended_on is not tape:
             reasons.append(("backward() or a tape larger than the trace arena inside the call",
                             "?"))
@@ -313,19 +469,41 @@ class Compiled:
             reasons.append(("in-place operations", tape.inplace[0][3]))
         flat, treedef = _flatten(out)
         outputs = []
-        for o in flat:
+        plain = []
+        req = None
+        detached = False
+        for j, o in enumerate(flat):
             if isinstance(o, Tensor) and o._tape is tape:
                 outputs.append((o._r, o._value.shape, None))
+                if req is None:
+                    req = _requires_grad(tape)
+                if req[o._r]:
+                    plain.append(None)
+                else:
+                    # computed from arguments that require no gradient (or from comparisons):
+                    # eager mode returns it without a grad_fn
+                    plain.append(o._value.dtype)
+                    flat[j] = Tensor._make(np.array(o._value))
+                    detached = True
             elif isinstance(o, Tensor) and (o._tape is not None or o._rg):
                 reasons.append(("returns a tensor not computed in the call", "?"))
-            else:
+            elif isinstance(o, Tensor):
+                outputs.append((None, None, _Frozen(o._value)))
+                plain.append(None)
+            elif isinstance(o, _SCALARS):
                 outputs.append((None, None, o))
+                plain.append(None)
+            else:
+                reasons.append((f"returns a {type(o).__name__} (replay returns tensors, "
+                                "numbers, and tuples, lists and dicts of them)", "?"))
+        if detached:
+            out = _unflatten(treedef, flat)
         if reasons:
             st.eager_reasons.extend(reasons)
             self._cache[sig] = "eager"
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
-            variant = Variant(small, args_, outs_, treedef, guards_)
+            variant = Variant(small, args_, outs_, treedef, guards_, plain)
             variant.recorded_records = len(tape)
             variants = self._cache.get(sig)
             if not isinstance(variants, list):
@@ -383,17 +561,21 @@ def _aux_len(tape, r):
     code = tape.op[r]
     if code in (K.GATHER, K.BCAST):
         return 2 + tape.size[r]
+    if code == K.EXPAND_S:
+        return 1 + 2 * tape.aux[tape.ip[r]]
     if code == K.MATMUL:
         return 5
     if code == K.RESHAPE:
         return 1
     if code in (K.VAR, K.STD):
-        return 4
+        return 5   # O, R, I, is_std, whether over everything
+    if code in (K.PROD, K.PROD_DIM):
+        return 4   # O, R, I, mode
     if code in (K.CAT, K.STACK):
         return None   # holds record ids: never merged
     if code in (K.MAX_DIM, K.MIN_DIM):
         return None   # its aux is rewritten by the forward
-    if code in (K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM, K.PROD, K.PROD_DIM, K.MAX, K.MIN,
+    if code in (K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM, K.MAX, K.MIN,
                 K.AMAX, K.AMIN, K.LOGSUMEXP, K.SOFTMAX, K.LOG_SOFTMAX, K.NORM):
         return 3
     if code in (K.SOFTPLUS, K.CLAMP, K.GUARD):

@@ -167,6 +167,17 @@ def _check_records(a):
             idx = aux[ip[r] + 2: ip[r] + 2 + size[r]]
             if idx.size and (idx.min() < 0 or idx.max() >= s0):
                 _fail(f"record {r}: index out of range")
+        elif code == K.EXPAND_S:
+            aux_span(r, ip[r], 1)
+            nd = int(aux[ip[r]])
+            aux_span(r, ip[r] + 1, 2 * nd)
+            shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+            strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+            if nd < 0 or (shp < 0).any() or (strides < 0).any() or \
+                    int(np.prod(shp)) != size[r]:
+                _fail(f"record {r}: expansion shape does not match")
+            if size[r] and int(((shp - 1) * strides).sum()) >= s0:
+                _fail(f"record {r}: expansion reads outside its input")
         elif code == K.SCATTER:
             aux_span(r, ip[r], 2)
             if aux[ip[r] + 1] != s0:
