@@ -1,7 +1,16 @@
 """Shared test settings: hypothesis profiles and float64 PyTorch when it is installed."""
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+try:
+    import tapegrad  # noqa: F401
+except ModuleNotFoundError as exc:  # a source checkout that is not installed
+    if exc.name != "tapegrad":
+        raise
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 settings.register_profile(
     "dev", max_examples=30, deadline=None,

@@ -176,9 +176,93 @@ def _startup_cases():
                         quick_skip="compiling every kernel takes tens of seconds per run")]
 
 
+# --- compiled: the same workloads through tapegrad.compile (record once, replay) ----------
+def _compiled_w1(inputs):
+    x, blocks = _leaf(inputs["x"]), inputs["blocks"]
+    run = tg.compile(lambda x: _w1_forward(x, blocks))
+
+    def call():
+        x.grad = None
+        loss = run(x)
+        loss.backward()
+        return loss.item(), (x.grad.numpy(),)
+
+    return call
+
+
+def _compiled_mlp(forward_loss, data_key, data_dtype):
+    def setup(inputs):
+        X = tg.tensor(inputs["X"])
+        data = tg.tensor(inputs[data_key], dtype=data_dtype)
+        params = [_leaf(p) for p in inputs["params"]]
+        optimizer = tg_optim.SGD(params, lr=inputs["lr"])
+        run = tg.compile(lambda X, data, *ps: forward_loss(list(ps), X, data))
+
+        def call():
+            optimizer.zero_grad()
+            loss = run(X, data, *params)
+            loss.backward()
+            grads = tuple(p.grad.numpy() for p in params)
+            optimizer.step()
+            return loss.item(), grads
+
+        return call
+
+    return setup
+
+
+def _compiled_w4(inputs):
+    x = _leaf(inputs["x"])
+    run = tg.compile(lambda x: (tg.tanh(x) * x + tg.exp(-x * x)).sum())
+
+    def call():
+        x.grad = None
+        loss = run(x)
+        loss.backward()
+        return loss.item(), (x.grad.numpy(),)
+
+    return call
+
+
+def _compiled_w5(inputs):
+    params = [tg.tensor(float(v), requires_grad=True) for v in inputs["p"]]
+    u0, v0 = tg.tensor(inputs["u0"]), tg.tensor(inputs["v0"])
+    dt, steps = inputs["dt"], inputs["steps"]
+    u_target, v_target = inputs["target"]
+
+    def ode(a, b, c, d):
+        u, v = u0, v0
+        for _ in range(steps):
+            uv = u * v
+            du = a * u - b * uv
+            dv = d * uv - c * v
+            u = u + dt * du
+            v = v + dt * dv
+        return (u - u_target) ** 2 + (v - v_target) ** 2
+
+    run = tg.compile(ode)
+
+    def call():
+        for p in params:
+            p.grad = None
+        loss = run(*params)
+        loss.backward()
+        return loss.item(), tuple(p.grad.numpy() for p in params)
+
+    return call
+
+
 def peers():
     version = getattr(tg, "__version__", "?")
-    return [Peer(
+    compiled = Peer(
+        name="tapegrad_compiled",
+        description="tapegrad.compile: recorded once, forward and backward replayed compiled",
+        versions={"tapegrad": version},
+        setups={"W1": _compiled_w1, "W2": _compiled_mlp(_w2_loss, "Y", tg.float64),
+                "W3": _compiled_mlp(_w3_loss, "labels", tg.int64), "W4": _compiled_w4,
+                "W5": _compiled_w5},
+    )
+    eager = Peer(
         name="tapegrad",
         description="tapegrad eager (flat tape, compiled backward sweep)",
         versions={"tapegrad": f"{version} ({os.path.dirname(tg.__file__)})"},
@@ -187,4 +271,5 @@ def peers():
                 "W5": _setup_w5},
         splits={"W1": _split_w1},
         startup=_startup_cases(),
-    )]
+    )
+    return [eager, compiled]

@@ -4,6 +4,7 @@ Also the grad-mode switches and ``grad_fn`` views.  A ``grad_fn`` is made on dem
 tape row; nothing is kept per op until someone asks for one.
 """
 import functools
+import threading
 import weakref
 
 import numpy as np
@@ -181,10 +182,22 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
+_NODE_CLASSES = {}
+
+
+def _node_class(name):
+    """A Node subclass named like PyTorch's (``type(y.grad_fn).__name__ == 'AddBackward0'``)."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(name, (Node,), {"__slots__": ()})
+    return cls
+
+
 def node_for(tape, r):
     node = tape.nodes.get(r)
     if node is None:
-        node = tape.nodes[r] = Node(tape, r)
+        node = Node(tape, r)
+        node = tape.nodes[r] = _node_class(node._class_name())(tape, r)
     return node
 
 
@@ -213,7 +226,7 @@ def _node_of_input(tape, s):
 # ---------------------------------------------------------------------------------------------
 # Backward
 # ---------------------------------------------------------------------------------------------
-def _seed_value(t, g, j=0):
+def _seed_value(t, g, j=0, outputs=None, grads=None):
     """The seed gradient for output t (the j-th output), checked against t's shape."""
     if g is None:
         if t._value.size != 1:
@@ -221,12 +234,24 @@ def _seed_value(t, g, j=0):
         return np.ones(1)
     gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.float64)
     if gv.shape != t._value.shape:
+        # PyTorch finds the positions with list.index, which compares tensors with == (an
+        # error of its own when the first one differs in shape): so do we
+        gi = j if grads is None else _list_index(grads, g)
+        oi = j if outputs is None else _list_index(outputs, t)
         raise RuntimeError(
-            f"Mismatch in shape: grad_output[{j}] has a shape of tapegrad.Size({list(gv.shape)}) "
-            f"and output[{j}] has a shape of tapegrad.Size({list(t._value.shape)}).")
+            f"Mismatch in shape: grad_output[{gi}] has a shape of tapegrad.Size({list(gv.shape)}) "
+            f"and output[{oi}] has a shape of tapegrad.Size({list(t._value.shape)}).")
     if gv.dtype.kind not in "fiub":
         raise TypeError(f"gradient must be a real tensor, got dtype {gv.dtype}")
     return np.asarray(gv, dtype=np.float64).reshape(-1)
+
+
+def _list_index(items, x):
+    """``list.index`` as PyTorch's tensors make it behave: ``None == tensor`` is False."""
+    for i, item in enumerate(items):
+        if item is x or (item is not None and bool(item == x)):
+            return i
+    raise ValueError(f"{x!r} is not in list")
 
 
 def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=True):
@@ -241,7 +266,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         if not t._rg:
             raise RuntimeError(
                 f"element {j} of tensors does not require grad and does not have a grad_fn")
-        gv = _seed_value(t, g, j)
+        gv = _seed_value(t, g, j, outputs, grad_outputs)
         if t._tape is None:
             _add_leaf_grad(leaf_grads, t, gv)
             continue
@@ -296,7 +321,8 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
     for key, (leaf, g) in leaf_grads.items():
         if leaf._hooks:
             for hook in list(leaf._hooks):
-                res = hook(Tensor._make(g.reshape(leaf._value.shape)))
+                with no_grad():   # hooks run without recording, as in PyTorch
+                    res = hook(Tensor._make(g.reshape(leaf._value.shape)))
                 if res is not None:
                     g = np.asarray(res._value, dtype=np.float64).reshape(-1)
         if wanted is not None and key not in wanted:
@@ -312,13 +338,17 @@ class _RetainRegistry:
 
     def __init__(self):
         self._refs = weakref.WeakSet()
+        self._lock = threading.Lock()   # shared by all threads: no add while one iterates
 
     def add(self, t):
-        self._refs.add(t)
+        with self._lock:
+            self._refs.add(t)
 
     def by_tape(self):
         out = {}
-        for t in list(self._refs):
+        with self._lock:
+            alive = list(self._refs)
+        for t in alive:
             if t._tape is not None:
                 out.setdefault(t._tape, []).append(t)
         return out
@@ -349,13 +379,31 @@ def _accumulate(t, g):
 
 def _sweep_tape(tape, tape_seeds):
     """Plan, check and sweep one tape; returns (need, goff, grads)."""
+    try:
+        return _sweep(tape, tape_seeds)
+    except BaseException:
+        # The traceback may outlive this call, and with it the column views that lock the
+        # tape's arrays against growth: later ops record on a new tape.
+        finish(tape)
+        raise
+
+
+def _sweep(tape, tape_seeds):
     n = len(tape)
     cols = tape.cached_cols or tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
-    need = np.empty(n, dtype=np.uint8)
-    goff = np.empty(n, dtype=np.int64)
-    seed_recs = np.fromiter(tape_seeds.keys(), dtype=np.int64, count=len(tape_seeds))
-    total = K.plan(op, a0, a1, size, ip, aux, seed_recs, n, need, goff)
+    plans = tape.plan_cache   # replayed tapes never change shape: their plans are reusable
+    key = tuple(tape_seeds)
+    hit = plans.get(key) if plans is not None else None
+    if hit is None:
+        need = np.empty(n, dtype=np.uint8)
+        goff = np.empty(n, dtype=np.int64)
+        seed_recs = np.fromiter(tape_seeds.keys(), dtype=np.int64, count=len(tape_seeds))
+        total = K.plan(op, a0, a1, size, ip, aux, seed_recs, n, need, goff)
+        if plans is not None:
+            plans[key] = (need, goff, total)
+    else:
+        need, goff, total = hit
     _check_freed(tape, need, op)
     _check_versions(tape, need, op, a0, a1)
     grads = state.grads
@@ -373,7 +421,8 @@ def _sweep_tape(tape, tape_seeds):
         g = grads[goff[r]:goff[r] + size[r]]
         shape, hooks = tape.hooks[r]
         for hook in list(hooks):
-            res = hook(Tensor._make(g.copy().reshape(shape)))
+            with no_grad():   # hooks run without recording, as in PyTorch
+                res = hook(Tensor._make(g.copy().reshape(shape)))
             if res is not None:
                 g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
         hi = r + 1

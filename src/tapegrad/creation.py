@@ -24,6 +24,9 @@ def generator():
 def _leaf(value, requires_grad):
     t = Tensor._make(value)
     if requires_grad:
+        if value.dtype.kind != "f":   # the factories' wording, not requires_grad_()'s
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

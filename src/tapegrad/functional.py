@@ -11,6 +11,7 @@ import builtins
 import math
 import numbers
 import operator
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -205,6 +206,30 @@ _new_tensor = object.__new__
 _result = _new_result
 
 
+def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
+    """Append a record and return its result tensor: ``tape.push`` and ``_new_result`` in
+    one call, because every elementwise op on a one-element tensor pays for this path."""
+    ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.appenders
+    r = len(tape.op)
+    ap_op(code)
+    ap_a0(a0)
+    ap_a1(a1)
+    ap_voff(voff)
+    ap_size(size)
+    ap_ip(ip)
+    ap_fp(fp)
+    t = _new_tensor(Tensor)
+    t._value = out
+    t._tape = tape
+    t._r = r
+    t._rg = True
+    t._grad = None
+    t._version = 0
+    t._retains = False
+    t._hooks = None
+    return t
+
+
 def _unary(code, x, fn, ip=0, fp=0.0):
     """Record out = fn(x); ``fn(value, out)`` is a NumPy kernel (out may be None)."""
     v = x._value
@@ -232,7 +257,7 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         tok = quiet_begin()
         fn(v, out)
         quiet_end(tok)
-    return _new_result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
+    return _emit(tape, code, r0, -1, off, n, ip, fp, out)
 
 
 def _binary(code, a, b, fn):
@@ -269,7 +294,7 @@ def _binary(code, a, b, fn):
         tok = quiet_begin()
         fn(va, vb, out)
         quiet_end(tok)
-    return _new_result(tape, tape.push(code, r0, r1, off, n), out)
+    return _emit(tape, code, r0, r1, off, n, 0, 0.0, out)
 
 
 def _with_scalar(code, x, c, fn):
@@ -300,14 +325,14 @@ def _with_scalar(code, x, c, fn):
         tok = quiet_begin()
         fn(v, c, out)
         quiet_end(tok)
-    return _new_result(tape, tape.push(code, r0, -1, off, n, 0, c), out)
+    return _emit(tape, code, r0, -1, off, n, 0, c, out)
 
 
 def _arith(code, code_s, fn, a, b):
     if type(b) is Tensor:
         return _binary(code, a, b, fn)
     if _is_scalar(b):
-        if a._value.dtype.kind == "b" and isinstance(b, bool):
+        if not a._rg and a._value.dtype.kind == "b" and isinstance(b, bool):
             return _plain(np.asarray(fn(a._value, b, None)))
         return _with_scalar(code_s, a, b, fn)
     _check_real(b, K.OPS[code].name)
@@ -665,7 +690,10 @@ def mean(x, dim=None, keepdim=False, dtype=None):
             f"or complex dtype. Got: {x.dtype.name.capitalize() if x.dtype.name != 'int64' else 'Long'}")
     dims = _dims(x, dim)
     count = int(np.prod([x._value.shape[d] for d in dims], dtype=np.int64))
-    value = np.asarray(_quietly(np.mean, x._value, axis=dims, keepdims=True))
+    if count:
+        value = np.asarray(_quietly(np.mean, x._value, axis=dims, keepdims=True))
+    else:  # NumPy would warn "Mean of empty slice"; PyTorch gives nan silently
+        value = np.full([1 if d in dims else s for d, s in enumerate(x._value.shape)], math.nan)
     code = K.MEAN if dim is None else K.MEAN_DIM
     return _reduce(code, x, dims, keepdim if dim is not None else False, value,
                    1.0 / count if count else math.nan)
@@ -790,14 +818,25 @@ def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     dims = _dims(x, dim)
     v = _float_value(x)
     count = int(np.prod([v.shape[d] for d in dims], dtype=np.int64))
-    value = np.asarray(_quietly(np.var, v, axis=dims, ddof=0, keepdims=True))
+    if count - corr <= 0:
+        warnings.warn(
+            f"{'std' if is_std else 'var'}(): degrees of freedom is <= 0. Correction should be "
+            "strictly less than the reduction factor (input numel divided by output numel).",
+            UserWarning, stacklevel=3)
+    if count:
+        # shifted by each slice's first value: the variance of a constant slice is exactly 0
+        # (as PyTorch's Welford sums give it), not a rounding residue that std would divide by
+        first = v[tuple(slice(0, 1) if d in dims else slice(None) for d in range(v.ndim))]
+        value = np.asarray(_quietly(np.var, v - first, axis=dims, ddof=0, keepdims=True))
+    else:  # NumPy would warn; the variance of nothing is nan
+        value = np.full([1 if d in dims else s for d, s in enumerate(v.shape)], math.nan)
     value = _quietly(np.multiply, value, count / (count - corr) if count - corr > 0 else
                      (math.inf if count else math.nan))
     if count - corr <= 0:
         value = np.where(np.isnan(value), value, np.full_like(value, math.nan)) if count == 0 \
             else value
     if is_std:
-        value = np.sqrt(value)
+        value = _quietly(np.sqrt, value)
     fp = 1.0 / (count - corr) if count - corr != 0 else math.inf
     full = dim is None or x._value.ndim == 0
     return _reduce(K.STD if is_std else K.VAR, x, dims, keepdim, np.asarray(value), fp,
@@ -902,8 +941,8 @@ def _matmul_form(sa, sb, a_rg, b_rg):
     PyTorch folds an N-D @ 1-D/2-D product (or 1-D/2-D @ N-D, transposed) into one mm/mv
     when the smaller operand requires grad or the larger one folds without a copy (always,
     for tapegrad's contiguous values, except for a 2-D left operand); otherwise it runs a
-    broadcast bmm.  The path decides the last node (UnsafeView, or Clone for a transposed
-    fold) and the text of a size mismatch.
+    broadcast bmm.  The path decides the last node (UnsafeView; Clone or Transpose for a
+    transposed fold) and the text of a size mismatch.
     """
     da, db = len(sa), len(sb)
     if da <= 2 and db <= 2:
@@ -927,7 +966,11 @@ def _matmul_form(sa, sb, a_rg, b_rg):
         if len(t2) == 2:
             if t1[-1] != t2[0]:
                 raise _mm_error((rows, t1[-1]), t2)
-            return 5 if transpose else 4
+            if not transpose:
+                return 4
+            # the product is transposed back: a copy (Clone), unless the transpose is
+            # already contiguous, i.e. one of its two sides is 1
+            return 6 if t1[-2] == 1 or t2[1] == 1 else 5
         if t1[-1] != t2[0]:
             raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{t1[-1]}), "
                                f"vec ({t2[0]})")
@@ -1018,7 +1061,7 @@ def matmul(a, b):
         bsz = int(np.prod(batch, dtype=np.int64))
         shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
         ea, eb = batch + (m, k), batch + (k, n)
-    value = np.matmul(a._value, b._value)
+    value = _quietly(np.matmul, a._value, b._value)
     if not _records(a, b):
         return _plain(np.asarray(value))
     size = bsz * m * n
@@ -1203,7 +1246,8 @@ def expand(x, *sizes):
                 f"Tensor sizes: {list(s)}")
         target.append(int(want))
     idx = np.broadcast_to(_flat_index(x), tuple(target))
-    return _gathered(x, np.ascontiguousarray(idx), V_EXPAND)
+    # a copy, not ascontiguousarray: that would make a 0-d index 1-D
+    return _gathered(x, idx.copy(), V_EXPAND)
 
 
 def broadcast_to(x, shape):
@@ -1219,14 +1263,20 @@ def clone(x):
 
 
 def _index_key(key, shape):
-    """Translate a PyTorch index into a NumPy one; returns (key, grad_fn variant)."""
-    if not isinstance(key, tuple):
+    """Translate a PyTorch index into a NumPy one; returns (key, grad_fn variant).
+
+    The variant is the node of the last step PyTorch takes (select, slice, unsqueeze), or
+    IndexBackward0 with an advanced index.  In a tuple key, a slice that spans its whole dim
+    with step 1 is skipped, as PyTorch skips it; a key that does nothing gives an alias.
+    """
+    bare = not isinstance(key, tuple)
+    if bare:
         key = (key,)
     out = []
+    labels = []  # the grad_fn variant of each part's step (None: no step of its own)
     advanced = False
-    last = None
-    nontrivial = 0
     for k in key:
+        label = None
         if isinstance(k, Tensor):
             read_value(k, "indexing with a tensor")
             kv = k._value
@@ -1235,8 +1285,7 @@ def _index_key(key, shape):
                     "tensors used as indices must be long, int, byte or bool tensors")
             if kv.ndim == 0 and kv.dtype.kind in "iu":
                 out.append(int(kv))
-                last = V_SELECT
-                nontrivial += 1
+                labels.append(V_SELECT)
                 continue
             out.append(kv)
             advanced = True
@@ -1252,12 +1301,10 @@ def _index_key(key, shape):
             advanced = True
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
-            last = V_SELECT
-            nontrivial += 1
+            label = V_SELECT
         elif k is None:
             out.append(None)
-            last = V_UNSQUEEZE
-            nontrivial += 1
+            label = V_UNSQUEEZE
         elif k is Ellipsis:
             out.append(k)
         elif isinstance(k, slice):
@@ -1268,17 +1315,46 @@ def _index_key(key, shape):
                 raise ValueError("slice step cannot be zero")
             if k.step is not None and int(k.step) < 0:
                 raise ValueError("step must be greater than zero")
-            sl = slice(*(int(p) if p is not None else None for p in (k.start, k.stop, k.step)))
-            out.append(sl)
-            if sl != slice(None) or len(key) == 1:
-                last = V_SLICE
-                nontrivial += 1
+            out.append(slice(*(int(p) if p is not None else None
+                               for p in (k.start, k.stop, k.step))))
+            label = V_SLICE
         else:
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                 "Variables are valid indices (got " + type(k).__name__ + ")")
-    variant = V_INDEX if advanced else (last if last is not None else V_ALIAS)
+        labels.append(label)
+    if not bare:
+        # x[:] is a SliceBackward0, but x[:, :] and x[(slice(None),)] an AliasBackward0
+        for pos, d in enumerate(_key_dims(out, len(shape))):
+            sl = out[pos]
+            if isinstance(sl, slice) and d is not None and d < len(shape) and \
+                    sl.indices(shape[d]) == (0, shape[d], 1):
+                labels[pos] = None
+    last = [v for v in labels if v is not None]
+    variant = V_INDEX if advanced else (last[-1] if last else V_ALIAS)
     return tuple(out), variant
+
+
+def _key_width(k):
+    """How many dims of the indexed tensor a translated key part consumes."""
+    if isinstance(k, np.ndarray):
+        return k.ndim if k.dtype.kind == "b" else 1
+    return 1 if isinstance(k, (int, slice)) and not isinstance(k, bool) else 0
+
+
+def _key_dims(np_key, ndim):
+    """The first dim of the indexed tensor each translated key part applies to (the parts
+    after an ellipsis count from the end)."""
+    dims = []
+    d = 0
+    for pos, k in enumerate(np_key):
+        if k is Ellipsis:
+            d = ndim - builtins.sum(_key_width(j) for j in np_key[pos + 1:])
+            dims.append(None)
+            continue
+        dims.append(d)
+        d += _key_width(k)
+    return dims
 
 
 def _check_index(np_key, key, shape):
@@ -1290,22 +1366,11 @@ def _check_index(np_key, key, shape):
                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         if isinstance(key, slice):
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-
-    def width(k):
-        if isinstance(k, np.ndarray):
-            return k.ndim if k.dtype.kind == "b" else 1
-        return 1 if isinstance(k, (int, slice)) and not isinstance(k, bool) else 0
-
-    used = builtins.sum(width(k) for k in np_key)
+    used = builtins.sum(_key_width(k) for k in np_key)
     if used > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    # where each part starts: the parts after an ellipsis are counted from the end
-    d = 0
     index_shapes = []
-    for pos, k in enumerate(np_key):
-        if k is Ellipsis:
-            d = len(shape) - builtins.sum(width(j) for j in np_key[pos + 1:])
-            continue
+    for k, d in zip(np_key, _key_dims(np_key, len(shape))):
         if isinstance(k, np.ndarray) and k.dtype.kind == "b":
             for i, m in enumerate(k.shape):
                 if m != shape[d + i]:
@@ -1315,7 +1380,6 @@ def _check_index(np_key, key, shape):
             index_shapes += [(int(np.count_nonzero(k)),)] * k.ndim
         elif isinstance(k, np.ndarray):
             index_shapes.append(k.shape)
-        d += width(k)
     try:
         np.broadcast_shapes(*index_shapes)
     except ValueError:
@@ -1372,8 +1436,11 @@ def cat(tensors, dim=0):
     value = np.concatenate(values, axis=d)
     if "f" in kinds:
         value = value.astype(np.float64, copy=False)
-    return _stacked(K.CAT, parts, value, d, [int(np.prod(v.shape[d:], dtype=np.int64))
-                                             for v in values])
+    # the skipped empty tensors stay inputs (of width 0): they get an empty gradient
+    kept = {id(t) for t in parts}
+    widths = [int(np.prod(t._value.shape[d:], dtype=np.int64)) if id(t) in kept else 0
+              for t in tensors]
+    return _stacked(K.CAT, tensors, value, d, widths)
 
 
 def stack(tensors, dim=0):

@@ -22,6 +22,7 @@ from . import functional as F
 from . import ops as K
 from .tape import state
 from .tensor import Tensor
+from .tensor import _shared as _tensor_shared
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -54,7 +55,7 @@ def _storage(tape, r):
 # id(t) -> (weak ref to t, t's value, tape weak ref or None, record or leaf) for a tensor t
 # that shares the memory of a recorded value or of a leaf (``detach()``, ``detach_()``):
 # writing into it changes that value, which backward must notice, as PyTorch does.
-_shared = {}
+_shared = _tensor_shared
 
 
 def share_memory(t, src):
@@ -70,6 +71,10 @@ def share_memory(t, src):
         target = hit[2:]
     key = id(t)
     _shared[key] = (weakref.ref(t, lambda _, k=key: _shared.pop(k, None)), t._value) + target
+
+
+# tensor.py cannot import this module (it is imported from here): hand it the function
+sys.modules[Tensor.__module__]._share_memory = share_memory
 
 
 def _log(t, name):
@@ -225,14 +230,23 @@ def setitem(self, key, value):
     """``self[key] = value``: a gather from [self, value] that picks value at ``key``."""
     value_t = value if isinstance(value, Tensor) else None
     vv = _value_of(value)
-    np_key, _ = F._index_key(key, self._value.shape)
+    np_key, variant = F._index_key(key, self._value.shape)
     target = np.arange(self._value.size, dtype=np.int64).reshape(self._value.shape)
     try:
         picked = target[np_key]
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
+    if (state.grad_enabled and self._tape is None and self._rg
+            and _makes_view(key, self._value.shape)):
+        raise RuntimeError("a view of " + _LEAF_IN_PLACE)
     vshape = np.shape(picked)
-    if np.shape(vv) != vshape:
+    # PyTorch drops the value's leading 1s, then expands it to the indexed part
+    vshape_in = np.shape(vv)
+    lead = next((i for i, d in enumerate(vshape_in) if d != 1), len(vshape_in))
+    if vshape_in != vshape and variant != F.V_INDEX:
+        # a basic index writes through a view: PyTorch's expand errors
+        F.expand(Tensor._make(np.zeros(vshape_in[lead:])), *vshape)
+    elif vshape_in != vshape:
         try:
             np.broadcast_shapes(np.shape(vv), vshape)
         except ValueError:
@@ -243,6 +257,8 @@ def setitem(self, key, value):
     def compute():
         src = value_t if value_t is not None else F.as_tensor_arg(
             np.asarray(vv, dtype=np.float64))
+        if src._value.ndim > len(vshape) and lead:
+            src = F.reshape(src, *src._value.shape[lead:])
         src = F.expand(src, *vshape) if src._value.shape != vshape else src
         n = self._value.size
         combined = F.cat([F.reshape(self, -1), F.reshape(src, -1)])
@@ -256,6 +272,35 @@ def setitem(self, key, value):
 
 
 V_COPY_SLICES = 14
+
+
+def _makes_view(key, shape):
+    """Whether PyTorch writes ``x[key] = v`` through a view of x (a basic index that picks
+    less than all of x) rather than into x itself; the leaf error then says so."""
+    key = key if isinstance(key, tuple) else (key,)
+
+    def dims(k):
+        if k is None or k is Ellipsis or isinstance(k, bool):
+            return 0
+        v = k._value if isinstance(k, Tensor) else k
+        if isinstance(v, (np.ndarray, list)) and np.asarray(v).dtype.kind == "b":
+            return np.ndim(v)
+        return 1
+    d = 0
+    for i, k in enumerate(key):
+        if k is Ellipsis:
+            d = len(shape) - builtins.sum(dims(j) for j in key[i + 1:])
+            continue
+        if k is None or (isinstance(k, (int, np.integer)) and not isinstance(k, bool)):
+            return True
+        if isinstance(k, Tensor) and k._value.ndim == 0 and k._value.dtype.kind in "iu":
+            return True
+        if isinstance(k, slice):
+            n = shape[d] if d < len(shape) else 0
+            if k.indices(n) != (0, n, 1):
+                return True
+        d += dims(k)
+    return False
 
 
 def check_saved_versions(tape, need, op, a0, a1):
@@ -272,7 +317,10 @@ def check_saved_versions(tape, need, op, a0, a1):
         if not reads:
             continue
         read = []
-        if reads & K.READS_X0 and a0[r] >= 0:
+        # an in-place op reads the value it replaces as its self: PyTorch saves a copy of that
+        # (and tapegrad keeps it untouched), so only its other reads are checked
+        if reads & K.READS_X0 and a0[r] >= 0 and (
+                tape.storage_of.get(int(r), -1) != _storage(tape, int(a0[r]))):
             read.append(int(a0[r]))
         if reads & K.READS_X1 and a1[r] >= 0:
             read.append(int(a1[r]))

@@ -123,7 +123,7 @@ NORM = declare(77, "LinalgVectorNormBackward0", READS_X0 | READS_OUT)
 # Linear algebra: aux[ip:ip+5] = variant, B, M, K, N for (B,M,K) @ (B,K,N).
 MATMUL = declare(90, "MmBackward0", READS_X0 | READS_X1, variants={
     0: "MmBackward0", 1: "DotBackward0", 2: "MvBackward0", 3: "SqueezeBackward4",
-    4: "UnsafeViewBackward0", 5: "CloneBackward0"})
+    4: "UnsafeViewBackward0", 5: "CloneBackward0", 6: "TransposeBackward0"})
 
 # Structure.  GATHER is every op that picks input elements: out[k] = x[aux[ip+2+k]].
 _GATHER_NAMES = {
@@ -682,7 +682,9 @@ def log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
 
 @inline
 def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    # p-norm: d||x||/dx = sign(x) |x|^(p-1) / ||x||^(p-1); a zero norm gets gradient 0
+    # p-norm: d||x||/dx = sgn(x) |x|^(p-1) / ||x||^(p-1), in PyTorch's spelling per range of
+    # p (so that zeros, infinities and nan come out as PyTorch's): a zero norm gets gradient
+    # 0 for p >= 1, a zero entry gets 0 for p < 1; sgn is 0 at 0 and at nan.
     o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
     p_ord = fp[r]
     g = _seg(grads, goff[r], o_n * i_n)
@@ -695,15 +697,12 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
                 q = (o * r_n + k) * i_n + i
                 j = o * i_n + i
                 x = x0[q]
+                sgn = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
                 if p_ord == 2.0:
                     if out[j] != 0.0:
-                        gx0[q] += x * (g[j] / out[j])
+                        gx0[q] += g[j] * (x / out[j])
                 elif p_ord == 1.0:
-                    # sgn(x): 0 at 0 and at nan
-                    if x > 0.0:
-                        gx0[q] += g[j]
-                    elif x < 0.0:
-                        gx0[q] -= g[j]
+                    gx0[q] += sgn * g[j]
                 elif p_ord == np.inf or p_ord == -np.inf:
                     # like amax/amin of |x|: split among the ties
                     ties = 0
@@ -711,10 +710,16 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
                         if abs(x0[(o * r_n + m) * i_n + i]) == out[j]:
                             ties += 1
                     if abs(x) == out[j]:
-                        gx0[q] += g[j] * np.sign(x) / ties
-                elif out[j] != 0.0 and x != 0.0:
-                    # a zero entry gets 0 (for p < 1, |x|**(p-1) would be inf there)
-                    gx0[q] += g[j] * np.sign(x) * abs(x) ** (p_ord - 1.0) / out[j] ** (p_ord - 1.0)
+                        gx0[q] += sgn * (g[j] / ties)
+                elif p_ord < 1.0:
+                    scaled = 0.0 if x == 0.0 else sgn * abs(x) ** (p_ord - 1.0)
+                    gx0[q] += scaled * g[j] * out[j] ** (1.0 - p_ord)
+                else:
+                    scale = 0.0 if out[j] == 0.0 else g[j] / out[j] ** (p_ord - 1.0)
+                    if p_ord < 2.0:
+                        gx0[q] += sgn * abs(x) ** (p_ord - 1.0) * scale
+                    else:
+                        gx0[q] += x * abs(x) ** (p_ord - 2.0) * scale
 
 
 # --- linear algebra ----------------------------------------------------------------------------
@@ -1150,7 +1155,8 @@ def reduce_fwd(o, r, a0, voff, ip, fp, aux, vals):
                 acc = 0.0
                 for k in range(r_n):
                     acc += x0[(ob * r_n + k) * i_n + i]
-                out[j] = acc * fp[r] if (o == MEAN or o == MEAN_DIM) else acc
+                # divided by the count, as NumPy's mean does (fp = 1/count rounds differently)
+                out[j] = acc / r_n if (o == MEAN or o == MEAN_DIM) else acc
             elif o == PROD or o == PROD_DIM:
                 acc = 1.0
                 for k in range(r_n):
@@ -1171,13 +1177,15 @@ def reduce_fwd(o, r, a0, voff, ip, fp, aux, vals):
                 if o == MAX_DIM or o == MIN_DIM:
                     aux[ip[r] + 3 + j] = arg
             elif o == VAR or o == STD:
+                # shifted by the slice's first value: a constant slice has variance exactly 0
+                shift = x0[ob * r_n * i_n + i] if r_n > 0 else 0.0
                 mean = 0.0
                 for k in range(r_n):
-                    mean += x0[(ob * r_n + k) * i_n + i]
+                    mean += x0[(ob * r_n + k) * i_n + i] - shift
                 mean /= r_n
                 acc = 0.0
                 for k in range(r_n):
-                    d = x0[(ob * r_n + k) * i_n + i] - mean
+                    d = x0[(ob * r_n + k) * i_n + i] - shift - mean
                     acc += d * d
                 v = acc * fp[r]
                 out[j] = np.sqrt(v) if o == STD else v
@@ -1363,3 +1371,40 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
             if not elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
                 return -2 - r
     return -1
+
+
+@kernel
+def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                 inputs, out_rec, need, total, want_grad, values, grads_out, status):
+    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
+
+    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
+    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
+    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
+    or the GUARD record that failed for that sample (its results are then not written).
+    """
+    vals = template.copy()
+    grads = np.zeros(max(total, 1))
+    n = op.size
+    n_out = size[out_rec]
+    for b in range(inputs.shape[0]):
+        for j in range(arg_recs.size):
+            r = arg_recs[j]
+            m = size[r]
+            vals[voff[r]:voff[r] + m] = inputs[b, arg_offs[j]:arg_offs[j] + m]
+        bad = forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, 0, n)
+        status[b] = bad
+        if bad != -1:
+            continue
+        values[b, :] = vals[voff[out_rec]:voff[out_rec] + n_out]
+        if want_grad:
+            grads[:] = 0.0
+            grads[goff[out_rec]] = 1.0
+            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, n, 0)
+            for j in range(arg_recs.size):
+                r = arg_recs[j]
+                m = size[r]
+                if need[r]:
+                    grads_out[b, arg_offs[j]:arg_offs[j] + m] = grads[goff[r]:goff[r] + m]
+                else:
+                    grads_out[b, arg_offs[j]:arg_offs[j] + m] = 0.0

@@ -8,7 +8,13 @@ Later calls copy the new inputs into the tape's LEAF slots and run the compiled 
 kernel over the records; a guard whose value differs stops the replay, and the call is
 recorded afresh (counted in ``stats``), so Python control flow never silently takes the wrong
 branch.  What a replay cannot reproduce (ops under ``no_grad``, ``detach``, argmax-style
-integer results, tensors from outside the call) makes the signature run eagerly instead.
+integer results, tensors recorded before the call, random numbers, results other than
+tensors, numbers and tuples/lists/dicts of them) makes the signature run eagerly instead.
+
+Float tensors are traced wherever they sit in the arguments: positional, keyword, or inside
+lists, tuples and dicts.  Results come back as eager mode returns them: a result that
+requires no gradient has no grad_fn (and keeps its dtype), an argument or parameter returned
+as it is is the caller's own tensor.
 
 Results are ordinary tensors on a tape: ``.backward()`` sweeps it with the same kernel as
 eager mode, and gradients reach the arguments and the parameters the function closes over.
@@ -16,6 +22,7 @@ eager mode, and gradients reach the arguments and the parameters the function cl
 import array
 import functools
 import sys
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -122,6 +129,25 @@ class _Frozen:
         return Tensor._make(self.value.copy())
 
 
+class _Arg:
+    """An argument the function returned as it was: each call returns the caller's tensor."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+
+class _Instance(Tape):
+    """A replay's tape.  Its arena is sized for one variant: when it dies it is not offered
+    to the pool the eager recorder takes arenas from."""
+
+    __slots__ = ()
+
+    def __del__(self):
+        pass
+
+
 class _Probe:
     __slots__ = ("vals",)
 
@@ -141,6 +167,7 @@ def _unused_probe():
 # arena only the instance refers to.  Measured: what getrefcount adds differs between
 # interpreters.
 _FREE_REFS = _instance_refs(_unused_probe(), 0)
+_INSTANCE_LOCK = threading.Lock()
 
 
 def _fetch(args, kwargs, key):
@@ -173,6 +200,7 @@ class Variant:
         self.cols = tuple(np.array(c) for c in tape.columns())
         self.top = tape.top
         self.instances = []
+        self.plan_cache = {}               # shared by the instances: same records, same plans
         self.n = len(tape)
 
     def save(self, path):
@@ -189,13 +217,16 @@ class Variant:
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
         items = self.instances
-        for i in range(len(items)):
-            refs = _instance_refs(items, i)
-            if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
-                inst = items[i]
-                _reset(inst)
-                return inst
-        inst = Tape.__new__(Tape)
+        # under the lock: once bound here the instance is referenced, so no other thread
+        # takes it; between the check and the binding it is not
+        with _INSTANCE_LOCK:
+            for i in range(len(items)):
+                refs = _instance_refs(items, i)
+                if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
+                    inst = items[i]
+                    _reset(inst)
+                    return inst
+        inst = _Instance.__new__(_Instance)
         tpl = self.template
         for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
             setattr(inst, name, getattr(tpl, name))
@@ -204,6 +235,7 @@ class Variant:
         inst.externs = {}
         inst.extern_rec = {}
         inst.storage_of = {}
+        inst.plan_cache = self.plan_cache
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -245,7 +277,12 @@ class Variant:
         from .functional import _result
         for (r, shape, const), plain in zip(self.outputs, self.plain):
             if r is None:
-                outs.append(const.fresh() if type(const) is _Frozen else const)
+                if type(const) is _Frozen:
+                    const = const.fresh()
+                elif type(const) is _Arg:
+                    const = args[const.key] if type(const.key) is int else _fetch(
+                        args, kwargs, const.key)
+                outs.append(const)
                 continue
             n = int(size[r])
             view = vals[voff_[r]:voff_[r] + n].reshape(shape)
@@ -336,7 +373,19 @@ def _traced_inputs(a, path, found):
         if type(a) is dict:
             return items
         return type(a)(*items) if hasattr(type(a), "_fields") else type(a)(items)
+    if isinstance(a, (list, tuple, dict)) and _holds_tensor(a):
+        found.append((path, None, a))   # a container not looked into: it cannot be replayed
     return a
+
+
+def _holds_tensor(a):
+    if isinstance(a, Tensor):
+        return a._value.dtype.kind == "f"
+    if isinstance(a, (list, tuple)):
+        return any(_holds_tensor(v) for v in a)
+    if isinstance(a, dict):
+        return any(_holds_tensor(v) for v in a.values())
+    return False
 
 
 def _input_key(path):
@@ -412,10 +461,11 @@ class Compiled:
         if variants:
             self._cache.move_to_end(sig)
             for v in variants:
-                res = v.replay(args)
+                res = v.replay(args, kwargs)
                 if type(res) is _Miss:
                     if res.guard is None:
-                        st.rerecords.append(("a parameter changed shape", "?"))
+                        st.rerecords.append(("a parameter changed shape or requires_grad",
+                                             "?"))
                     else:
                         st.rerecords.append(v.guards[res.guard])
                     continue
@@ -451,12 +501,18 @@ class Compiled:
         tape.finished = True
         # the recorded results are real: gradients go to the caller's tensors
         arg_records = {}
+        arg_shapes = {}
+        reasons = list(trace.opaque_reasons)
         for path, p, a in proxies:
+            if p is None:
+                reasons.append(((f"a tensor inside a {type(a).__name__} argument (only "
+                                 "lists, tuples, named tuples and dicts are looked into)"), "?"))
+                continue
             hit = tape.leaf_rec.get(id(p))
             if hit is not None:
                 arg_records[_input_key(path)] = hit[0]
+                arg_shapes[_input_key(path)] = a._value.shape
                 tape.leaves[hit[0]] = a
-        reasons = list(trace.opaque_reasons)
         if not _same_random_state(random_before):
             # a replay would return the same numbers again
             reasons.append(("draws random numbers (rand, randn, dropout, ...)", "?"))
@@ -472,8 +528,15 @@ class Compiled:
         plain = []
         req = None
         detached = False
+        originals = {id(p): (path, a) for path, p, a in proxies if p is not None}
         for j, o in enumerate(flat):
-            if isinstance(o, Tensor) and o._tape is tape:
+            if id(o) in originals:
+                # an argument handed back: the caller's tensor, not the proxy it was traced as
+                path, flat[j] = originals[id(o)]
+                detached = True
+                outputs.append((None, None, _Arg(_input_key(path))))
+                plain.append(None)
+            elif isinstance(o, Tensor) and o._tape is tape:
                 outputs.append((o._r, o._value.shape, None))
                 if req is None:
                     req = _requires_grad(tape)
@@ -485,8 +548,12 @@ class Compiled:
                     plain.append(o._value.dtype)
                     flat[j] = Tensor._make(np.array(o._value))
                     detached = True
-            elif isinstance(o, Tensor) and (o._tape is not None or o._rg):
-                reasons.append(("returns a tensor not computed in the call", "?"))
+            elif isinstance(o, Tensor) and o._tape is not None:
+                reasons.append(("returns a tensor recorded before the call", "?"))
+            elif isinstance(o, Tensor) and o._rg:
+                # a parameter, returned as it is: the same tensor each call, as in eager mode
+                outputs.append((None, None, o))
+                plain.append(None)
             elif isinstance(o, Tensor):
                 outputs.append((None, None, _Frozen(o._value)))
                 plain.append(None)
@@ -494,8 +561,8 @@ class Compiled:
                 outputs.append((None, None, o))
                 plain.append(None)
             else:
-                reasons.append((f"returns a {type(o).__name__} (replay returns tensors, "
-                                "numbers, and tuples, lists and dicts of them)", "?"))
+                reasons.append(((f"returns a {type(o).__name__} (replay returns tensors, "
+                                 "numbers, and tuples, lists and dicts of them)"), "?"))
         if detached:
             out = _unflatten(treedef, flat)
         if reasons:
@@ -504,6 +571,7 @@ class Compiled:
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
             variant = Variant(small, args_, outs_, treedef, guards_, plain)
+            variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
             variants = self._cache.get(sig)
             if not isinstance(variants, list):
@@ -678,3 +746,118 @@ def tape_stats(tape, before=None):
     if before is not None:
         stats["records_before_optimisation"] = len(before)
     return stats
+
+
+# ---------------------------------------------------------------------------------------------
+# Batching: one recorded tape replayed over a leading batch axis in one compiled call
+# ---------------------------------------------------------------------------------------------
+def _batched(fn, argnums, want_grad):
+    compiled = fn if isinstance(fn, Compiled) else Compiled(fn)
+    nums = None if argnums is None else ((argnums,) if isinstance(argnums, int)
+                                         else tuple(argnums))
+
+    def run(*batched):
+        from .creation import tensor as make
+        args = [a if isinstance(a, Tensor) else make(a) for a in batched]
+        sizes = {a._value.shape[0] for a in args if a._value.ndim}
+        if len(sizes) != 1 or any(a._value.ndim == 0 for a in args):
+            raise ValueError("every argument needs the same leading batch size; got shapes "
+                             f"{[list(a.shape) for a in args]}")
+        bsz = sizes.pop()
+        first = [Tensor._make(a._value[0], want_grad and (nums is None or i in nums))
+                 for i, a in enumerate(args)]
+        for a in args:
+            if a._value.dtype.kind != "f":
+                raise TypeError("batched arguments must be float tensors")
+        out0 = compiled(*first)   # records (or replays) the tape for one sample
+        if not isinstance(out0, Tensor):
+            raise TypeError("the function must return one tensor")
+        variant = compiled.variants()[0] if compiled.variants() else None
+        if variant is None or variant.outputs[0][0] is None:
+            # not replayable: one eager call per sample
+            return _loop(compiled, args, nums, want_grad)
+        if want_grad and out0._value.size != 1:
+            raise RuntimeError("per-sample gradients need a one-element output")
+        cols = variant.cols
+        op, a0, a1, voff, size, ip, fp, aux, faux = cols
+        template = np.array(variant.template.vals[:variant.top])
+        for r, (leaf, _, _) in variant.closure.items():
+            template[voff[r]:voff[r] + size[r]] = leaf._value.reshape(-1)
+        recs = [(i, r) for i, r in sorted(variant.arg_records.items())]
+        offs, width = [], 0
+        for _, r in recs:
+            offs.append(width)
+            width += int(size[r])
+        inputs = np.empty((bsz, width))
+        for (i, r), o in zip(recs, offs):
+            inputs[:, o:o + size[r]] = args[i]._value.reshape(bsz, -1)
+        out_rec = variant.outputs[0][0]
+        need = np.zeros(len(op), dtype=np.uint8)
+        goff = np.full(len(op), -1, dtype=np.int64)
+        total = 0
+        if want_grad:
+            total = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need, goff)
+        values = np.empty((bsz, int(size[out_rec])))
+        grads = np.zeros((bsz, width))
+        status = np.empty(bsz, dtype=np.int64)
+        K.batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
+                       np.array([r for _, r in recs], dtype=np.int64),
+                       np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
+                       want_grad, values, grads, status)
+        out_shape = out0._value.shape
+        values = values.reshape((bsz,) + out_shape)
+        per_arg = {i: grads[:, o:o + size[r]].reshape(args[i]._value.shape)
+                   for (i, r), o in zip(recs, offs)}
+        for b in np.nonzero(status != -1)[0]:
+            # a guard failed for this sample: it takes another branch, run it eagerly
+            v, g = _one(compiled, args, nums, want_grad, b)
+            values[b] = v
+            for i, gi in g.items():
+                per_arg[i][b] = gi
+        compiled.stats.replays += int(np.sum(status == -1))
+        val_t = Tensor._make(values)
+        if not want_grad:
+            return val_t
+        pick = nums if nums is not None else tuple(range(len(args)))
+        gs = [Tensor._make(per_arg.get(i, np.zeros(args[i]._value.shape))) for i in pick]
+        return val_t, (gs[0] if isinstance(argnums, int) else tuple(gs))
+    return run
+
+
+def _one(compiled, args, nums, want_grad, b):
+    from .autograd import grad
+    sample = [Tensor._make(a._value[b].copy(), want_grad and (nums is None or i in nums))
+              for i, a in enumerate(args)]
+    out = compiled.fn(*sample)
+    grads = {}
+    if want_grad:
+        pick = [i for i in range(len(sample)) if nums is None or i in nums]
+        gs = grad(out, [sample[i] for i in pick], allow_unused=True, materialize_grads=True)
+        grads = {i: g._value for i, g in zip(pick, gs)}
+    return out._value, grads
+
+
+def _loop(compiled, args, nums, want_grad):
+    bsz = args[0]._value.shape[0]
+    vals, grads = [], []
+    for b in range(bsz):
+        v, g = _one(compiled, args, nums, want_grad, b)
+        vals.append(v)
+        grads.append(g)
+    val_t = Tensor._make(np.array(vals))
+    if not want_grad:
+        return val_t
+    pick = nums if nums is not None else tuple(range(len(args)))
+    gs = [Tensor._make(np.array([g[i] for g in grads])) for i in pick]
+    return val_t, (gs[0] if len(gs) == 1 and not isinstance(nums, tuple) else tuple(gs))
+
+
+def vmap(fn):
+    """``fn`` mapped over the leading axis of every argument, replayed in one compiled call."""
+    return _batched(fn, None, False)
+
+
+def per_sample_value_and_grad(fn, argnums=0):
+    """Values and gradients of a scalar ``fn`` for each sample of a batch (leading axis),
+    from one recorded tape replayed in one compiled call (no Python per sample)."""
+    return _batched(fn, argnums, True)

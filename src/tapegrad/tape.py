@@ -20,7 +20,10 @@ import numpy as np
 
 from . import ops
 
-DEFAULT_CAPACITY = 1 << 18  # float64 values per arena chunk (2 MiB)
+# A new tape's arena is sized from what the last tape of this thread used (a training loop
+# records about the same every step), never below MIN_CAPACITY: a tensor the user keeps pins
+# its whole chunk, so chunks are only as large as the work needs.
+MIN_CAPACITY = 1 << 12      # float64 values (32 KiB)
 _POOL_LIMIT = 4             # free chunks kept for reuse per thread
 
 _tape_ids = itertools.count()
@@ -35,6 +38,7 @@ class _State(threading.local):
         self.trace = None       # the Trace of a function ``compile`` is recording
         self.pool = []          # free arena chunks
         self.grads = np.empty(0)  # the gradient arena, reused across sweeps
+        self.last_used = 0      # values the previous tape held when it was finished
 
 
 state = _State()
@@ -56,7 +60,7 @@ def _take_chunk(n):
     for i in range(len(pool) - 1, -1, -1):
         if pool[i].size >= n and _refcount_at(pool, i) <= _UNSHARED:
             return pool.pop(i)
-    return np.empty(max(DEFAULT_CAPACITY, 1 << max(0, (4 * n - 1).bit_length())))
+    return np.empty(max(MIN_CAPACITY, 1 << max(0, (n - 1).bit_length())))
 
 
 class Tape:
@@ -65,7 +69,8 @@ class Tape:
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
-        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "__weakref__",
+        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "plan_cache",
+        "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -93,6 +98,7 @@ class Tape:
         self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> (shape, list of gradient hooks)
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
+        self.plan_cache = None   # seeds -> (need, goff, total), for replayed tapes
 
     def __len__(self):
         return len(self.op)
@@ -161,7 +167,12 @@ def recording_tape(n):
     """The tape to record on, with room for n more values (starting a new one if needed)."""
     t = state.tape
     if t is None or not t.room(n):
-        t = Tape(n)
+        # after a backward: as much as last time; after filling up: twice as much
+        if t is None or t.finished:
+            want = max(n, state.last_used + state.last_used // 4)
+        else:
+            want = max(n, 2 * t.cap)
+        t = Tape(want)
         state.tape = t
     return t
 
@@ -171,3 +182,4 @@ def finish(tape):
     tape.finished = True
     if state.tape is tape:
         state.tape = None
+        state.last_used = tape.top

@@ -2,12 +2,13 @@
 
 The file holds plain arrays only (loaded with ``allow_pickle=False``): the record columns,
 the side arrays, the value arena (constants live there), which records are the arguments and
-the outputs, and two versions: the file format's and the op table's.  Loading checks every
-index a kernel would follow before anything runs, so a corrupted, truncated or foreign file
-is refused with a ValueError instead of crashing the compiled replay.
+the outputs (and their shapes), two versions (the file format's and the op table's) and a SHA-256 digest of all
+of it.  Loading checks the digest, then every index a kernel would follow before anything
+runs, so a corrupted, truncated, edited or foreign file is refused with a ValueError instead
+of crashing the compiled replay or computing something else.
 """
 import hashlib
-import zipfile
+import math
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from . import ops as K
 from .tape import Tape
 from .tensor import Tensor
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: digest, argument shapes; PROD and VAR/STD records carry mode flags
 _COLUMNS = ("op", "a0", "a1", "voff", "size", "ip")
 
 
@@ -29,14 +30,16 @@ def save_variant(variant, path):
     """Write one recorded variant of a compiled function."""
     tape = variant.template
     outs = variant.outputs
-    if variant.treedef is not None and not all(d is None for d, _ in variant.treedef[1]):
+    td = variant.treedef
+    if td is not None and (td[0] is dict or not all(d is None for d, _ in td[1])):
         raise ValueError("only functions returning a tensor or a flat tuple of tensors can be "
                          "saved")
     if any(r is None for r, _, _ in outs):
         raise ValueError("only functions whose outputs are all computed tensors can be saved")
-    shapes = np.full((len(outs), max([len(s) for _, s, _ in outs] + [1])), -1, dtype=np.int64)
-    for j, (_, s, _) in enumerate(outs):
-        shapes[j, :len(s)] = s
+    if any(type(k) is not int for k in variant.arg_records):
+        raise ValueError("only functions whose tensor arguments are positional (not keywords, "
+                         "not inside lists, tuples or dicts) can be saved")
+    shapes = _padded([s for _, s, _ in outs])
     arrays = {name: np.frombuffer(getattr(tape, name), dtype=np.int64) for name in _COLUMNS}
     arrays["fp"] = np.frombuffer(tape.fp, dtype=np.float64)
     arrays["aux"] = np.frombuffer(tape.aux, dtype=np.int64) if len(tape.aux) else \
@@ -47,13 +50,35 @@ def save_variant(variant, path):
     args = sorted(variant.arg_records.items())
     arrays["arg_pos"] = np.array([i for i, _ in args], dtype=np.int64)
     arrays["arg_rec"] = np.array([r for _, r in args], dtype=np.int64)
+    arrays["arg_shape"] = _padded([variant.arg_shapes[i] for i, _ in args])
     arrays["out_rec"] = np.array([r for r, _, _ in outs], dtype=np.int64)
     arrays["out_shape"] = shapes
-    arrays["tuple_out"] = np.array([variant.treedef is not None])
-    arrays["format_version"] = np.array([FORMAT_VERSION])
+    arrays["tuple_out"] = np.array([td is not None])
+    arrays["format_version"] = np.array([FORMAT_VERSION], dtype=np.int64)
     arrays["optable"] = np.array([optable_version()])
+    arrays["digest"] = np.array([digest(arrays)])
     with open(path, "wb") as fh:
         np.savez(fh, **arrays)
+
+
+def _padded(shapes):
+    """Shapes as the rows of an int64 matrix, padded with -1."""
+    out = np.full((len(shapes), max([len(s) for s in shapes] + [1])), -1, dtype=np.int64)
+    for j, s in enumerate(shapes):
+        out[j, :len(s)] = s
+    return out
+
+
+def digest(arrays):
+    """SHA-256 of every array but ``digest`` itself: names, dtypes, shapes and bytes."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        if name == "digest":
+            continue
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _fail(why):
@@ -61,45 +86,89 @@ def _fail(why):
 
 
 def _load_arrays(path):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError) as e:
-        _fail(f"{type(e).__name__}: {e}")
+    with open(path, "rb") as fh:   # a missing file is an OSError, as for open()
+        try:
+            z = np.load(fh, allow_pickle=False)
+            if isinstance(z, np.lib.npyio.NpzFile):
+                with z:
+                    return {k: z[k] for k in z.files}
+        except Exception as e:  # noqa: BLE001 - whatever a damaged archive makes NumPy raise
+            _fail(f"{type(e).__name__}: {e}")
+    _fail("not an .npz archive")
+
+
+_INT_ARRAYS = _COLUMNS + ("aux", "arg_pos", "arg_rec", "arg_shape", "out_rec", "out_shape")
+_MATRICES = ("arg_shape", "out_shape")
+_FLOAT_ARRAYS = ("fp", "faux", "vals")
 
 
 def _check(arrays):
-    need = set(_COLUMNS) | {"fp", "aux", "faux", "vals", "arg_pos", "arg_rec", "out_rec",
-                            "out_shape", "tuple_out", "format_version", "optable"}
+    fv = arrays.get("format_version")
+    if fv is None:
+        _fail("no format version")
+    if fv.shape != (1,) or fv.dtype != np.int64 or int(fv[0]) != FORMAT_VERSION:
+        _fail(f"format version {fv.tolist()} (this tapegrad reads version {FORMAT_VERSION})")
+    need = set(_INT_ARRAYS) | set(_FLOAT_ARRAYS) | {"tuple_out", "optable", "digest"}
     missing = need - set(arrays)
     if missing:
         _fail(f"missing arrays {sorted(missing)}")
-    fv = arrays["format_version"]
-    if fv.shape != (1,) or fv.dtype.kind not in "iu" or int(fv[0]) != FORMAT_VERSION:
-        _fail(f"format version {fv.tolist()} (this tapegrad reads version {FORMAT_VERSION})")
+    unknown = set(arrays) - need - {"format_version"}
+    if unknown:
+        _fail(f"unknown arrays {sorted(unknown)}")
     ot = arrays["optable"]
     if ot.shape != (1,) or ot.dtype.kind != "U" or str(ot[0]) != optable_version():
         _fail("it was written with a different op table")
-    for name in _COLUMNS + ("aux", "arg_pos", "arg_rec", "out_rec", "out_shape"):
+    dg = arrays["digest"]
+    if dg.shape != (1,) or dg.dtype.kind != "U" or str(dg[0]) != digest(arrays):
+        _fail("its contents do not match their digest (the file was damaged or edited)")
+    for name in _INT_ARRAYS:
         if arrays[name].dtype != np.int64:
             _fail(f"column {name} has dtype {arrays[name].dtype}")
-    for name in ("fp", "faux", "vals"):
+    for name in _FLOAT_ARRAYS:
         if arrays[name].dtype != np.float64:
             _fail(f"column {name} has dtype {arrays[name].dtype}")
+    for name in _INT_ARRAYS + _FLOAT_ARRAYS + ("tuple_out",):
+        if arrays[name].ndim != (2 if name in _MATRICES else 1):
+            _fail(f"array {name} has {arrays[name].ndim} dimensions")
     n = len(arrays["op"])
     for name in _COLUMNS + ("fp",):
         if arrays[name].shape != (n,):
             _fail(f"column {name} has shape {arrays[name].shape}, expected ({n},)")
-    if arrays["out_shape"].ndim != 2 or arrays["out_shape"].shape[0] != len(arrays["out_rec"]):
+    to = arrays["tuple_out"]
+    if to.shape != (1,) or to.dtype != np.bool_:
+        _fail("tuple_out is not one boolean")
+    outs = arrays["out_rec"]
+    if arrays["out_shape"].shape[0] != len(outs):
         _fail("output shapes do not match the outputs")
-    if arrays["arg_pos"].shape != arrays["arg_rec"].shape:
+    if not to[0] and len(outs) != 1:
+        _fail("a single output expected")
+    if arrays["arg_pos"].shape != arrays["arg_rec"].shape or \
+            arrays["arg_shape"].shape[0] != len(arrays["arg_rec"]):
         _fail("argument tables differ in length")
+    pos, recs = arrays["arg_pos"].tolist(), arrays["arg_rec"].tolist()
+    if any(p < 0 for p in pos) or len(set(pos)) != len(pos) or len(set(recs)) != len(recs):
+        _fail("argument positions must be distinct and non-negative, records distinct")
     _check_records(arrays)
+    size = arrays["size"]
+    for what in ("arg", "out"):
+        for r, row in zip(arrays[f"{what}_rec"].tolist(), arrays[f"{what}_shape"].tolist()):
+            _shape_of(row, int(size[r]), f"{what} record {r}")
+
+
+def _shape_of(row, n, what):
+    """A padded shape row as a tuple, checked to hold n values."""
+    dims = [d for d in row if d != -1]
+    if any(d < 0 for d in dims) or row[:len(dims)] != dims:
+        _fail(f"{what} has a malformed shape {row}")
+    if math.prod(dims) != n:
+        _fail(f"{what} has shape {tuple(dims)} but {n} values")
+    return tuple(dims)
 
 
 def _check_records(a):
     """Every index the forward and backward kernels follow stays inside its array."""
-    op, a0, a1, voff, size, ip = (a[c] for c in _COLUMNS)
+    # Python ints: sums and products of hostile values must not wrap around
+    op, a0, a1, voff, size, ip = (a[c].tolist() for c in _COLUMNS)
     aux, faux, nvals = a["aux"], a["faux"], len(a["vals"])
     n = len(op)
 
@@ -118,39 +187,50 @@ def _check_records(a):
         if size[r] < 0 or voff[r] < 0 or voff[r] + size[r] > nvals:
             _fail(f"record {r} has values [{voff[r]}, {voff[r] + size[r]}) outside the arena")
         if code in (K.LEAF, K.CONST):
+            if a0[r] != -1 or a1[r] != -1:
+                _fail(f"record {r}: a value record has inputs")
             continue
         if code == K.EXTERN:
             _fail(f"record {r} refers to another tape")
+        variants = K.OPS[code].variants
+        if variants is not None:
+            aux_span(r, ip[r], 1)
+            if int(aux[ip[r]]) not in variants:
+                _fail(f"record {r} has an unknown variant {int(aux[ip[r]])}")
         if code in (K.CAT, K.STACK):
             aux_span(r, ip[r], 1)
             k = int(aux[ip[r]])
             aux_span(r, ip[r] + 1, 3 * k + 2)
-            outer, block = aux[ip[r] + 1 + 3 * k], aux[ip[r] + 2 + 3 * k]
-            if outer * block != size[r]:
+            outer, block = int(aux[ip[r] + 1 + 3 * k]), int(aux[ip[r] + 2 + 3 * k])
+            if outer < 0 or block < 0 or outer * block != size[r]:
                 _fail(f"record {r}: concatenation sizes do not add up")
+            if k < 1 or a0[r] != int(aux[ip[r] + 1]) or a1[r] != -1:
+                _fail(f"record {r}: concatenation inputs do not match")
             for j in range(k):
-                src, start, width = aux[ip[r] + 1 + 3 * j: ip[r] + 4 + 3 * j]
-                rec(int(src), r, "concatenation input")
+                src, start, width = aux[ip[r] + 1 + 3 * j: ip[r] + 4 + 3 * j].tolist()
+                rec(src, r, "concatenation input")
                 if start < 0 or width < 0 or start + width > block or \
                         outer * width != size[src]:
                     _fail(f"record {r}: concatenation input {j} does not fit")
             continue
-        rec(int(a0[r]), r, "first input")
-        if a1[r] != -1:
-            rec(int(a1[r]), r, "second input")
+        rec(a0[r], r, "first input")
+        if code in _BINARY or (code == K.CMP and a1[r] != -1):
+            rec(a1[r], r, "second input")
+        elif a1[r] != -1:
+            # backward rules shared with binary ops would write a gradient there
+            _fail(f"record {r}: a one-input op has a second input")
         s0 = size[a0[r]]
         if code == K.WHERE:
-            rec(int(ip[r]), r, "condition")
+            rec(ip[r], r, "condition")
             if size[ip[r]] != size[r]:
                 _fail(f"record {r}: condition differs in size")
-        if code in (K.ADD, K.SUB, K.MUL, K.DIV, K.POW, K.MAXIMUM, K.MINIMUM, K.WHERE) or (
-                code == K.CMP and a1[r] != -1):
-            if a1[r] == -1 or size[a1[r]] != size[r] or s0 != size[r]:
+        if (code in _BINARY and code != K.MATMUL) or (code == K.CMP and a1[r] != -1):
+            if size[a1[r]] != size[r] or s0 != size[r]:
                 _fail(f"record {r}: elementwise operands differ in size")
         elif code == K.GUARD:
             if size[r] != s0 or ip[r] < 0 or ip[r] + size[r] > len(faux):
                 _fail(f"record {r}: guard values out of range")
-        elif code in (K.SOFTPLUS, K.CLAMP):
+        elif code in (K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX):
             if s0 != size[r] or ip[r] < 0 or ip[r] + 2 > len(faux):
                 _fail(f"record {r}: parameters out of range")
         elif code == K.MATMUL:
@@ -163,7 +243,7 @@ def _check_records(a):
             aux_span(r, ip[r], 2)
             if aux[ip[r] + 1] != size[r]:
                 _fail(f"record {r}: index length does not match")
-            aux_span(r, ip[r] + 2, int(size[r]))
+            aux_span(r, ip[r] + 2, size[r])
             idx = aux[ip[r] + 2: ip[r] + 2 + size[r]]
             if idx.size and (idx.min() < 0 or idx.max() >= s0):
                 _fail(f"record {r}: index out of range")
@@ -171,18 +251,17 @@ def _check_records(a):
             aux_span(r, ip[r], 1)
             nd = int(aux[ip[r]])
             aux_span(r, ip[r] + 1, 2 * nd)
-            shp = aux[ip[r] + 1: ip[r] + 1 + nd]
-            strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
-            if nd < 0 or (shp < 0).any() or (strides < 0).any() or \
-                    int(np.prod(shp)) != size[r]:
+            shp = aux[ip[r] + 1: ip[r] + 1 + nd].tolist()
+            strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd].tolist()
+            if nd < 0 or min(shp + strides + [0]) < 0 or math.prod(shp) != size[r]:
                 _fail(f"record {r}: expansion shape does not match")
-            if size[r] and int(((shp - 1) * strides).sum()) >= s0:
+            if size[r] and sum((d - 1) * st for d, st in zip(shp, strides)) >= s0:
                 _fail(f"record {r}: expansion reads outside its input")
         elif code == K.SCATTER:
             aux_span(r, ip[r], 2)
             if aux[ip[r] + 1] != s0:
                 _fail(f"record {r}: index length does not match")
-            aux_span(r, ip[r] + 2, int(s0))
+            aux_span(r, ip[r] + 2, s0)
             idx = aux[ip[r] + 2: ip[r] + 2 + s0]
             if idx.size and (idx.min() < 0 or idx.max() >= size[r]):
                 _fail(f"record {r}: index out of range")
@@ -191,7 +270,7 @@ def _check_records(a):
             if s0 != size[r]:
                 _fail(f"record {r}: reshape changes the size")
         elif code in _REDUCTIONS:
-            aux_span(r, ip[r], 4 if code in (K.VAR, K.STD) else 3)
+            aux_span(r, ip[r], _REDUCTION_AUX.get(code, 3))
             o, red, i = (int(x) for x in aux[ip[r]: ip[r] + 3])
             if min(o, red, i) < 0 or o * red * i != s0:
                 _fail(f"record {r}: reduction shape does not match its input")
@@ -215,6 +294,10 @@ def _check_records(a):
             _fail(f"argument record {r} is not a leaf")
 
 
+_BINARY = frozenset({K.ADD, K.SUB, K.MUL, K.DIV, K.POW, K.MAXIMUM, K.MINIMUM, K.WHERE,
+                     K.MATMUL})
+# aux entries of a reduction beyond O, R, I: PROD's mode, VAR/STD's is_std and "over everything"
+_REDUCTION_AUX = {K.PROD: 4, K.PROD_DIM: 4, K.VAR: 5, K.STD: 5}
 _REDUCTIONS = frozenset({K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM, K.PROD, K.PROD_DIM, K.MAX,
                          K.MIN, K.AMAX, K.AMIN, K.MAX_DIM, K.MIN_DIM, K.VAR, K.STD,
                          K.LOGSUMEXP, K.SOFTMAX, K.LOG_SOFTMAX, K.NORM})
@@ -245,22 +328,26 @@ class LoadedTape:
         for r in frozen:
             off, n = int(arrays["voff"][r]), int(arrays["size"][r])
             tape.leaves[r] = Tensor._make(np.array(arrays["vals"][off:off + n]))
-        outputs = []
-        for r, row in zip(arrays["out_rec"], arrays["out_shape"]):
-            outputs.append((int(r), tuple(int(s) for s in row if s >= 0), None))
+        size = arrays["size"]
+        outputs = [(int(r), _shape_of(row, int(size[r]), "output"), None)
+                   for r, row in zip(arrays["out_rec"].tolist(), arrays["out_shape"].tolist())]
         tuple_out = bool(arrays["tuple_out"][0])
         treedef = (tuple, [(None, 1)] * len(outputs)) if tuple_out else None
         self.n_args = (max(arg_records) + 1) if arg_records else 0
-        self.arg_shapes = {i: int(arrays["size"][r]) for i, r in arg_records.items()}
+        self.arg_shapes = {int(i): _shape_of(row, int(size[r]), "argument")
+                           for i, r, row in zip(arrays["arg_pos"].tolist(),
+                                                arrays["arg_rec"].tolist(),
+                                                arrays["arg_shape"].tolist())}
         self._variant = Variant(tape, arg_records, outputs, treedef, {})
 
     def __call__(self, *args):
         if len(args) < self.n_args:
             raise TypeError(f"the tape takes {self.n_args} tensor arguments, got {len(args)}")
-        for i, n in self.arg_shapes.items():
+        for i, shape in self.arg_shapes.items():
             a = args[i]
-            if not isinstance(a, Tensor) or a._value.size != n or a._value.dtype.kind != "f":
-                raise ValueError(f"argument {i} must be a float tensor of {n} elements")
+            if not isinstance(a, Tensor) or a._value.shape != shape or \
+                    a._value.dtype.kind != "f":
+                raise ValueError(f"argument {i} must be a float tensor of shape {list(shape)}")
         from .replay import _Miss
         res = self._variant.replay(args)
         if type(res) is _Miss:

@@ -90,6 +90,9 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        if flag and self._value.dtype.kind != "f":   # PyTorch words the setter's error so
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
@@ -260,10 +263,16 @@ class Tensor:
         """A tensor sharing this value that no gradient flows through."""
         if self._rg and state.trace is not None:
             state.trace.opaque("detach() of a traced value")
-        return Tensor._make(self._value)
+        t = Tensor._make(self._value)
+        if self._tape is not None or self._rg or id(self) in _shared:
+            # an in-place change of t changes this value: backward checks who saw it before
+            _share_memory(t, self)
+        return t
 
     def detach_(self):
         """Detach in place: this handle becomes a leaf that requires no gradient."""
+        if self._tape is not None:
+            _share_memory(self, self)
         self._tape = None
         self._r = -1
         self._rg = False
@@ -292,6 +301,12 @@ class Tensor:
         if self._tape is not None:
             raise RuntimeError("only leaf tensors can be pickled")
         return (_rebuild, (self._value, self._rg))
+
+
+# Tensors that share the memory of a recorded value or of a leaf (see inplace.share_memory,
+# which fills this in and installs itself as _share_memory: inplace imports this module).
+_shared = {}
+_share_memory = None
 
 
 def _rebuild(value, requires_grad):

@@ -1,0 +1,459 @@
+"""Engine promises: the value arena never corrupts a value someone still holds, memory stays flat
+in a training loop, very long tapes (across many arena chunks) backpropagate exactly, fan-out
+accumulates, and an error leaves tapegrad usable.
+"""
+import gc
+import math
+import os
+import weakref
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import tape as tape_mod
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+def npy(t):
+    return None if t is None else np.array(t.detach().numpy())
+
+
+class MLP:
+    """A small two-layer network trained with manual SGD."""
+
+    def __init__(self, seed=0, n_in=4, n_hidden=8, n_batch=16):
+        rng = np.random.default_rng(seed)
+        self.X = tg.tensor(rng.standard_normal((n_batch, n_in)))
+        self.Y = tg.tensor(rng.standard_normal((n_batch, 1)))
+        self.W1 = tg.tensor(rng.standard_normal((n_in, n_hidden)) * 0.5, requires_grad=True)
+        self.b1 = tg.zeros(n_hidden, requires_grad=True)
+        self.W2 = tg.tensor(rng.standard_normal((n_hidden, 1)) * 0.5, requires_grad=True)
+        self.b2 = tg.zeros(1, requires_grad=True)
+        self.params = [self.W1, self.b1, self.W2, self.b2]
+
+    def step(self, lr=0.01):
+        """One step; returns the intermediates (pre-activation, hidden, output, loss)."""
+        pre = self.X @ self.W1 + self.b1
+        h = pre.tanh()
+        out = h @ self.W2 + self.b2
+        loss = ((out - self.Y) ** 2).mean()
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        with tg.no_grad():
+            for p in self.params:
+                p -= lr * p.grad
+        return pre, h, out, loss
+
+
+def live_tapes():
+    return sum(1 for o in gc.get_objects() if type(o) is tape_mod.Tape)
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# ---------------------------------------------------------------------------------------------
+# Arena safety
+# ---------------------------------------------------------------------------------------------
+def test_held_intermediates_survive_a_training_loop():
+    model = MLP()
+    held = model.step()
+    copies = [npy(t).copy() for t in held]
+    detached = [t.detach() for t in held]
+    raw_views = [t.detach().numpy() for t in held]      # NumPy views into the arena
+    reprs = [repr(t) for t in held]
+    for _ in range(1000):
+        model.step()
+    for t, d, v, c, r in zip(held, detached, raw_views, copies, reprs):
+        np.testing.assert_array_equal(npy(t), c)
+        np.testing.assert_array_equal(d.numpy(), c)
+        np.testing.assert_array_equal(v, c)
+        assert repr(t) == r
+    # the held graph is still the one that was recorded
+    assert held[3].grad_fn.name() == "MeanBackward0"
+
+
+def test_a_view_keeps_its_values_after_its_tape_is_gone():
+    model = MLP(seed=1)
+    pre, h, out, loss = model.step()
+    tape_ref = weakref.ref(loss._tape)
+    keep_detached = h.detach()
+    keep_numpy = out.detach().numpy()
+    want_h, want_out = npy(h).copy(), keep_numpy.copy()
+    del pre, h, out, loss
+    gc.collect()
+    assert tape_ref() is None                    # the tape is gone; only the views hold values
+    for _ in range(300):
+        model.step()
+    # a computation that needs many chunks at once takes every free one from the pool
+    big = tg.tensor(np.ones(100_000), requires_grad=True)
+    t = big
+    for _ in range(30):
+        t = t * 1.5 - 0.5
+    t.sum().backward()
+    del t
+    np.testing.assert_array_equal(keep_detached.numpy(), want_h)
+    np.testing.assert_array_equal(keep_numpy, want_out)
+
+
+def test_arena_chunks_are_recycled_when_nothing_holds_them():
+    model = MLP(seed=2)
+    for _ in range(5):
+        model.step()
+    seen = []
+    reused = 0
+    for _ in range(50):
+        loss = model.step()[3]
+        chunk = loss._tape.vals
+        if any(ref() is chunk for ref in seen):
+            reused += 1
+        seen.append(weakref.ref(chunk))
+        del loss, chunk
+    assert reused >= 45
+
+
+def test_values_survive_backward_and_the_next_iteration():
+    rng = np.random.default_rng(4)
+    w = tg.tensor(rng.standard_normal(5000), requires_grad=True)   # a few tapes per iteration
+    kept = []
+    for it in range(40):
+        a = (w * (it + 1.0)).sin()
+        b = a * a + w
+        loss = b.sum()
+        # keep some handles, some detached views and some raw NumPy views
+        kept.append((a, npy(a).copy()))
+        kept.append((b.detach(), npy(b).copy()))
+        kept.append((loss.detach().numpy(), npy(loss).copy()))
+        loss.backward()
+        w.grad = None
+        for held, want in kept:
+            got = held if isinstance(held, np.ndarray) else npy(held)
+            np.testing.assert_array_equal(got, want)
+        if it % 3 == 0:
+            del kept[::2]                        # release some, so chunks return to the pool
+    for held, want in kept:
+        got = held if isinstance(held, np.ndarray) else npy(held)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_retained_graph_values_survive_other_recordings():
+    x = tg.tensor([0.5, 1.5], requires_grad=True)
+    y = (x * x).exp()
+    loss = y.sum()
+    loss.backward(retain_graph=True)
+    first = npy(x.grad).copy()
+    for _ in range(200):                         # record and free plenty of other tapes
+        (x.sin() * 3).sum().backward()
+    x.grad = None
+    loss.backward()
+    np.testing.assert_array_equal(npy(x.grad), first)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------
+def test_memory_stays_flat_over_10000_steps():
+    model = MLP(seed=3)
+    for _ in range(300):
+        model.step()
+    gc.collect()
+    tapes_before = live_tapes()
+    rss_before = rss_bytes()
+    for i in range(10_000):
+        model.step()
+        if i == 5000:
+            tapes_mid = live_tapes()
+    gc.collect()
+    growth = rss_bytes() - rss_before
+    tapes_after = live_tapes()
+    assert growth < 20 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB"
+    assert tapes_mid <= tapes_before + 2
+    assert tapes_after <= tapes_before + 2
+    assert len(tape_mod.state.pool) <= tape_mod._POOL_LIMIT
+
+
+# ---------------------------------------------------------------------------------------------
+# Long tapes and arena rollover
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def default_chunks():
+    """Record from here on new tapes with the smallest arena chunks (earlier tests may have
+    left larger free chunks or a larger size hint behind), so that a long recording crosses
+    several tapes."""
+    tape_mod.state.pool.clear()
+    tape_mod.state.tape = None
+    tape_mod.state.last_used = 0     # no size hint from an earlier, larger recording
+
+
+def test_a_million_record_tape_backpropagates_exactly(default_chunks):
+    x = tg.tensor(0.7, requires_grad=True)
+    n = 1_000_000
+    c = 1.0 + 1e-6
+    y = x * x
+    first = y._tape
+    for _ in range(n):
+        y = y * c
+    assert y._tape.id - first.id >= 3            # crossed several arena chunks
+    records = sum(len(t) for t in _tapes_behind(y._tape))
+    assert records >= n
+    y.backward()
+    np.testing.assert_allclose(y.item(), 0.49 * c ** n, rtol=1e-9)
+    np.testing.assert_allclose(x.grad.item(), 2 * 0.7 * c ** n, rtol=1e-9)
+
+
+def _tapes_behind(t):
+    out, stack, seen = [], [t], set()
+    while stack:
+        t = stack.pop()
+        if t.id in seen:
+            continue
+        seen.add(t.id)
+        out.append(t)
+        stack.extend(older for older, _ in t.externs.values())
+    return out
+
+
+def test_vector_chain_across_many_tapes_with_leaves_used_on_each(default_chunks):
+    rng = np.random.default_rng(6)
+    v0 = rng.uniform(0.5, 1.5, 20_000)
+    s0 = rng.uniform(0.5, 1.5, 20_000)
+    x = tg.tensor(v0, requires_grad=True)
+    s = tg.tensor(s0, requires_grad=True)
+    y = x
+    steps = 60
+    for k in range(steps):                      # y_k = y_{k-1} * s + 1/(k+1)
+        y = y * s + 1.0 / (k + 1)
+    assert len(_tapes_behind(y._tape)) >= 4
+    loss = y.sum()
+    loss.backward()
+    # closed form: y = x s^n + sum_k s^(n-1-k)/(k+1)
+    np.testing.assert_allclose(x.grad.numpy(), s0 ** steps, rtol=1e-12)
+    ds = steps * v0 * s0 ** (steps - 1) + sum(
+        (steps - 1 - k) * s0 ** max(steps - 2 - k, 0) / (k + 1) for k in range(steps))
+    np.testing.assert_allclose(s.grad.numpy(), ds, rtol=1e-12)
+
+
+def test_backward_from_an_older_tape_after_rollover(default_chunks):
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    early = (x * 3).sin()                        # on the first tape
+    big = tg.tensor(np.ones(300_000), requires_grad=True) * 2.0   # forces new tapes
+    late = early * big[:2]                       # uses `early` on a newer tape
+    assert late._tape is not early._tape
+    late.sum().backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * np.cos([3.0, 6.0]), rtol=1e-15)
+    x.grad = None
+    early.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.cos([3.0, 6.0]), rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fan-out
+# ---------------------------------------------------------------------------------------------
+def test_one_tensor_used_many_times():
+    x = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = x * 1.0
+    total = y
+    for k in range(2, 50):
+        total = total + y * k
+    total.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [sum(range(1, 50))] * 3)
+
+
+def test_a_leaf_feeding_several_outputs():
+    x = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    a = (x * x).sum()
+    b = x.exp().sum()
+    c = (x * 3).sum()
+    a.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, -2.0, 4.0])
+    b.backward()
+    c.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy() + np.exp([0.5, -1.0, 2.0])
+                               + 3, rtol=1e-15)
+
+
+def test_backward_of_a_sum_of_outputs_and_of_several_at_once():
+    x = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    outs = [(x * x).sum(), x.sin().sum(), (x * x * x).sum()]
+    want = 2 * np.array([0.5, -1.0, 2.0]) + np.cos([0.5, -1.0, 2.0]) + 3 * np.array(
+        [0.25, 1.0, 4.0])
+    (outs[0] + outs[1] + outs[2]).backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15)
+    x.grad = None
+    tg.autograd.backward(outs)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15)
+    x.grad = None
+    a = x * 2
+    b = x * x
+    tg.autograd.backward([a, b], [tg.ones(3), tg.tensor([1.0, 0.0, 2.0])])
+    np.testing.assert_allclose(x.grad.numpy(), 2 + np.array([1.0, 0.0, 8.0]), rtol=1e-15)
+
+
+FAN_OUT_PROGRAMS = {
+    "reuse": lambda L, x, w: (x * w + x * x + x).sum(),
+    "diamond": lambda L, x, w: ((x.exp() * w).sin() * x.exp()).sum(),
+    "broadcast_reuse": lambda L, x, w: ((x.reshape(3, 1) * w) + x).sum(),
+    "index_overlap": lambda L, x, w: (x[[0, 0, 1, 2, 2, 2]] * 2).sum() + x[1:].sum(),
+    "stack_same": lambda L, x, w: L.stack([x, x, x * w]).prod(0).sum(),
+    "cat_same": lambda L, x, w: (L.cat([x, x]) ** 2).sum(),
+    "matmul_self": lambda L, x, w: (x.reshape(3, 1) @ x.reshape(1, 3)).sum(),
+    "where_both": lambda L, x, w: L.where(x > 0, x, x * w).sum(),
+    "deep_reuse": lambda L, x, w: _deep(x, w),
+}
+
+
+def _deep(x, w):
+    h = x
+    for _ in range(20):
+        h = (h * w + x).tanh()
+    return h.sum()
+
+
+@pytest.mark.parametrize("name", sorted(FAN_OUT_PROGRAMS))
+def test_fan_out_matches_torch(torch, name):
+    grads = []
+    for L in (tg, torch):
+        x = L.tensor([0.3, -0.7, 1.1], requires_grad=True)
+        w = L.tensor([0.9, 1.2, -0.4], requires_grad=True)
+        FAN_OUT_PROGRAMS[name](L, x, w).backward()
+        grads.append((npy(x.grad), npy(w.grad)))
+    for a, b in zip(*grads):
+        if b is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_autograd_backward_list_matches_torch(torch):
+    grads = []
+    for L in (tg, torch):
+        x = L.tensor([0.3, -0.7, 1.1], requires_grad=True)
+        a = (x * x).sum()
+        b = x.exp()
+        L.autograd.backward([a, b], [None, L.tensor([1.0, 2.0, 3.0])])
+        grads.append(npy(x.grad))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input leaves tapegrad usable
+# ---------------------------------------------------------------------------------------------
+def _bad_inputs():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def leaf_in_place():
+        x.add_(1)
+
+    def version():
+        b = x.exp()
+        b.add_(1)
+        b.sum().backward()
+
+    def saved_input_version():
+        b = x * 2
+        c = b * b
+        b.mul_(3)
+        c.sum().backward()
+
+    def non_scalar():
+        (x * 2).backward()
+
+    def wrong_shape():
+        (x * 2).backward(tg.ones(2))
+
+    def twice():
+        y = (x * x).sum()
+        y.backward()
+        y.backward()
+
+    def grad_twice():
+        y = x.sin().sum()
+        tg.autograd.grad(y, x)
+        tg.autograd.grad(y, x)
+
+    def unused():
+        tg.autograd.grad((x * 2).sum(), [x, tg.ones(1, requires_grad=True)])
+
+    def broadcast():
+        x * tg.ones(2)
+
+    def matmul():
+        tg.ones(2, 3, requires_grad=True) @ tg.ones(2, 3)
+
+    def bad_dim():
+        x.sum(dim=3)
+
+    def ragged():
+        tg.tensor([[1.0, 2.0], [3.0]])
+
+    def int_requires_grad():
+        tg.tensor([1, 2], requires_grad=True)
+
+    def no_grad_output():
+        tg.ones(2).sum().backward()
+
+    def hook_raises():
+        y = x * 2
+
+        def hook(g):
+            raise ValueError("from a hook")
+        y.register_hook(hook)
+        (y * y).sum().backward()
+
+    def leaf_hook_raises():
+        z = tg.tensor([1.0], requires_grad=True)
+        z.register_hook(lambda g: 1 / 0)
+        (z * x[0]).sum().backward()
+
+    def setitem_shape():
+        y = x * 2
+        y[0:2] = tg.ones(3)
+
+    def bad_index():
+        (x * 2)[5]
+    return x, [leaf_in_place, version, saved_input_version, non_scalar, wrong_shape, twice,
+               grad_twice, unused, broadcast, matmul, bad_dim, ragged, int_requires_grad,
+               no_grad_output, hook_raises, leaf_hook_raises, setitem_shape, bad_index]
+
+
+@pytest.mark.parametrize("k", range(len(_bad_inputs()[1])),
+                         ids=[f.__name__ for f in _bad_inputs()[1]])
+def test_an_error_leaves_tapegrad_usable(k):
+    x, programs = _bad_inputs()
+    with pytest.raises((RuntimeError, ValueError, IndexError, ZeroDivisionError)) as info:
+        programs[k]()
+    # the exception (and its traceback) is still alive here, as in an interactive session
+    assert info.value is not None
+    assert tg.is_grad_enabled()
+    for _ in range(3):
+        x.grad = None
+        y = (x * x).exp().sum() + (x @ tg.ones(3)) * 2
+        y.backward()
+        want = 2 * np.array([1.0, 2.0, 3.0]) * np.exp([1.0, 4.0, 9.0]) + 2
+        np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-14)
+    # and a fresh model trains
+    model = MLP(seed=9)
+    losses = [model.step()[3].item() for _ in range(20)]
+    assert losses[-1] < losses[0] and all(math.isfinite(v) for v in losses)
+
+
+def test_errors_inside_no_grad_restore_the_mode():
+    with pytest.raises(RuntimeError):
+        with tg.no_grad():
+            tg.ones(2) @ tg.ones(3)
+    assert tg.is_grad_enabled()
+
+    @tg.no_grad()
+    def fails():
+        raise ValueError("inside")
+    with pytest.raises(ValueError):
+        fails()
+    assert tg.is_grad_enabled()
