@@ -88,6 +88,14 @@ def _astype(self, dtype):
     return Tensor._make(self._value.astype(dt.np))
 
 
+def _logical(fn, self, dim, keepdim):
+    """all()/any(): bool results, no gradient (read like a comparison while tracing)."""
+    from .tensor import read_value
+    read_value(self, f"{fn.__name__}()")
+    axis = None if dim is None else F._dims(self, dim)
+    return Tensor._make(np.asarray(fn(self._value, axis=axis, keepdims=keepdim)))
+
+
 def _new_tensor(self, data, dtype=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
@@ -141,6 +149,8 @@ METHODS = {
     "view_as": lambda self, other: F.reshape(self, *other.shape),
     "reshape_as": lambda self, other: F.reshape(self, *other.shape),
     "type_as": lambda self, other: _astype(self, other.dtype),
+    "all": lambda self, dim=None, keepdim=False: _logical(np.all, self, dim, keepdim),
+    "any": lambda self, dim=None, keepdim=False: _logical(np.any, self, dim, keepdim),
 }
 
 PROPERTIES = {
