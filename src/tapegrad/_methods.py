@@ -4,6 +4,7 @@ import numpy as np
 from . import autograd
 from . import functional as F
 from .creation import tensor as _tensor
+from .tape import state
 from .tensor import Tensor
 
 
@@ -83,6 +84,12 @@ def _astype(self, dtype):
     dt = _dtype.resolve(dtype)
     if self._value.dtype == dt.np:
         return self
+    trace = state.trace
+    if trace is not None and self._rg and self._tape is not None:
+        if dt.is_floating_point:
+            # traced comparison data is already 0/1 floats on the tape: the same record
+            return F._result(self._tape, self._r, self._value.astype(dt.np))
+        trace.opaque(f"conversion of traced values to {dt.name}")
     if dt.is_floating_point and self._rg:
         return self
     return Tensor._make(self._value.astype(dt.np))

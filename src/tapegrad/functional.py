@@ -65,6 +65,8 @@ def _ref(tape, x):
             return r
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
+        if state.trace is not None:
+            state.trace.constants.append((x, x._version))
         return tape.push(K.CONST, -1, -1, off, n)
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
@@ -657,7 +659,9 @@ def _reduce(code, x, dims, keepdim, value, fp=0.0, extra=()):
     ip = tape.put_aux((o, red, i) + tuple(extra))
     off, out = _out(tape, shape, n)
     np.copyto(out, value)
-    return _result(tape, tape.push(code, r0, -1, off, n, ip, fp), out)
+    # a reduction of traced bool data (a comparison) keeps its eager dtype on the handle
+    return _result(tape, tape.push(code, r0, -1, off, n, ip, fp),
+                   out if value.dtype.kind == "f" else value)
 
 
 def _quietly(fn, *args, **kw):
@@ -1013,7 +1017,12 @@ def matmul(a, b):
             raise RuntimeError(
                 f"expected m1 and m2 to have the same dtype, but got: {names.get(ka, ka)} != "
                 f"{names.get(kb, kb)}")
-    form = _matmul_form(sa, sb, a._rg, b._rg)
+    trace = state.trace
+    if trace is None:
+        form = _matmul_form(sa, sb, a._rg, b._rg)
+    else:
+        form = _matmul_form(sa, sb, a._rg and id(a) not in trace.untracked,
+                            b._rg and id(b) not in trace.untracked)
     # the (variant, B, M, K, N) view of the product and how operands are laid out
     if len(sa) == 1 and len(sb) == 1:
         if sa[0] != sb[0]:
@@ -1324,11 +1333,14 @@ def _index_key(key, shape):
                 "Variables are valid indices (got " + type(k).__name__ + ")")
         labels.append(label)
     if not bare:
-        # x[:] is a SliceBackward0, but x[:, :] and x[(slice(None),)] an AliasBackward0
+        # x[:] is a SliceBackward0, but x[:, :] and x[(slice(None),)] an AliasBackward0.
+        # PyTorch skips by the slice as written: start 0 or None (not -len), stop None or at
+        # least the length, step 1 or None
         for pos, d in enumerate(_key_dims(out, len(shape))):
             sl = out[pos]
             if isinstance(sl, slice) and d is not None and d < len(shape) and \
-                    sl.indices(shape[d]) == (0, shape[d], 1):
+                    sl.start in (None, 0) and sl.step in (None, 1) and \
+                    (sl.stop is None or sl.stop >= shape[d]):
                 labels[pos] = None
     last = [v for v in labels if v is not None]
     variant = V_INDEX if advanced else (last[-1] if last else V_ALIAS)
@@ -1387,12 +1399,39 @@ def _check_index(np_key, key, shape):
                          "with shapes " + ", ".join(str(list(s)) for s in index_shapes)) from None
 
 
+def _basic_then_advanced(np_key):
+    """The key as PyTorch applies it: ints, slices and None first (advanced parts kept as
+    full slices), then the advanced parts on that result.  NumPy would count an int as an
+    advanced index too, and move the indexed dims to the front when an int separates it
+    from an array (x[0, :, [1, 2]]); PyTorch selects first, so they stay in place."""
+    first, second = [], []
+    for k in np_key:
+        if isinstance(k, np.ndarray):
+            first += [slice(None)] * (k.ndim if k.dtype.kind == "b" else 1)
+            second.append(k)
+        elif isinstance(k, bool):
+            second.append(k)
+        elif isinstance(k, int):
+            first.append(k)
+        elif k is Ellipsis:
+            first.append(k)
+            second.append(k)
+        else:  # None or a slice: a dim of the intermediate result
+            first.append(k)
+            second.append(slice(None))
+    return tuple(first), tuple(second)
+
+
 def getitem(x, key):
     np_key, variant = _index_key(key, x._value.shape)
     _check_index(np_key, key, x._value.shape)
     flat = _flat_index(x)
     try:
-        idx = flat[np_key]
+        if variant == V_INDEX:
+            first, second = _basic_then_advanced(np_key)
+            idx = flat[first][second]
+        else:
+            idx = flat[np_key]
     except IndexError as e:
         msg = str(e).replace("axis", "dimension")
         raise IndexError(msg) from None

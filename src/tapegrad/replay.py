@@ -48,12 +48,18 @@ class _Miss:
 class Trace:
     """Bookkeeping while a function is being recorded for replay."""
 
-    __slots__ = ("tape", "guards", "opaque_reasons")
+    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked")
 
     def __init__(self, tape):
         self.tape = tape
         self.guards = {}           # GUARD record -> (what was read, where)
         self.opaque_reasons = []
+        # tensors read as constants, with their versions: an in-place change of one (a
+        # closed-over tensor the function does not differentiate) makes replay record again
+        self.constants = []
+        # ids of argument proxies whose tensors require no grad: ops that choose their
+        # PyTorch node by requires_grad (matmul) must see what eager mode sees
+        self.untracked = set()
 
     def guard(self, t, kind):
         from .functional import _ref
@@ -201,6 +207,7 @@ class Variant:
         self.top = tape.top
         self.instances = []
         self.plan_cache = {}               # shared by the instances: same records, same plans
+        self.constants = []                # (tensor, version) read as constants
         self.n = len(tape)
 
     def save(self, path):
@@ -246,6 +253,9 @@ class Variant:
         for r, (leaf, shape, rg) in self.closure.items():
             if leaf._value.shape != shape or leaf._rg != rg:
                 return _Miss(None)
+        for t, version in self.constants:
+            if t._version != version:
+                return _Miss("a tensor used as a constant was changed in place")
         inst = self._instance()
         vals = inst.vals
         voff = self.cols[3]
@@ -361,6 +371,8 @@ def _traced_inputs(a, path, found):
         # from it must be recomputed on replay
         p = Tensor._make(a._value, True)
         found.append((path, p, a))
+        if not a._rg and state.trace is not None:
+            state.trace.untracked.add(id(p))
         return p
     if _is_sequence(a) or type(a) is dict:
         n = len(found)
@@ -466,6 +478,8 @@ class Compiled:
                     if res.guard is None:
                         st.rerecords.append(("a parameter changed shape or requires_grad",
                                              "?"))
+                    elif type(res.guard) is str:
+                        st.rerecords.append((res.guard, "?"))
                     else:
                         st.rerecords.append(v.guards[res.guard])
                     continue
@@ -571,6 +585,7 @@ class Compiled:
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
             variant = Variant(small, args_, outs_, treedef, guards_, plain)
+            variant.constants = trace.constants
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
             variants = self._cache.get(sig)
