@@ -1,0 +1,728 @@
+"""The op table seen from the user's side: one ``Case`` per (opcode, family of call forms).
+
+A case draws float64 input arrays (which of them require grad, too), extra parameters (dims,
+scalars, keys, masks) and a call form, and applies the form to tensors of a library ``m``:
+tapegrad or PyTorch, spelled the same way.  ``test_ops_grad`` checks every case's gradient
+against finite differences; ``test_vs_torch`` runs every case in both libraries.
+"""
+import math
+
+import numpy as np
+from hypothesis import assume
+from hypothesis import strategies as st
+
+import strategies as S
+from tapegrad import ops as K
+
+RG_BOTH = ((True, True), (True, False), (False, True))
+
+
+class Drawn:
+    """Inputs of one example: arrays (made into tensors), requires_grad flags, parameters."""
+
+    __slots__ = ("arrays", "rg", "params", "form")
+
+    def __init__(self, arrays, rg, params, form):
+        self.arrays, self.rg, self.params, self.form = list(arrays), tuple(rg), params, form
+
+    def __repr__(self):
+        shapes = [a.shape for a in self.arrays]
+        return (f"Drawn(form={self.form!r}, shapes={shapes}, rg={self.rg}, "
+                f"params={self.params!r}, arrays={[a.tolist() for a in self.arrays]!r})")
+
+
+class Case:
+    """An opcode and the call forms that record it.
+
+    ``inputs`` is a strategy of ``(arrays, rg, params)``; each form is
+    ``fn(m, *tensors, **params)`` returning one tensor.  The result's own record has the
+    case's opcode, or with ``deep`` some record of its graph has (an op that only a
+    differentiable backward records).
+    """
+
+    def __init__(self, id, op, inputs, forms, deep=False):
+        self.id, self.op, self.inputs, self.forms, self.deep = id, op, inputs, forms, deep
+
+    def strategy(self):
+        return st.tuples(self.inputs, st.sampled_from(sorted(self.forms))).map(
+            lambda t: Drawn(t[0][0], t[0][1], t[0][2], t[1]))
+
+    def run(self, m, tensors, drawn):
+        return self.forms[drawn.form](m, *tensors, **drawn.params)
+
+    def __repr__(self):
+        return f"Case({self.id})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Input builders
+# ---------------------------------------------------------------------------------------------
+def one(elements=None, shape=None, **params):
+    """One array that requires grad; ``params`` are strategies of extra parameters."""
+    @st.composite
+    def build(draw):
+        x = draw(S.arrays(shape if shape is not None else S.shapes(), elements))
+        return [x], (True,), {k: draw(v) for k, v in params.items()}
+    return build()
+
+
+def two(pair_strategy=None, rg=RG_BOTH):
+    """Two broadcastable arrays and which of them require grad."""
+    @st.composite
+    def build(draw):
+        a, b = draw(pair_strategy if pair_strategy is not None else S.pair())
+        return [a, b], draw(st.sampled_from(rg)), {}
+    return build()
+
+
+def scalars(low=-3.0, high=3.0, ints=True, nonzero=False):
+    """Python scalars: floats, and ints when allowed."""
+    fl = S.nonzero(S.GAP, high) if nonzero else S.reals(low, high)
+    if not ints:
+        return fl
+    it = st.integers(int(math.ceil(low)), int(math.floor(high)))
+    if nonzero:
+        it = it.filter(lambda v: v != 0)
+    return st.one_of(fl, it)
+
+
+def distinct_one(magnitudes=False, shape=None, **params):
+    @st.composite
+    def build(draw):
+        sh = draw(shape if shape is not None else S.shapes())
+        x = draw(S.distinct(sh, magnitudes=magnitudes))
+        return [x], (True,), {k: (v(sh, draw) if callable(v) else draw(v))
+                              for k, v in params.items()}
+    return build()
+
+
+def with_shape(elements=None, min_dims=0, max_dims=S.MAX_DIMS, shape=None, **params):
+    """One array plus parameters that depend on its shape: ``params`` maps a name to a
+    function ``(shape, draw) -> value``."""
+    @st.composite
+    def build(draw):
+        sh = draw(shape if shape is not None else S.shapes(min_dims=min_dims, max_dims=max_dims))
+        x = draw(S.arrays(sh, elements))
+        return [x], (True,), {k: v(sh, draw) for k, v in params.items()}
+    return build()
+
+
+def _dim(allow_none=False, allow_tuple=False, allow_empty_tuple=False):
+    return lambda sh, draw: draw(S.dims(len(sh), allow_none=allow_none, allow_tuple=allow_tuple,
+                                        allow_empty_tuple=allow_empty_tuple))
+
+
+def _keepdim(sh, draw):
+    return draw(st.booleans())
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------------------------
+CASES = []
+
+
+def add(*cases):
+    CASES.extend(cases)
+
+
+add(
+    Case("add", K.ADD, two(), {
+        "op": lambda m, a, b: a + b,
+        "method": lambda m, a, b: a.add(b),
+        "function": lambda m, a, b: m.add(a, b),
+    }),
+    Case("add_fanout", K.ADD, one(), {"x+x": lambda m, x: x + x}),
+    Case("add_scalar", K.ADD_S, one(c=scalars()), {
+        "x+c": lambda m, x, c: x + c,
+        "c+x": lambda m, x, c: c + x,
+        "method": lambda m, x, c: x.add(c),
+    }),
+    Case("sub", K.SUB, two(), {
+        "op": lambda m, a, b: a - b,
+        "method": lambda m, a, b: a.sub(b),
+        "function": lambda m, a, b: m.sub(a, b),
+        "subtract": lambda m, a, b: m.subtract(a, b),
+    }),
+    Case("sub_scalar", K.SUB_S, one(c=scalars()), {
+        "x-c": lambda m, x, c: x - c,
+        "method": lambda m, x, c: x.sub(c),
+    }),
+    Case("rsub_scalar", K.RSUB_S, one(c=scalars()), {"c-x": lambda m, x, c: c - x}),
+    Case("mul", K.MUL, two(), {
+        "op": lambda m, a, b: a * b,
+        "method": lambda m, a, b: a.mul(b),
+        "function": lambda m, a, b: m.mul(a, b),
+        "multiply": lambda m, a, b: m.multiply(a, b),
+    }),
+    Case("mul_fanout", K.MUL, one(), {"x*x": lambda m, x: x * x}),
+    Case("mul_scalar", K.MUL_S, one(c=scalars()), {
+        "x*c": lambda m, x, c: x * c,
+        "c*x": lambda m, x, c: c * x,
+        "method": lambda m, x, c: x.mul(c),
+    }),
+    Case("div", K.DIV, two(S.pair(S.reals(), S.nonzero(0.2))), {
+        "op": lambda m, a, b: a / b,
+        "method": lambda m, a, b: a.div(b),
+        "function": lambda m, a, b: m.div(a, b),
+        "true_divide": lambda m, a, b: m.true_divide(a, b),
+    }),
+    Case("div_fanout", K.DIV, one(S.nonzero(0.2)), {"x/x": lambda m, x: x / x}),
+    Case("div_scalar", K.DIV_S, one(c=scalars(nonzero=True)), {
+        "x/c": lambda m, x, c: x / c,
+        "method": lambda m, x, c: x.div(c),
+    }),
+    # c / x is recorded as reciprocal(x) * c, as PyTorch records it
+    Case("rdiv_scalar", K.MUL_S, one(S.nonzero(0.2), c=scalars()), {
+        "c/x": lambda m, x, c: c / x,
+    }),
+    Case("reciprocal", K.RECIPROCAL, one(S.nonzero(0.2)), {
+        "method": lambda m, x: x.reciprocal(),
+        "function": lambda m, x: m.reciprocal(x),
+    }),
+    Case("neg", K.NEG, one(), {
+        "op": lambda m, x: -x,
+        "method": lambda m, x: x.neg(),
+        "function": lambda m, x: m.neg(x),
+    }),
+    Case("pow", K.POW, two(S.pair(S.positive(0.2, 3.0), S.reals(-2.0, 2.0))), {
+        "op": lambda m, a, b: a ** b,
+        "method": lambda m, a, b: a.pow(b),
+        "function": lambda m, a, b: m.pow(a, b),
+    }),
+    Case("pow_fanout", K.POW, one(S.positive(0.2, 2.0)), {"x**x": lambda m, x: x ** x}),
+    Case("pow_int_exponent", K.POW_S, one(S.nonzero(0.2), c=st.integers(-3, 4)), {
+        "x**c": lambda m, x, c: x ** c,
+        "method": lambda m, x, c: x.pow(c),
+        "function": lambda m, x, c: m.pow(x, c),
+    }),
+    Case("pow_float_exponent", K.POW_S, one(S.positive(0.2, 3.0), c=S.reals(-2.5, 2.5)), {
+        "x**c": lambda m, x, c: x ** c,
+        "method": lambda m, x, c: x.pow(c),
+    }),
+    Case("rpow_scalar", K.RPOW_S, one(S.reals(-2.0, 2.0), c=S.positive(0.2, 3.0)), {
+        "c**x": lambda m, x, c: c ** x,
+        "function": lambda m, x, c: m.pow(c, x),
+    }),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise functions
+# ---------------------------------------------------------------------------------------------
+
+
+def unary(name, op, elements):
+    return Case(name, op, one(elements), {
+        "method": lambda m, x: getattr(x, name)(),
+        "function": lambda m, x: getattr(m, name)(x),
+    })
+
+
+add(
+    unary("exp", K.EXP, S.reals(-4.0, 4.0)),
+    unary("log", K.LOG, S.positive(0.1, 5.0)),
+    unary("log1p", K.LOG1P, S.reals(-0.9, 4.0)),
+    unary("expm1", K.EXPM1, S.reals(-4.0, 4.0)),
+    unary("sqrt", K.SQRT, S.positive(0.1, 5.0)),
+    unary("sin", K.SIN, S.reals(-6.0, 6.0)),
+    unary("cos", K.COS, S.reals(-6.0, 6.0)),
+    unary("tan", K.TAN, S.reals(-1.3, 1.3)),
+    unary("tanh", K.TANH, S.reals(-4.0, 4.0)),
+    unary("sigmoid", K.SIGMOID, S.reals(-8.0, 8.0)),
+    unary("relu", K.RELU, S.nonzero()),
+    Case("abs", K.ABS, one(S.nonzero()), {
+        "method": lambda m, x: x.abs(),
+        "function": lambda m, x: m.abs(x),
+        "builtin": lambda m, x: abs(x),
+    }),
+)
+
+
+@st.composite
+def _softplus_inputs(draw):
+    beta = draw(st.sampled_from([1.0, 2.0, 0.5]))
+    threshold = draw(st.sampled_from([20.0, 1.0, 3.0]))
+    # keep clear of beta*x == threshold, where the output switches formula
+    x = draw(S.arrays(S.shapes(), S.avoiding([threshold / beta], -6.0, 6.0, gap=0.1)))
+    return [x], (True,), {"beta": beta, "threshold": threshold}
+
+
+add(Case("softplus", K.SOFTPLUS, _softplus_inputs(), {
+    "default": lambda m, x, beta, threshold: m.F.softplus(x),
+    "beta": lambda m, x, beta, threshold: m.F.softplus(x, beta=beta),
+    "both": lambda m, x, beta, threshold: m.F.softplus(x, beta, threshold),
+}))
+
+
+def _bounds(which):
+    @st.composite
+    def build(draw):
+        lo = draw(st.one_of(S.reals(-2.0, 0.5), st.integers(-2, 0)))
+        hi = draw(st.one_of(S.reals(0.6, 2.5), st.integers(1, 2)))
+        points = [p for p, used in ((lo, which in ("min", "both")), (hi, which in ("max", "both")))
+                  if used]
+        x = draw(S.arrays(S.shapes(), S.avoiding(points, -3.0, 3.0)))
+        return [x], (True,), {"lo": lo, "hi": hi}
+    return build()
+
+
+@st.composite
+def _tensor_bounds(draw):
+    """x, lo <= hi broadcasting with x, all at least GAP apart elementwise (``separated_pair``
+    twice, with the bounds pair shifted apart)."""
+    # the bounds broadcast to x's shape (PyTorch's backward fails when they would widen it)
+    sx = draw(S.shapes())
+    sl, sh = (draw(S.squashed(sx)) for _ in range(2))
+    x = draw(S.arrays(sx, S.reals(0.0, 0.4))) + draw(S.arrays(sx, st.integers(-3, 2).map(float)))
+    lo = draw(S.arrays(sl, S.reals(0.5, 0.9))) + draw(S.arrays(sl, st.integers(-3, 0).map(float)))
+    hi = lo.max() + draw(S.arrays(sh, st.integers(1, 3).map(float)))
+    return [x, lo, hi], draw(st.sampled_from([(True, True, True), (True, False, False),
+                                               (False, True, True)])), {}
+
+
+add(
+    Case("clamp_both", K.CLAMP, _bounds("both"), {
+        "method": lambda m, x, lo, hi: x.clamp(lo, hi),
+        "keywords": lambda m, x, lo, hi: x.clamp(min=lo, max=hi),
+        "function": lambda m, x, lo, hi: m.clamp(x, lo, hi),
+        "clip": lambda m, x, lo, hi: x.clip(lo, hi),
+    }),
+    Case("clamp_min", K.CLAMP, _bounds("min"), {
+        "method": lambda m, x, lo, hi: x.clamp(min=lo),
+        "function": lambda m, x, lo, hi: m.clamp(x, min=lo),
+        "positional": lambda m, x, lo, hi: m.clamp(x, lo),
+    }),
+    Case("clamp_max", K.CLAMP, _bounds("max"), {
+        "method": lambda m, x, lo, hi: x.clamp(max=hi),
+        "function": lambda m, x, lo, hi: m.clamp(x, None, hi),
+    }),
+    Case("clamp_min_method", K.CLAMP_MIN, _bounds("min"), {
+        "method": lambda m, x, lo, hi: x.clamp_min(lo),
+        "function": lambda m, x, lo, hi: m.clamp_min(x, lo),
+    }),
+    Case("clamp_max_method", K.CLAMP_MAX, _bounds("max"), {
+        "method": lambda m, x, lo, hi: x.clamp_max(hi),
+        "function": lambda m, x, lo, hi: m.clamp_max(x, hi),
+    }),
+    # tensor bounds: recorded as maximum then minimum (PyTorch has one ClampBackward0 node)
+    Case("clamp_tensor_bounds", K.MINIMUM, _tensor_bounds(), {
+        "both": lambda m, x, lo, hi: x.clamp(lo, hi),
+        "keywords": lambda m, x, lo, hi: m.clamp(x, min=lo, max=hi),
+    }),
+    Case("maximum", K.MAXIMUM, two(S.separated_pair()), {
+        "function": lambda m, a, b: m.maximum(a, b),
+        "method": lambda m, a, b: a.maximum(b),
+        "max(a, b)": lambda m, a, b: m.max(a, b),
+    }),
+    Case("minimum", K.MINIMUM, two(S.separated_pair()), {
+        "function": lambda m, a, b: m.minimum(a, b),
+        "method": lambda m, a, b: a.minimum(b),
+        "min(a, b)": lambda m, a, b: m.min(a, b),
+    }),
+)
+
+
+@st.composite
+def _where_inputs(draw):
+    sc, sa, sb = draw(S.broadcast_shapes(3))
+    cond = draw(S.arrays(sc, st.booleans()).map(lambda c: c.astype(bool)))
+    a = draw(S.arrays(sa))
+    b = draw(S.arrays(sb))
+    rg = draw(st.sampled_from(RG_BOTH))
+    c = draw(S.reals())
+    return [a, b], rg, {"cond": cond, "c": c}
+
+
+add(
+    Case("where", K.WHERE, _where_inputs(), {
+        "function": lambda m, a, b, cond, c: m.where(m.tensor(cond), a, b),
+    }),
+    # the condition comes from x itself: keep x away from where it flips
+    Case("where_scalar", K.WHERE, one(S.avoiding([0.5]), c=S.reals()), {
+        "scalar other": lambda m, x, c: m.where(x > 0.5, x, c),
+        "scalar input": lambda m, x, c: m.where(x > 0.5, c, x),
+    }),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------------
+
+
+def _reduction(name, op, elements, dim, keepdim=True, function=True):
+    """sum/mean-like: ``x.name(dim, keepdim)`` in method, keyword and function forms."""
+    params = {"dim": dim}
+    if keepdim:
+        params["keepdim"] = _keepdim
+        forms = {
+            "method": lambda m, x, dim, keepdim: getattr(x, name)(dim, keepdim),
+            "keywords": lambda m, x, dim, keepdim: getattr(x, name)(dim=dim, keepdim=keepdim),
+        }
+        if function:
+            forms["function"] = lambda m, x, dim, keepdim: getattr(m, name)(x, dim,
+                                                                          keepdim=keepdim)
+    else:
+        forms = {"method": lambda m, x, dim: getattr(x, name)(dim)}
+    return Case(f"{name}_dim", op, with_shape(elements, **params), forms)
+
+
+add(
+    Case("sum_all", K.SUM, one(), {
+        "method": lambda m, x: x.sum(),
+        "function": lambda m, x: m.sum(x),
+    }),
+    _reduction("sum", K.SUM_DIM, None, _dim(allow_tuple=True, allow_empty_tuple=True)),
+    Case("mean_all", K.MEAN, one(), {
+        "method": lambda m, x: x.mean(),
+        "function": lambda m, x: m.mean(x),
+    }),
+    _reduction("mean", K.MEAN_DIM, None, _dim(allow_tuple=True, allow_empty_tuple=True)),
+    Case("prod_all", K.PROD, one(S.reals(-1.5, 1.5)), {
+        "method": lambda m, x: x.prod(),
+        "function": lambda m, x: m.prod(x),
+    }),
+    _reduction("prod", K.PROD_DIM, S.reals(-1.5, 1.5), _dim()),
+    Case("max_all", K.MAX, distinct_one(), {
+        "method": lambda m, x: x.max(),
+        "function": lambda m, x: m.max(x),
+    }),
+    Case("min_all", K.MIN, distinct_one(), {
+        "method": lambda m, x: x.min(),
+        "function": lambda m, x: m.min(x),
+    }),
+)
+
+
+def _extreme_dim(name, op):
+    return Case(f"{name}_dim", op, distinct_one(dim=_dim(), keepdim=_keepdim), {
+        "values": lambda m, x, dim, keepdim: getattr(x, name)(dim, keepdim).values,
+        "index 0": lambda m, x, dim, keepdim: getattr(x, name)(dim=dim, keepdim=keepdim)[0],
+        "function": lambda m, x, dim, keepdim: getattr(m, name)(x, dim, keepdim)[0],
+    })
+
+
+def _amax(name, op):
+    return Case(name, op, distinct_one(dim=_dim(allow_tuple=True, allow_empty_tuple=True),
+                                       keepdim=_keepdim), {
+        "method": lambda m, x, dim, keepdim: getattr(x, name)(dim, keepdim),
+        "function": lambda m, x, dim, keepdim: getattr(m, name)(x, dim, keepdim=keepdim),
+        "no dim": lambda m, x, dim, keepdim: getattr(x, name)(),
+    })
+
+
+add(_extreme_dim("max", K.MAX_DIM), _extreme_dim("min", K.MIN_DIM),
+    _amax("amax", K.AMAX), _amax("amin", K.AMIN))
+
+
+@st.composite
+def _var_inputs(draw, std):
+    sh = draw(S.shapes())
+    x = draw(S.distinct(sh))
+    dim = draw(S.dims(len(sh), allow_tuple=True))
+    spelling = draw(st.sampled_from(["default", "correction", "unbiased"]))
+    if spelling == "correction":
+        corr = draw(st.sampled_from([0, 1, 2, 0.5]))
+    elif spelling == "unbiased":
+        corr = 1 if draw(st.booleans()) else 0
+    else:
+        corr = 1
+    count = S.reduced_count(sh, dim)
+    # var is smooth only where count > correction; std also needs var > 0
+    assume(count - corr > 0 and (count >= 2 or not std))
+    return [x], (True,), {"dim": dim, "spelling": spelling, "corr": corr,
+                          "keepdim": draw(st.booleans())}
+
+
+def _var_forms(name):
+    def run(m, x, dim, spelling, corr, keepdim):
+        f = getattr(x, name)
+        if dim is None:
+            if spelling == "correction":
+                return f(correction=corr)
+            if spelling == "unbiased":
+                return f(unbiased=bool(corr))
+            return f()
+        if spelling == "correction":
+            return f(dim, correction=corr, keepdim=keepdim)
+        if spelling == "unbiased":
+            return f(dim, bool(corr), keepdim)
+        return f(dim, keepdim=keepdim)
+
+    def function(m, x, dim, spelling, corr, keepdim):
+        if spelling == "correction":
+            return getattr(m, name)(x, dim, correction=corr, keepdim=keepdim)
+        return getattr(m, name)(x, dim, keepdim=keepdim) if spelling == "default" else \
+            getattr(m, name)(x, dim, unbiased=bool(corr), keepdim=keepdim)
+    return {"method": run, "function": function}
+
+
+add(
+    Case("var", K.VAR, _var_inputs(False), _var_forms("var")),
+    Case("std", K.STD, _var_inputs(True), _var_forms("std")),
+    Case("logsumexp", K.LOGSUMEXP, with_shape(S.reals(-5.0, 5.0), dim=_dim(allow_tuple=True),
+                                              keepdim=_keepdim), {
+        "method": lambda m, x, dim, keepdim: x.logsumexp(dim, keepdim),
+        "function": lambda m, x, dim, keepdim: m.logsumexp(x, dim=dim, keepdim=keepdim),
+    }),
+    Case("softmax", K.SOFTMAX, with_shape(S.reals(-5.0, 5.0), dim=_dim()), {
+        "method": lambda m, x, dim: x.softmax(dim),
+        "function": lambda m, x, dim: m.softmax(x, dim),
+        "keyword": lambda m, x, dim: m.softmax(x, dim=dim),
+    }),
+    Case("log_softmax", K.LOG_SOFTMAX, with_shape(S.reals(-5.0, 5.0), dim=_dim()), {
+        "method": lambda m, x, dim: x.log_softmax(dim),
+        "function": lambda m, x, dim: m.log_softmax(x, dim),
+        "keyword": lambda m, x, dim: m.log_softmax(x, dim=dim),
+    }),
+)
+
+
+@st.composite
+def _norm_inputs(draw):
+    p = draw(st.sampled_from([2, 2.0, "fro", 1, math.inf, -math.inf, 3, 1.5, 0.5]))
+    sh = draw(S.shapes())
+    if p in (math.inf, -math.inf):
+        x = draw(S.distinct(sh, magnitudes=True))
+    else:
+        x = draw(S.arrays(sh, S.nonzero(0.1)))
+    dim = draw(S.dims(len(sh), allow_tuple=True, allow_empty_tuple=True))
+    return [x], (True,), {"p": p, "dim": dim, "keepdim": draw(st.booleans())}
+
+
+add(Case("norm", K.NORM, _norm_inputs(), {
+    "positional": lambda m, x, p, dim, keepdim: x.norm(p, dim, keepdim),
+    "keywords": lambda m, x, p, dim, keepdim: x.norm(p=p, dim=dim, keepdim=keepdim),
+    "function": lambda m, x, p, dim, keepdim: m.norm(x, p, dim, keepdim),
+    "p only": lambda m, x, p, dim, keepdim: x.norm(p),
+}))
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def _matmul_inputs(draw):
+    form, sa, sb = draw(S.matmul_shapes())
+    a = draw(S.arrays(sa))
+    b = draw(S.arrays(sb))
+    return [a, b], draw(st.sampled_from(RG_BOTH)), {"shapes": form}
+
+
+def _named_product(m, a, b, shapes):
+    name = {"dot": "dot", "mv": "mv", "mm": "mm"}.get(shapes, "matmul")
+    return getattr(m, name)(a, b)
+
+
+add(Case("matmul", K.MATMUL, _matmul_inputs(), {
+    "@": lambda m, a, b, shapes: a @ b,
+    "method": lambda m, a, b, shapes: a.matmul(b),
+    "function": lambda m, a, b, shapes: m.matmul(a, b),
+    "named": _named_product,
+}))
+
+# ---------------------------------------------------------------------------------------------
+# Structure
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def _getitem_inputs(draw):
+    sh = draw(S.shapes())
+    x = draw(S.arrays(sh))
+    return [x], (True,), {"key": draw(S.index_keys(sh))}
+
+
+def _perm(sh, draw):
+    p = draw(st.permutations(range(len(sh))))
+    return tuple(d - len(sh) if draw(st.booleans()) else d for d in p)
+
+
+def _expand_target(sh, draw):
+    lead = draw(st.lists(st.integers(1, 3), max_size=2))
+    target = [draw(st.integers(1, 3)) if s == 1 else s for s in sh]
+    target = [t if draw(st.integers(0, 3)) else -1 for t in target]
+    return tuple(lead) + tuple(target)
+
+
+def _same_numel(sh, draw):
+    n = int(np.prod(sh, dtype=np.int64))
+    out = []
+    while n > 1 and len(out) < 3:
+        divs = [d for d in range(1, n + 1) if n % d == 0]
+        d = draw(st.sampled_from(divs))
+        out.append(d)
+        n //= d
+    if n > 1:
+        out.append(n)
+    out += [1] * draw(st.integers(0, 1))
+    out = draw(st.permutations(out))
+    if out and draw(st.booleans()):
+        out[draw(st.integers(0, len(out) - 1))] = -1
+    return tuple(out)
+
+
+def _resolved(x, target):
+    """``target`` with its -1 worked out for x's number of elements."""
+    return np.empty(tuple(x.shape)).reshape(target).shape
+
+
+def _flatten_range(sh, draw):
+    nd = len(sh)
+    if nd == 0:
+        return (0, -1)
+    a = draw(st.integers(0, nd - 2))
+    b = draw(st.integers(a + 1, nd - 1))
+    return (a - nd if draw(st.booleans()) else a, b - nd if draw(st.booleans()) else b)
+
+
+def _squeeze_dims(sh, draw):
+    nd = len(sh)
+    if nd == 0:
+        return draw(st.sampled_from([None, 0, -1]))
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none":
+        return None
+    if kind == "int":
+        return draw(S.one_dim(nd))
+    return tuple(draw(st.lists(st.integers(-nd, nd - 1), min_size=1, max_size=nd,
+                               unique_by=lambda d: d % nd)))
+
+
+add(
+    Case("getitem", K.GATHER, _getitem_inputs(), {
+        "index": lambda m, x, key: x[m.index_key(key)],
+    }),
+    Case("permute", K.GATHER, with_shape(perm=_perm), {
+        "tuple": lambda m, x, perm: x.permute(perm),
+        "args": lambda m, x, perm: x.permute(*perm) if perm else x.permute(perm),
+        "function": lambda m, x, perm: m.permute(x, perm),
+    }),
+    Case("transpose", K.GATHER, with_shape(
+        d0=lambda sh, draw: draw(S.one_dim(len(sh))),
+        d1=lambda sh, draw: draw(S.one_dim(len(sh)))), {
+        "method": lambda m, x, d0, d1: x.transpose(d0, d1),
+        "function": lambda m, x, d0, d1: m.transpose(x, d0, d1),
+    }),
+    Case("t", K.GATHER, with_shape(max_dims=2), {
+        "method": lambda m, x: x.t(),
+        "function": lambda m, x: m.t(x),
+    }),
+    Case("T", K.GATHER, with_shape(min_dims=2, max_dims=2), {"T": lambda m, x: x.T}),
+    Case("mT", K.GATHER, with_shape(min_dims=2), {"mT": lambda m, x: x.mT}),
+    Case("expand", K.GATHER, with_shape(target=_expand_target), {
+        "tuple": lambda m, x, target: x.expand(target),
+        "args": lambda m, x, target: x.expand(*target) if target else x.expand(target),
+        "broadcast_to": lambda m, x, target: x.broadcast_to(
+            tuple(s if t == -1 else t for s, t in zip(
+                (1,) * (len(target) - x.ndim) + tuple(x.shape), target))),
+        "expand_as": lambda m, x, target: x.expand_as(m.zeros(
+            tuple(s if t == -1 else t for s, t in zip(
+                (1,) * (len(target) - x.ndim) + tuple(x.shape), target)))),
+    }),
+    Case("reshape", K.RESHAPE, with_shape(target=_same_numel), {
+        "reshape": lambda m, x, target: x.reshape(target),
+        "reshape args": lambda m, x, target: x.reshape(*target) if target else x.reshape(target),
+        "view": lambda m, x, target: x.view(target),
+        "function": lambda m, x, target: m.reshape(x, target),
+    }),
+    # a 1-D tensor flattens to itself, with no record: 0-d and 2-D and up only
+    Case("flatten", K.RESHAPE, with_shape(shape=S.shapes().filter(lambda s: len(s) != 1),
+                                          span=_flatten_range), {
+        "method": lambda m, x, span: x.flatten(*span),
+        "function": lambda m, x, span: m.flatten(x, span[0], span[1]),
+        "all": lambda m, x, span: x.flatten(),
+    }),
+    Case("squeeze", K.RESHAPE, with_shape(dims=_squeeze_dims), {
+        "method": lambda m, x, dims: x.squeeze() if dims is None else x.squeeze(dims),
+        "function": lambda m, x, dims: m.squeeze(x) if dims is None else m.squeeze(x, dims),
+    }),
+    Case("unsqueeze", K.RESHAPE, with_shape(
+        dim=lambda sh, draw: draw(st.integers(-len(sh) - 1, len(sh)))), {
+        "method": lambda m, x, dim: x.unsqueeze(dim),
+        "function": lambda m, x, dim: m.unsqueeze(x, dim),
+    }),
+    Case("clone", K.RESHAPE, one(), {
+        "method": lambda m, x: x.clone(),
+        "function": lambda m, x: m.clone(x),
+    }),
+    Case("view_as", K.RESHAPE, with_shape(target=_same_numel), {
+        "view_as": lambda m, x, target: x.view_as(m.zeros(_resolved(x, target))),
+        "reshape_as": lambda m, x, target: x.reshape_as(m.zeros(_resolved(x, target))),
+    }),
+)
+
+
+@st.composite
+def _cat_inputs(draw, stack):
+    base = draw(S.shapes(min_dims=0 if stack else 1))
+    nd = len(base)
+    dim = draw(st.integers(-nd - 1, nd)) if stack else draw(S.one_dim(nd))
+    k = draw(st.integers(1, 4))
+    arrays, rg = [], []
+    for _ in range(k):
+        sh = list(base)
+        if not stack:
+            sh[dim % nd] = draw(st.integers(1, 3))
+        arrays.append(draw(S.arrays(tuple(sh))))
+        rg.append(draw(st.booleans()))
+    # the same tensor may appear several times in the list (fan-out)
+    order = draw(st.lists(st.integers(0, k - 1), min_size=1, max_size=5)) if \
+        all(a.shape == arrays[0].shape for a in arrays) else list(range(k))
+    if not any(rg[i] for i in order):
+        rg[draw(st.sampled_from(order))] = True
+    return arrays, tuple(rg), {"dim": dim, "order": tuple(order)}
+
+
+def _cat_forms(name):
+    return {
+        "list": lambda m, *ts, dim, order: getattr(m, name)([ts[i] for i in order], dim),
+        "tuple": lambda m, *ts, dim, order: getattr(m, name)(tuple(ts[i] for i in order),
+                                                             dim=dim),
+    }
+
+
+add(
+    Case("cat", K.CAT, _cat_inputs(False), _cat_forms("cat")),
+    Case("stack", K.STACK, _cat_inputs(True), _cat_forms("stack")),
+)
+
+
+
+def _grad_of_gather(m, x, key):
+    """d/dx sum(x[key]**3), kept differentiable: its graph scatters the gathered gradient
+    back (finite differences evaluate it with grad mode off, hence enable_grad)."""
+    with m.enable_grad():
+        z = x if x.requires_grad else x.detach().requires_grad_()
+        g, = m.autograd.grad((z[m.index_key(key)] ** 3).sum(), z, create_graph=True)
+    return g
+
+
+add(Case("grad_of_gather", K.SCATTER, _getitem_inputs(), {"create_graph": _grad_of_gather},
+         deep=True))
+
+CASES_BY_ID = {c.id: c for c in CASES}
+assert len(CASES_BY_ID) == len(CASES), "case ids must be unique"
+
+
+# ---------------------------------------------------------------------------------------------
+# The two libraries, spelled alike
+# ---------------------------------------------------------------------------------------------
+class Lib:
+    """A library namespace: its top-level functions, ``F`` for the functional extras
+    (softplus), and how to turn a drawn indexing key into one for this library."""
+
+    def __init__(self, module, functional):
+        self.module, self.F = module, functional
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def index_key(self, key):
+        return S.key_for(self.module, key)
+
+    def leaf(self, array, requires_grad):
+        return self.module.tensor(array, requires_grad=requires_grad)
+
+    def __repr__(self):
+        return self.module.__name__
