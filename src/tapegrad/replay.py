@@ -35,6 +35,55 @@ from .tensor import Size, Tensor
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
 
 
+_LARGE_RECORD = 4096   # mean values per record above which replay runs NumPy per record
+
+_NUMPY_UNARY = {K.EXP: np.exp, K.LOG: np.log, K.LOG1P: np.log1p, K.EXPM1: np.expm1,
+                K.SQRT: np.sqrt, K.ABS: np.abs, K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan,
+                K.TANH: np.tanh, K.NEG: np.negative, K.RECIPROCAL: np.reciprocal}
+_NUMPY_BINARY = {K.ADD: np.add, K.SUB: np.subtract, K.MUL: np.multiply, K.DIV: np.divide}
+_NUMPY_SCALAR = {K.ADD_S: np.add, K.SUB_S: np.subtract, K.MUL_S: np.multiply,
+                 K.DIV_S: np.divide}
+
+
+def _forward_numpy(cols, vals):
+    """The forward kernel's work done record by record, with NumPy's vectorised ufuncs for
+    the elementwise ops and sums, and the compiled kernel for everything else.  Same return
+    value as ``ops.forward``."""
+    from ._quiet import quiet_begin, quiet_end
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    tok = quiet_begin()
+    try:
+        for r in range(len(op)):
+            code = int(op[r])
+            if code <= K.EXTERN:
+                continue
+            o, n = int(voff[r]), int(size[r])
+            out = vals[o:o + n]
+            x0 = vals[voff[a0[r]]:voff[a0[r]] + n] if a0[r] >= 0 else None
+            fn = _NUMPY_UNARY.get(code)
+            if fn is not None:
+                fn(x0, out=out)
+                continue
+            fn = _NUMPY_BINARY.get(code)
+            if fn is not None:
+                fn(x0, vals[voff[a1[r]]:voff[a1[r]] + n], out=out)
+                continue
+            fn = _NUMPY_SCALAR.get(code)
+            if fn is not None:
+                fn(x0, fp[r], out=out)
+                continue
+            if code in (K.SUM, K.MEAN) and aux[ip[r] + 2] == 1 and n == 1:
+                total = vals[voff[a0[r]]:voff[a0[r]] + size[a0[r]]].sum()
+                out[0] = total * fp[r] if code == K.SUM else total / size[a0[r]]
+                continue
+            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, r, r + 1)
+            if bad != -1:
+                return bad
+        return -1
+    finally:
+        quiet_end(tok)
+
+
 class _Miss:
     """A replay that could not run: a guard failed (``guard`` is its record) or a parameter
     the function closes over changed shape."""
@@ -208,6 +257,10 @@ class Variant:
         self.instances = []
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
+        # tapes of large tensors replay through NumPy's vectorised kernels: numba's exp/tanh
+        # are scalar libm calls, several times slower per element than NumPy's
+        sizes = self.cols[4]
+        self.large = len(sizes) > 0 and float(sizes.mean()) >= _LARGE_RECORD
         self.n = len(tape)
 
     def save(self, path):
@@ -277,7 +330,10 @@ class Variant:
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
         op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
-        bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
+        if self.large:
+            bad = _forward_numpy(self.cols, vals)
+        else:
+            bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
         if bad >= 0:
             return _Miss(int(bad))
         if bad < -1:
