@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 from hypothesis.extra import numpy as hnp
 
 try:
@@ -230,6 +230,12 @@ def index_keys(draw, shape):
             parts.append(mask if m > 1 or draw(st.booleans()) else mask.tolist())
             mask_used = True
             d += m
+    # a key that stops early leaves the ellipsis more dims than planned, which can move an
+    # int onto a smaller dim: both libraries reject such keys, so they are not drawn
+    try:
+        np.zeros(shape)[tuple(parts)]
+    except IndexError:
+        assume(False)
     if len(parts) == 1 and draw(st.booleans()):
         return parts[0]
     return tuple(parts)

@@ -151,7 +151,7 @@ METHODS = {
     "float": lambda self: _astype(self, np.float64),
     "long": lambda self: _astype(self, np.int64), "int": lambda self: _astype(self, np.int64),
     "bool": lambda self: _astype(self, np.bool_),
-    "contiguous": lambda self: self, "cpu": lambda self: self,
+    "contiguous": F.contiguous, "cpu": lambda self: self,
     "new_tensor": _new_tensor,
     "view_as": lambda self, other: F.reshape(self, *other.shape),
     "reshape_as": lambda self, other: F.reshape(self, *other.shape),

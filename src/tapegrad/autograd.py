@@ -20,6 +20,7 @@ _SAVED_FREED = (
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward.")
 
+_V_INDEX = next(v for v, name in K.OPS[K.GATHER].variants.items() if name == "IndexBackward0")
 _FREES = np.array([K.OPS[c].frees if c in K.OPS else False for c in range(max(K.OPS) + 1)])
 
 
@@ -442,8 +443,14 @@ def _check_freed(tape, need, op):
     if freed is None:
         return
     m = len(freed)
-    hit = freed & need[:m].astype(bool) & _FREES[op[:m]]
-    if hit.any():
+    hit = freed & need[:m].astype(bool)
+    if not hit.any():
+        return
+    frees = _FREES[op[:m]]
+    # an advanced index (x[[0, 0]], x[mask]) saves its indices in PyTorch; a slice does not
+    for r in np.nonzero(hit & (op[:m] == K.GATHER))[0]:
+        frees[r] = tape.aux[tape.ip[r]] == _V_INDEX
+    if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
 
 

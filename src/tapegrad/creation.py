@@ -31,27 +31,40 @@ def _leaf(value, requires_grad):
     return t
 
 
-def _nested_shape(data, dim=0):
-    """Shape of nested sequences, with PyTorch's error for ragged ones."""
-    if isinstance(data, (list, tuple)):
-        if not data:
-            return (0,)
-        shapes = [_nested_shape(d, dim + 1) for d in data]
-        first = shapes[0]
-        for s in shapes[1:]:
-            if s != first:
-                if len(s) != len(first) or len(s) == 0:
-                    raise ValueError(
-                        f"expected sequence of length {first[0] if first else 0} at dim "
-                        f"{dim + 1} (got {s[0] if s else 0})")
-                raise ValueError(
-                    f"expected sequence of length {first[0]} at dim {dim + 1} (got {s[0]})")
-        return (len(data),) + first
-    if isinstance(data, Tensor):
-        return tuple(data._value.shape)
-    if isinstance(data, np.ndarray):
-        return data.shape
-    return ()
+def _is_seq(d):
+    if isinstance(d, (list, tuple)):
+        return True
+    if isinstance(d, Tensor):
+        d = d._value
+    return isinstance(d, np.ndarray) and d.ndim > 0
+
+
+def _nested_shape(data):
+    """Shape of nested sequences, found as PyTorch finds it (following first elements), then
+    checked with PyTorch's errors for ragged ones."""
+    sizes = []
+    d = data
+    while _is_seq(d):
+        sizes.append(len(d))
+        if not len(d):
+            break
+        d = d[0]
+    _check_nested(data, sizes, 0)
+    return tuple(sizes)
+
+
+def _check_nested(data, sizes, dim):
+    if dim == len(sizes):
+        if _is_seq(data):
+            raise TypeError(f"must be real number, not {type(data).__name__}")
+        return
+    if not _is_seq(data):
+        raise TypeError("not a sequence")
+    if len(data) != sizes[dim]:
+        raise ValueError(
+            f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(data)})")
+    for item in data:
+        _check_nested(item, sizes, dim + 1)
 
 
 def _scan_kinds(data, kinds):

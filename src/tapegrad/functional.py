@@ -11,6 +11,7 @@ import builtins
 import math
 import numbers
 import operator
+import re
 import warnings
 from collections import namedtuple
 
@@ -901,6 +902,9 @@ def log_softmax(x, dim=None):
 
 
 def norm(x, p="fro", dim=None, keepdim=False):
+    if p == "fro" and isinstance(dim, (list, tuple)) and len(dim) > 2:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           + " ".join(str(d) for d in dim))
     if p == "fro" or p is None:
         p = 2.0
     if isinstance(p, str):
@@ -1137,8 +1141,91 @@ def _shape_args(shape):
     return tuple(shape)
 
 
+V_UNSAFE_VIEW = 16
+V_RESHAPE_ALIAS = 17
+# gathers that PyTorch makes as views (strided), not as new tensors
+_VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
+                            V_UNSQUEEZE})
+
+
+def _view_offsets(x):
+    """Offsets into its base of the elements of x when PyTorch holds x as a view made by a
+    chain of strided gathers; None when x is a tensor of its own."""
+    tape = x._tape
+    if tape is None or tape.op[x._r] != K.GATHER:
+        return None
+    r = x._r
+    idx = None
+    while tape.op[r] == K.GATHER and tape.aux[tape.ip[r]] in _VIEW_VARIANTS:
+        ip, n = tape.ip[r], tape.size[r]
+        own = np.array(tape.aux[ip + 2: ip + 2 + n], dtype=np.int64)
+        idx = own if idx is None else own[idx]
+        r = tape.a0[r]
+    return idx
+
+
+def _strides_of(offsets, shape):
+    """Element strides making offsets[i] = offsets[0] + sum(i_k * stride_k), or None."""
+    grid = offsets.reshape(shape)
+    strides = []
+    for k, s in enumerate(shape):
+        if s > 1:
+            unit = [0] * len(shape)
+            unit[k] = 1
+            strides.append(int(grid[tuple(unit)] - grid[(0,) * len(shape)]))
+        else:
+            strides.append(0)
+    expect = grid.flat[0] + builtins.sum(np.arange(s).reshape([-1 if j == k else 1
+                                                      for j in range(len(shape))]) * st
+                                for k, (s, st) in enumerate(zip(shape, strides)))
+    return strides if np.array_equal(np.broadcast_to(expect, shape), grid) else None
+
+
+def _viewable(old, strides, new):
+    """Whether a tensor of shape old and these strides can be seen with shape new without a
+    copy (the rule PyTorch's reshape applies before it falls back to a copy)."""
+    if not old:
+        return True
+    view_d = len(new) - 1
+    chunk = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel *= old[d]
+        if d == 0 or (old[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if d > 0:
+                chunk = strides[d - 1]
+                tensor_numel = view_numel = 1
+    return view_d == -1
+
+
+def _view_or_copy(x, shape):
+    """reshape's node, as PyTorch picks it: a view of a contiguous tensor, an alias with new
+    strides of a viewable one, else a clone and an unsafe view of the copy."""
+    offsets = _view_offsets(x) if x._value.size > 1 else None
+    if offsets is None or bool((np.diff(offsets) == 1).all()):
+        return _reshaped(x, shape, V_VIEW)
+    strides = _strides_of(offsets, x._value.shape)
+    if strides is not None and _viewable(x._value.shape, strides, shape):
+        return _reshaped(x, shape, V_RESHAPE_ALIAS)
+    return _reshaped(clone(x), shape, V_UNSAFE_VIEW)
+
+
+def _strided(x):
+    offsets = _view_offsets(x) if x._value.size > 1 else None
+    return offsets is not None and not bool((np.diff(offsets) == 1).all())
+
+
+def contiguous(x):
+    return clone(x) if _strided(x) else x
+
+
 def reshape(x, *shape):
-    return _reshaped(x, _infer_shape(_shape_args(shape), x._value.size), V_VIEW)
+    return _view_or_copy(x, _infer_shape(_shape_args(shape), x._value.size))
 
 
 view = reshape
@@ -1155,7 +1242,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     if a == b:
         return x
     new = s[:a] + (int(np.prod(s[a:b + 1], dtype=np.int64)),) + s[b + 1:]
-    return _reshaped(x, new, V_VIEW)
+    return _view_or_copy(x, new)
 
 
 def squeeze(x, dim=None):
@@ -1433,9 +1520,34 @@ def getitem(x, key):
         else:
             idx = flat[np_key]
     except IndexError as e:
-        msg = str(e).replace("axis", "dimension")
-        raise IndexError(msg) from None
+        raise IndexError(_torch_index_message(str(e), np_key, x._value.ndim)) from None
     return _gathered(x, np.asarray(idx), variant)
+
+
+def _torch_index_message(msg, np_key, ndim):
+    """NumPy names the input axis of a bad integer index; PyTorch names the dimension of the
+    partly indexed tensor (Nones before it count, integers before it do not)."""
+    found = re.match(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)", msg)
+    if found is None:
+        return msg.replace("axis", "dimension")
+    bad_axis = int(found.group(2))
+    consuming = builtins.sum(1 for k in np_key if k is not None and k is not Ellipsis)
+    axis = dim = 0
+    for k in np_key:
+        if k is None:
+            dim += 1
+        elif k is Ellipsis:
+            axis += ndim - consuming
+            dim += ndim - consuming
+        elif isinstance(k, int) and not isinstance(k, bool):
+            if axis == bad_axis:
+                return (f"index {found.group(1)} is out of bounds for dimension {dim} with "
+                        f"size {found.group(3)}")
+            axis += 1
+        else:
+            axis += 1
+            dim += 1
+    return msg.replace("axis", "dimension")
 
 
 def _cat_check(tensors, name):

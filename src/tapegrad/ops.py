@@ -131,7 +131,7 @@ _GATHER_NAMES = {
     4: "IndexBackward0", 5: "PermuteBackward0", 6: "TransposeBackward0", 7: "TBackward0",
     8: "AliasBackward0", 9: "UnsqueezeBackward0", 10: "SqueezeBackward0",
     11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0", 14: "CopySlices",
-    15: "SqueezeBackward2",
+    15: "SqueezeBackward2", 16: "UnsafeViewBackward0", 17: "ReshapeAliasBackward0",
 }
 GATHER = declare(100, "IndexBackward0", variants=_GATHER_NAMES)
 # RESHAPE keeps the flat order: out = x.  aux[ip] = variant (names as for GATHER).
