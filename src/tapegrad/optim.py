@@ -19,6 +19,7 @@ import numpy as np
 import tapegrad as tg
 
 from ._config import kernel
+from .tensor import _typename
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
 
@@ -31,13 +32,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-def _typename(obj):
-    cls = type(obj)
-    if cls.__module__ in ("builtins", None):
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _flat(t):

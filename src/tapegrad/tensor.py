@@ -326,6 +326,14 @@ class _HookHandle:
             pass
 
 
+def _typename(obj):
+    """An object's type as PyTorch names it in error messages (module-qualified)."""
+    cls = type(obj)
+    if cls.__module__ in ("builtins", None):
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _wrap_dim(dim, ndim):
     """Normalise a possibly negative dim, with PyTorch's IndexError on a bad one."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):

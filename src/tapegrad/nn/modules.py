@@ -5,7 +5,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.tensor import Tensor
+from tapegrad.tensor import Tensor, _typename
 
 from . import functional as F
 from . import init
@@ -15,13 +15,6 @@ __all__ = [
     "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss",
     "BCELoss", "BCEWithLogitsLoss",
 ]
-
-
-def _typename(obj):
-    cls = type(obj)
-    if cls.__module__ in ("builtins", None):
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 # ---------------------------------------------------------------------------------------------
