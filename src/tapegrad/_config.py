@@ -31,6 +31,16 @@ def _ensure_cache_dir():
 
 _ensure_cache_dir()
 
+
+def generated_dir():
+    """Where generated kernels (codegen.py) are written: beside numba's cache."""
+    base = os.environ.get("NUMBA_CACHE_DIR") or (
+        numba.config.CACHE_DIR if numba.config.CACHE_DIR else
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__"))
+    folder = os.path.join(base, "tapegrad_generated")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
 # error_model='numpy': division by zero gives inf/nan like NumPy instead of raising, and
 # the division fast path is kept (the 'python' model was 6x slower on divisions).
 # fastmath stays off: it changes NaN/inf behaviour, which must follow IEEE.

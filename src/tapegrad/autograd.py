@@ -311,12 +311,14 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         for tape, need in swept:
             n = len(need)
             freed = tape.freed
-            if freed is None or len(freed) < n:
-                grown = np.zeros(n, dtype=bool)
-                if freed is not None:
+            if freed is None:
+                tape.freed = need.astype(bool)
+            else:
+                if len(freed) < n:
+                    grown = np.zeros(n, dtype=bool)
                     grown[:len(freed)] = freed
-                freed = tape.freed = grown
-            freed[:n] |= need.astype(bool)
+                    freed = tape.freed = grown
+                freed[:n] |= need.astype(bool)
             finish(tape)
 
     for key, (leaf, g) in leaf_grads.items():
@@ -347,6 +349,8 @@ class _RetainRegistry:
 
     def by_tape(self):
         out = {}
+        if not self._refs:   # the usual case: nothing retained, no lock taken
+            return out
         with self._lock:
             alive = list(self._refs)
         for t in alive:
@@ -427,13 +431,17 @@ def _sweep(tape, tape_seeds):
             if res is not None:
                 g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
         hi = r + 1
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need, hi,
-                  0)
+    prog = tape.program
+    if prog is not None and hi == n and prog.seeds == key:
+        # a replayed tape with generated code, swept from the seed it was generated for
+        bad = -1
+        prog.backward(tape.vals, grads, fp, ip, faux)
+    else:
+        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads,
+                      need, hi, 0)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
-    # the column views lock the arrays against growth; keep only what callers read
-    need = need.copy()
-    goff = goff.copy()
+    # the column views lock the arrays against growth: drop them before returning
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     return need, goff, grads
 

@@ -1000,6 +1000,72 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
 
 
 # ---------------------------------------------------------------------------------------------
+# Scalar rules for generated code (codegen.py): one-element records as Python source
+# ---------------------------------------------------------------------------------------------
+# A replayed tape whose records all hold one value is turned into straight-line (and rolled
+# loop) code; these are the rules it is written from.  Each row: the forward, then the
+# backward contribution to the first and to the second input.  Names: ``x0``, ``x1``, ``x2``
+# (WHERE's condition), ``out``, ``c`` (fp), ``lo``/``hi`` (faux[ip], faux[ip + 1]), ``g``;
+# ``gx0``/``gx1`` are the input gradients.  The expressions are the interpreter's own, term
+# for term (forward above, sweep's rules above that), so generated code gives the same bits.
+SCALAR_RULES = {
+    ADD: ("out = x0 + x1", "gx0 += g", "gx1 += g"),
+    ADD_S: ("out = x0 + c", "gx0 += g", None),
+    SUB: ("out = x0 - x1", "gx0 += g", "gx1 -= g"),
+    SUB_S: ("out = x0 - c", "gx0 += g", None),
+    RSUB_S: ("out = c - x0", "gx0 -= g", None),
+    MUL: ("out = x0 * x1", "gx0 += g * x1", "gx1 += g * x0"),
+    MUL_S: ("out = x0 * c", "gx0 += g * c", None),
+    DIV: ("out = x0 / x1", "gx0 += g / x1", "gx1 += -g * ((x0 / x1) / x1)"),
+    DIV_S: ("out = x0 / c", "gx0 += g / c", None),
+    NEG: ("out = -x0", "gx0 -= g", None),
+    POW: ("out = x0 ** x1",
+          "if x1 != 0.0:\n    gx0 += g * x1 * x0 ** (x1 - 1.0)",
+          "if not (x0 == 0.0 and x1 >= 0.0):\n    gx1 += g * out * np.log(x0)"),
+    POW_S: ("out = x0 ** c", "if c != 0.0:\n    gx0 += g * c * x0 ** (c - 1.0)", None),
+    RPOW_S: ("out = c ** x0", "if c != 0.0 or x0 < 0.0:\n    gx0 += g * out * np.log(c)",
+             None),
+    RECIPROCAL: ("out = 1.0 / x0", "gx0 += -g * (out * out)", None),
+    EXP: ("out = np.exp(x0)", "gx0 += g * out", None),
+    LOG: ("out = np.log(x0)", "gx0 += g / x0", None),
+    LOG1P: ("out = np.log1p(x0)", "gx0 += g / (x0 + 1.0)", None),
+    EXPM1: ("out = np.expm1(x0)", "gx0 += g * (out + 1.0)", None),
+    SQRT: ("out = np.sqrt(x0)", "gx0 += g / (2.0 * out)", None),
+    ABS: ("out = abs(x0)", "if x0 > 0.0:\n    gx0 += g\nelif x0 < 0.0:\n    gx0 -= g", None),
+    SIN: ("out = np.sin(x0)", "gx0 += g * np.cos(x0)", None),
+    COS: ("out = np.cos(x0)", "gx0 -= g * np.sin(x0)", None),
+    TAN: ("out = np.tan(x0)", "gx0 += g * (1.0 + out * out)", None),
+    TANH: ("out = np.tanh(x0)", "gx0 += g * (1.0 - out * out)", None),
+    SIGMOID: ("out = 1.0 / (1.0 + np.exp(-x0))", "gx0 += g * ((1.0 - out) * out)", None),
+    RELU: ("out = x0 if (x0 > 0.0 or x0 != x0) else 0.0",
+           "if not (out <= 0.0):\n    gx0 += g", None),
+    SOFTPLUS: ("out = x0 if lo * x0 > hi else np.log1p(np.exp(lo * x0)) / lo",
+               "if lo * x0 > hi:\n    gx0 += g\nelse:\n    z = np.exp(lo * x0)\n"
+               "    gx0 += g * z / (z + 1.0)", None),
+    CLAMP: ("out = x0 if x0 != x0 else (hi if lo > hi else min(max(x0, lo), hi))",
+            "if x0 >= lo and x0 <= hi:\n    gx0 += g", None),
+    # c is +1 for maximum, -1 for minimum; ties split the gradient as PyTorch does
+    MAXIMUM: ("out = x0 + x1 if (x0 != x0 or x1 != x1) else (x0 if (x0 - x1) * c >= 0.0 "
+              "else x1)",
+              "if x0 == x1:\n    gx0 += 0.5 * g\nelif x0 != x0 or x1 != x1 or "
+              "(x0 > x1) == (c > 0.0):\n    gx0 += g",
+              "if x0 == x1:\n    gx1 += 0.5 * g\nelif x0 != x0 or x1 != x1 or "
+              "not ((x0 > x1) == (c > 0.0)):\n    gx1 += g"),
+    WHERE: ("out = x0 if x2 != 0.0 else x1", "if x2 != 0.0:\n    gx0 += g",
+            "if x2 == 0.0:\n    gx1 += g"),
+    # one-element reductions and copies: acc = 0.0; acc += x is 0.0 + x (-0.0 becomes 0.0)
+    SUM: ("out = 0.0 + x0", "gx0 += g * c", None),
+    RESHAPE: ("out = x0", "gx0 += g", None),
+    GATHER: ("out = x0", "gx0 += g", None),
+}
+SCALAR_RULES[CLAMP_MIN] = SCALAR_RULES[CLAMP_MAX] = SCALAR_RULES[CLAMP]
+SCALAR_RULES[MINIMUM] = SCALAR_RULES[MAXIMUM]
+SCALAR_RULES[SUM_DIM] = SCALAR_RULES[MEAN] = SCALAR_RULES[MEAN_DIM] = SCALAR_RULES[SUM]
+SCALAR_RULES[BCAST] = SCALAR_RULES[EXPAND_S] = SCALAR_RULES[GATHER]
+# comparisons (ip[r] = kind, compared with x1 or with c) and guards are written by codegen
+
+
+# ---------------------------------------------------------------------------------------------
 # Forward rules (compiled replay): recompute record r's value from its inputs' values
 # ---------------------------------------------------------------------------------------------
 @inline

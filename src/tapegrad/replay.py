@@ -37,6 +37,13 @@ _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records 
 
 _LARGE_RECORD = 4096   # mean values per record above which replay runs NumPy per record
 
+# Generated code (codegen.py) for tapes of one-element records: a variant gets it once it has
+# replayed _GENERATE_AFTER times with at least _GENERATE_MIN records, where the interpreter's
+# per-record dispatch is the cost.  Building it costs about a second of numba compile (much
+# less once numba's cache holds it), so it is kept for tapes that are replayed again.
+_GENERATE_AFTER = 3
+_GENERATE_MIN = 64
+
 _NUMPY_UNARY = {K.EXP: np.exp, K.LOG: np.log, K.LOG1P: np.log1p, K.EXPM1: np.expm1,
                 K.SQRT: np.sqrt, K.ABS: np.abs, K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan,
                 K.TANH: np.tanh, K.NEG: np.negative, K.RECIPROCAL: np.reciprocal}
@@ -133,11 +140,14 @@ class Stats:
         self.eager = 0
         self.rerecords = []   # (guard kind, user file:line) of each guard that failed
         self.eager_reasons = []
+        self.generated = 0        # tapes turned into generated code (codegen.py)
+        self.not_generated = []   # why a hot tape was not
 
     def as_dict(self):
         return {"calls": self.calls, "replays": self.replays, "records": self.records,
                 "eager": self.eager, "rerecords": list(self.rerecords),
-                "eager_reasons": list(self.eager_reasons)}
+                "eager_reasons": list(self.eager_reasons), "generated": self.generated,
+                "not_generated": list(self.not_generated)}
 
     def __repr__(self):
         return (f"Stats(calls={self.calls}, replays={self.replays}, records={self.records}, "
@@ -262,6 +272,11 @@ class Variant:
         sizes = self.cols[4]
         self.large = len(sizes) > 0 and float(sizes.mean()) >= _LARGE_RECORD
         self.n = len(tape)
+        self.codegen = None        # True: generate at once; False: never; None: when hot
+        self.program = None        # the generated codegen.Program, once built
+        self.not_generated = None  # why this tape has no generated code (a string)
+        self.owner = None          # the Stats of the compiled function, told of generation
+        self.replayed = 0
 
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
@@ -273,6 +288,32 @@ class Variant:
         stats = tape_stats(self.template)
         stats["records_recorded"] = getattr(self, "recorded_records", len(self.template))
         return stats
+
+    def _generate(self, vals):
+        """Build the generated program (codegen.py), or note why there is none."""
+        from . import codegen
+        seeds = plan = None
+        recs = [r for r, _, _ in self.outputs if r is not None]
+        op, a0, a1, voff, size, ip, fp, aux, faux = self.cols
+        if len(recs) == 1 and size[recs[0]] == 1 and self.plain[0] is None:
+            # the backward is generated for the usual call: loss.backward() on the one output
+            seeds = (int(recs[0]),)
+            plan = self.plan_cache.get(seeds)
+            if plan is None:
+                need = np.empty(self.n, dtype=np.uint8)
+                goff = np.empty(self.n, dtype=np.int64)
+                total = K.plan(op, a0, a1, size, ip, aux, np.array(seeds, dtype=np.int64),
+                               self.n, need, goff)
+                plan = self.plan_cache[seeds] = (need, goff, total)
+        try:
+            self.program = codegen.build(self.cols, vals, seeds, plan)
+        except codegen.Unsupported as e:
+            self.not_generated = str(e)
+        if self.owner is not None:
+            if self.program is not None:
+                self.owner.generated += 1
+            else:
+                self.owner.not_generated.append(self.not_generated)
 
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
@@ -296,6 +337,7 @@ class Variant:
         inst.extern_rec = {}
         inst.storage_of = {}
         inst.plan_cache = self.plan_cache
+        inst.program = None
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -330,7 +372,17 @@ class Variant:
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
         op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
-        if self.large:
+        prog = self.program
+        if prog is None and self.not_generated is None and self.codegen is not False:
+            self.replayed += 1
+            if self.codegen or (self.replayed >= _GENERATE_AFTER and self.n >= _GENERATE_MIN
+                                and not self.large):
+                self._generate(vals)
+                prog = self.program
+        inst.program = prog if prog is not None and prog.plan is not None else None
+        if prog is not None:
+            bad = prog.forward(vals, fp, ip, faux)
+        elif self.large:
             bad = _forward_numpy(self.cols, vals)
         else:
             bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
@@ -502,9 +554,10 @@ def _same_random_state(before):
 class Compiled:
     """A function whose recorded tape is replayed in compiled code for new inputs."""
 
-    def __init__(self, fn, max_signatures=32, max_variants=4):
+    def __init__(self, fn, max_signatures=32, max_variants=4, codegen=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self.codegen = codegen
         self.max_signatures = max_signatures
         self.max_variants = max_variants
         self._cache = OrderedDict()   # signature -> list of Variants (or the string "eager")
@@ -641,6 +694,8 @@ class Compiled:
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
             variant = Variant(small, args_, outs_, treedef, guards_, plain)
+            variant.codegen = self.codegen
+            variant.owner = st
             variant.constants = trace.constants
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
@@ -667,15 +722,20 @@ class Compiled:
         return found[0]
 
 
-def compile(fn=None, *, max_signatures=32, max_variants=4):
+def compile(fn=None, *, max_signatures=32, max_variants=4, codegen=None):
     """Record ``fn`` once per input signature and replay it in compiled code afterwards.
 
     Usable as ``tapegrad.compile(fn)`` or as a decorator.  ``fn.stats`` counts calls,
     replays, recordings, and the guards that forced a new recording (with file:line).
+
+    ``codegen``: a tape whose records all hold one value (scalar code, loops) can be turned
+    into generated, compiled code instead of being interpreted record by record.  ``None``
+    (default) does so once a tape has been replayed a few times, ``True`` on its first
+    replay, ``False`` never.  ``fn.tape.stats()["generated"]`` tells whether it was.
     """
     if fn is None:
-        return lambda f: Compiled(f, max_signatures, max_variants)
-    return Compiled(fn, max_signatures, max_variants)
+        return lambda f: Compiled(f, max_signatures, max_variants, codegen)
+    return Compiled(fn, max_signatures, max_variants, codegen)
 
 
 

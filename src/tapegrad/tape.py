@@ -70,7 +70,7 @@ class Tape:
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
         "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "plan_cache",
-        "__weakref__",
+        "program", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -99,6 +99,7 @@ class Tape:
         self.hooks = {}          # record -> (shape, list of gradient hooks)
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
         self.plan_cache = None   # seeds -> (need, goff, total), for replayed tapes
+        self.program = None      # generated backward of a replayed tape (codegen.Program)
 
     def __len__(self):
         return len(self.op)

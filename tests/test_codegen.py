@@ -1,0 +1,293 @@
+"""Generated code for replayed tapes of one-element records (codegen.py).
+
+The interpreter (``ops.forward`` / ``ops.sweep``) is proven against eager mode and finite
+differences elsewhere; generated code is written from the same expressions, so here it must
+give the interpreter's values and gradients bit for bit, on every scalar rule, with edge
+values, inside rolled loops and around guards.
+"""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tapegrad as tg
+from tapegrad import codegen
+from tapegrad import ops as K
+from tapegrad.functional import softplus
+
+EDGES = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.0])
+VALUES = st.one_of(EDGES, st.floats(-3.0, 3.0, allow_nan=False))
+
+# One form per scalar rule: (x, y) -> tensor, with x, y of shape () (x of shape (3,) for the
+# gather).  Each is applied three times in a loop, so that its records roll into a loop.
+FORMS = {
+    K.ADD: lambda x, y: x + y,
+    K.ADD_S: lambda x, y: x + 1.5,
+    K.SUB: lambda x, y: x - y,
+    K.SUB_S: lambda x, y: x - 0.5,
+    K.RSUB_S: lambda x, y: 2.0 - x,
+    K.MUL: lambda x, y: x * y,
+    K.MUL_S: lambda x, y: x * 1.1,
+    K.DIV: lambda x, y: x / y,
+    K.DIV_S: lambda x, y: x / 3.0,
+    K.NEG: lambda x, y: -x,
+    K.POW: lambda x, y: x.abs() ** y,
+    K.POW_S: lambda x, y: x ** 2.0 + x ** 0.0,
+    K.RPOW_S: lambda x, y: 2.0 ** x + 0.0 ** x,
+    K.RECIPROCAL: lambda x, y: x.reciprocal(),
+    K.EXP: lambda x, y: tg.exp(x * 0.1),
+    K.LOG: lambda x, y: tg.log(x.abs()),
+    K.LOG1P: lambda x, y: tg.log1p(x.abs()),
+    K.EXPM1: lambda x, y: tg.expm1(x * 0.1),
+    K.SQRT: lambda x, y: tg.sqrt(x.abs()),
+    K.ABS: lambda x, y: x.abs() - y,
+    K.SIN: lambda x, y: tg.sin(x),
+    K.COS: lambda x, y: tg.cos(x),
+    K.TAN: lambda x, y: tg.tan(x * 0.3),
+    K.TANH: lambda x, y: tg.tanh(x),
+    K.SIGMOID: lambda x, y: tg.sigmoid(x),
+    K.RELU: lambda x, y: tg.relu(x - y),
+    K.SOFTPLUS: lambda x, y: softplus(x, beta=2.0, threshold=1.0),
+    K.CLAMP: lambda x, y: x.clamp(-0.5, 0.5) + y,
+    K.CLAMP_MIN: lambda x, y: x.clamp_min(0.0) - y,
+    K.CLAMP_MAX: lambda x, y: x.clamp_max(1.0) + y,
+    K.MAXIMUM: lambda x, y: tg.maximum(x, y),
+    K.MINIMUM: lambda x, y: tg.minimum(x, y) - 0.25,
+    K.WHERE: lambda x, y: tg.where(x > y, x * y, x - y),
+    K.CMP: lambda x, y: tg.where(x <= y, x, y) + (x != y) * 1.0,
+    K.SUM: lambda x, y: (x * y).reshape(1).sum(),
+    K.MEAN: lambda x, y: (x - y).reshape(1).mean(),
+    K.SUM_DIM: lambda x, y: (x * y).reshape(1).sum(0),
+    K.MEAN_DIM: lambda x, y: (x + y).reshape(1).mean(0),
+    K.RESHAPE: lambda x, y: (x * y).reshape(1).reshape(()),
+    K.EXPAND_S: lambda x, y: (x.reshape(1) + y).reshape(()),
+}
+
+
+def test_every_scalar_rule_has_a_form():
+    assert set(FORMS) >= set(K.SCALAR_RULES) - {K.BCAST, K.GATHER} | {K.CMP}
+
+
+def _program(form):
+    def program(x, y):
+        u = x
+        for _ in range(3):
+            u = form(u, y) * 0.5 + u * 0.25
+        return u * y
+    return program
+
+
+def _run(compiled, x, y):
+    xs = tg.tensor(x, requires_grad=True)
+    ys = tg.tensor(y, requires_grad=True)
+    out = compiled(xs, ys)
+    out.backward()
+    return out.item(), xs.grad.item(), ys.grad.item()
+
+
+def _same_bits(got, want):
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+
+
+@pytest.mark.parametrize("code", sorted(FORMS), ids=lambda c: K.OPS[c].name + f"_{c}")
+@given(values=st.lists(st.tuples(VALUES, VALUES), min_size=2, max_size=4))
+def test_generated_code_gives_the_interpreters_bits(code, values):
+    program = _program(FORMS[code])
+    generated = tg.compile(program, codegen=True)
+    interpreted = tg.compile(program, codegen=False)
+    for x, y in values:
+        _same_bits(_run(generated, x, y), _run(interpreted, x, y))
+    assert code in set(generated.tape.template.op)
+    assert generated.stats.generated == 1, generated.stats.not_generated
+    assert interpreted.stats.generated == 0
+
+
+@given(values=st.lists(st.tuples(VALUES, VALUES), min_size=2, max_size=3),
+       k=st.integers(0, 2))
+def test_a_gathered_element_of_a_vector(values, k):
+    def program(v, y):
+        u = v[k] * y
+        for j in range(3):
+            u = u * v[(k + j) % 3] + y
+        return u
+
+    generated = tg.compile(program, codegen=True)
+    interpreted = tg.compile(program, codegen=False)
+    for x, y in values:
+        vec = np.array([x, y, x - y])
+        res = []
+        for fn in (generated, interpreted):
+            vs = tg.tensor(vec, requires_grad=True)
+            ys = tg.tensor(y, requires_grad=True)
+            out = fn(vs, ys)
+            out.backward()
+            res.append((out.item(), vs.grad.numpy().tolist(), ys.grad.item()))
+        _same_bits(res[0][0], res[1][0])
+        _same_bits(res[0][1], res[1][1])
+        _same_bits(res[0][2], res[1][2])
+    assert K.GATHER in set(generated.tape.template.op)
+    assert generated.stats.generated == 1, generated.stats.not_generated
+
+
+def lotka_volterra(steps):
+    def ode(a, b, c, d):
+        u = v = tg.tensor(1.0)
+        for _ in range(steps):
+            uv = u * v
+            du = a * u - b * uv
+            dv = d * uv - c * v
+            u = u + 0.01 * du
+            v = v + 0.01 * dv
+        return (u - 1.5) ** 2 + (v - 0.5) ** 2
+    return ode
+
+
+def _params(values):
+    return [tg.tensor(v, requires_grad=True) for v in values]
+
+
+def test_a_long_loop_rolls_into_a_short_program():
+    ode = lotka_volterra(1000)
+    generated = tg.compile(ode, codegen=True)
+    interpreted = tg.compile(ode, codegen=False)
+    for values in ((1.5, 1.0, 3.0, 1.0), (1.4, 0.9, 3.1, 1.2), (1.6, 1.1, 2.9, 0.8)):
+        got_p, want_p = _params(values), _params(values)
+        got, want = generated(*got_p), interpreted(*want_p)
+        got.backward()
+        want.backward()
+        _same_bits(got.item(), want.item())
+        _same_bits([p.grad.item() for p in got_p], [p.grad.item() for p in want_p])
+        eager_p = _params(values)
+        eager = ode(*eager_p)
+        eager.backward()
+        np.testing.assert_allclose(got.item(), eager.item(), rtol=1e-12)
+        np.testing.assert_allclose([p.grad.item() for p in got_p],
+                                   [p.grad.item() for p in eager_p], rtol=1e-12)
+    source = generated.tape.program.source
+    # 11 000 records: one loop in the forward, one in the backward
+    assert source.count("for k in range(") == 2
+    assert source.count("\n") < 600
+
+
+def test_guards_inside_a_rolled_loop_re_record_when_the_branch_changes():
+    def program(x, w):
+        u = x
+        for _ in range(12):
+            if u > 0.0:       # a guard on the comparison in every trip of the loop
+                u = u * w - 0.3
+            else:
+                u = u * w + 0.7
+        return u * u
+
+    generated = tg.compile(program, codegen=True)
+    rng = np.random.default_rng(5)
+    for x in rng.uniform(-1.0, 1.0, 12):
+        xs, ws = tg.tensor(x, requires_grad=True), tg.tensor(0.9, requires_grad=True)
+        xe, we = tg.tensor(x, requires_grad=True), tg.tensor(0.9, requires_grad=True)
+        got, want = generated(xs, ws), program(xe, we)
+        got.backward()
+        want.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+        np.testing.assert_allclose([xs.grad.item(), ws.grad.item()],
+                                   [xe.grad.item(), we.grad.item()], rtol=1e-12)
+    stats = generated.stats
+    assert stats.rerecords, "some inputs take other branches"
+    assert stats.replays > 0 and stats.generated >= 1
+
+
+def test_a_failing_guard_is_reported_by_the_generated_forward():
+    def program(x):
+        u = x
+        for _ in range(5):
+            u = u * 1.5 if u < 10.0 else u - 1.0
+        return u
+
+    generated = tg.compile(program, codegen=True)
+    generated(tg.tensor(1.0, requires_grad=True))      # records: always the first branch
+    generated(tg.tensor(1.1, requires_grad=True))      # replays, builds the program
+    variant = generated.tape
+    assert variant.program is not None
+    vals = variant._instance().vals
+    op, a0, a1, voff, size, ip, fp, aux, faux = variant.cols
+    leaf = variant.arg_records[0]
+    vals[voff[leaf]] = 5.0           # 5 * 1.5 = 7.5, then 11.25: the third guard fails
+    bad = variant.program.forward(vals, fp, ip, faux)
+    assert op[bad] == K.GUARD
+    assert bad == K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals.copy(), 0,
+                            len(op))
+
+
+def test_hot_tapes_get_generated_code_on_their_own():
+    small = tg.compile(lambda x: (x * 2.0 + 1.0) * x)
+    large = tg.compile(lotka_volterra(20))
+    for _ in range(6):
+        small(tg.tensor(0.5, requires_grad=True)).backward()
+        large(*_params((1.5, 1.0, 3.0, 1.0))).backward()
+    assert small.stats.generated == 0 and small.tape.program is None
+    assert large.stats.generated == 1 and large.tape.program is not None
+    never = tg.compile(lotka_volterra(20), codegen=False)
+    for _ in range(6):
+        never(*_params((1.5, 1.0, 3.0, 1.0)))
+    assert never.stats.generated == 0
+
+
+def test_tapes_of_vectors_stay_with_the_interpreter_and_say_why():
+    fn = tg.compile(lambda x: (x * x).sum(), codegen=True)
+    for n in range(3):
+        x = tg.tensor([1.0, 2.0, float(n)], requires_grad=True)
+        fn(x).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), 2 * x.detach().numpy())
+    assert fn.stats.generated == 0
+    assert "holds 3 values" in fn.stats.not_generated[0]
+
+
+def test_backward_from_another_output_uses_the_interpreter():
+    def program(a, b):
+        u = a
+        for _ in range(5):
+            u = u * b + 0.1
+        return u * u, u
+
+    generated = tg.compile(program, codegen=True)
+    for x in (0.3, 0.4, 0.5):
+        a, b = tg.tensor(x, requires_grad=True), tg.tensor(0.8, requires_grad=True)
+        ae, be = tg.tensor(x, requires_grad=True), tg.tensor(0.8, requires_grad=True)
+        _, u = generated(a, b)
+        _, ue = program(ae, be)
+        u.backward()
+        ue.backward()
+        np.testing.assert_allclose([a.grad.item(), b.grad.item()],
+                                   [ae.grad.item(), be.grad.item()], rtol=1e-12)
+
+
+def test_the_same_tape_reuses_its_generated_module():
+    ode = lotka_volterra(30)
+    first, second = tg.compile(ode, codegen=True), tg.compile(ode, codegen=True)
+    for fn in (first, second):
+        fn(*_params((1.5, 1.0, 3.0, 1.0)))
+        fn(*_params((1.5, 1.0, 3.0, 1.0)))
+    assert first.tape.program.path == second.tape.program.path
+    assert first.tape.program.forward is second.tape.program.forward
+
+
+def test_long_straight_code_is_not_generated():
+    kinds = np.random.default_rng(0).integers(0, 4, 2 * codegen.MAX_STATEMENTS)
+
+    def program(x):
+        u = x
+        for kind in kinds:     # no repeating pattern to roll into a loop
+            if kind == 0:
+                u = u * 1.001
+            elif kind == 1:
+                u = u + 0.001
+            elif kind == 2:
+                u = tg.sin(u)
+            else:
+                u = u - 0.002
+        return u
+
+    fn = tg.compile(program, codegen=True)
+    fn(tg.tensor(1.0, requires_grad=True))
+    fn(tg.tensor(1.0, requires_grad=True))
+    assert fn.stats.generated == 0
+    assert "written out" in fn.stats.not_generated[0]
