@@ -291,3 +291,46 @@ def test_long_straight_code_is_not_generated():
     fn(tg.tensor(1.0, requires_grad=True))
     assert fn.stats.generated == 0
     assert "written out" in fn.stats.not_generated[0]
+
+
+def _same_as_interpreter(program, make_args, n_calls=3):
+    generated = tg.compile(program, codegen=True)
+    interpreted = tg.compile(program, codegen=False)
+    for seed in range(n_calls):
+        got_args, want_args = make_args(seed), make_args(seed)
+        got, want = generated(*got_args), interpreted(*want_args)
+        got.backward()
+        want.backward()
+        _same_bits(got.item(), want.item())
+        for a, b in zip(got_args, want_args):
+            _same_bits(a.grad.numpy(), b.grad.numpy())
+    assert generated.stats.generated == 1, generated.stats.not_generated
+    return generated.tape.program.source
+
+
+def test_values_from_two_trips_back():
+    def program(a, b, w):
+        for _ in range(20):
+            a, b = b, a * w + b * 0.3      # b of trip k reads b of trips k-1 and k-2
+        return a * b
+
+    def args(seed):
+        x, y, w = np.random.default_rng(seed).uniform(0.5, 1.0, 3)
+        return [tg.tensor(v, requires_grad=True) for v in (x, y, w)]
+
+    assert "for k in range(" in _same_as_interpreter(program, args)
+
+
+def test_a_vector_read_one_element_per_trip():
+    def program(v, w):
+        u = w
+        for j in range(12):
+            u = u * v[j] + w        # gradients of v's elements move by 1 per trip, not 3
+        return u
+
+    def args(seed):
+        rng = np.random.default_rng(seed)
+        return [tg.tensor(rng.uniform(-1, 1, 12), requires_grad=True),
+                tg.tensor(rng.uniform(0.5, 1.0), requires_grad=True)]
+
+    assert "for k in range(" in _same_as_interpreter(program, args)

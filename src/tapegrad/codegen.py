@@ -164,29 +164,38 @@ def _rule_lines(template, names):
     return out
 
 
-def _load(arr, base, step, local):
-    return local.get((base, step)) or _at(arr, base, step)
+def _load(arr, base, step, *names):
+    key = (base, step)
+    for known in names:
+        if key in known:
+            return known[key]
+    return _at(arr, base, step)
 
 
-def _forward_lines(key, row, step, local, j):
-    """Source for one record's forward, at fields row (+ k * step in a loop)."""
+def _params(o, rec):
+    if o in (K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX, K.SOFTPLUS):
+        return [f"lo = faux[ip[{rec}]]", f"hi = faux[ip[{rec}] + 1]"]
+    return []
+
+
+def _forward_lines(key, row, step, local, carried, j):
+    """Source for one record's forward, at fields row (+ k * step in a loop).  Values made
+    earlier in this trip come from ``local``, values of the trip before from ``carried``."""
     o, has_x1, _, _, _, kind = key
     r, so, s0, s1, s2 = row[:5]
     dr, dso, ds0, ds1, ds2 = step[:5]
     rec = str(r) if dr == 0 else f"({r} + k * {dr})"
-    lines = [f"x0 = {_load('vals', s0, ds0, local)}"]
+    lines = [f"x0 = {_load('vals', s0, ds0, local, carried)}"]
     if has_x1:
-        lines.append(f"x1 = {_load('vals', s1, ds1, local)}")
+        lines.append(f"x1 = {_load('vals', s1, ds1, local, carried)}")
     if o == K.GUARD:
         lines += [f"w = faux[ip[{rec}]]",
                   "if x0 != w and not (x0 != x0 and w != w):",
                   f"    return {rec}"]
         return lines
     if o == K.WHERE:
-        lines.append(f"x2 = {_load('vals', s2, ds2, local)}")
-    lines += [f"c = fp[{rec}]"]
-    if o in (K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX, K.SOFTPLUS):
-        lines += [f"lo = faux[ip[{rec}]]", f"hi = faux[ip[{rec}] + 1]"]
+        lines.append(f"x2 = {_load('vals', s2, ds2, local, carried)}")
+    lines += [f"c = fp[{rec}]"] + _params(o, rec)
     if o == K.CMP:
         rhs = "x1" if has_x1 else "c"
         cmp = ("<", "<=", ">", ">=", "==", "!=")[kind]
@@ -199,28 +208,138 @@ def _forward_lines(key, row, step, local, j):
     return lines
 
 
-def _backward_lines(key, row, step):
-    o, has_x1, need_r, need0, need1, _ = key
-    if not need_r or o in (K.CMP, K.GUARD):
-        return []
+def _forward_block(keys, rows, steps, m):
+    """The forward of one run of records (a loop of m trips when m > 1)."""
+    p = len(keys)
+    carried, before, after = {}, [], []
+    if m > 1:
+        # a value the previous trip made stays in a local instead of a store and a load
+        made = {(rows[j][1] - steps[j][1], steps[j][1]): j for j in range(p)
+                if keys[j][0] != K.GUARD and steps[j][1] != 0}
+        for j in range(p):
+            for f in (2, 3, 4):
+                jj = made.get((rows[j][f], steps[j][f]))
+                if jj is not None and (rows[j][f], steps[j][f]) not in carried:
+                    carried[(rows[j][f], steps[j][f])] = f"p{jj}"
+                    before.append(f"p{jj} = vals[{rows[jj][1] - steps[jj][1]}]")
+                    after.append(f"p{jj} = v{jj}")
+    body, local = [], {}
+    for j in range(p):
+        body += _forward_lines(keys[j], rows[j], steps[j], local, carried, j)
+    if m == 1:
+        return body
+    return before + [f"for k in range({m}):"] + ["    " + ln for ln in body + after]
+
+
+def _backward_lines(key, row, step, g, targets):
+    """Source for one record's backward: its gradient is ``g``; ``targets`` are the lvalues
+    its input gradients accumulate into."""
+    o, has_x1, _, need0, need1, _ = key
     rules = K.SCALAR_RULES[o]
-    r, so, s0, s1, s2, go, g0, g1 = row
-    dr, dso, ds0, ds1, ds2, dgo, dg0, dg1 = step
+    r, so, s0, s1, s2 = row[:5]
+    dr, dso, ds0, ds1, ds2 = step[:5]
     rec = str(r) if dr == 0 else f"({r} + k * {dr})"
-    lines = [f"g = {_at('grads', go, dgo)}", f"x0 = {_at('vals', s0, ds0)}",
-             f"out = {_at('vals', so, dso)}", f"c = fp[{rec}]"]
+    lines = [f"g = {g}", f"x0 = {_at('vals', s0, ds0)}", f"out = {_at('vals', so, dso)}",
+             f"c = fp[{rec}]"]
     if has_x1:
         lines.append(f"x1 = {_at('vals', s1, ds1)}")
     if o == K.WHERE:
         lines.append(f"x2 = {_at('vals', s2, ds2)}")
-    if o in (K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX, K.SOFTPLUS):
-        lines += [f"lo = faux[ip[{rec}]]", f"hi = faux[ip[{rec}] + 1]"]
-    # an input that needs no gradient gets its contribution in a dead local
+    lines += _params(o, rec)
     if need0 and rules[1]:
-        lines += _rule_lines(rules[1], {"gx0": _at("grads", g0, dg0)})
+        lines += _rule_lines(rules[1], {"gx0": targets[0]})
     if has_x1 and need1 and rules[2]:
-        lines += _rule_lines(rules[2], {"gx1": _at("grads", g1, dg1)})
+        lines += _rule_lines(rules[2], {"gx1": targets[1]})
     return lines
+
+
+def _swept(key):
+    return key[2] and key[0] not in (K.CMP, K.GUARD)
+
+
+def _input_targets(key, row, step):
+    """(field, (base, step)) of the input gradients record's backward accumulates into."""
+    out = []
+    for i, f in ((0, 6), (1, 7)):
+        if key[3 + i] and K.SCALAR_RULES[key[0]][1 + i] and (i == 0 or key[1]):
+            out.append((i, (int(row[f]), int(step[f]))))
+    return out
+
+
+def _registers(keys, rows, steps, m):
+    """How a rolled backward keeps gradients in locals: {(base, step): (class, name)}, or
+    None where some accumulation could reach an address a local holds (then all go to
+    memory).  Classes: 'G' the gradient of a record of this trip, 'H' of the trip before,
+    'A' a fixed address (a parameter read in every trip)."""
+    p = len(keys)
+    swept = [j for j in range(p) if _swept(keys[j])]
+    this_trip = {(int(rows[j][5]), int(steps[j][5])): j for j in swept}
+    trip_before = {(int(rows[j][5] - steps[j][5]), int(steps[j][5])): j for j in swept}
+    where = {}
+    in_memory = []
+    for j in swept:
+        for _, t in _input_targets(keys[j], rows[j], steps[j]):
+            if t in this_trip:
+                where[t] = ("G", this_trip[t])
+            elif t in trip_before:
+                where[t] = ("H", trip_before[t])
+            elif t[1] == 0:
+                where[t] = ("A", t[0])
+            else:
+                in_memory.append(t)
+    fixed = {t[0] for t, (cls, _) in where.items() if cls == "A"}
+    # the trip before the first trip is outside the loop: those gradients are stored after it
+    flushed = {t[0] for t, (cls, _) in where.items() if cls == "H"}
+    if fixed & flushed:
+        return None
+    for base, step in in_memory:
+        # only the gradients of records two or more trips back may stay in memory: no local
+        # holds them, and none of them is a fixed address
+        if not any(int(steps[j][5]) == step and (int(rows[j][5]) - base) % step == 0
+                   and (int(rows[j][5]) - base) // step >= 2 for j in swept):
+            return None
+        for a in fixed | flushed:
+            if (a - base) % step == 0 and 0 <= (a - base) // step < m:
+                return None
+    return where
+
+
+def _backward_block(keys, rows, steps, m):
+    """The backward of one run of records, last record first (a loop when m > 1)."""
+    p = len(keys)
+    swept = [j for j in range(p) if _swept(keys[j])]
+    regs = _registers(keys, rows, steps, m) if m > 1 else None
+    if regs is None:
+        body = []
+        for j in reversed(swept):
+            targets = {i: _at("grads", *t) for i, t in _input_targets(keys[j], rows[j], steps[j])}
+            body += _backward_lines(keys[j], rows[j], steps[j],
+                                    _at("grads", rows[j][5], steps[j][5]), targets)
+        if m == 1 or not body:
+            return body
+        return [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body]
+    # Each record's gradient lives in a local gr{j} during its trip; what the trip after
+    # (run first) adds to it waits in hr{j}; fixed addresses sum in ar{a}.  Every gradient
+    # still receives its terms in the interpreter's order, so the sums have the same bits.
+    held = sorted({n for cls, n in regs.values() if cls == "H"})
+    fixed = sorted({n for cls, n in regs.values() if cls == "A"})
+    name = {t: {"G": "gr", "H": "hr", "A": "ar"}[cls] + str(n) for t, (cls, n) in regs.items()}
+    before = [f"hr{j} = grads[{int(rows[j][5] + (m - 1) * steps[j][5])}]" for j in held]
+    before += [f"ar{a} = grads[{a}]" for a in fixed]
+    body = []
+    for j in swept:
+        go, dgo = int(rows[j][5]), int(steps[j][5])
+        body.append(f"gr{j} = hr{j}" if j in held else f"gr{j} = {_at('grads', go, dgo)}")
+    for j in held:
+        body.append(f"hr{j} = {_at('grads', int(rows[j][5] - steps[j][5]), int(steps[j][5]))}")
+    for j in reversed(swept):
+        targets = {i: name.get(t) or _at("grads", *t)
+                   for i, t in _input_targets(keys[j], rows[j], steps[j])}
+        body.append(f"{_at('grads', rows[j][5], steps[j][5])} = gr{j}")
+        body += _backward_lines(keys[j], rows[j], steps[j], f"gr{j}", targets)
+    after = [f"grads[{int(rows[j][5] - steps[j][5])}] = hr{j}" for j in held]
+    after += [f"grads[{a}] = ar{a}" for a in fixed]
+    return before + [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body] + after
 
 
 def generate(cols, need, goff):
@@ -236,28 +355,15 @@ def generate(cols, need, goff):
         need = np.zeros(n, dtype=np.uint8)
         goff = np.zeros(n, dtype=np.int64)
     keys, rows = _records(cols, need, goff)
-    blocks = _blocks(keys, rows)
     fwd, bwd = [], []
-    for start, p, m in blocks:
+    for start, p, m in _blocks(keys, rows):
         # how far each field of each record moves from one repetition to the next
         steps = (rows[start + p:start + 2 * p] - rows[start:start + p] if m > 1
                  else np.zeros((p, 8), dtype=np.int64))
-        body = []
-        local = {}
-        for j in range(p):
-            body += _forward_lines(keys[start + j], rows[start + j], steps[j], local, j)
-        if m > 1:
-            fwd.append(f"for k in range({m}):")
-            fwd += ["    " + line for line in body]
-        else:
-            fwd += body
+        block = (keys[start:start + p], rows[start:start + p], steps, m)
+        fwd += _forward_block(*block)
         if with_grad:
-            body = []
-            for j in range(p - 1, -1, -1):
-                body += _backward_lines(keys[start + j], rows[start + j], steps[j])
-            if body and m > 1:
-                body = [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body]
-            bwd.append(body)
+            bwd.append(_backward_block(*block))
     src = ["import numpy as np", "from tapegrad._config import kernel", "", "",
            "@kernel", "def forward(vals, fp, ip, faux):"]
     src += ["    " + line for line in fwd] + ["    return -1", "", ""]
