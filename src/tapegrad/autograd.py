@@ -417,7 +417,8 @@ def _sweep(tape, tape_seeds):
     grads[:total] = 0.0
     for r, g in tape_seeds.items():
         grads[goff[r]:goff[r] + size[r]] += g
-    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]), reverse=True)
+    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
+                    reverse=True) if tape.hooks else ()
     hi = n
     for r in hooked:
         # everything above r is swept, so r's gradient is complete: the hook may replace it

@@ -28,6 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import ops as K
+from .functional import _result
 from .inplace import user_site
 from .tape import Tape, _tape_ids, state
 from .tensor import Size, Tensor
@@ -276,6 +277,13 @@ class Variant:
         self.program = None        # the generated codegen.Program, once built
         self.not_generated = None  # why this tape has no generated code (a string)
         self.owner = None          # the Stats of the compiled function, told of generation
+        # where arguments and results sit in the arena, as Python ints: replay reads them on
+        # every call, and NumPy integers make slicing several times slower
+        voff = self.cols[3]
+        self.arg_slots = [(key, r, int(voff[r])) for key, r in arg_records.items()]
+        self.out_slots = [(r, shape, const, plain) if r is None else
+                          (r, shape, (int(voff[r]), int(voff[r]) + int(sizes[r])), plain)
+                          for (r, shape, const), plain in zip(outputs, self.plain)]
         self.replayed = 0
 
     def save(self, path):
@@ -358,10 +366,10 @@ class Variant:
         # the versions the values were read at: backward refuses leaves changed in place
         # since, as in eager mode
         leaf_rec = {}
-        for key, r in self.arg_records.items():
+        for key, r, off in self.arg_slots:
             a = args[key] if type(key) is int else _fetch(args, kwargs, key)
             v = a._value
-            vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
+            vals[off:off + v.size] = v.reshape(-1)
             leaves[r] = a
             leaf_rec[id(a)] = (r, a._version)
         for r, (leaf, _, _) in self.closure.items():
@@ -392,9 +400,9 @@ class Variant:
             raise RuntimeError(f"internal error: opcode {op[-2 - bad]} has no forward rule")
         inst.cached_cols = (op, a0, a1, voff_, size, ip, fp, aux, faux)
         outs = []
-        from .functional import _result
-        for (r, shape, const), plain in zip(self.outputs, self.plain):
+        for r, shape, where, plain in self.out_slots:
             if r is None:
+                const = where
                 if type(const) is _Frozen:
                     const = const.fresh()
                 elif type(const) is _Arg:
@@ -402,8 +410,7 @@ class Variant:
                         args, kwargs, const.key)
                 outs.append(const)
                 continue
-            n = int(size[r])
-            view = vals[voff_[r]:voff_[r] + n].reshape(shape)
+            view = vals[where[0]:where[1]].reshape(shape)
             if plain is None:
                 outs.append(_result(inst, r, view))
             else:
