@@ -152,7 +152,8 @@ class Stats:
 
     def __repr__(self):
         return (f"Stats(calls={self.calls}, replays={self.replays}, records={self.records}, "
-                f"eager={self.eager}, rerecords={len(self.rerecords)})")
+                f"eager={self.eager}, rerecords={len(self.rerecords)}, "
+                f"generated={self.generated})")
 
 
 def _signature(args, kwargs):
