@@ -334,3 +334,25 @@ def test_a_vector_read_one_element_per_trip():
                 tg.tensor(rng.uniform(0.5, 1.0), requires_grad=True)]
 
     assert "for k in range(" in _same_as_interpreter(program, args)
+
+
+def test_value_and_grad_of_a_generated_tape_is_the_general_paths():
+    def program(a, b, unused, c):
+        u = a * b
+        for _ in range(30):
+            u = u * b + tg.sin(c * u)
+        return u * u
+
+    fast = tg.value_and_grad(tg.compile(program, codegen=True), argnums=(0, 1, 2, 3))
+    general = tg.value_and_grad(tg.compile(program, codegen=False), argnums=(0, 1, 2, 3))
+    eager = tg.value_and_grad(program, argnums=(0, 1, 2, 3))
+    one = tg.grad(tg.compile(program, codegen=True), argnums=1)
+    for seed in range(4):
+        a, b, c = (float(v) for v in np.random.default_rng(seed).uniform(0.2, 0.9, 3))
+        args = (a, b, 7.0, c)
+        (v1, g1), (v2, g2), (v3, g3) = fast(*args), general(*args), eager(*args)
+        _same_bits(v1.item(), v2.item())
+        _same_bits([g.item() for g in g1], [g.item() for g in g2])
+        np.testing.assert_allclose([g.item() for g in g1], [g.item() for g in g3], rtol=1e-12)
+        assert g1[2].item() == 0.0 and not g1[0].requires_grad
+        _same_bits(one(*args).item(), g2[1].item())

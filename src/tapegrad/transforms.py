@@ -46,13 +46,42 @@ def value_and_grad(fn, argnums=0):
         if not out._rg:
             grads = [Tensor._make(np.zeros(t._value.shape)) for t in targets]
         else:
-            grads = autograd.grad(out, targets, materialize_grads=True)
+            grads = _generated_grads(out, targets)
+            if grads is None:
+                grads = autograd.grad(out, targets, materialize_grads=True)
         value = Tensor._make(out._value)
         return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
 
     wrapped.__name__ = f"value_and_grad({getattr(fn, '__name__', 'fn')})"
     wrapped.__doc__ = value_and_grad.__doc__
     return wrapped
+
+
+def _generated_grads(out, targets):
+    """The gradients of ``targets`` straight from a replayed tape's generated backward, or
+    None where that does not apply.
+
+    The value handed back is detached, so nothing else can reach this tape: no hooks, no
+    retained tensors, no second backward.  What ``run_backward`` keeps track of for those
+    is skipped; the sweep itself is the same code ``backward()`` runs."""
+    tape = out._tape
+    prog = tape.program if tape is not None else None
+    if prog is None or prog.seeds != (out._r,) or tape.hooks:
+        return None
+    need, goff, total = prog.plan
+    grads = np.zeros(max(int(total), 1))
+    grads[goff[out._r]] = 1.0
+    op, a0, a1, voff, size, ip, fp, aux, faux = tape.cached_cols
+    prog.backward(tape.vals, grads, fp, ip, faux)
+    result = []
+    for t in targets:
+        hit = tape.leaf_rec.get(id(t))
+        g = np.zeros(t._value.shape)
+        if hit is not None and need[hit[0]]:
+            off = int(goff[hit[0]])
+            g.reshape(-1)[:] = grads[off:off + g.size]
+        result.append(Tensor._make(g))
+    return result
 
 
 def grad(fn, argnums=0):
