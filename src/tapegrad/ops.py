@@ -761,11 +761,31 @@ def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, ne
     strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
     g = _seg(grads, goff[r], n)
     gx0 = grads[goff[a0[r]]:]
+    if nd == 0:
+        if n == 1:
+            gx0[0] += g[0]
+        return
+    # the last axis as one run per step of the walk: a bias broadcast over rows (stride 1)
+    # becomes a vector add, one over columns (stride 0) a running sum; per element the
+    # additions happen in the same order as a walk one element at a time
+    inner = shp[nd - 1]
+    step = strides[nd - 1]
     count = np.zeros(nd, dtype=np.int64)
     src = 0
-    for k in range(n):
-        gx0[src] += g[k]
-        d = nd - 1
+    k = 0
+    while k < n:
+        if step == 1:
+            gx0[src:src + inner] += g[k:k + inner]
+        elif step == 0:
+            acc = gx0[src]
+            for i in range(inner):
+                acc += g[k + i]
+            gx0[src] = acc
+        else:
+            for i in range(inner):
+                gx0[src + i * step] += g[k + i]
+        k += inner
+        d = nd - 2
         while d >= 0:
             count[d] += 1
             src += strides[d]
@@ -1249,17 +1269,31 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
         for b in range(b_n):
             x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
             x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
-            out[b * m * nn:(b + 1) * m * nn] = np.dot(x0, x1).reshape(m * nn)
+            # straight into the arena: no temporary and no copy of the product
+            np.dot(x0, x1, out[b * m * nn:(b + 1) * m * nn].reshape((m, nn)))
     elif o == EXPAND_S:
         nd = aux[ip[r]]
         shp = aux[ip[r] + 1: ip[r] + 1 + nd]
         strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
         x0 = vals[voff[a0[r]]:]
+        if nd == 0:
+            if n == 1:
+                out[0] = x0[0]
+            return True
+        # the last axis as one run per step of the walk (see expand_s_bwd)
+        inner = shp[nd - 1]
+        step = strides[nd - 1]
         count = np.zeros(nd, dtype=np.int64)
         src = 0
-        for k in range(n):
-            out[k] = x0[src]
-            d = nd - 1
+        k = 0
+        while k < n:
+            if step == 1:
+                out[k:k + inner] = x0[src:src + inner]
+            else:
+                for i in range(inner):
+                    out[k + i] = x0[src + i * step]
+            k += inner
+            d = nd - 2
             while d >= 0:
                 count[d] += 1
                 src += strides[d]

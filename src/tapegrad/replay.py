@@ -35,50 +35,62 @@ from .tensor import Size, Tensor
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
 
 
-_LARGE_RECORD = 4096   # mean values per record above which replay runs NumPy per record
+# Records at least this large whose NumPy kernel beats the compiled loop run in NumPy during
+# replay: numba's exp/tanh/sin/log are scalar libm calls (tanh of 4096 values: 37 us against
+# NumPy's 4 us), and its sum is a sequential loop where NumPy's is pairwise and vectorised.
+# Adds, multiplies, relu, matmul and broadcasts are as fast in the kernel (it vectorises them
+# and calls the same BLAS), and every extra NumPy call costs a microsecond of Python.
+_NUMPY_RECORD = 1024
 
 _NUMPY_UNARY = {K.EXP: np.exp, K.LOG: np.log, K.LOG1P: np.log1p, K.EXPM1: np.expm1,
-                K.SQRT: np.sqrt, K.ABS: np.abs, K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan,
-                K.TANH: np.tanh, K.NEG: np.negative, K.RECIPROCAL: np.reciprocal}
-_NUMPY_BINARY = {K.ADD: np.add, K.SUB: np.subtract, K.MUL: np.multiply, K.DIV: np.divide}
-_NUMPY_SCALAR = {K.ADD_S: np.add, K.SUB_S: np.subtract, K.MUL_S: np.multiply,
-                 K.DIV_S: np.divide}
+                K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan, K.TANH: np.tanh}
 
 
-def _forward_numpy(cols, vals):
-    """The forward kernel's work done record by record, with NumPy's vectorised ufuncs for
-    the elementwise ops and sums, and the compiled kernel for everything else.  Same return
+def forward_plan(cols):
+    """How replay runs the forward of a tape: None when the compiled kernel runs all of it,
+    else a list of steps in record order, each ``(lo, hi)`` (records lo..hi-1 in the kernel)
+    or ``(ufunc, r)`` / ``(None, r)`` (record r through a NumPy ufunc / NumPy's sum)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    steps, lo = [], 0
+    for r in range(len(op)):
+        code = int(op[r])
+        step = None
+        if code in _NUMPY_UNARY and size[r] >= _NUMPY_RECORD:
+            step = (_NUMPY_UNARY[code], r)
+        elif (code == K.SUM or code == K.MEAN) and size[r] == 1 and aux[ip[r] + 2] == 1 \
+                and size[a0[r]] >= _NUMPY_RECORD:
+            step = (None, r)
+        if step is not None:
+            if lo < r:
+                steps.append((lo, r))
+            steps.append(step)
+            lo = r + 1
+    if not steps:
+        return None
+    if lo < len(op):
+        steps.append((lo, len(op)))
+    return steps
+
+
+def _forward_steps(cols, vals, steps):
+    """``ops.forward`` over the whole tape, run as ``forward_plan`` split it.  Same return
     value as ``ops.forward``."""
     from ._quiet import quiet_begin, quiet_end
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     tok = quiet_begin()
     try:
-        for r in range(len(op)):
-            code = int(op[r])
-            if code <= K.EXTERN:
+        for a, b in steps:
+            if type(a) is int:
+                bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, a, b)
+                if bad != -1:
+                    return bad
                 continue
-            o, n = int(voff[r]), int(size[r])
-            out = vals[o:o + n]
-            x0 = vals[voff[a0[r]]:voff[a0[r]] + n] if a0[r] >= 0 else None
-            fn = _NUMPY_UNARY.get(code)
-            if fn is not None:
-                fn(x0, out=out)
-                continue
-            fn = _NUMPY_BINARY.get(code)
-            if fn is not None:
-                fn(x0, vals[voff[a1[r]]:voff[a1[r]] + n], out=out)
-                continue
-            fn = _NUMPY_SCALAR.get(code)
-            if fn is not None:
-                fn(x0, fp[r], out=out)
-                continue
-            if code in (K.SUM, K.MEAN) and aux[ip[r] + 2] == 1 and n == 1:
-                total = vals[voff[a0[r]]:voff[a0[r]] + size[a0[r]]].sum()
-                out[0] = total * fp[r] if code == K.SUM else total / size[a0[r]]
-                continue
-            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, r, r + 1)
-            if bad != -1:
-                return bad
+            o, n, x = voff[b], size[b], voff[a0[b]]
+            if a is not None:
+                a(vals[x:x + n], out=vals[o:o + n])
+            else:
+                total = vals[x:x + size[a0[b]]].sum()
+                vals[o] = total * fp[b] if op[b] == K.SUM else total / size[a0[b]]
         return -1
     finally:
         quiet_end(tok)
@@ -253,14 +265,20 @@ class Variant:
         self.plain = plain if plain is not None else [None] * len(outputs)
         self.treedef = treedef
         self.cols = tuple(np.array(c) for c in tape.columns())
+        # Every float argument is traced as a LEAF so that replay recomputes what depends on
+        # it; one that requires no gradient (the data X of a training step) is a constant to
+        # the backward sweep, as in eager mode.  Left a LEAF, backward planned a gradient for
+        # it: on W3 one more 256x256x784 matmul per step, which made replay slower than eager.
+        # Only the replay columns change: the template (and saved files) keep the LEAF.
+        for r in args:
+            leaf = tape.leaves.get(r)
+            if leaf is not None and not leaf._rg:
+                self.cols[0][r] = K.CONST
         self.top = tape.top
         self.instances = []
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
-        # tapes of large tensors replay through NumPy's vectorised kernels: numba's exp/tanh
-        # are scalar libm calls, several times slower per element than NumPy's
-        sizes = self.cols[4]
-        self.large = len(sizes) > 0 and float(sizes.mean()) >= _LARGE_RECORD
+        self.steps = forward_plan(self.cols)
         self.n = len(tape)
 
     def save(self, path):
@@ -330,8 +348,8 @@ class Variant:
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
         op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
-        if self.large:
-            bad = _forward_numpy(self.cols, vals)
+        if self.steps is not None:
+            bad = _forward_steps(self.cols, vals, self.steps)
         else:
             bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
         if bad >= 0:
