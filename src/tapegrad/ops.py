@@ -20,7 +20,7 @@ the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``
 """
 import numpy as np
 
-from ._config import inline, kernel
+from ._config import inline, kernel, parallel_kernel, prange
 
 # ---------------------------------------------------------------------------------------------
 # Declarations
@@ -1408,20 +1408,14 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
 
 
 @kernel
-def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
-                 inputs, out_rec, need, total, want_grad, values, grads_out, status):
-    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
-
-    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
-    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
-    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
-    or the GUARD record that failed for that sample (its results are then not written).
-    """
+def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, lo, hi):
+    """Rows lo..hi-1 of ``batch_replay``, with value and gradient arenas of their own."""
     vals = template.copy()
     grads = np.zeros(max(total, 1))
     n = op.size
     n_out = size[out_rec]
-    for b in range(inputs.shape[0]):
+    for b in range(lo, hi):
         for j in range(arg_recs.size):
             r = arg_recs[j]
             m = size[r]
@@ -1442,3 +1436,32 @@ def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_
                     grads_out[b, arg_offs[j]:arg_offs[j] + m] = grads[goff[r]:goff[r] + m]
                 else:
                     grads_out[b, arg_offs[j]:arg_offs[j] + m] = 0.0
+
+
+@kernel
+def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                 inputs, out_rec, need, total, want_grad, values, grads_out, status):
+    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
+
+    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
+    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
+    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
+    or the GUARD record that failed for that sample (its results are then not written).
+    """
+    replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, 0,
+                inputs.shape[0])
+
+
+@parallel_kernel
+def batch_replay_parallel(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs,
+                          arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                          status, chunks):
+    """``batch_replay`` with the rows split into ``chunks`` contiguous blocks run on numba's
+    threads.  Each block has its own arenas and its own copy of ``aux`` (max(dim)'s forward
+    writes its argmax there); rows are independent, so the results are the sequential ones."""
+    bsz = inputs.shape[0]
+    for c in prange(chunks):
+        replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux.copy(), faux, template, arg_recs,
+                    arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                    status, c * bsz // chunks, (c + 1) * bsz // chunks)

@@ -840,7 +840,39 @@ def tape_stats(tape, before=None):
 # ---------------------------------------------------------------------------------------------
 # Batching: one recorded tape replayed over a leading batch axis in one compiled call
 # ---------------------------------------------------------------------------------------------
-def _batched(fn, argnums, want_grad):
+# Samples x records below which a batch replays on one thread: starting numba's threads and
+# giving each its own arenas costs tens of microseconds, about this many record evaluations.
+_PARALLEL_MIN_WORK = 20000
+_parallel_broken = []   # why numba's threading layer could not run the parallel kernel
+
+
+def _use_parallel(parallel, bsz, n_records):
+    if parallel is not None:
+        return bool(parallel)
+    import numba
+    return (not _parallel_broken and numba.get_num_threads() > 1
+            and bsz * n_records >= _PARALLEL_MIN_WORK)
+
+
+def _replay_batch(parallel, args):
+    """Run ``ops.batch_replay`` (or its parallel form) on ``args``; the parallel form falls
+    back to the sequential one when numba's threading layer cannot start, unless it was asked
+    for explicitly."""
+    bsz = args[13].shape[0]
+    if _use_parallel(parallel, bsz, args[0].size):
+        import numba
+        chunks = max(1, min(bsz, 4 * numba.get_num_threads()))   # 4 per thread: balance
+        try:
+            K.batch_replay_parallel(*args, chunks)
+            return
+        except Exception as exc:   # e.g. "No threading layer could be loaded"
+            if parallel:
+                raise
+            _parallel_broken.append(f"{type(exc).__name__}: {exc}")
+    K.batch_replay(*args)
+
+
+def _batched(fn, argnums, want_grad, parallel=None):
     compiled = fn if isinstance(fn, Compiled) else Compiled(fn)
     nums = None if argnums is None else ((argnums,) if isinstance(argnums, int)
                                          else tuple(argnums))
@@ -889,10 +921,10 @@ def _batched(fn, argnums, want_grad):
         values = np.empty((bsz, int(size[out_rec])))
         grads = np.zeros((bsz, width))
         status = np.empty(bsz, dtype=np.int64)
-        K.batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
-                       np.array([r for _, r in recs], dtype=np.int64),
-                       np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
-                       want_grad, values, grads, status)
+        _replay_batch(parallel, (op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
+                                 np.array([r for _, r in recs], dtype=np.int64),
+                                 np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
+                                 want_grad, values, grads, status))
         out_shape = out0._value.shape
         values = values.reshape((bsz,) + out_shape)
         per_arg = {i: grads[:, o:o + size[r]].reshape(args[i]._value.shape)
@@ -941,12 +973,20 @@ def _loop(compiled, args, nums, want_grad):
     return val_t, (gs[0] if len(gs) == 1 and not isinstance(nums, tuple) else tuple(gs))
 
 
-def vmap(fn):
-    """``fn`` mapped over the leading axis of every argument, replayed in one compiled call."""
-    return _batched(fn, None, False)
+def vmap(fn, parallel=None):
+    """``fn`` mapped over the leading axis of every argument, replayed in one compiled call.
+
+    ``parallel``: True runs the samples on numba's threads (``NUMBA_NUM_THREADS``,
+    ``numba.set_num_threads``), False on the calling thread, None (default) on the threads
+    when there is more than one and the batch is large enough to pay for starting them.
+    Results are the same either way."""
+    return _batched(fn, None, False, parallel)
 
 
-def per_sample_value_and_grad(fn, argnums=0):
+def per_sample_value_and_grad(fn, argnums=0, parallel=None):
     """Values and gradients of a scalar ``fn`` for each sample of a batch (leading axis),
-    from one recorded tape replayed in one compiled call (no Python per sample)."""
-    return _batched(fn, argnums, True)
+    from one recorded tape replayed in one compiled call (no Python per sample).
+
+    ``parallel`` as for ``vmap``.  Samples whose guards fail (Python control flow that takes
+    another branch) are run eagerly afterwards, one by one."""
+    return _batched(fn, argnums, True, parallel)
