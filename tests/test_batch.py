@@ -80,17 +80,32 @@ def test_vmap_parallel_equals_sequential_equals_eager():
     np.testing.assert_allclose(got[False], ev, rtol=1e-12, atol=1e-12)
 
 
-def test_parallel_reports_each_failed_guard():
-    # the samples whose guard held are counted as replays; the others ran eagerly
+def test_samples_on_the_other_branch_replay_a_second_tape():
+    # the samples whose guard fails on the first tape are replayed over a tape recorded for
+    # the first of them: two recordings, every sample replayed, none run eagerly
     xs, ws = batch(101, seed=2)
-    held = sum((np.tanh(x * w + 0.5) * x).sum() > 0 for x, w in zip(xs[1:], ws[1:]))
-    first = (np.tanh(xs[0] * ws[0] + 0.5) * xs[0]).sum() > 0   # the branch recorded
-    expected = held if first else len(xs) - 1 - held
-    expected += 1   # sample 0 itself, replayed in the batch too
     for parallel in (False, True):
         fn = tg.compile(branchy)
         tg.per_sample_value_and_grad(fn, parallel=parallel)(tg.tensor(xs), tg.tensor(ws))
-        assert fn.stats.replays == expected
+        assert fn.stats.records == 2
+        assert fn.stats.replays == len(xs)
+
+
+def scaled_by_first(x):
+    """A guard on x[0]'s exact value: every sample takes a branch of its own."""
+    return (x * x).sum() * float(x[0].item())
+
+
+def test_more_branches_than_tapes_run_eagerly():
+    xs = np.random.default_rng(4).normal(size=(40, 3))
+    want_v = np.array([(x * x).sum() * x[0] for x in xs])
+    want_g = np.array([2 * x * x[0] for x in xs])
+    for parallel in (False, True):
+        fn = tg.compile(scaled_by_first)
+        v, g = tg.per_sample_value_and_grad(fn, parallel=parallel)(tg.tensor(xs))
+        np.testing.assert_allclose(v.numpy(), want_v, rtol=1e-12)
+        np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-12)
+        assert fn.stats.records == 8   # as many tapes as a batch records, then eager
 
 
 def test_gradient_only_for_chosen_argument():

@@ -872,6 +872,9 @@ def _replay_batch(parallel, args):
     K.batch_replay(*args)
 
 
+_BATCH_VARIANTS = 8   # tapes recorded per batch for samples whose guards fail, at most
+
+
 def _batched(fn, argnums, want_grad, parallel=None):
     compiled = fn if isinstance(fn, Compiled) else Compiled(fn)
     nums = None if argnums is None else ((argnums,) if isinstance(argnums, int)
@@ -885,64 +888,105 @@ def _batched(fn, argnums, want_grad, parallel=None):
             raise ValueError("every argument needs the same leading batch size; got shapes "
                              f"{[list(a.shape) for a in args]}")
         bsz = sizes.pop()
-        first = [Tensor._make(a._value[0], want_grad and (nums is None or i in nums))
-                 for i, a in enumerate(args)]
         for a in args:
             if a._value.dtype.kind != "f":
                 raise TypeError("batched arguments must be float tensors")
+
+        def sample(b):
+            return [Tensor._make(a._value[b], want_grad and (nums is None or i in nums))
+                    for i, a in enumerate(args)]
+
+        first = sample(0)
         out0 = compiled(*first)   # records (or replays) the tape for one sample
         if not isinstance(out0, Tensor):
             raise TypeError("the function must return one tensor")
-        variant = compiled.variants()[0] if compiled.variants() else None
+        variant = _last_variant(compiled, first)
         if variant is None or variant.outputs[0][0] is None:
             # not replayable: one eager call per sample
             return _loop(compiled, args, nums, want_grad)
         if want_grad and out0._value.size != 1:
             raise RuntimeError("per-sample gradients need a one-element output")
-        cols = variant.cols
-        op, a0, a1, voff, size, ip, fp, aux, faux = cols
-        template = np.array(variant.template.vals[:variant.top])
-        for r, (leaf, _, _) in variant.closure.items():
-            template[voff[r]:voff[r] + size[r]] = leaf._value.reshape(-1)
-        recs = [(i, r) for i, r in sorted(variant.arg_records.items())]
-        offs, width = [], 0
-        for _, r in recs:
-            offs.append(width)
-            width += int(size[r])
-        inputs = np.empty((bsz, width))
-        for (i, r), o in zip(recs, offs):
-            inputs[:, o:o + size[r]] = args[i]._value.reshape(bsz, -1)
-        out_rec = variant.outputs[0][0]
-        need = np.zeros(len(op), dtype=np.uint8)
-        goff = np.full(len(op), -1, dtype=np.int64)
-        total = 0
-        if want_grad:
-            total = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need, goff)
-        values = np.empty((bsz, int(size[out_rec])))
-        grads = np.zeros((bsz, width))
-        status = np.empty(bsz, dtype=np.int64)
-        _replay_batch(parallel, (op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
-                                 np.array([r for _, r in recs], dtype=np.int64),
-                                 np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
-                                 want_grad, values, grads, status))
         out_shape = out0._value.shape
-        values = values.reshape((bsz,) + out_shape)
-        per_arg = {i: grads[:, o:o + size[r]].reshape(args[i]._value.shape)
-                   for (i, r), o in zip(recs, offs)}
-        for b in np.nonzero(status != -1)[0]:
-            # a guard failed for this sample: it takes another branch, run it eagerly
+        values = np.empty((bsz,) + out_shape)
+        per_arg = {i: np.zeros(a._value.shape) for i, a in enumerate(args)}
+        pending = np.arange(bsz)
+        for round_ in range(_BATCH_VARIANTS):
+            if round_:
+                # the samples left took another branch: record (or pick) the tape of the
+                # first of them, and replay the rest over it
+                again = sample(pending[0])
+                compiled(*again)
+                variant = _last_variant(compiled, again)
+                if variant is None or variant.outputs[0][0] is None or \
+                        variant.cols[4][variant.outputs[0][0]] != values[0].size:
+                    break
+            status = _replay_variant(variant, args, pending, want_grad, parallel, values,
+                                     per_arg)
+            compiled.stats.replays += int(np.sum(status == -1))
+            if status[0] != -1:
+                break   # the tape picked for pending[0] does not replay it: no progress
+            pending = pending[status != -1]
+            if not pending.size:
+                break
+        for b in pending:
+            # still no tape for this sample's branch: run it eagerly
             v, g = _one(compiled, args, nums, want_grad, b)
             values[b] = v
             for i, gi in g.items():
                 per_arg[i][b] = gi
-        compiled.stats.replays += int(np.sum(status == -1))
         val_t = Tensor._make(values)
         if not want_grad:
             return val_t
         pick = nums if nums is not None else tuple(range(len(args)))
-        gs = [Tensor._make(per_arg.get(i, np.zeros(args[i]._value.shape))) for i in pick]
+        gs = [Tensor._make(per_arg[i]) for i in pick]
         return val_t, (gs[0] if isinstance(argnums, int) else tuple(gs))
     return run
+
+
+def _last_variant(compiled, args):
+    """The variant the last call of ``compiled`` with ``args`` ran (None if it ran eagerly):
+    a replayed or newly recorded variant goes to the front of its signature's list."""
+    found = compiled._cache.get(_signature(args, {}))
+    return found[0] if isinstance(found, list) and found else None
+
+
+def _replay_variant(variant, args, rows, want_grad, parallel, values, per_arg):
+    """Replay ``variant`` for the samples ``rows`` of ``args`` in one compiled call, writing
+    the value and the argument gradients of each sample whose guards hold into ``values`` and
+    ``per_arg``; returns the status of each row (-1: done, else the GUARD that failed)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = variant.cols
+    template = np.array(variant.template.vals[:variant.top])
+    for r, (leaf, _, _) in variant.closure.items():
+        template[voff[r]:voff[r] + size[r]] = leaf._value.reshape(-1)
+    recs = [(i, r) for i, r in sorted(variant.arg_records.items())]
+    offs, width = [], 0
+    for _, r in recs:
+        offs.append(width)
+        width += int(size[r])
+    n = len(rows)
+    inputs = np.empty((n, width))
+    for (i, r), o in zip(recs, offs):
+        inputs[:, o:o + size[r]] = args[i]._value[rows].reshape(n, -1)
+    out_rec = variant.outputs[0][0]
+    need = np.zeros(len(op), dtype=np.uint8)
+    goff = np.full(len(op), -1, dtype=np.int64)
+    total = 0
+    if want_grad:
+        total = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need, goff)
+    vals = np.empty((n, int(size[out_rec])))
+    grads = np.zeros((n, width))
+    status = np.empty(n, dtype=np.int64)
+    _replay_batch(parallel, (op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
+                             np.array([r for _, r in recs], dtype=np.int64),
+                             np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
+                             want_grad, vals, grads, status))
+    ok = status == -1
+    done = rows[ok]
+    values[done] = vals[ok].reshape((len(done),) + values.shape[1:])
+    for (i, r), o in zip(recs, offs):
+        per_arg[i][done] = grads[ok, o:o + size[r]].reshape(
+            (len(done),) + per_arg[i].shape[1:])
+    return status
 
 
 def _one(compiled, args, nums, want_grad, b):
@@ -988,5 +1032,6 @@ def per_sample_value_and_grad(fn, argnums=0, parallel=None):
     from one recorded tape replayed in one compiled call (no Python per sample).
 
     ``parallel`` as for ``vmap``.  Samples whose guards fail (Python control flow that takes
-    another branch) are run eagerly afterwards, one by one."""
+    another branch) replay a tape recorded for the first of them, up to ``_BATCH_VARIANTS``
+    tapes per batch; any left after that run eagerly, one by one."""
     return _batched(fn, argnums, True, parallel)
