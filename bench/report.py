@@ -200,8 +200,64 @@ def _scaling_section(scaling: dict, peer_names: list[str]) -> list[str]:
     return lines
 
 
+def _replay_costs_section(rc: dict) -> list[str]:
+    lines = ["## RC: costs of tapegrad.compile besides the replay", ""]
+    if rc.get("note"):
+        return lines + [rc["note"]]
+    guards = rc["guards"]
+    never = guards.get("compiled, branch never flips", {}).get("median_s")
+    table = [[label, fmt_time(row.get("median_s")), fmt_time(row.get("min_s")),
+              fmt_ratio(row.get("median_s"), never), str(row.get("n", 0))]
+             for label, row in guards.items()]
+    lines += ["### Guards: a Python `if` on a tensor's value, forward + backward per call", "",
+              "`f(x, w)`: 4 layers `h = tanh(h*w + 0.1)` on 16 elements, then "
+              "`if x.sum() > 0` picks one of two losses; the flipping calls alternate `x` and "
+              "`-x`.", ""]
+    lines += _table(["case", "median", "min", "× never flips", "samples"], table) + [""]
+    tiny = rc["tiny"]
+    libs = list(dict.fromkeys(key.partition("/")[0] for key in tiny))
+    torch_fb = tiny.get("torch/run(x).backward()", {}).get("median_s")
+    torch_f = tiny.get("torch/run(x)", {}).get("median_s")
+    table = []
+    for lib in libs:
+        f = tiny.get(f"{lib}/run(x)", {}).get("median_s")
+        fb = tiny.get(f"{lib}/run(x).backward()", {}).get("median_s")
+        table.append([lib, fmt_time(f), fmt_ratio(f, torch_f), fmt_time(fb),
+                      fmt_ratio(fb, torch_fb)])
+    lines += ["### Tiny tapes: the fixed cost of a call, shape-(1,) input", "",
+              "`run(x)` is `sin(x)` (one op); `run(x).backward()` is `sin(x).sum()` and its "
+              "backward (two ops). `tapegrad_compiled` replays a recorded tape; the bare "
+              "`@njit` call (one array in, one out) is the floor of calling compiled code.", ""]
+    lines += _table(["library", "run(x)", "× torch", "run(x).backward()", "× torch"],
+                    table) + [""]
+    table = []
+    for name, row in rc["first_calls"].items():
+        comp = row["tapegrad_compiled"]
+        jax = row.get("jax_jit")
+        if jax is None:
+            jax_cell = "not selected"
+        elif jax["status"] != "ok":
+            jax_cell = f"{jax['status']}: {jax['note']}"
+        else:
+            jax_cell = f"{fmt_time(jax['first_call_s'])} (steady {fmt_time(jax['steady_s'])})"
+        if "error" in comp:
+            cells = [name, f"error: {comp['error']}", "—", "—"]
+        else:
+            cells = [name, fmt_time(comp["record_s"]), fmt_time(comp["first_replay_s"]),
+                     fmt_time(comp.get("steady_s"))]
+        table.append(cells + [jax_cell.replace("|", "\\|")])
+    lines += ["### First calls: record and first replay in a fresh process", "",
+              "`tapegrad_compiled` in a fresh interpreter: call 1 records the tape (an eager run "
+              "under a trace), call 2 is the first replay (the replay kernels load from "
+              "numba's on-disk cache; nothing is compiled per function). jax.jit's first call "
+              "traces and compiles with XLA (from the W1/W5 tables above).", ""]
+    lines += _table(["workload", "compiled call 1 (record)", "call 2 (first replay)",
+                     "compiled steady", "jax_jit first call"], table)
+    return lines
+
+
 def render_markdown(info: dict, run: dict, results: dict, startup: dict | None,
-                    scaling: dict | None) -> str:
+                    scaling: dict | None, replay_costs: dict | None = None) -> str:
     peer_names = run["peer_names"]
     lines = _header(info, run) + [""]
     lines += _summary(results, startup, peer_names) + [""]
@@ -212,6 +268,8 @@ def render_markdown(info: dict, run: dict, results: dict, startup: dict | None,
         lines += _workload_section(res, peer_names) + [""]
     if startup:
         lines += _startup_section(startup) + [""]
+    if replay_costs:
+        lines += _replay_costs_section(replay_costs) + [""]
     if scaling:
         lines += _scaling_section(scaling, peer_names)
     return "\n".join(lines).rstrip() + "\n"

@@ -34,7 +34,7 @@ if __package__ in (None, ""):
 from bench.machine import REPO_DIR, load_average, pin_to_one_cpu  # noqa: E402  (stdlib only)
 
 IN_PROCESS = ("W1", "W2", "W3", "W4", "W5")
-ALL_WORKLOADS = IN_PROCESS + ("W6",)
+ALL_WORKLOADS = IN_PROCESS + ("W6", "RC")
 SCALING_WORKLOADS = ("W1", "W4", "W5")
 RESULTS_DIR = os.path.join(REPO_DIR, "bench", "results")
 
@@ -47,7 +47,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="few rounds and short budgets, 3 startup runs, and the few "
                              "multi-second cases left out: a minute or two")
     parser.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
-                        help="comma-separated subset of W1..W6 (default: all)")
+                        help="comma-separated subset of W1..W6 and RC, the costs of "
+                             "tapegrad.compile besides replay (default: all)")
     parser.add_argument("--peers", default=None,
                         help="comma-separated subset of libraries, e.g. tapegrad,torch,floor "
                              "(default: all that import)")
@@ -114,6 +115,10 @@ def main(argv=None) -> int:
     if "W6" in args.workloads:
         runs = args.startup_runs or (3 if args.quick else 5)
         startup = measure_startup(peers, runs, quick=args.quick, progress=progress)
+    replay_costs = None
+    if "RC" in args.workloads:
+        from bench.replay_costs import measure_replay_costs
+        replay_costs = measure_replay_costs(peers, config, results, progress=progress)
     scaling = None
     if args.scaling:
         swept = tuple(w for w in SCALING_WORKLOADS if w in args.workloads)
@@ -130,13 +135,14 @@ def main(argv=None) -> int:
     run = {"mode": "quick" if args.quick else "full", "skipped_peers": skipped,
            "peer_names": [p.name for p in peers], "tolerance": check.TOLERANCE,
            "timing": vars(config), "argv": sys.argv[1:]}
-    text = report.render_markdown(info, run, results, startup, scaling)
+    text = report.render_markdown(info, run, results, startup, scaling, replay_costs)
     print(text)
     report.write_text(args.markdown, text)
     report.write_json(args.json, {
         "machine": info, "run": run,
         "peers": {p.name: {"description": p.description, "versions": p.versions} for p in peers},
-        "workloads": results, "startup": startup, "scaling": scaling})
+        "workloads": results, "startup": startup, "scaling": scaling,
+        "replay_costs": replay_costs})
     log(f"wrote {args.markdown} and {args.json}")
 
     invalid = _invalid_rows(results, startup, scaling)

@@ -46,3 +46,9 @@ def generated_dir():
 # fastmath stays off: it changes NaN/inf behaviour, which must follow IEEE.
 kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
 inline = numba.njit(inline="always", error_model="numpy")
+
+# Kernels whose loop over samples runs on numba's threads.  Cached like the others: on numba
+# 0.68 here a parallel kernel loaded from the cache in a fresh process gave the same results
+# (tests/test_batch.py runs one in a child process).
+parallel_kernel = numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")
+prange = numba.prange

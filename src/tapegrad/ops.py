@@ -20,7 +20,7 @@ the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``
 """
 import numpy as np
 
-from ._config import inline, kernel
+from ._config import inline, kernel, parallel_kernel, prange
 
 # ---------------------------------------------------------------------------------------------
 # Declarations
@@ -761,11 +761,31 @@ def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, ne
     strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
     g = _seg(grads, goff[r], n)
     gx0 = grads[goff[a0[r]]:]
+    if nd == 0:
+        if n == 1:
+            gx0[0] += g[0]
+        return
+    # the last axis as one run per step of the walk: a bias broadcast over rows (stride 1)
+    # becomes a vector add, one over columns (stride 0) a running sum; per element the
+    # additions happen in the same order as a walk one element at a time
+    inner = shp[nd - 1]
+    step = strides[nd - 1]
     count = np.zeros(nd, dtype=np.int64)
     src = 0
-    for k in range(n):
-        gx0[src] += g[k]
-        d = nd - 1
+    k = 0
+    while k < n:
+        if step == 1:
+            gx0[src:src + inner] += g[k:k + inner]
+        elif step == 0:
+            acc = gx0[src]
+            for i in range(inner):
+                acc += g[k + i]
+            gx0[src] = acc
+        else:
+            for i in range(inner):
+                gx0[src + i * step] += g[k + i]
+        k += inner
+        d = nd - 2
         while d >= 0:
             count[d] += 1
             src += strides[d]
@@ -1315,17 +1335,31 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
         for b in range(b_n):
             x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
             x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
-            out[b * m * nn:(b + 1) * m * nn] = np.dot(x0, x1).reshape(m * nn)
+            # straight into the arena: no temporary and no copy of the product
+            np.dot(x0, x1, out[b * m * nn:(b + 1) * m * nn].reshape((m, nn)))
     elif o == EXPAND_S:
         nd = aux[ip[r]]
         shp = aux[ip[r] + 1: ip[r] + 1 + nd]
         strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
         x0 = vals[voff[a0[r]]:]
+        if nd == 0:
+            if n == 1:
+                out[0] = x0[0]
+            return True
+        # the last axis as one run per step of the walk (see expand_s_bwd)
+        inner = shp[nd - 1]
+        step = strides[nd - 1]
         count = np.zeros(nd, dtype=np.int64)
         src = 0
-        for k in range(n):
-            out[k] = x0[src]
-            d = nd - 1
+        k = 0
+        while k < n:
+            if step == 1:
+                out[k:k + inner] = x0[src:src + inner]
+            else:
+                for i in range(inner):
+                    out[k + i] = x0[src + i * step]
+            k += inner
+            d = nd - 2
             while d >= 0:
                 count[d] += 1
                 src += strides[d]
@@ -1440,20 +1474,14 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
 
 
 @kernel
-def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
-                 inputs, out_rec, need, total, want_grad, values, grads_out, status):
-    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
-
-    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
-    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
-    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
-    or the GUARD record that failed for that sample (its results are then not written).
-    """
+def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, lo, hi):
+    """Rows lo..hi-1 of ``batch_replay``, with value and gradient arenas of their own."""
     vals = template.copy()
     grads = np.zeros(max(total, 1))
     n = op.size
     n_out = size[out_rec]
-    for b in range(inputs.shape[0]):
+    for b in range(lo, hi):
         for j in range(arg_recs.size):
             r = arg_recs[j]
             m = size[r]
@@ -1474,3 +1502,32 @@ def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_
                     grads_out[b, arg_offs[j]:arg_offs[j] + m] = grads[goff[r]:goff[r] + m]
                 else:
                     grads_out[b, arg_offs[j]:arg_offs[j] + m] = 0.0
+
+
+@kernel
+def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                 inputs, out_rec, need, total, want_grad, values, grads_out, status):
+    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
+
+    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
+    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
+    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
+    or the GUARD record that failed for that sample (its results are then not written).
+    """
+    replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, 0,
+                inputs.shape[0])
+
+
+@parallel_kernel
+def batch_replay_parallel(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs,
+                          arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                          status, chunks):
+    """``batch_replay`` with the rows split into ``chunks`` contiguous blocks run on numba's
+    threads.  Each block has its own arenas and its own copy of ``aux`` (max(dim)'s forward
+    writes its argmax there); rows are independent, so the results are the sequential ones."""
+    bsz = inputs.shape[0]
+    for c in prange(chunks):
+        replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux.copy(), faux, template, arg_recs,
+                    arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                    status, c * bsz // chunks, (c + 1) * bsz // chunks)

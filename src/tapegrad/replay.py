@@ -36,7 +36,12 @@ from .tensor import Size, Tensor
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
 
 
-_LARGE_RECORD = 4096   # mean values per record above which replay runs NumPy per record
+# Records at least this large whose NumPy kernel beats the compiled loop run in NumPy during
+# replay: numba's exp/tanh/sin/log are scalar libm calls (tanh of 4096 values: 37 us against
+# NumPy's 4 us), and its sum is a sequential loop where NumPy's is pairwise and vectorised.
+# Adds, multiplies, relu, matmul and broadcasts are as fast in the kernel (it vectorises them
+# and calls the same BLAS), and every extra NumPy call costs a microsecond of Python.
+_NUMPY_RECORD = 1024
 
 # Generated code (codegen.py) for tapes of one-element records: a variant gets it once it has
 # replayed _GENERATE_AFTER times with at least _GENERATE_MIN records, where the interpreter's
@@ -46,47 +51,54 @@ _GENERATE_AFTER = 3
 _GENERATE_MIN = 64
 
 _NUMPY_UNARY = {K.EXP: np.exp, K.LOG: np.log, K.LOG1P: np.log1p, K.EXPM1: np.expm1,
-                K.SQRT: np.sqrt, K.ABS: np.abs, K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan,
-                K.TANH: np.tanh, K.NEG: np.negative, K.RECIPROCAL: np.reciprocal}
-_NUMPY_BINARY = {K.ADD: np.add, K.SUB: np.subtract, K.MUL: np.multiply, K.DIV: np.divide}
-_NUMPY_SCALAR = {K.ADD_S: np.add, K.SUB_S: np.subtract, K.MUL_S: np.multiply,
-                 K.DIV_S: np.divide}
+                K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan, K.TANH: np.tanh}
 
 
-def _forward_numpy(cols, vals):
-    """The forward kernel's work done record by record, with NumPy's vectorised ufuncs for
-    the elementwise ops and sums, and the compiled kernel for everything else.  Same return
+def forward_plan(cols):
+    """How replay runs the forward of a tape: None when the compiled kernel runs all of it,
+    else a list of steps in record order, each ``(lo, hi)`` (records lo..hi-1 in the kernel)
+    or ``(ufunc, r)`` / ``(None, r)`` (record r through a NumPy ufunc / NumPy's sum)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    steps, lo = [], 0
+    for r in range(len(op)):
+        code = int(op[r])
+        step = None
+        if code in _NUMPY_UNARY and size[r] >= _NUMPY_RECORD:
+            step = (_NUMPY_UNARY[code], r)
+        elif (code == K.SUM or code == K.MEAN) and size[r] == 1 and aux[ip[r] + 2] == 1 \
+                and size[a0[r]] >= _NUMPY_RECORD:
+            step = (None, r)
+        if step is not None:
+            if lo < r:
+                steps.append((lo, r))
+            steps.append(step)
+            lo = r + 1
+    if not steps:
+        return None
+    if lo < len(op):
+        steps.append((lo, len(op)))
+    return steps
+
+
+def _forward_steps(cols, vals, steps):
+    """``ops.forward`` over the whole tape, run as ``forward_plan`` split it.  Same return
     value as ``ops.forward``."""
     from ._quiet import quiet_begin, quiet_end
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     tok = quiet_begin()
     try:
-        for r in range(len(op)):
-            code = int(op[r])
-            if code <= K.EXTERN:
+        for a, b in steps:
+            if type(a) is int:
+                bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, a, b)
+                if bad != -1:
+                    return bad
                 continue
-            o, n = int(voff[r]), int(size[r])
-            out = vals[o:o + n]
-            x0 = vals[voff[a0[r]]:voff[a0[r]] + n] if a0[r] >= 0 else None
-            fn = _NUMPY_UNARY.get(code)
-            if fn is not None:
-                fn(x0, out=out)
-                continue
-            fn = _NUMPY_BINARY.get(code)
-            if fn is not None:
-                fn(x0, vals[voff[a1[r]]:voff[a1[r]] + n], out=out)
-                continue
-            fn = _NUMPY_SCALAR.get(code)
-            if fn is not None:
-                fn(x0, fp[r], out=out)
-                continue
-            if code in (K.SUM, K.MEAN) and aux[ip[r] + 2] == 1 and n == 1:
-                total = vals[voff[a0[r]]:voff[a0[r]] + size[a0[r]]].sum()
-                out[0] = total * fp[r] if code == K.SUM else total / size[a0[r]]
-                continue
-            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, r, r + 1)
-            if bad != -1:
-                return bad
+            o, n, x = voff[b], size[b], voff[a0[b]]
+            if a is not None:
+                a(vals[x:x + n], out=vals[o:o + n])
+            else:
+                total = vals[x:x + size[a0[b]]].sum()
+                vals[o] = total * fp[b] if op[b] == K.SUM else total / size[a0[b]]
         return -1
     finally:
         quiet_end(tok)
@@ -265,14 +277,20 @@ class Variant:
         self.plain = plain if plain is not None else [None] * len(outputs)
         self.treedef = treedef
         self.cols = tuple(np.array(c) for c in tape.columns())
+        # Every float argument is traced as a LEAF so that replay recomputes what depends on
+        # it; one that requires no gradient (the data X of a training step) is a constant to
+        # the backward sweep, as in eager mode.  Left a LEAF, backward planned a gradient for
+        # it: on W3 one more 256x256x784 matmul per step, which made replay slower than eager.
+        # Only the replay columns change: the template (and saved files) keep the LEAF.
+        for r in args:
+            leaf = tape.leaves.get(r)
+            if leaf is not None and not leaf._rg:
+                self.cols[0][r] = K.CONST
         self.top = tape.top
         self.instances = []
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
-        # tapes of large tensors replay through NumPy's vectorised kernels: numba's exp/tanh
-        # are scalar libm calls, several times slower per element than NumPy's
-        sizes = self.cols[4]
-        self.large = len(sizes) > 0 and float(sizes.mean()) >= _LARGE_RECORD
+        self.steps = forward_plan(self.cols)
         self.n = len(tape)
         self.codegen = None        # True: generate at once; False: never; None: when hot
         self.program = None        # the generated codegen.Program, once built
@@ -280,7 +298,7 @@ class Variant:
         self.owner = None          # the Stats of the compiled function, told of generation
         # where arguments and results sit in the arena, as Python ints: replay reads them on
         # every call, and NumPy integers make slicing several times slower
-        voff = self.cols[3]
+        voff, sizes = self.cols[3], self.cols[4]
         self.arg_slots = [(key, r, int(voff[r])) for key, r in arg_records.items()]
         self.out_slots = [(r, shape, const, plain) if r is None else
                           (r, shape, (int(voff[r]), int(voff[r]) + int(sizes[r])), plain)
@@ -384,15 +402,14 @@ class Variant:
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
-            if self.codegen or (self.replayed >= _GENERATE_AFTER and self.n >= _GENERATE_MIN
-                                and not self.large):
+            if self.codegen or (self.replayed >= _GENERATE_AFTER and self.n >= _GENERATE_MIN):
                 self._generate(vals)
                 prog = self.program
         inst.program = prog if prog is not None and prog.plan is not None else None
         if prog is not None:
             bad = prog.forward(vals, fp, ip, faux)
-        elif self.large:
-            bad = _forward_numpy(self.cols, vals)
+        elif self.steps is not None:
+            bad = _forward_steps(self.cols, vals, self.steps)
         else:
             bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
         if bad >= 0:
@@ -890,7 +907,42 @@ def tape_stats(tape, before=None):
 # ---------------------------------------------------------------------------------------------
 # Batching: one recorded tape replayed over a leading batch axis in one compiled call
 # ---------------------------------------------------------------------------------------------
-def _batched(fn, argnums, want_grad):
+# Samples x records below which a batch replays on one thread: starting numba's threads and
+# giving each its own arenas costs tens of microseconds, about this many record evaluations.
+_PARALLEL_MIN_WORK = 20000
+_parallel_broken = []   # why numba's threading layer could not run the parallel kernel
+
+
+def _use_parallel(parallel, bsz, n_records):
+    if parallel is not None:
+        return bool(parallel)
+    import numba
+    return (not _parallel_broken and numba.get_num_threads() > 1
+            and bsz * n_records >= _PARALLEL_MIN_WORK)
+
+
+def _replay_batch(parallel, args):
+    """Run ``ops.batch_replay`` (or its parallel form) on ``args``; the parallel form falls
+    back to the sequential one when numba's threading layer cannot start, unless it was asked
+    for explicitly."""
+    bsz = args[13].shape[0]
+    if _use_parallel(parallel, bsz, args[0].size):
+        import numba
+        chunks = max(1, min(bsz, 4 * numba.get_num_threads()))   # 4 per thread: balance
+        try:
+            K.batch_replay_parallel(*args, chunks)
+            return
+        except Exception as exc:   # e.g. "No threading layer could be loaded"
+            if parallel:
+                raise
+            _parallel_broken.append(f"{type(exc).__name__}: {exc}")
+    K.batch_replay(*args)
+
+
+_BATCH_VARIANTS = 8   # tapes recorded per batch for samples whose guards fail, at most
+
+
+def _batched(fn, argnums, want_grad, parallel=None):
     compiled = fn if isinstance(fn, Compiled) else Compiled(fn)
     nums = None if argnums is None else ((argnums,) if isinstance(argnums, int)
                                          else tuple(argnums))
@@ -903,64 +955,105 @@ def _batched(fn, argnums, want_grad):
             raise ValueError("every argument needs the same leading batch size; got shapes "
                              f"{[list(a.shape) for a in args]}")
         bsz = sizes.pop()
-        first = [Tensor._make(a._value[0], want_grad and (nums is None or i in nums))
-                 for i, a in enumerate(args)]
         for a in args:
             if a._value.dtype.kind != "f":
                 raise TypeError("batched arguments must be float tensors")
+
+        def sample(b):
+            return [Tensor._make(a._value[b], want_grad and (nums is None or i in nums))
+                    for i, a in enumerate(args)]
+
+        first = sample(0)
         out0 = compiled(*first)   # records (or replays) the tape for one sample
         if not isinstance(out0, Tensor):
             raise TypeError("the function must return one tensor")
-        variant = compiled.variants()[0] if compiled.variants() else None
+        variant = _last_variant(compiled, first)
         if variant is None or variant.outputs[0][0] is None:
             # not replayable: one eager call per sample
             return _loop(compiled, args, nums, want_grad)
         if want_grad and out0._value.size != 1:
             raise RuntimeError("per-sample gradients need a one-element output")
-        cols = variant.cols
-        op, a0, a1, voff, size, ip, fp, aux, faux = cols
-        template = np.array(variant.template.vals[:variant.top])
-        for r, (leaf, _, _) in variant.closure.items():
-            template[voff[r]:voff[r] + size[r]] = leaf._value.reshape(-1)
-        recs = [(i, r) for i, r in sorted(variant.arg_records.items())]
-        offs, width = [], 0
-        for _, r in recs:
-            offs.append(width)
-            width += int(size[r])
-        inputs = np.empty((bsz, width))
-        for (i, r), o in zip(recs, offs):
-            inputs[:, o:o + size[r]] = args[i]._value.reshape(bsz, -1)
-        out_rec = variant.outputs[0][0]
-        need = np.zeros(len(op), dtype=np.uint8)
-        goff = np.full(len(op), -1, dtype=np.int64)
-        total = 0
-        if want_grad:
-            total = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need, goff)
-        values = np.empty((bsz, int(size[out_rec])))
-        grads = np.zeros((bsz, width))
-        status = np.empty(bsz, dtype=np.int64)
-        K.batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
-                       np.array([r for _, r in recs], dtype=np.int64),
-                       np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
-                       want_grad, values, grads, status)
         out_shape = out0._value.shape
-        values = values.reshape((bsz,) + out_shape)
-        per_arg = {i: grads[:, o:o + size[r]].reshape(args[i]._value.shape)
-                   for (i, r), o in zip(recs, offs)}
-        for b in np.nonzero(status != -1)[0]:
-            # a guard failed for this sample: it takes another branch, run it eagerly
+        values = np.empty((bsz,) + out_shape)
+        per_arg = {i: np.zeros(a._value.shape) for i, a in enumerate(args)}
+        pending = np.arange(bsz)
+        for round_ in range(_BATCH_VARIANTS):
+            if round_:
+                # the samples left took another branch: record (or pick) the tape of the
+                # first of them, and replay the rest over it
+                again = sample(pending[0])
+                compiled(*again)
+                variant = _last_variant(compiled, again)
+                if variant is None or variant.outputs[0][0] is None or \
+                        variant.cols[4][variant.outputs[0][0]] != values[0].size:
+                    break
+            status = _replay_variant(variant, args, pending, want_grad, parallel, values,
+                                     per_arg)
+            compiled.stats.replays += int(np.sum(status == -1))
+            if status[0] != -1:
+                break   # the tape picked for pending[0] does not replay it: no progress
+            pending = pending[status != -1]
+            if not pending.size:
+                break
+        for b in pending:
+            # still no tape for this sample's branch: run it eagerly
             v, g = _one(compiled, args, nums, want_grad, b)
             values[b] = v
             for i, gi in g.items():
                 per_arg[i][b] = gi
-        compiled.stats.replays += int(np.sum(status == -1))
         val_t = Tensor._make(values)
         if not want_grad:
             return val_t
         pick = nums if nums is not None else tuple(range(len(args)))
-        gs = [Tensor._make(per_arg.get(i, np.zeros(args[i]._value.shape))) for i in pick]
+        gs = [Tensor._make(per_arg[i]) for i in pick]
         return val_t, (gs[0] if isinstance(argnums, int) else tuple(gs))
     return run
+
+
+def _last_variant(compiled, args):
+    """The variant the last call of ``compiled`` with ``args`` ran (None if it ran eagerly):
+    a replayed or newly recorded variant goes to the front of its signature's list."""
+    found = compiled._cache.get(_signature(args, {}))
+    return found[0] if isinstance(found, list) and found else None
+
+
+def _replay_variant(variant, args, rows, want_grad, parallel, values, per_arg):
+    """Replay ``variant`` for the samples ``rows`` of ``args`` in one compiled call, writing
+    the value and the argument gradients of each sample whose guards hold into ``values`` and
+    ``per_arg``; returns the status of each row (-1: done, else the GUARD that failed)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = variant.cols
+    template = np.array(variant.template.vals[:variant.top])
+    for r, (leaf, _, _) in variant.closure.items():
+        template[voff[r]:voff[r] + size[r]] = leaf._value.reshape(-1)
+    recs = [(i, r) for i, r in sorted(variant.arg_records.items())]
+    offs, width = [], 0
+    for _, r in recs:
+        offs.append(width)
+        width += int(size[r])
+    n = len(rows)
+    inputs = np.empty((n, width))
+    for (i, r), o in zip(recs, offs):
+        inputs[:, o:o + size[r]] = args[i]._value[rows].reshape(n, -1)
+    out_rec = variant.outputs[0][0]
+    need = np.zeros(len(op), dtype=np.uint8)
+    goff = np.full(len(op), -1, dtype=np.int64)
+    total = 0
+    if want_grad:
+        total = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need, goff)
+    vals = np.empty((n, int(size[out_rec])))
+    grads = np.zeros((n, width))
+    status = np.empty(n, dtype=np.int64)
+    _replay_batch(parallel, (op, a0, a1, voff, goff, size, ip, fp, aux, faux, template,
+                             np.array([r for _, r in recs], dtype=np.int64),
+                             np.array(offs, dtype=np.int64), inputs, out_rec, need, total,
+                             want_grad, vals, grads, status))
+    ok = status == -1
+    done = rows[ok]
+    values[done] = vals[ok].reshape((len(done),) + values.shape[1:])
+    for (i, r), o in zip(recs, offs):
+        per_arg[i][done] = grads[ok, o:o + size[r]].reshape(
+            (len(done),) + per_arg[i].shape[1:])
+    return status
 
 
 def _one(compiled, args, nums, want_grad, b):
@@ -991,12 +1084,21 @@ def _loop(compiled, args, nums, want_grad):
     return val_t, (gs[0] if len(gs) == 1 and not isinstance(nums, tuple) else tuple(gs))
 
 
-def vmap(fn):
-    """``fn`` mapped over the leading axis of every argument, replayed in one compiled call."""
-    return _batched(fn, None, False)
+def vmap(fn, parallel=None):
+    """``fn`` mapped over the leading axis of every argument, replayed in one compiled call.
+
+    ``parallel``: True runs the samples on numba's threads (``NUMBA_NUM_THREADS``,
+    ``numba.set_num_threads``), False on the calling thread, None (default) on the threads
+    when there is more than one and the batch is large enough to pay for starting them.
+    Results are the same either way."""
+    return _batched(fn, None, False, parallel)
 
 
-def per_sample_value_and_grad(fn, argnums=0):
+def per_sample_value_and_grad(fn, argnums=0, parallel=None):
     """Values and gradients of a scalar ``fn`` for each sample of a batch (leading axis),
-    from one recorded tape replayed in one compiled call (no Python per sample)."""
-    return _batched(fn, argnums, True)
+    from one recorded tape replayed in one compiled call (no Python per sample).
+
+    ``parallel`` as for ``vmap``.  Samples whose guards fail (Python control flow that takes
+    another branch) replay a tape recorded for the first of them, up to ``_BATCH_VARIANTS``
+    tapes per batch; any left after that run eagerly, one by one."""
+    return _batched(fn, argnums, True, parallel)
