@@ -340,6 +340,11 @@ _TANGENT_BUDGET = 1 << 22   # tangent values one sweep may hold (32 MiB): bounds
 _MAX_CAPACITY = 1 << 28
 
 
+def _plain(value):
+    # np.array, not _const's ascontiguousarray: that turns a 0-d result into shape (1,)
+    return Tensor._make(np.array(value, dtype=np.float64))
+
+
 def _as_input(x):
     from .creation import tensor
     v = x._value if isinstance(x, Tensor) else tensor(x)._value
@@ -508,7 +513,7 @@ def jvp(fn, primals, tangents):
     outs, is_tuple = _flat_outputs(out, "jvp")
     tans = _tangents(tape, seeds, outs, 1)
     values = [Tensor._make(np.array(o._value)) for o in outs]
-    jv = [_const(t.reshape(o._value.shape)) for t, o in zip(tans, outs)]
+    jv = [_plain(t.reshape(o._value.shape)) for t, o in zip(tans, outs)]
     if is_tuple:
         return tuple(values), tuple(jv)
     return values[0], jv[0]
@@ -530,7 +535,7 @@ def jacobian(fn):
             jac = _unit_columns(tape, x, y)
         else:
             jac = _unit_rows(tape, x, y)
-        return _const(jac.reshape(y._value.shape + x._value.shape))
+        return _plain(jac.reshape(y._value.shape + x._value.shape))
     return run
 
 
@@ -559,9 +564,9 @@ def hvp(fn, x, v):
     v = _as_array(v, x, "hvp: v")
     tape, g = _record_gradient(fn, x, "hvp")
     if g is None:
-        return _const(np.zeros(x._value.shape))
+        return _plain(np.zeros(x._value.shape))
     (t,) = _tangents(tape, [(x, v.reshape(1, -1))], [g], 1)
-    return _const(t.reshape(x._value.shape))
+    return _plain(t.reshape(x._value.shape))
 
 
 def hessian(fn):
@@ -572,6 +577,6 @@ def hessian(fn):
         tape, g = _record_gradient(fn, x, "hessian")
         n = x._value.size
         hess = np.zeros((n, n)) if g is None else _unit_columns(tape, x, g)
-        return _const(hess.reshape(x._value.shape + x._value.shape))
+        return _plain(hess.reshape(x._value.shape + x._value.shape))
     return run
 
