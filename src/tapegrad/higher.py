@@ -371,7 +371,7 @@ def _record(fn, xs):
     if trace is not None:
         # the values computed here are plain numbers to a trace, which could not replay them
         trace.opaque("forward-mode or second-order transforms inside the traced call")
-    capacity = 1 << 16
+    capacity = 1 << 22   # pages of the arena are only touched as records fill them
     while True:
         tape = Tape(capacity)
         prev_tape, prev_trace = state.tape, state.trace

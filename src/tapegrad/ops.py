@@ -1822,6 +1822,45 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
             continue
         d0 = a0[r] >= 0 and dep[a0[r]] != 0
         d1 = a1[r] >= 0 and dep[a1[r]] != 0
+        if size[r] == 1 and o < RELU:
+            # one-element records (ODE loops, their recorded gradients) index the arenas
+            # directly, as in sweep: the general rules' array views cost more than the math
+            x = vals[voff[a0[r]]]
+            c = fp[r]
+            done = True
+            for s in range(n_seeds):
+                b = s * stride
+                t = tans[b + voff[a0[r]]] if d0 else 0.0
+                if o == ADD or o == SUB:
+                    u = tans[b + voff[a1[r]]] if d1 else 0.0
+                    v = t + u if o == ADD else t - u
+                elif o == MUL:
+                    v = 0.0
+                    if d0:
+                        v += t * vals[voff[a1[r]]]
+                    if d1:
+                        v += tans[b + voff[a1[r]]] * x
+                elif o == ADD_S or o == SUB_S:
+                    v = t
+                elif o == MUL_S:
+                    v = t * c
+                elif o == DIV_S:
+                    v = t / c
+                elif o == RSUB_S or o == NEG:
+                    v = -t
+                elif o == TANH:
+                    y = vals[voff[r]]
+                    v = t * (1.0 - y * y)
+                elif o == SIN:
+                    v = t * np.cos(x)
+                elif o == EXP:
+                    v = t * vals[voff[r]]
+                else:
+                    done = False
+                    break
+                tans[b + voff[r]] = v
+            if done:
+                continue
         for s in range(n_seeds):
             b = s * stride
             if o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or o == PROD or \
