@@ -56,11 +56,21 @@ def scatter_add(x, idx, n_out):
     return F._result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
 
 
+# Rules that read values into constants (masks, signs, tie shares): a replayed tape would
+# keep the recorded ones for new inputs, so a traced function using them runs eagerly.
+_VALUE_MASKS = frozenset({K.POW, K.ABS, K.RELU, K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX,
+                          K.MAXIMUM, K.MINIMUM, K.WHERE, K.MAX, K.MIN, K.AMAX, K.AMIN,
+                          K.MAX_DIM, K.MIN_DIM, K.NORM})
+
+
 def _rule(tape, r, g):
     """[(input record, gradient contribution)] of record r for incoming gradient g."""
     o = tape.op[r]
     a0, a1 = tape.a0[r], tape.a1[r]
     c = tape.fp[r]
+    if state.trace is not None and (o in _VALUE_MASKS or (o == K.RPOW_S and c == 0.0)):
+        state.trace.opaque(f"a differentiable backward through {K.OPS[o].name}, whose "
+                           "masks are read from values")
     val = lambda s: tape.vals[tape.voff[s]:tape.voff[s] + tape.size[s]]  # noqa: E731
     x0 = _handle(tape, a0) if a0 >= 0 else None
     x1 = _handle(tape, a1) if a1 >= 0 else None
@@ -334,7 +344,9 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
 # compiled ``tangent`` sweep (many seeds per sweep).  hvp and hessian are forward over
 # reverse: the recorded function is ``x -> grad f(x)`` with create_graph=True, whose
 # backward is made of ordinary ops on the same tape, so the tangent of the gradient seeded
-# with v at x is H v.  Every call records afresh (no replay cache).
+# with v at x is H v.  A ``tapegrad.compile``d function replays its tape (for hvp and
+# hessian, the tape of its gradient) instead of recording again; any other function is
+# recorded afresh on every call.
 
 _TANGENT_BUDGET = 1 << 22   # tangent values one sweep may hold (32 MiB): bounds seeds per sweep
 _MAX_CAPACITY = 1 << 28
@@ -391,6 +403,54 @@ def _record(fn, xs):
                                "backward(), or records more than 2**28 values)")
         capacity *= 4   # the recording outgrew its arena: record again with more room
     tape.finished = True
+    return tape, out
+
+
+def _run(fn, xs, derive=None):
+    """(tape, result) of ``fn(*xs)``, or of ``derive(fn.fn)(*xs)`` with ``derive``.
+
+    A compiled ``fn`` (``tapegrad.compile``) replays: the derived function is compiled once
+    and kept on ``fn``, and guards re-record where Python branches on values.  Anything
+    else is recorded afresh on a private tape."""
+    from .replay import Compiled
+    if isinstance(fn, Compiled):
+        if derive is None:
+            target = fn
+        else:
+            store = fn.__dict__.setdefault("_derived", {})
+            target = store.get(derive)
+            if target is None:
+                from .replay import compile as compile_
+                target = store[derive] = compile_(derive(fn.fn),
+                                                  max_signatures=fn.max_signatures,
+                                                  max_variants=fn.max_variants)
+        got = _replayed(target, xs)
+        if got is not None:
+            return got
+        fn = fn.fn
+    return _record(fn if derive is None else derive(fn), xs)
+
+
+def _replayed(compiled, xs):
+    """Call a compiled function; (tape, result) when every recorded output and every input
+    is on one tape (else None: the caller records privately)."""
+    from .autograd import enable_grad
+    trace = state.trace
+    if trace is not None:
+        trace.opaque("forward-mode or second-order transforms inside the traced call")
+    state.trace = None
+    try:
+        with enable_grad():
+            out = compiled(*xs)
+    finally:
+        state.trace = trace
+    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    tapes = {id(o._tape): o._tape for o in flat if isinstance(o, Tensor) and o._tape is not None}
+    if len(tapes) != 1:
+        return None
+    (tape,) = tapes.values()
+    if any(not _leaf_records(tape, x) for x in xs):
+        return None
     return tape, out
 
 
@@ -509,7 +569,7 @@ def jvp(fn, primals, tangents):
     xs = [_as_input(p) for p in primals]
     seeds = [(x, _as_array(t, x, f"jvp: tangent {j}").reshape(1, -1))
              for j, (x, t) in enumerate(zip(xs, tangents))]
-    tape, out = _record(fn, xs)
+    tape, out = _run(fn, xs)
     outs, is_tuple = _flat_outputs(out, "jvp")
     tans = _tangents(tape, seeds, outs, 1)
     values = [Tensor._make(np.array(o._value)) for o in outs]
@@ -527,7 +587,7 @@ def jacobian(fn):
     y; both cost about min(x.size, y.size) passes over the tape."""
     def run(x):
         x = _as_input(x)
-        tape, y = _record(fn, [x])
+        tape, y = _run(fn, [x])
         if not isinstance(y, Tensor):
             raise TypeError(f"jacobian: the function must return a tensor, got "
                             f"{type(y).__name__}")
@@ -539,22 +599,26 @@ def jacobian(fn):
     return run
 
 
-def _record_gradient(fn, x, name):
-    """Record x -> grad fn(x) (create_graph) on a private tape; returns (tape, gradient or
-    None when fn does not depend on x)."""
+def _gradient_of(fn):
+    """x -> grad fn(x), recorded (create_graph): None where fn does not depend on x."""
     from .autograd import grad
 
     def gradient(x):
         y = fn(x)
         if not isinstance(y, Tensor) or y._value.size != 1:
             shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-            raise RuntimeError(f"{name}: the function must return a tensor with a single "
-                               f"element, got {shape}")
+            raise RuntimeError(f"the function must return a tensor with a single element "
+                               f"for hvp and hessian, got {shape}")
         if not y._rg:
             return None
         (g,) = grad(y, x, create_graph=True, allow_unused=True, materialize_grads=True)
         return g
-    return _record(gradient, [x])
+    return gradient
+
+
+def _record_gradient(fn, x):
+    """(tape, gradient or None) of fn at x, recorded once or replayed (see _run)."""
+    return _run(fn, [x], _gradient_of)
 
 
 def hvp(fn, x, v):
@@ -562,7 +626,7 @@ def hvp(fn, x, v):
     tangent sweep over the recorded gradient computation."""
     x = _as_input(x)
     v = _as_array(v, x, "hvp: v")
-    tape, g = _record_gradient(fn, x, "hvp")
+    tape, g = _record_gradient(fn, x)
     if g is None:
         return _plain(np.zeros(x._value.shape))
     (t,) = _tangents(tape, [(x, v.reshape(1, -1))], [g], 1)
@@ -574,7 +638,7 @@ def hessian(fn):
     reverse, with all unit seeds pushed through the recorded gradient in few sweeps."""
     def run(x):
         x = _as_input(x)
-        tape, g = _record_gradient(fn, x, "hessian")
+        tape, g = _record_gradient(fn, x)
         n = x._value.size
         hess = np.zeros((n, n)) if g is None else _unit_columns(tape, x, g)
         return _plain(hess.reshape(x._value.shape + x._value.shape))
