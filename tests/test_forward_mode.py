@@ -411,3 +411,57 @@ def test_ode_hvp_and_zero_dim_against_torch():
     jac = tg.jacobian(lambda t: t.exp())(tg.tensor(x))._value
     jac_t = AF.jacobian(lambda t: t.exp(), torch.tensor(x)).numpy()
     assert jac.shape == jac_t.shape == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled functions replay their tapes
+# ---------------------------------------------------------------------------------------------
+def test_compiled_functions_replay_and_agree():
+    clv = tg.compile(lotka_volterra)
+    v = tg.tensor([0.3, -1.0, 0.5, 2.0])
+    for k in range(3):
+        p = tg.tensor(np.array([1.5, 1.0, 3.0, 1.0]) * (1.0 + 0.05 * k))
+        np.testing.assert_array_equal(tg.hvp(clv, p, v)._value,
+                                      tg.hvp(lotka_volterra, p, v)._value)
+        np.testing.assert_array_equal(tg.hessian(clv)(p)._value,
+                                      tg.hessian(lotka_volterra)(p)._value)
+    (gradient,) = clv._derived.values()
+    assert gradient.stats.records == 1 and gradient.stats.replays == 5
+
+    cw = tg.compile(wide)
+    for k in range(3):
+        x = tg.tensor(np.array([0.3, -0.8, 1.1]) + 0.1 * k)
+        np.testing.assert_array_equal(tg.jacobian(cw)(x)._value, tg.jacobian(wide)(x)._value)
+        t = tg.tensor([1.0, -2.0, 0.5])
+        np.testing.assert_array_equal(tg.jvp(cw, x, t)[1]._value, tg.jvp(wide, x, t)[1]._value)
+    assert cw.stats.records == 1 and cw.stats.replays == 5
+
+
+def test_compiled_second_order_never_reuses_stale_masks_or_branches():
+    """relu's recorded backward holds a mask read from values, and a Python branch reads a
+    value: the compiled hessian must follow both to the new inputs."""
+    def masked(x):
+        return (x.relu() * x ** 2).sum() + tg.maximum(x, x * 0.5).sum() * x[0]
+
+    def branchy(x):
+        return (x ** 3).sum() if float(x.sum()) > 0 else (x.sin() * 2.0).sum()
+
+    for fn in (masked, branchy):
+        cf = tg.compile(fn)
+        for xv in ([1.0, -1.0], [-1.0, 0.5], [2.0, 3.0], [-2.0, -3.0]):
+            x = tg.tensor(xv)
+            np.testing.assert_array_equal(tg.hessian(cf)(x)._value, tg.hessian(fn)(x)._value)
+            np.testing.assert_array_equal(tg.hvp(cf, x, x)._value, tg.hvp(fn, x, x)._value)
+
+
+def test_create_graph_through_a_mask_runs_a_compiled_function_eagerly():
+    def fn(x):
+        (g,) = tg.autograd.grad((x.abs() * x).sum(), x, create_graph=True)
+        return g * x
+
+    cf = tg.compile(fn)
+    for xv in ([1.0, -2.0], [-1.0, 2.0]):
+        x = tg.tensor(xv, requires_grad=True)
+        np.testing.assert_array_equal(cf(x)._value, fn(tg.tensor(xv, requires_grad=True))._value)
+    assert cf.stats.replays == 0 and cf.stats.eager == 1
+    assert any("AbsBackward0" in reason for reason, _ in cf.stats.eager_reasons)
