@@ -465,3 +465,17 @@ def test_create_graph_through_a_mask_runs_a_compiled_function_eagerly():
         np.testing.assert_array_equal(cf(x)._value, fn(tg.tensor(xv, requires_grad=True))._value)
     assert cf.stats.replays == 0 and cf.stats.eager == 1
     assert any("AbsBackward0" in reason for reason, _ in cf.stats.eager_reasons)
+
+
+def test_double_backward_through_a_constant_matrix():
+    """The reverse-over-reverse oracle: a gradient of a gradient through x @ W with W a
+    constant, whose second backward seeds W's record on the older tape."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((30, 20))
+    x = tg.tensor(rng.standard_normal(20), requires_grad=True)
+    out = (tg.tensor(w) @ x).tanh()
+    v = tg.zeros(30, requires_grad=True)
+    (g,) = tg.autograd.grad(out, x, grad_outputs=v, create_graph=True)
+    (jv,) = tg.autograd.grad(g.sum(), v)
+    slope = 1.0 - np.tanh(w @ x._value) ** 2
+    np.testing.assert_allclose(jv._value, slope * (w @ np.ones(20)), rtol=1e-12, atol=1e-12)
