@@ -479,3 +479,24 @@ def test_double_backward_through_a_constant_matrix():
     (jv,) = tg.autograd.grad(g.sum(), v)
     slope = 1.0 - np.tanh(w @ x._value) ** 2
     np.testing.assert_allclose(jv._value, slope * (w @ np.ones(20)), rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_function_called_inside_is_followed():
+    """A compiled function called inside fn would replay on a tape of its own: the inputs
+    would reach the result through it, unseen by a sweep over fn's tape."""
+    inner = tg.compile(lambda t: t.sin() * 2.0)
+    warm = tg.tensor([1.0, 2.0], requires_grad=True)
+    inner(warm)
+    inner(warm)   # replays from now on
+
+    def fn(t):
+        return (inner(t) * t).sum()
+
+    x = np.array([0.3, 1.2])
+    want = np.diag(4.0 * np.cos(x) - 2.0 * np.sin(x) * x)
+    for f in (fn, tg.compile(fn)):
+        for _ in range(2):
+            np.testing.assert_allclose(tg.hessian(f)(tg.tensor(x))._value, want, rtol=1e-14)
+            np.testing.assert_allclose(tg.jvp(f, tg.tensor(x), tg.tensor([1.0, 0.0]))[1]._value,
+                                       2.0 * np.cos(x[0]) * x[0] + 2.0 * np.sin(x[0]),
+                                       rtol=1e-14)

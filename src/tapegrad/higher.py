@@ -376,18 +376,22 @@ def _as_array(v, like, what):
 def _record(fn, xs):
     """Run fn(*xs) recording on a private tape large enough to hold all of it.
 
-    Returns (tape, result).  The tape is finished: nothing else records on it."""
+    Returns (tape, result).  The tape is finished: nothing else records on it.  It records
+    under a trace, as ``compile`` does, so that compiled functions called inside run eagerly
+    onto this tape instead of replaying on tapes of their own."""
     from .autograd import enable_grad
-    from .tape import Tape
+    from .replay import Trace
+    from .tape import Tape, _tape_ids
     trace = state.trace
     if trace is not None:
         # the values computed here are plain numbers to a trace, which could not replay them
         trace.opaque("forward-mode or second-order transforms inside the traced call")
     capacity = 1 << 22   # pages of the arena are only touched as records fill them
     while True:
+        mark = next(_tape_ids)
         tape = Tape(capacity)
         prev_tape, prev_trace = state.tape, state.trace
-        state.tape, state.trace = tape, None
+        state.tape, state.trace = tape, Trace(tape)
         try:
             with enable_grad():
                 out = fn(*xs)
@@ -403,7 +407,22 @@ def _record(fn, xs):
                                "backward(), or records more than 2**28 values)")
         capacity *= 4   # the recording outgrew its arena: record again with more room
     tape.finished = True
+    if _escaped(tape, out, mark):
+        raise RuntimeError("the function computes its result partly on another tape (a "
+                           "tensor recorded during the call outside it), which the tangent "
+                           "sweep cannot follow")
     return tape, out
+
+
+def _escaped(tape, out, mark):
+    """Whether a tape started during the call (id > mark) feeds ``tape`` or holds a result:
+    the inputs may reach the result through it, and one sweep over ``tape`` would miss that.
+    Tapes older than the call cannot hold the fresh inputs."""
+    if any(older.id > mark for older, _ in tape.externs.values()):
+        return True
+    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    return any(isinstance(o, Tensor) and o._tape is not None and o._tape is not tape and
+               o._tape.id > mark for o in flat)
 
 
 def _run(fn, xs, derive=None):
@@ -435,9 +454,11 @@ def _replayed(compiled, xs):
     """Call a compiled function; (tape, result) when every recorded output and every input
     is on one tape (else None: the caller records privately)."""
     from .autograd import enable_grad
+    from .tape import _tape_ids
     trace = state.trace
     if trace is not None:
         trace.opaque("forward-mode or second-order transforms inside the traced call")
+    mark = next(_tape_ids)
     state.trace = None
     try:
         with enable_grad():
@@ -449,7 +470,7 @@ def _replayed(compiled, xs):
     if len(tapes) != 1:
         return None
     (tape,) = tapes.values()
-    if any(not _leaf_records(tape, x) for x in xs):
+    if any(not _leaf_records(tape, x) for x in xs) or _escaped(tape, out, mark):
         return None
     return tape, out
 
