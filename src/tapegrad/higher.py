@@ -56,9 +56,10 @@ def scatter_add(x, idx, n_out):
     return F._result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
 
 
-# Rules that read values into constants (masks, signs, tie shares): a replayed tape would
-# keep the recorded ones for new inputs, so a traced function using them runs eagerly.
-_VALUE_MASKS = frozenset({K.POW, K.ABS, K.RELU, K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX,
+# Rules that read values into constants (masks, signs, tie shares) or choose their formula
+# by value (prod at zeros): a replayed tape would keep the recorded ones for new inputs, so
+# a traced function using them runs eagerly.
+_VALUE_MASKS = frozenset({K.POW, K.PROD, K.PROD_DIM, K.ABS, K.RELU, K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX,
                           K.MAXIMUM, K.MINIMUM, K.WHERE, K.MAX, K.MIN, K.AMAX, K.AMIN,
                           K.MAX_DIM, K.MIN_DIM, K.NORM})
 
@@ -92,7 +93,8 @@ def _rule(tape, r, g):
     if o == K.POW:
         keep0 = _const(val(a1) != 0.0)
         base_ok = _const(~((val(a0) == 0.0) & (val(a1) >= 0.0)))
-        safe_log = F.log(F.where(base_ok, x0, 1.0))
+        # where takes a bool condition (_const made the mask float64, and where refused it)
+        safe_log = F.log(F.where(base_ok._value.astype(bool), x0, 1.0))
         return [(a0, F.mul(F.mul(g, keep0), F.mul(x1, F.pow(x0, F.sub(x1, 1.0))))),
                 (a1, F.mul(F.mul(g, base_ok), F.mul(out, safe_log)))]
     if o == K.POW_S:
@@ -151,7 +153,18 @@ def _rule(tape, r, g):
         return [(a0, F.mul(_spread(g, n, red, i), c))]
     if o in (K.PROD, K.PROD_DIM):
         n, red, i = _ori(tape, r)
-        return [(a0, F.div(F.mul(_spread(g, n, red, i), _spread(out, n, red, i)), x0))]
+        if tape.aux[tape.ip[r] + 3] == 2 or red == 1:
+            return [(a0, g)]   # a 0-d input, or a product of one entry: the gradient passes
+        if not np.any(val(a0) == 0.0):
+            return [(a0, F.div(F.mul(_spread(g, n, red, i), _spread(out, n, red, i)), x0))]
+        # out/x is 0/0 at a zero: each entry's weight is the product of the other entries,
+        # gathered as (O, R, R-1, I) and multiplied along the third axis
+        k = np.arange(red)
+        others = np.array([np.delete(k, j) for j in k])                   # (R, R-1)
+        idx = ((np.arange(n)[:, None, None, None] * red + others[None, :, :, None]) * i
+               + np.arange(i)[None, None, None, :])
+        weights = F.prod(F.reshape(_gather(x0, idx.reshape(-1)), n, red, red - 1, i), 2)
+        return [(a0, F.mul(_spread(g, n, red, i), F.reshape(weights, -1)))]
     if o in (K.MAX, K.MIN, K.AMAX, K.AMIN):
         n, red, i = _ori(tape, r)
         x = val(a0).reshape(n, red, i)
