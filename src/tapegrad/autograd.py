@@ -416,7 +416,10 @@ def _sweep(tape, tape_seeds):
         grads = state.grads = np.empty(max(total, 2 * grads.size))
     grads[:total] = 0.0
     for r, g in tape_seeds.items():
-        grads[goff[r]:goff[r] + size[r]] += g
+        # a seed that reaches no leaf has no place in the arena: a newer tape's gradient of
+        # a constant it imported (double backward through x @ W with W constant)
+        if need[r]:
+            grads[goff[r]:goff[r] + size[r]] += g
     hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
                     reverse=True) if tape.hooks else ()
     hi = n

@@ -1,11 +1,12 @@
-"""Differentiable backward passes (``create_graph=True``) and the second-order transforms
-built on them: hvp, hessian, jvp, jacobian.
+"""Differentiable backward passes (``create_graph=True``), and the forward-mode and
+second-order transforms: jvp, jacobian, hvp, hessian.
 
 The compiled sweep computes gradients as numbers.  With ``create_graph=True`` the sweep runs
 in Python instead, each record's rule written with tapegrad's own ops, so that the gradients
 are recorded tensors whose own gradients can be taken.  It works on flat (1-D) views of the
 records, the layout the compiled rules use, and is slower than the compiled sweep: use it for
-second order, not for training loops.
+second order, not for training loops.  The transforms at the end run compiled sweeps
+(tangent and reverse) over one recorded tape.
 """
 import numpy as np
 
@@ -55,11 +56,22 @@ def scatter_add(x, idx, n_out):
     return F._result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
 
 
+# Rules that read values into constants (masks, signs, tie shares) or choose their formula
+# by value (prod at zeros): a replayed tape would keep the recorded ones for new inputs, so
+# a traced function using them runs eagerly.
+_VALUE_MASKS = frozenset({K.POW, K.PROD, K.PROD_DIM, K.ABS, K.RELU, K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX,
+                          K.MAXIMUM, K.MINIMUM, K.WHERE, K.MAX, K.MIN, K.AMAX, K.AMIN,
+                          K.MAX_DIM, K.MIN_DIM, K.NORM})
+
+
 def _rule(tape, r, g):
     """[(input record, gradient contribution)] of record r for incoming gradient g."""
     o = tape.op[r]
     a0, a1 = tape.a0[r], tape.a1[r]
     c = tape.fp[r]
+    if state.trace is not None and (o in _VALUE_MASKS or (o == K.RPOW_S and c == 0.0)):
+        state.trace.opaque(f"a differentiable backward through {K.OPS[o].name}, whose "
+                           "masks are read from values")
     val = lambda s: tape.vals[tape.voff[s]:tape.voff[s] + tape.size[s]]  # noqa: E731
     x0 = _handle(tape, a0) if a0 >= 0 else None
     x1 = _handle(tape, a1) if a1 >= 0 else None
@@ -81,7 +93,8 @@ def _rule(tape, r, g):
     if o == K.POW:
         keep0 = _const(val(a1) != 0.0)
         base_ok = _const(~((val(a0) == 0.0) & (val(a1) >= 0.0)))
-        safe_log = F.log(F.where(base_ok, x0, 1.0))
+        # where takes a bool condition (_const made the mask float64, and where refused it)
+        safe_log = F.log(F.where(base_ok._value.astype(bool), x0, 1.0))
         return [(a0, F.mul(F.mul(g, keep0), F.mul(x1, F.pow(x0, F.sub(x1, 1.0))))),
                 (a1, F.mul(F.mul(g, base_ok), F.mul(out, safe_log)))]
     if o == K.POW_S:
@@ -140,7 +153,18 @@ def _rule(tape, r, g):
         return [(a0, F.mul(_spread(g, n, red, i), c))]
     if o in (K.PROD, K.PROD_DIM):
         n, red, i = _ori(tape, r)
-        return [(a0, F.div(F.mul(_spread(g, n, red, i), _spread(out, n, red, i)), x0))]
+        if tape.aux[tape.ip[r] + 3] == 2 or red == 1:
+            return [(a0, g)]   # a 0-d input, or a product of one entry: the gradient passes
+        if not np.any(val(a0) == 0.0):
+            return [(a0, F.div(F.mul(_spread(g, n, red, i), _spread(out, n, red, i)), x0))]
+        # out/x is 0/0 at a zero: each entry's weight is the product of the other entries,
+        # gathered as (O, R, R-1, I) and multiplied along the third axis
+        k = np.arange(red)
+        others = np.array([np.delete(k, j) for j in k])                   # (R, R-1)
+        idx = ((np.arange(n)[:, None, None, None] * red + others[None, :, :, None]) * i
+               + np.arange(i)[None, None, None, :])
+        weights = F.prod(F.reshape(_gather(x0, idx.reshape(-1)), n, red, red - 1, i), 2)
+        return [(a0, F.mul(_spread(g, n, red, i), F.reshape(weights, -1)))]
     if o in (K.MAX, K.MIN, K.AMAX, K.AMIN):
         n, red, i = _ori(tape, r)
         x = val(a0).reshape(n, red, i)
@@ -327,83 +351,330 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
 
 
 # ---------------------------------------------------------------------------------------------
-# Transforms
+# Transforms: forward mode and second order, compiled over a recorded tape
 # ---------------------------------------------------------------------------------------------
+# jvp and jacobian record ``fn`` once on a private tape and push tangents through it with the
+# compiled ``tangent`` sweep (many seeds per sweep).  hvp and hessian are forward over
+# reverse: the recorded function is ``x -> grad f(x)`` with create_graph=True, whose
+# backward is made of ordinary ops on the same tape, so the tangent of the gradient seeded
+# with v at x is H v.  A ``tapegrad.compile``d function replays its tape (for hvp and
+# hessian, the tape of its gradient) instead of recording again; any other function is
+# recorded afresh on every call.
+
+_TANGENT_BUDGET = 1 << 22   # tangent values one sweep may hold (32 MiB): bounds seeds per sweep
+_MAX_CAPACITY = 1 << 28
+
+
+def _plain(value):
+    # np.array, not _const's ascontiguousarray: that turns a 0-d result into shape (1,)
+    return Tensor._make(np.array(value, dtype=np.float64))
+
+
 def _as_input(x):
     from .creation import tensor
     v = x._value if isinstance(x, Tensor) else tensor(x)._value
     return Tensor._make(np.array(v, dtype=np.float64), True)
 
 
-def hvp(fn, x, v):
-    """Hessian-vector product H(x) v of a scalar function, exactly (reverse over reverse)."""
-    from .autograd import grad
-    x = _as_input(x)
-    v = v if isinstance(v, Tensor) else _const(v)
-    (g,) = grad(fn(x), x, create_graph=True)
-    (hv,) = grad(F.sum(F.mul(g, v)), x, allow_unused=True, materialize_grads=True)
-    return hv
+def _as_array(v, like, what):
+    """v as a float64 array of ``like``'s shape; a mismatch names both shapes."""
+    from .creation import tensor
+    a = v._value if isinstance(v, Tensor) else tensor(v)._value
+    if a.shape != like._value.shape:
+        raise ValueError(f"{what} has shape {tuple(a.shape)} but its input has shape "
+                         f"{tuple(like._value.shape)}: they must match")
+    return np.asarray(a, dtype=np.float64)
 
 
-def hessian(fn):
-    """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape."""
-    def run(x):
-        from .autograd import grad
-        x = _as_input(x)
-        (g,) = grad(fn(x), x, create_graph=True)
-        flat = F.reshape(g, -1)
-        n = x._value.size
-        rows = []
-        for i in range(n):
-            (row,) = grad(F.getitem(flat, i), x, retain_graph=True, allow_unused=True,
-                          materialize_grads=True)
-            rows.append(row._value.reshape(-1))
-        return _const(np.array(rows).reshape(x._value.shape + x._value.shape))
-    return run
+def _record(fn, xs):
+    """Run fn(*xs) recording on a private tape large enough to hold all of it.
+
+    Returns (tape, result).  The tape is finished: nothing else records on it.  It records
+    under a trace, as ``compile`` does, so that compiled functions called inside run eagerly
+    onto this tape instead of replaying on tapes of their own."""
+    from .autograd import enable_grad
+    from .replay import Trace
+    from .tape import Tape, _tape_ids
+    trace = state.trace
+    if trace is not None:
+        # the values computed here are plain numbers to a trace, which could not replay them
+        trace.opaque("forward-mode or second-order transforms inside the traced call")
+    capacity = 1 << 22   # pages of the arena are only touched as records fill them
+    while True:
+        mark = next(_tape_ids)
+        tape = Tape(capacity)
+        prev_tape, prev_trace = state.tape, state.trace
+        state.tape, state.trace = tape, Trace(tape)
+        try:
+            with enable_grad():
+                out = fn(*xs)
+            ended_on = state.tape
+        finally:
+            state.tape, state.trace = prev_tape, prev_trace
+        if ended_on is tape and not tape.finished:
+            break
+        if tape.finished or capacity >= _MAX_CAPACITY:
+            # a backward() inside fn, or a tape beyond the arena limit: later ops went to
+            # other tapes, which the tangent sweep cannot follow
+            raise RuntimeError("the function could not be recorded on one tape (it calls "
+                               "backward(), or records more than 2**28 values)")
+        capacity *= 4   # the recording outgrew its arena: record again with more room
+    tape.finished = True
+    if _escaped(tape, out, mark):
+        raise RuntimeError("the function computes its result partly on another tape (a "
+                           "tensor recorded during the call outside it), which the tangent "
+                           "sweep cannot follow")
+    return tape, out
 
 
-def jacobian(fn):
-    """``fn(x) -> y`` becomes ``x -> J`` of shape y.shape + x.shape (one compiled reverse sweep
-    per output element, over the same recorded tape)."""
-    def run(x):
-        from .autograd import grad
-        x = _as_input(x)
-        y = fn(x)
-        m = y._value.size
-        rows = []
-        for i in range(m):
-            seed = np.zeros(m)
-            seed[i] = 1.0
-            (row,) = grad(y, x, grad_outputs=_const(seed.reshape(y._value.shape)),
-                          retain_graph=True, allow_unused=True, materialize_grads=True)
-            rows.append(row._value.reshape(-1))
-        return _const(np.array(rows).reshape(y._value.shape + x._value.shape))
-    return run
+def _escaped(tape, out, mark):
+    """Whether a tape started during the call (id > mark) feeds ``tape`` or holds a result:
+    the inputs may reach the result through it, and one sweep over ``tape`` would miss that.
+    Tapes older than the call cannot hold the fresh inputs."""
+    if any(older.id > mark for older, _ in tape.externs.values()):
+        return True
+    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    return any(isinstance(o, Tensor) and o._tape is not None and o._tape is not tape and
+               o._tape.id > mark for o in flat)
+
+
+def _run(fn, xs, derive=None):
+    """(tape, result) of ``fn(*xs)``, or of ``derive(fn.fn)(*xs)`` with ``derive``.
+
+    A compiled ``fn`` (``tapegrad.compile``) replays: the derived function is compiled once
+    and kept on ``fn``, and guards re-record where Python branches on values.  Anything
+    else is recorded afresh on a private tape."""
+    from .replay import Compiled
+    if isinstance(fn, Compiled):
+        if derive is None:
+            target = fn
+        else:
+            store = fn.__dict__.setdefault("_derived", {})
+            target = store.get(derive)
+            if target is None:
+                from .replay import compile as compile_
+                target = store[derive] = compile_(derive(fn.fn),
+                                                  max_signatures=fn.max_signatures,
+                                                  max_variants=fn.max_variants)
+        got = _replayed(target, xs)
+        if got is not None:
+            return got
+        fn = fn.fn
+    return _record(fn if derive is None else derive(fn), xs)
+
+
+def _replayed(compiled, xs):
+    """Call a compiled function; (tape, result) when every recorded output and every input
+    is on one tape (else None: the caller records privately)."""
+    from .autograd import enable_grad
+    from .tape import _tape_ids
+    trace = state.trace
+    if trace is not None:
+        trace.opaque("forward-mode or second-order transforms inside the traced call")
+    mark = next(_tape_ids)
+    state.trace = None
+    try:
+        with enable_grad():
+            out = compiled(*xs)
+    finally:
+        state.trace = trace
+    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    tapes = {id(o._tape): o._tape for o in flat if isinstance(o, Tensor) and o._tape is not None}
+    if len(tapes) != 1:
+        return None
+    (tape,) = tapes.values()
+    if any(not _leaf_records(tape, x) for x in xs) or _escaped(tape, out, mark):
+        return None
+    return tape, out
+
+
+def _flat_outputs(out, name):
+    if isinstance(out, Tensor):
+        return [out], False
+    if isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
+        return list(out), True
+    raise TypeError(f"{name}: the function must return a tensor or a tuple of tensors, got "
+                    f"{type(out).__name__}")
+
+
+def _leaf_records(tape, x):
+    return [r for r, leaf in tape.leaves.items() if leaf is x]
+
+
+def _tangents(tape, seeds, outs, n_seeds):
+    """Tangents of ``outs`` (tensors) for ``n_seeds`` seeds, one compiled sweep.
+
+    ``seeds`` is a list of (input tensor, array (n_seeds, input size)).  Returns one array
+    (n_seeds, output size) per output."""
+    cols = tape.columns()
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    stride = tape.top
+    dep = np.zeros(len(op), dtype=np.uint8)
+    tans = np.zeros(n_seeds * stride)
+    rows = tans.reshape(n_seeds, stride)
+    for x, s in seeds:
+        for r in _leaf_records(tape, x):
+            dep[r] = 1
+            rows[:, voff[r]:voff[r] + size[r]] = s
+    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, n_seeds,
+                    stride, dep, 0, len(op))
+    if bad >= 0:
+        raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
+    result = []
+    for o in outs:
+        n = o._value.size
+        if o._tape is tape:
+            off = voff[o._r]
+            result.append(rows[:, off:off + n].copy())
+            continue
+        # not recorded here: one of the inputs handed back, or a constant
+        t = np.zeros((n_seeds, n))
+        for x, s in seeds:
+            if o is x:
+                t += s
+        result.append(t)
+    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+    return result
+
+
+def _seeds_per_sweep(tape, n):
+    return max(1, min(n, _TANGENT_BUDGET // max(tape.top, 1)))
+
+
+def _unit_columns(tape, x, out):
+    """d out / d x as an array (out.size, x.size), by vector-mode tangent sweeps."""
+    n = x._value.size
+    m = out._value.size
+    jac = np.zeros((m, n))
+    chunk = _seeds_per_sweep(tape, n)
+    for lo in range(0, n, chunk):
+        k = min(chunk, n - lo)
+        seed = np.zeros((k, n))
+        seed[np.arange(k), lo + np.arange(k)] = 1.0
+        (t,) = _tangents(tape, [(x, seed)], [out], k)
+        jac[:, lo:lo + k] = t.T
+    return jac
+
+
+def _unit_rows(tape, x, out):
+    """d out / d x as an array (out.size, x.size), one compiled reverse sweep per row."""
+    n = x._value.size
+    m = out._value.size
+    jac = np.zeros((m, n))
+    if out._tape is not tape:
+        if out is x:
+            jac[:] = np.eye(n)
+        return jac
+    cols = tape.columns()
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    n_rec = len(op)
+    need = np.empty(n_rec, dtype=np.uint8)
+    goff = np.empty(n_rec, dtype=np.int64)
+    r_out = out._r
+    total = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec, need,
+                   goff)
+    grads = np.zeros(max(total, 1))
+    leaves = [r for r in _leaf_records(tape, x) if need[r]]
+    for i in range(m):
+        grads[:total] = 0.0
+        grads[goff[r_out] + i] = 1.0
+        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
+                      r_out + 1, 0)
+        if bad >= 0:
+            raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
+        for r in leaves:
+            jac[i] += grads[goff[r]:goff[r] + n]
+    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+    return jac
 
 
 def jvp(fn, primals, tangents):
-    """(fn(*primals), J tangents): the transpose of a vector-Jacobian product, exactly.
+    """``(fn(*primals), J tangents)``, in forward mode: one compiled tangent sweep.
 
-    ``v -> J^T v`` is linear, so the gradient of ``<J^T v, u>`` with respect to v is ``J u``.
+    ``primals`` and ``tangents`` are tensors (or tuples of them) of equal shapes; the
+    outputs are a tensor or a tuple of tensors as ``fn`` returns, as in
+    ``torch.autograd.functional.jvp``.
     """
-    from .autograd import grad
-    primals = tuple(primals) if isinstance(primals, (tuple, list)) else (primals,)
+    many = isinstance(primals, (tuple, list))
+    primals = tuple(primals) if many else (primals,)
     tangents = tuple(tangents) if isinstance(tangents, (tuple, list)) else (tangents,)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     xs = [_as_input(p) for p in primals]
-    out = fn(*xs)
-    v = Tensor._make(np.zeros(out._value.shape), True)
-    gs = grad(out, xs, grad_outputs=v, create_graph=True, allow_unused=True,
-              materialize_grads=True)
-    total = None
-    for g, u in zip(gs, tangents):
-        if not g._rg:
-            continue
-        term = F.sum(F.mul(g, u if isinstance(u, Tensor) else _const(u)))
-        total = term if total is None else F.add(total, term)
-    if total is None:
-        return Tensor._make(out._value), Tensor._make(np.zeros(out._value.shape))
-    (ju,) = grad(total, v, allow_unused=True, materialize_grads=True)
-    return Tensor._make(out._value), ju
+    seeds = [(x, _as_array(t, x, f"jvp: tangent {j}").reshape(1, -1))
+             for j, (x, t) in enumerate(zip(xs, tangents))]
+    tape, out = _run(fn, xs)
+    outs, is_tuple = _flat_outputs(out, "jvp")
+    tans = _tangents(tape, seeds, outs, 1)
+    values = [Tensor._make(np.array(o._value)) for o in outs]
+    jv = [_plain(t.reshape(o._value.shape)) for t, o in zip(tans, outs)]
+    if is_tuple:
+        return tuple(values), tuple(jv)
+    return values[0], jv[0]
 
 
-del state
+def jacobian(fn):
+    """``fn(x) -> y`` becomes ``x -> J`` of shape y.shape + x.shape.
+
+    Over one recorded tape: vector-mode tangent sweeps (one column per seed, many seeds per
+    sweep) when x has fewer elements than y, else one compiled reverse sweep per element of
+    y; both cost about min(x.size, y.size) passes over the tape."""
+    def run(x):
+        x = _as_input(x)
+        tape, y = _run(fn, [x])
+        if not isinstance(y, Tensor):
+            raise TypeError(f"jacobian: the function must return a tensor, got "
+                            f"{type(y).__name__}")
+        if x._value.size < y._value.size:
+            jac = _unit_columns(tape, x, y)
+        else:
+            jac = _unit_rows(tape, x, y)
+        return _plain(jac.reshape(y._value.shape + x._value.shape))
+    return run
+
+
+def _gradient_of(fn):
+    """x -> grad fn(x), recorded (create_graph): None where fn does not depend on x."""
+    from .autograd import grad
+
+    def gradient(x):
+        y = fn(x)
+        if not isinstance(y, Tensor) or y._value.size != 1:
+            shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
+            raise RuntimeError(f"the function must return a tensor with a single element "
+                               f"for hvp and hessian, got {shape}")
+        if not y._rg:
+            return None
+        (g,) = grad(y, x, create_graph=True, allow_unused=True, materialize_grads=True)
+        return g
+    return gradient
+
+
+def _record_gradient(fn, x):
+    """(tape, gradient or None) of fn at x, recorded once or replayed (see _run)."""
+    return _run(fn, [x], _gradient_of)
+
+
+def hvp(fn, x, v):
+    """H(x) v for a scalar ``fn``, of shape x.shape: forward over reverse, one compiled
+    tangent sweep over the recorded gradient computation."""
+    x = _as_input(x)
+    v = _as_array(v, x, "hvp: v")
+    tape, g = _record_gradient(fn, x)
+    if g is None:
+        return _plain(np.zeros(x._value.shape))
+    (t,) = _tangents(tape, [(x, v.reshape(1, -1))], [g], 1)
+    return _plain(t.reshape(x._value.shape))
+
+
+def hessian(fn):
+    """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape: forward over
+    reverse, with all unit seeds pushed through the recorded gradient in few sweeps."""
+    def run(x):
+        x = _as_input(x)
+        tape, g = _record_gradient(fn, x)
+        n = x._value.size
+        hess = np.zeros((n, n)) if g is None else _unit_columns(tape, x, g)
+        return _plain(hess.reshape(x._value.shape + x._value.shape))
+    return run
+

@@ -11,12 +11,13 @@ column ``fp``:
 
 For each op this file declares, side by side: its opcode (append-only: saved tapes store
 codes), its PyTorch ``grad_fn`` name, which saved values its backward reads, and its compiled
-backward rule. ``sweep`` dispatches over the opcodes with one branch per op; because numba's
-on-disk cache only notices edits in the file that defines the cached function, every rule the
-sweep inlines lives here, in this one file.
+backward, forward and tangent (forward-mode) rules. ``sweep``, ``forward`` and ``tangent``
+dispatch over the opcodes; because numba's on-disk cache only notices edits in the file that
+defines the cached function, every rule the kernels inline lives here, in this one file.
 
 Kernel vocabulary: ``g`` is the incoming gradient, ``x0``/``x1`` the input values, ``out``
-the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``).
+the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``), ``t0``/
+``t1``/``tout`` the offsets of the input and output tangents in the tangent arena.
 """
 import numpy as np
 
@@ -1531,3 +1532,468 @@ def batch_replay_parallel(op, a0, a1, voff, goff, size, ip, fp, aux, faux, templ
         replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux.copy(), faux, template, arg_recs,
                     arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
                     status, c * bsz // chunks, (c + 1) * bsz // chunks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tangent rules (forward mode): the tangent of record r's value from its inputs' tangents
+# ---------------------------------------------------------------------------------------------
+# The tangent arena ``tans`` is flat: seed k's tangent of record r sits at
+# ``b + voff[r]`` with ``b = k * stride``, the layout of ``vals`` once per seed.  The rules
+# index it with offsets instead of slicing (a view per record costs refcounting).  ``t0``/
+# ``t1`` are the input tangents' offsets, ``tout`` the output's; ``d0``/``d1`` whether an
+# input depends on a seed at all: a term of an input that does not is left out, as the
+# backward leaves out an input that needs no gradient (so inf * 0 does not turn into nan).
+# At kinks and ties each rule takes the derivative its backward rule takes, so that
+# <J t, u> == <t, J^T u> holds exactly there too.
+@inline
+def elementwise_tan(o, r, a0, a1, voff, size, ip, fp, faux, vals, tans, b, d0, d1):
+    n = size[r]
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]] if a0[r] >= 0 else 0
+    t1 = b + voff[a1[r]] if a1[r] >= 0 else 0
+    x0 = _seg(vals, voff[a0[r]], n) if a0[r] >= 0 else _seg(vals, voff[r], n)
+    x1 = _seg(vals, voff[a1[r]], n) if a1[r] >= 0 else _seg(vals, voff[r], 0)
+    out = _seg(vals, voff[r], n)
+    c = fp[r]
+    if o == ADD or o == SUB:
+        s = 1.0 if o == ADD else -1.0
+        for i in range(n):
+            acc = 0.0
+            if d0:
+                acc += tans[t0 + i]
+            if d1:
+                acc += s * tans[t1 + i]
+            tans[tout + i] = acc
+    elif o == ADD_S or o == SUB_S:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i]
+    elif o == RSUB_S or o == NEG:
+        for i in range(n):
+            tans[tout + i] = -tans[t0 + i]
+    elif o == MUL:
+        for i in range(n):
+            acc = 0.0
+            if d0:
+                acc += tans[t0 + i] * x1[i]
+            if d1:
+                acc += tans[t1 + i] * x0[i]
+            tans[tout + i] = acc
+    elif o == MUL_S:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * c
+    elif o == DIV:
+        for i in range(n):
+            acc = 0.0
+            if d0:
+                acc += tans[t0 + i] / x1[i]
+            if d1:
+                acc += -tans[t1 + i] * ((x0[i] / x1[i]) / x1[i])
+            tans[tout + i] = acc
+    elif o == DIV_S:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] / c
+    elif o == POW:
+        for i in range(n):
+            acc = 0.0
+            if d0 and x1[i] != 0.0:
+                acc += tans[t0 + i] * x1[i] * x0[i] ** (x1[i] - 1.0)
+            if d1 and not (x0[i] == 0.0 and x1[i] >= 0.0):
+                acc += tans[t1 + i] * out[i] * np.log(x0[i])
+            tans[tout + i] = acc
+    elif o == POW_S:
+        for i in range(n):
+            tans[tout + i] = 0.0 if c == 0.0 else tans[t0 + i] * c * x0[i] ** (c - 1.0)
+    elif o == RPOW_S:
+        lb = np.log(c)
+        for i in range(n):
+            if c == 0.0 and not x0[i] < 0.0:
+                tans[tout + i] = 0.0
+            else:
+                tans[tout + i] = tans[t0 + i] * out[i] * lb
+    elif o == RECIPROCAL:
+        for i in range(n):
+            tans[tout + i] = -tans[t0 + i] * (out[i] * out[i])
+    elif o == EXP:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * out[i]
+    elif o == LOG:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] / x0[i]
+    elif o == LOG1P:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] / (x0[i] + 1.0)
+    elif o == EXPM1:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * (out[i] + 1.0)
+    elif o == SQRT:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] / (2.0 * out[i])
+    elif o == ABS:
+        for i in range(n):
+            x = x0[i]
+            tans[tout + i] = tans[t0 + i] if x > 0.0 else (-tans[t0 + i] if x < 0.0 else 0.0)
+    elif o == SIN:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * np.cos(x0[i])
+    elif o == COS:
+        for i in range(n):
+            tans[tout + i] = -tans[t0 + i] * np.sin(x0[i])
+    elif o == TAN:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * (1.0 + out[i] * out[i])
+    elif o == TANH:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * (1.0 - out[i] * out[i])
+    elif o == SIGMOID:
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] * ((1.0 - out[i]) * out[i])
+    elif o == RELU:
+        for i in range(n):
+            tans[tout + i] = 0.0 if out[i] <= 0.0 else tans[t0 + i]
+    elif o == SOFTPLUS:
+        beta = faux[ip[r]]
+        threshold = faux[ip[r] + 1]
+        for i in range(n):
+            bx = beta * x0[i]
+            if bx > threshold:
+                tans[tout + i] = tans[t0 + i]
+            else:
+                z = np.exp(bx)
+                tans[tout + i] = tans[t0 + i] * z / (z + 1.0)
+    elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
+        lo = faux[ip[r]]
+        hi = faux[ip[r] + 1]
+        for i in range(n):
+            tans[tout + i] = tans[t0 + i] if (x0[i] >= lo and x0[i] <= hi) else 0.0
+    elif o == MAXIMUM or o == MINIMUM:
+        for i in range(n):
+            u = x0[i]
+            v = x1[i]
+            w0 = 0.0
+            w1 = 0.0
+            if u == v:
+                w0 = 0.5
+                w1 = 0.5
+            elif u != u or v != v:
+                w0 = 1.0
+                w1 = 1.0
+            elif (u > v) == (c > 0.0):
+                w0 = 1.0
+            else:
+                w1 = 1.0
+            acc = 0.0
+            if d0 and w0 != 0.0:
+                acc += w0 * tans[t0 + i]
+            if d1 and w1 != 0.0:
+                acc += w1 * tans[t1 + i]
+            tans[tout + i] = acc
+    elif o == WHERE:
+        cond = _seg(vals, voff[ip[r]], n)
+        for i in range(n):
+            if cond[i] != 0.0:
+                tans[tout + i] = tans[t0 + i] if d0 else 0.0
+            else:
+                tans[tout + i] = tans[t1 + i] if d1 else 0.0
+    else:
+        return False
+    return True
+
+
+@inline
+def reduce_tan(o, r, a0, voff, ip, fp, aux, vals, tans, b):
+    # input viewed as (O, R, I), output as (O, I); each rule is its backward's transpose
+    o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    n_in = o_n * r_n * i_n
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]]
+    out = _seg(vals, voff[r], o_n * i_n)
+    x0 = _seg(vals, voff[a0[r]], n_in)
+    if o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM:
+        scale = fp[r]
+        for ob in range(o_n):
+            for i in range(i_n):
+                acc = 0.0
+                for k in range(r_n):
+                    acc += tans[t0 + (ob * r_n + k) * i_n + i]
+                tans[tout + ob * i_n + i] = acc * scale
+    elif o == PROD or o == PROD_DIM:
+        mode = aux[ip[r] + 3]
+        if mode == 2:
+            for p in range(n_in):
+                tans[tout + p] = tans[t0 + p]
+            return
+        zeros = 0
+        for p in range(n_in):
+            if x0[p] == 0.0:
+                zeros += 1
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                acc = 0.0
+                if zeros == 0:
+                    for k in range(r_n):
+                        p = (ob * r_n + k) * i_n + i
+                        acc += tans[t0 + p] * (out[j] / x0[p])
+                elif not (mode == 1 and zeros > 1):
+                    # each entry's weight: the product of the others, prefix times suffix
+                    for k in range(r_n):
+                        w = 1.0
+                        for m in range(r_n):
+                            if m != k:
+                                w *= x0[(ob * r_n + m) * i_n + i]
+                        acc += tans[t0 + (ob * r_n + k) * i_n + i] * w
+                tans[tout + j] = acc
+    elif o == MAX or o == MIN or o == AMAX or o == AMIN:
+        nan_matches = o == MAX or o == MIN
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                ties = 0
+                acc = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    v = x0[p]
+                    if v == out[j] or (nan_matches and v != v and out[j] != out[j]):
+                        ties += 1
+                        acc += tans[t0 + p]
+                if ties:
+                    tans[tout + j] = acc / ties
+                else:
+                    # amax of a nan slice: its backward hands out g/0 * 0
+                    tans[tout + j] = 0.0 if nan_matches else np.nan
+    elif o == MAX_DIM or o == MIN_DIM:
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                tans[tout + j] = tans[t0 + (ob * r_n + aux[ip[r] + 3 + j]) * i_n + i]
+    elif o == VAR or o == STD:
+        is_std = aux[ip[r] + 3]
+        full = aux[ip[r] + 4]
+        scale = 2.0 * fp[r]
+        no_dof = full and (fp[r] < 0.0 or fp[r] == np.inf)
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                mean = 0.0
+                for k in range(r_n):
+                    mean += x0[(ob * r_n + k) * i_n + i]
+                mean /= r_n
+                acc = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    if no_dof:
+                        acc += tans[t0 + p] * (np.nan if x0[p] == mean else np.inf)
+                    else:
+                        acc += scale * tans[t0 + p] * (x0[p] - mean)
+                if is_std:
+                    acc = acc / (out[j] * 2.0) if out[j] != 0.0 else 0.0
+                tans[tout + j] = acc
+    elif o == LOGSUMEXP:
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                acc = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    acc += tans[t0 + p] * np.exp(x0[p] - out[j])
+                tans[tout + j] = acc
+    elif o == SOFTMAX or o == LOG_SOFTMAX:
+        # softmax: J = diag(s) - s s^T;  log_softmax: J = I - 1 s^T (s = exp(out))
+        outs = _seg(vals, voff[r], n_in)
+        for ob in range(o_n):
+            for i in range(i_n):
+                dot = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    s = outs[p] if o == SOFTMAX else np.exp(outs[p])
+                    dot += s * tans[t0 + p]
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    if o == SOFTMAX:
+                        tans[tout + p] = outs[p] * (tans[t0 + p] - dot)
+                    else:
+                        tans[tout + p] = tans[t0 + p] - dot
+    elif o == NORM:
+        p_ord = fp[r]
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                acc = 0.0
+                for k in range(r_n):
+                    q = (ob * r_n + k) * i_n + i
+                    x = x0[q]
+                    sgn = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+                    t = tans[t0 + q]
+                    if p_ord == 2.0:
+                        if out[j] != 0.0:
+                            acc += t * (x / out[j])
+                    elif p_ord == 1.0:
+                        acc += sgn * t
+                    elif p_ord == np.inf or p_ord == -np.inf:
+                        ties = 0
+                        for m in range(r_n):
+                            if abs(x0[(ob * r_n + m) * i_n + i]) == out[j]:
+                                ties += 1
+                        if abs(x) == out[j]:
+                            acc += sgn * (t / ties)
+                    elif p_ord < 1.0:
+                        scaled = 0.0 if x == 0.0 else sgn * abs(x) ** (p_ord - 1.0)
+                        acc += scaled * t * out[j] ** (1.0 - p_ord)
+                    else:
+                        scale = 0.0 if out[j] == 0.0 else t / out[j] ** (p_ord - 1.0)
+                        if p_ord < 2.0:
+                            acc += sgn * abs(x) ** (p_ord - 1.0) * scale
+                        else:
+                            acc += x * abs(x) ** (p_ord - 2.0) * scale
+                tans[tout + j] = acc
+
+
+@inline
+def structure_tan(o, r, a0, a1, voff, size, ip, aux, vals, tans, b, d0, d1, dep):
+    n = size[r]
+    tout = b + voff[r]
+    if o == MATMUL:
+        b_n, m, k, nn = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
+        for bb in range(b_n):
+            acc = np.zeros((m, nn))
+            if d0:
+                s0 = b + voff[a0[r]] + bb * m * k
+                x1 = vals[voff[a1[r]] + bb * k * nn: voff[a1[r]] + (bb + 1) * k * nn]
+                acc += np.dot(tans[s0:s0 + m * k].reshape((m, k)), x1.reshape((k, nn)))
+            if d1:
+                s1 = b + voff[a1[r]] + bb * k * nn
+                x0 = vals[voff[a0[r]] + bb * m * k: voff[a0[r]] + (bb + 1) * m * k]
+                acc += np.dot(x0.reshape((m, k)), tans[s1:s1 + k * nn].reshape((k, nn)))
+            tans[tout + bb * m * nn: tout + (bb + 1) * m * nn] = acc.reshape(m * nn)
+    elif o == EXPAND_S:
+        nd = aux[ip[r]]
+        shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+        strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+        t0 = b + voff[a0[r]]
+        count = np.zeros(nd, dtype=np.int64)
+        src = 0
+        for q in range(n):
+            tans[tout + q] = tans[t0 + src]
+            d = nd - 1
+            while d >= 0:
+                count[d] += 1
+                src += strides[d]
+                if count[d] < shp[d]:
+                    break
+                src -= strides[d] * shp[d]
+                count[d] = 0
+                d -= 1
+    elif o == SCATTER:
+        n_in = aux[ip[r] + 1]
+        t0 = b + voff[a0[r]]
+        for q in range(n):
+            tans[tout + q] = 0.0
+        for q in range(n_in):
+            tans[tout + aux[ip[r] + 2 + q]] += tans[t0 + q]
+    elif o == GATHER or o == BCAST:
+        t0 = b + voff[a0[r]]
+        for q in range(n):
+            tans[tout + q] = tans[t0 + aux[ip[r] + 2 + q]]
+    elif o == RESHAPE:
+        t0 = b + voff[a0[r]]
+        if t0 != tout:
+            for q in range(n):
+                tans[tout + q] = tans[t0 + q]
+    elif o == CAT or o == STACK:
+        k_in = aux[ip[r]]
+        rows = ip[r] + 1
+        o_n = aux[rows + 3 * k_in]
+        block = aux[rows + 3 * k_in + 1]
+        for j in range(k_in):
+            src = aux[rows + 3 * j]
+            start = aux[rows + 3 * j + 1]
+            width = aux[rows + 3 * j + 2]
+            ts = b + voff[src]
+            live = dep[src] != 0
+            for ob in range(o_n):
+                for q in range(width):
+                    tans[tout + ob * block + start + q] = tans[ts + ob * width + q] if live else 0.0
+    else:
+        return False
+    return True
+
+
+@kernel
+def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stride, dep, lo,
+            hi):
+    """Forward-mode sweep: tangents of records lo..hi-1, for ``n_seeds`` seeds at once.
+
+    ``tans`` holds n_seeds arenas of ``stride`` values laid out as ``vals``; the caller
+    writes the seeds into the tangents of the seeded records and sets ``dep`` to 1 there.
+    The sweep marks the other records that depend on a seed (``dep``) and computes their
+    tangents; the rest keep the zeros the caller filled in.  Returns -1, or the first record
+    whose opcode has no tangent rule.
+    """
+    for r in range(lo, hi):
+        if dep[r]:
+            continue
+        o = op[r]
+        if o <= EXTERN or o == CMP or o == GUARD:
+            continue
+        if o == CAT or o == STACK:
+            for j in range(aux[ip[r]]):
+                if dep[aux[ip[r] + 1 + 3 * j]]:
+                    dep[r] = 1
+        elif (a0[r] >= 0 and dep[a0[r]]) or (a1[r] >= 0 and dep[a1[r]]):
+            dep[r] = 1
+        if not dep[r]:
+            continue
+        d0 = a0[r] >= 0 and dep[a0[r]] != 0
+        d1 = a1[r] >= 0 and dep[a1[r]] != 0
+        if size[r] == 1 and o < RELU:
+            # one-element records (ODE loops, their recorded gradients) index the arenas
+            # directly, as in sweep: the general rules' array views cost more than the math
+            x = vals[voff[a0[r]]]
+            c = fp[r]
+            done = True
+            for s in range(n_seeds):
+                b = s * stride
+                t = tans[b + voff[a0[r]]] if d0 else 0.0
+                if o == ADD or o == SUB:
+                    u = tans[b + voff[a1[r]]] if d1 else 0.0
+                    v = t + u if o == ADD else t - u
+                elif o == MUL:
+                    v = 0.0
+                    if d0:
+                        v += t * vals[voff[a1[r]]]
+                    if d1:
+                        v += tans[b + voff[a1[r]]] * x
+                elif o == ADD_S or o == SUB_S:
+                    v = t
+                elif o == MUL_S:
+                    v = t * c
+                elif o == DIV_S:
+                    v = t / c
+                elif o == RSUB_S or o == NEG:
+                    v = -t
+                elif o == TANH:
+                    y = vals[voff[r]]
+                    v = t * (1.0 - y * y)
+                elif o == SIN:
+                    v = t * np.cos(x)
+                elif o == EXP:
+                    v = t * vals[voff[r]]
+                else:
+                    done = False
+                    break
+                tans[b + voff[r]] = v
+            if done:
+                continue
+        for s in range(n_seeds):
+            b = s * stride
+            if o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or o == PROD or \
+                    o == PROD_DIM or o == MAX or o == MIN or o == AMAX or o == AMIN or \
+                    o == MAX_DIM or o == MIN_DIM or o == VAR or o == STD or o == LOGSUMEXP or \
+                    o == SOFTMAX or o == LOG_SOFTMAX or o == NORM:
+                reduce_tan(o, r, a0, voff, ip, fp, aux, vals, tans, b)
+            elif not structure_tan(o, r, a0, a1, voff, size, ip, aux, vals, tans, b, d0, d1,
+                                   dep):
+                if not elementwise_tan(o, r, a0, a1, voff, size, ip, fp, faux, vals, tans, b,
+                                       d0, d1):
+                    return r
+    return -1
