@@ -11,7 +11,8 @@ Three tables, timed with the same interleaved rounds as the workloads (``bench.t
   eager tapegrad and PyTorch, and a bare ``@njit`` call with one array argument;
 * **first calls** -- W1 and W5 through ``tapegrad.compile`` in a fresh process: call 1
   records the tape (an eager run under a trace), call 2 is the first replay (numba loads the
-  replay kernels from its on-disk cache), beside jax.jit's first call (trace + XLA compile)
+  replay kernels from its on-disk cache), a later call builds the tape's generated code,
+  beside jax.jit's first call (trace + XLA compile)
   from the W1/W5 tables of the same run.
 """
 from __future__ import annotations
@@ -112,15 +113,21 @@ from bench.peers import tapegrad_peer as P
 from bench.workloads import make_inputs
 setup = {"W1": P._compiled_w1, "W5": P._compiled_w5}[sys.argv[1]]
 call = setup(make_inputs(sys.argv[1]))
-times = []
-for _ in range(2):
+run = next(c.cell_contents for c in call.__closure__
+           if type(c.cell_contents).__name__ == "Compiled")
+times, generated_on = [], None
+for i in range(6):
+    before = run.stats.generated
     t = time.perf_counter(); call(); times.append(time.perf_counter() - t)
-print(json.dumps(times))
+    if run.stats.generated > before:
+        generated_on = i
+print(json.dumps({"times": times, "generated_on": generated_on}))
 """
 
 
 def _first_calls_fresh(name: str) -> dict:
-    """Call 1 and call 2 of the compiled ``name`` in a fresh interpreter."""
+    """The first six calls of the compiled ``name`` in a fresh interpreter: call 1 records,
+    call 2 is the first replay, a later one builds the tape's generated code."""
     src = os.path.join(REPO_DIR, "src")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (REPO_DIR, src, os.environ.get("PYTHONPATH")) if p))
@@ -129,8 +136,13 @@ def _first_calls_fresh(name: str) -> dict:
                               text=True, env=env, cwd=REPO_DIR, timeout=600)
         if done.returncode != 0:
             return {"error": done.stderr.strip().splitlines()[-1][:300]}
-        first, second = json.loads(done.stdout.strip().splitlines()[-1])
-        return {"record_s": first, "first_replay_s": second}
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        times, on = got["times"], got["generated_on"]
+        # the call on which a hot tape's generated code was built (numba compiles it, or
+        # loads it from its cache when this tape was generated before)
+        return {"record_s": times[0], "first_replay_s": times[1],
+                "generating_call": None if on is None else on + 1,
+                "generate_s": None if on is None else times[on], "after_s": times[-1]}
     except Exception as exc:
         return {"error": describe_error(exc)}
 

@@ -241,18 +241,22 @@ def _replay_costs_section(rc: dict) -> list[str]:
         else:
             jax_cell = f"{fmt_time(jax['first_call_s'])} (steady {fmt_time(jax['steady_s'])})"
         if "error" in comp:
-            cells = [name, f"error: {comp['error']}", "—", "—"]
+            cells = [name, f"error: {comp['error']}", "—", "—", "—"]
         else:
-            cells = [name, fmt_time(comp["record_s"]), fmt_time(comp["first_replay_s"]),
+            gen = ("not generated" if comp.get("generating_call") is None else
+                   f"call {comp['generating_call']}: {fmt_time(comp['generate_s'])}")
+            cells = [name, fmt_time(comp["record_s"]), fmt_time(comp["first_replay_s"]), gen,
                      fmt_time(comp.get("steady_s"))]
         table.append(cells + [jax_cell.replace("|", "\\|")])
     lines += ["### First calls: record and first replay in a fresh process", "",
               "`tapegrad_compiled` in a fresh interpreter: call 1 records the tape (an eager run "
               "under a trace), call 2 is the first replay (the replay kernels load from "
-              "numba's on-disk cache; nothing is compiled per function). jax.jit's first call "
+              "numba's on-disk cache), and a later call of a hot scalar tape builds its "
+              "generated code (numba compiles it, or loads it from its cache when the same "
+              "tape was generated before, as in the run just made). jax.jit's first call "
               "traces and compiles with XLA (from the W1/W5 tables above).", ""]
     lines += _table(["workload", "compiled call 1 (record)", "call 2 (first replay)",
-                     "compiled steady", "jax_jit first call"], table)
+                     "generated code built", "compiled steady", "jax_jit first call"], table)
     return lines
 
 
