@@ -11,9 +11,10 @@ Three tables, timed with the same interleaved rounds as the workloads (``bench.t
   eager tapegrad and PyTorch, and a bare ``@njit`` call with one array argument;
 * **first calls** -- W1 and W5 through ``tapegrad.compile`` in a fresh process: call 1
   records the tape (an eager run under a trace), call 2 is the first replay (numba loads the
-  replay kernels from its on-disk cache), a later call builds the tape's generated code,
-  beside jax.jit's first call (trace + XLA compile)
-  from the W1/W5 tables of the same run.
+  replay kernels from its on-disk cache), and a later call builds the tape's generated code;
+  beside them eager tapegrad's first call in a fresh
+  process (which loads the backward kernels as well) and jax.jit's first call (trace + XLA
+  compile) from the W1/W5 tables of the same run.
 """
 from __future__ import annotations
 
@@ -111,38 +112,40 @@ _CHILD = """
 import json, sys, time
 from bench.peers import tapegrad_peer as P
 from bench.workloads import make_inputs
-setup = {"W1": P._compiled_w1, "W5": P._compiled_w5}[sys.argv[1]]
+setup = {("W1", "compiled"): P._compiled_w1, ("W5", "compiled"): P._compiled_w5,
+         ("W1", "eager"): P._setup_w1, ("W5", "eager"): P._setup_w5}[sys.argv[1], sys.argv[2]]
 call = setup(make_inputs(sys.argv[1]))
-run = next(c.cell_contents for c in call.__closure__
-           if type(c.cell_contents).__name__ == "Compiled")
+run = next((c.cell_contents for c in call.__closure__ or ()
+            if type(c.cell_contents).__name__ == "Compiled"), None)
 times, generated_on = [], None
 for i in range(6):
-    before = run.stats.generated
+    before = run.stats.generated if run is not None else 0
     t = time.perf_counter(); call(); times.append(time.perf_counter() - t)
-    if run.stats.generated > before:
+    if run is not None and run.stats.generated > before:
         generated_on = i
 print(json.dumps({"times": times, "generated_on": generated_on}))
 """
 
 
-def _first_calls_fresh(name: str) -> dict:
-    """The first six calls of the compiled ``name`` in a fresh interpreter: call 1 records,
-    call 2 is the first replay, a later one builds the tape's generated code."""
+def _first_calls_fresh(name: str, mode: str) -> dict:
+    """The first six calls of ``name`` (``mode``: compiled or eager) in a fresh interpreter:
+    call 1 records (compiled) or runs eagerly, call 2 replays or runs again, and for a hot
+    scalar tape a later compiled call builds its generated code."""
     src = os.path.join(REPO_DIR, "src")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (REPO_DIR, src, os.environ.get("PYTHONPATH")) if p))
     try:
-        done = subprocess.run([sys.executable, "-c", _CHILD, name], capture_output=True,
+        done = subprocess.run([sys.executable, "-c", _CHILD, name, mode], capture_output=True,
                               text=True, env=env, cwd=REPO_DIR, timeout=600)
         if done.returncode != 0:
             return {"error": done.stderr.strip().splitlines()[-1][:300]}
         got = json.loads(done.stdout.strip().splitlines()[-1])
         times, on = got["times"], got["generated_on"]
-        # the call on which a hot tape's generated code was built (numba compiles it, or
-        # loads it from its cache when this tape was generated before)
-        return {"record_s": times[0], "first_replay_s": times[1],
+        # the call that built the generated code: numba compiles it, or loads it from its
+        # cache when this tape was generated before (as in the W1/W5 tables of this run)
+        return {"first_s": times[0], "second_s": times[1],
                 "generating_call": None if on is None else on + 1,
-                "generate_s": None if on is None else times[on], "after_s": times[-1]}
+                "generate_s": None if on is None else times[on]}
     except Exception as exc:
         return {"error": describe_error(exc)}
 
@@ -179,7 +182,10 @@ def measure_replay_costs(peers, config, results: dict, progress: bool = True) ->
         kind, _, rest = entry.key.partition("/")
         out["guards" if kind == "guard" else "tiny"][rest] = summarize(entry.samples["call"])
     for name in ("W1", "W5"):
-        row = {"tapegrad_compiled": _first_calls_fresh(name)}
+        # eager's first call in a fresh process loads the backward kernels from numba's cache
+        # too: it tells that one-off cost apart from the recording
+        row = {"tapegrad_compiled": _first_calls_fresh(name, "compiled"),
+               "tapegrad": _first_calls_fresh(name, "eager")}
         res = results.get(name)
         if res is not None:
             comp = res["rows"].get("tapegrad_compiled", {})
