@@ -1925,6 +1925,37 @@ def curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grad
                 s0 = b + voff[a0[r]] + bb * m * k
                 gx1 = dg[goff[a1[r]] + bb * k * nn: goff[a1[r]] + (bb + 1) * k * nn].reshape((k, nn))
                 gx1 += np.dot(tans[s0:s0 + m * k].reshape((m, k)).T, gm)
+    elif o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX:
+        # written with the output's tangent (tout), which the tangent sweep left in tans
+        o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+        x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+        out = _seg(vals, voff[r], size[r])
+        gx0 = _seg(dg, goff[a0[r]], o_n * r_n * i_n)
+        t0 = b + voff[a0[r]]
+        tout = b + voff[r]
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                if o == LOGSUMEXP:
+                    # gx = g * s with s = exp(x - out): ds = s * (t - tout)
+                    for k in range(r_n):
+                        p = (ob * r_n + k) * i_n + i
+                        gx0[p] += g[j] * np.exp(x0[p] - out[j]) * (tans[t0 + p] - tans[tout + j])
+                    continue
+                dot = 0.0
+                gsum = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    dot += g[p] * (out[p] if o == SOFTMAX else tans[tout + p])
+                    gsum += g[p] * tans[tout + p] if o == SOFTMAX else g[p]
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    if o == SOFTMAX:
+                        # gx = y * (g - <g, y>): d = ty * (g - <g, y>) - y * <g, ty>
+                        gx0[p] += tans[tout + p] * (g[p] - dot) - out[p] * gsum
+                    else:
+                        # gx = g - exp(y) * sum(g): d = -exp(y) * ty * sum(g)
+                        gx0[p] -= np.exp(out[p]) * tans[tout + p] * gsum
     elif o != ABS:
         # one-input smooth functions: dgx += g * f''(x) * t
         x0 = _seg(vals, voff[a0[r]], n)
@@ -1989,7 +2020,8 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
             continue
         smooth = o == MUL or o == DIV or o == MATMUL or o == EXP or o == EXPM1 or o == LOG or \
             o == LOG1P or o == SQRT or o == SIN or o == COS or o == TAN or o == TANH or \
-            o == SIGMOID or o == RECIPROCAL or o == POW_S or o == RPOW_S or o == SOFTPLUS
+            o == SIGMOID or o == RECIPROCAL or o == POW_S or o == RPOW_S or o == SOFTPLUS or \
+            o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX
         if not smooth and not (o == ADD or o == ADD_S or o == SUB or o == SUB_S or
                                o == RSUB_S or o == NEG or o == MUL_S or o == DIV_S or
                                o == ABS or o == RELU or o == CLAMP or o == CLAMP_MIN or
@@ -2086,6 +2118,12 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
                 amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
             elif o == MAX_DIM or o == MIN_DIM:
                 select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == LOGSUMEXP:
+                logsumexp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SOFTMAX:
+                softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == LOG_SOFTMAX:
+                log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
             elif o == MATMUL:
                 matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
             elif o == EXPAND_S:
