@@ -639,10 +639,7 @@ def _gradient_of(fn):
 
     def gradient(x):
         y = fn(x)
-        if not isinstance(y, Tensor) or y._value.size != 1:
-            shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-            raise RuntimeError(f"the function must return a tensor with a single element "
-                               f"for hvp and hessian, got {shape}")
+        _single_element(y)
         if not y._rg:
             return None
         (g,) = grad(y, x, create_graph=True, allow_unused=True, materialize_grads=True)
@@ -655,26 +652,102 @@ def _record_gradient(fn, x):
     return _run(fn, [x], _gradient_of)
 
 
-def hvp(fn, x, v):
-    """H(x) v for a scalar ``fn``, of shape x.shape: forward over reverse, one compiled
-    tangent sweep over the recorded gradient computation."""
-    x = _as_input(x)
-    v = _as_array(v, x, "hvp: v")
+def _single_element(y):
+    if not isinstance(y, Tensor) or y._value.size != 1:
+        shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
+        raise RuntimeError(f"the function must return a tensor with a single element for hvp "
+                           f"and hessian, got {shape}")
+
+
+def _curvature(tape, x, y, seeds):
+    """H t for each row t of ``seeds`` (k, x.size), as an array (k, x.size): a compiled
+    reverse sweep of the tape of y = fn(x), a tangent sweep, and the tangent of the reverse
+    sweep.  None when the tape holds an op without a curvature rule."""
+    cols = tape.columns()
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    n_rec = len(op)
+    n = x._value.size
+    k = seeds.shape[0]
+    r_out = y._r
+    need = np.empty(n_rec, dtype=np.uint8)
+    goff = np.empty(n_rec, dtype=np.int64)
+    total = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec, need,
+                   goff)
+    leaves = [r for r in _leaf_records(tape, x) if need[r]]
+    if not leaves:
+        return np.zeros((k, n))
+    grads = np.zeros(total)
+    grads[goff[r_out]] = 1.0
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
+                  r_out + 1, 0)
+    if bad >= 0:
+        raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
+    stride = tape.top
+    dep = np.zeros(n_rec, dtype=np.uint8)
+    tans = np.zeros(k * stride)
+    rows = tans.reshape(k, stride)
+    for r in leaves:
+        dep[r] = 1
+        rows[:, voff[r]:voff[r] + n] = seeds
+    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, k, stride,
+                    dep, 0, r_out + 1)
+    if bad >= 0:
+        raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
+    dgrads = np.zeros((k, total))
+    bad = K.curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, tans,
+                      stride, dgrads, need, r_out + 1, 0)
+    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+    if bad >= 0:
+        return None
+    return sum(dgrads[:, goff[r]:goff[r] + n] for r in leaves)
+
+
+def _hessian_times(fn, x, seeds):
+    """H t for each row t of ``seeds`` (k, x.size).
+
+    Forward over reverse on the tape of fn alone (the compiled ``curvature`` sweep) where it
+    has a rule for every op; otherwise a tangent sweep over the recorded create_graph
+    gradient."""
+    k, n = seeds.shape
+    tape, y = _run(fn, [x])
+    _single_element(y)
+    if not y._rg or y._tape is not tape:
+        return np.zeros((k, n))
+    out = np.zeros((k, n))
+    chunk = max(1, min(k, _TANGENT_BUDGET // max(tape.top + len(tape), 1)))
+    for lo in range(0, k, chunk):
+        hv = _curvature(tape, x, y, seeds[lo:lo + chunk])
+        if hv is None:
+            break
+        out[lo:lo + chunk] = hv
+    else:
+        return out
+    del tape, y
     tape, g = _record_gradient(fn, x)
     if g is None:
-        return _plain(np.zeros(x._value.shape))
-    (t,) = _tangents(tape, [(x, v.reshape(1, -1))], [g], 1)
-    return _plain(t.reshape(x._value.shape))
+        return np.zeros((k, n))
+    chunk = _seeds_per_sweep(tape, k)
+    for lo in range(0, k, chunk):
+        (out[lo:lo + chunk],) = _tangents(tape, [(x, seeds[lo:lo + chunk])], [g],
+                                          min(chunk, k - lo))
+    return out
+
+
+def hvp(fn, x, v):
+    """H(x) v for a scalar ``fn``, of shape x.shape, by forward over reverse (see
+    _hessian_times)."""
+    x = _as_input(x)
+    v = _as_array(v, x, "hvp: v")
+    hv = _hessian_times(fn, x, v.reshape(1, -1))
+    return _plain(hv.reshape(x._value.shape))
 
 
 def hessian(fn):
-    """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape: forward over
-    reverse, with all unit seeds pushed through the recorded gradient in few sweeps."""
+    """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape, by forward over
+    reverse with all unit seeds, many per sweep (see _hessian_times)."""
     def run(x):
         x = _as_input(x)
-        tape, g = _record_gradient(fn, x)
         n = x._value.size
-        hess = np.zeros((n, n)) if g is None else _unit_columns(tape, x, g)
+        hess = _hessian_times(fn, x, np.eye(n)).T
         return _plain(hess.reshape(x._value.shape + x._value.shape))
     return run
-

@@ -1997,3 +1997,269 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
                                        d0, d1):
                     return r
     return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward over reverse: the tangent of the backward sweep
+# ---------------------------------------------------------------------------------------------
+@inline
+def curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b,
+                   dg, need):
+    # The backward rules are linear in g: their tangent is the rule applied to the tangent of
+    # g (``dg``), plus g times the tangent of the local derivative, which only the ops below
+    # that are not linear in their inputs add (the piecewise linear ones add nothing: their
+    # masks and tie shares are constant where they are differentiable).
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    if o == MUL:
+        if need[a0[r]]:
+            t1 = b + voff[a1[r]]
+            gx0 = _seg(dg, goff[a0[r]], n)
+            for i in range(n):
+                gx0[i] += g[i] * tans[t1 + i]
+        if need[a1[r]]:
+            t0 = b + voff[a0[r]]
+            gx1 = _seg(dg, goff[a1[r]], n)
+            for i in range(n):
+                gx1[i] += g[i] * tans[t0 + i]
+    elif o == DIV:
+        x0 = _seg(vals, voff[a0[r]], n)
+        x1 = _seg(vals, voff[a1[r]], n)
+        t0 = b + voff[a0[r]]
+        t1 = b + voff[a1[r]]
+        if need[a0[r]]:
+            gx0 = _seg(dg, goff[a0[r]], n)
+            for i in range(n):
+                gx0[i] -= g[i] * tans[t1 + i] / (x1[i] * x1[i])
+        if need[a1[r]]:
+            gx1 = _seg(dg, goff[a1[r]], n)
+            for i in range(n):
+                q = x1[i] * x1[i]
+                gx1[i] += g[i] * (2.0 * x0[i] * tans[t1 + i] / (q * x1[i]) - tans[t0 + i] / q)
+    elif o == MATMUL:
+        b_n, m, k, nn = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
+        for bb in range(b_n):
+            gm = grads[goff[r] + bb * m * nn: goff[r] + (bb + 1) * m * nn].reshape((m, nn))
+            if need[a0[r]]:
+                s1 = b + voff[a1[r]] + bb * k * nn
+                gx0 = dg[goff[a0[r]] + bb * m * k: goff[a0[r]] + (bb + 1) * m * k].reshape((m, k))
+                gx0 += np.dot(gm, tans[s1:s1 + k * nn].reshape((k, nn)).T)
+            if need[a1[r]]:
+                s0 = b + voff[a0[r]] + bb * m * k
+                gx1 = dg[goff[a1[r]] + bb * k * nn: goff[a1[r]] + (bb + 1) * k * nn].reshape((k, nn))
+                gx1 += np.dot(tans[s0:s0 + m * k].reshape((m, k)).T, gm)
+    elif o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX:
+        # written with the output's tangent (tout), which the tangent sweep left in tans
+        o_n, r_n, i_n = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+        x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
+        out = _seg(vals, voff[r], size[r])
+        gx0 = _seg(dg, goff[a0[r]], o_n * r_n * i_n)
+        t0 = b + voff[a0[r]]
+        tout = b + voff[r]
+        for ob in range(o_n):
+            for i in range(i_n):
+                j = ob * i_n + i
+                if o == LOGSUMEXP:
+                    # gx = g * s with s = exp(x - out): ds = s * (t - tout)
+                    for k in range(r_n):
+                        p = (ob * r_n + k) * i_n + i
+                        gx0[p] += g[j] * np.exp(x0[p] - out[j]) * (tans[t0 + p] - tans[tout + j])
+                    continue
+                dot = 0.0
+                gsum = 0.0
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    dot += g[p] * (out[p] if o == SOFTMAX else tans[tout + p])
+                    gsum += g[p] * tans[tout + p] if o == SOFTMAX else g[p]
+                for k in range(r_n):
+                    p = (ob * r_n + k) * i_n + i
+                    if o == SOFTMAX:
+                        # gx = y * (g - <g, y>): d = ty * (g - <g, y>) - y * <g, ty>
+                        gx0[p] += tans[tout + p] * (g[p] - dot) - out[p] * gsum
+                    else:
+                        # gx = g - exp(y) * sum(g): d = -exp(y) * ty * sum(g)
+                        gx0[p] -= np.exp(out[p]) * tans[tout + p] * gsum
+    elif o != ABS:
+        # one-input smooth functions: dgx += g * f''(x) * t
+        x0 = _seg(vals, voff[a0[r]], n)
+        out = _seg(vals, voff[r], n)
+        t0 = b + voff[a0[r]]
+        gx0 = _seg(dg, goff[a0[r]], n)
+        c = fp[r]
+        for i in range(n):
+            x = x0[i]
+            y = out[i]
+            if o == EXP or o == EXPM1:
+                d2 = y + 1.0 if o == EXPM1 else y
+            elif o == LOG:
+                d2 = -1.0 / (x * x)
+            elif o == LOG1P:
+                d2 = -1.0 / ((x + 1.0) * (x + 1.0))
+            elif o == SQRT:
+                d2 = -0.25 / (y * y * y)
+            elif o == SIN:
+                d2 = -np.sin(x)
+            elif o == COS:
+                d2 = -np.cos(x)
+            elif o == TAN:
+                d2 = 2.0 * y * (1.0 + y * y)
+            elif o == TANH:
+                d2 = -2.0 * y * (1.0 - y * y)
+            elif o == SIGMOID:
+                d2 = y * (1.0 - y) * (1.0 - 2.0 * y)
+            elif o == RECIPROCAL:
+                d2 = 2.0 * y * y * y
+            elif o == POW_S:
+                # c == 0 and c == 1 have a constant derivative (PyTorch's 0 for c == 0)
+                d2 = 0.0 if (c == 0.0 or c == 1.0) else c * (c - 1.0) * x ** (c - 2.0)
+            elif o == RPOW_S:
+                # base 0: the derivative is a constant mask
+                d2 = 0.0 if c == 0.0 else y * np.log(c) * np.log(c)
+            else:   # SOFTPLUS
+                beta = faux[ip[r]]
+                if beta * x > faux[ip[r] + 1]:
+                    d2 = 0.0
+                else:
+                    z = 1.0 / (1.0 + np.exp(-beta * x))
+                    d2 = beta * z * (1.0 - z)
+            gx0[i] += g[i] * d2 * tans[t0 + i]
+
+
+@kernel
+def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, stride, dgrads,
+              need, hi, lo):
+    """Forward over reverse: the tangents of a finished backward sweep.
+
+    ``grads`` is the gradient arena after ``sweep``; ``tans`` holds the value tangents of
+    ``dgrads.shape[0]`` seeds (``stride`` apart, from ``tangent``).  Row s of ``dgrads``
+    receives the tangent of the gradient arena for seed s: at a leaf, H t.  Returns -1, or
+    the first record whose op has no rule here (the caller takes another route).
+    """
+    for r in range(hi - 1, lo - 1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if o <= EXTERN or o == CMP or o == GUARD:
+            continue
+        smooth = o == MUL or o == DIV or o == MATMUL or o == EXP or o == EXPM1 or o == LOG or \
+            o == LOG1P or o == SQRT or o == SIN or o == COS or o == TAN or o == TANH or \
+            o == SIGMOID or o == RECIPROCAL or o == POW_S or o == RPOW_S or o == SOFTPLUS or \
+            o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX
+        if not smooth and not (o == ADD or o == ADD_S or o == SUB or o == SUB_S or
+                               o == RSUB_S or o == NEG or o == MUL_S or o == DIV_S or
+                               o == ABS or o == RELU or o == CLAMP or o == CLAMP_MIN or
+                               o == CLAMP_MAX or o == MAXIMUM or o == MINIMUM or o == WHERE or
+                               o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or
+                               o == MAX or o == MIN or o == AMAX or o == AMIN or
+                               o == MAX_DIM or o == MIN_DIM or o == GATHER or o == BCAST or
+                               o == EXPAND_S or o == SCATTER or o == RESHAPE or o == CAT or
+                               o == STACK):
+            return r
+        if size[r] == 1 and o < RELU:
+            # one-element records index the arenas directly, as in sweep
+            g = grads[goff[r]]
+            i0 = a0[r]
+            i1 = a1[r]
+            x = vals[voff[i0]]
+            c = fp[r]
+            done = True
+            for s in range(dgrads.shape[0]):
+                dgr = dgrads[s, goff[r]]
+                t0 = tans[s * stride + voff[i0]]
+                if o == ADD or o == SUB:
+                    if need[i0]:
+                        dgrads[s, goff[i0]] += dgr
+                    if need[i1]:
+                        dgrads[s, goff[i1]] += dgr if o == ADD else -dgr
+                elif o == MUL:
+                    if need[i0]:
+                        dgrads[s, goff[i0]] += dgr * vals[voff[i1]] + \
+                            g * tans[s * stride + voff[i1]]
+                    if need[i1]:
+                        dgrads[s, goff[i1]] += dgr * x + g * t0
+                elif o == ADD_S or o == SUB_S:
+                    dgrads[s, goff[i0]] += dgr
+                elif o == MUL_S:
+                    dgrads[s, goff[i0]] += dgr * c
+                elif o == DIV_S:
+                    dgrads[s, goff[i0]] += dgr / c
+                elif o == RSUB_S or o == NEG:
+                    dgrads[s, goff[i0]] -= dgr
+                elif o == TANH:
+                    y = vals[voff[r]]
+                    dgrads[s, goff[i0]] += dgr * (1.0 - y * y) - g * 2.0 * y * (1.0 - y * y) * t0
+                elif o == SIN:
+                    dgrads[s, goff[i0]] += dgr * np.cos(x) - g * np.sin(x) * t0
+                elif o == EXP:
+                    y = vals[voff[r]]
+                    dgrads[s, goff[i0]] += dgr * y + g * y * t0
+                else:
+                    done = False
+                    break
+            if done:
+                continue
+        for s in range(dgrads.shape[0]):
+            dg = dgrads[s]
+            if o == ADD or o == ADD_S:
+                add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SUB or o == SUB_S:
+                sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == RSUB_S or o == NEG:
+                neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MUL:
+                mul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MUL_S:
+                mul_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == DIV:
+                div_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == DIV_S:
+                div_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == POW_S:
+                pow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == RPOW_S:
+                rpow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == RECIPROCAL:
+                reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == EXP or o == LOG or o == LOG1P or o == EXPM1 or o == SQRT or o == ABS or \
+                    o == SIN or o == COS or o == TAN or o == TANH or o == SIGMOID:
+                unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == RELU:
+                relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SOFTPLUS:
+                softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
+                clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MAXIMUM or o == MINIMUM:
+                maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == WHERE:
+                where_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM:
+                sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MAX or o == MIN:
+                extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == AMAX or o == AMIN:
+                amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MAX_DIM or o == MIN_DIM:
+                select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == LOGSUMEXP:
+                logsumexp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SOFTMAX:
+                softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == LOG_SOFTMAX:
+                log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == MATMUL:
+                matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == EXPAND_S:
+                expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == SCATTER:
+                scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == GATHER or o == BCAST:
+                gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            elif o == RESHAPE:
+                reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            else:
+                cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
+            if smooth:
+                curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
+                               tans, s * stride, dg, need)
+    return -1
