@@ -661,8 +661,9 @@ def _single_element(y):
 
 def _curvature(tape, x, y, seeds):
     """H t for each row t of ``seeds`` (k, x.size), as an array (k, x.size): a compiled
-    reverse sweep of the tape of y = fn(x), a tangent sweep, and the tangent of the reverse
-    sweep.  None when the tape holds an op without a curvature rule."""
+    reverse sweep of the tape of y = fn(x), a tangent sweep, the curvature sources, and a
+    reverse sweep of those per seed.  None when the tape holds an op without a curvature
+    rule."""
     cols = tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     n_rec = len(op)
@@ -696,6 +697,10 @@ def _curvature(tape, x, y, seeds):
     dgrads = np.zeros((k, total))
     bad = K.curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, tans,
                       stride, dgrads, need, r_out + 1, 0)
+    if bad < 0:
+        for s in range(k):
+            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, dgrads[s],
+                    need, r_out + 1, 0)
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:
         return None
