@@ -6,7 +6,7 @@ in Python instead, each record's rule written with tapegrad's own ops, so that t
 are recorded tensors whose own gradients can be taken.  It works on flat (1-D) views of the
 records, the layout the compiled rules use, and is slower than the compiled sweep: use it for
 second order, not for training loops.  The transforms at the end run compiled sweeps
-(tangent and reverse) over one recorded tape.
+(tangent, reverse and curvature) over one recorded tape.
 """
 import numpy as np
 
@@ -355,11 +355,12 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
 # ---------------------------------------------------------------------------------------------
 # jvp and jacobian record ``fn`` once on a private tape and push tangents through it with the
 # compiled ``tangent`` sweep (many seeds per sweep).  hvp and hessian are forward over
-# reverse: the recorded function is ``x -> grad f(x)`` with create_graph=True, whose
-# backward is made of ordinary ops on the same tape, so the tangent of the gradient seeded
-# with v at x is H v.  A ``tapegrad.compile``d function replays its tape (for hvp and
-# hessian, the tape of its gradient) instead of recording again; any other function is
-# recorded afresh on every call.
+# reverse on the same tape: a reverse sweep, a tangent sweep, then the ``curvature`` sources
+# swept back once per seed give H t.  Where the tape holds an op without a curvature rule,
+# they record ``x -> grad f(x)`` with create_graph=True instead (its backward is made of
+# ordinary ops) and the tangent of that gradient seeded with t is H t.  A
+# ``tapegrad.compile``d function replays its tape (or the tape of its gradient) instead of
+# recording again; any other function is recorded afresh on every call.
 
 _TANGENT_BUDGET = 1 << 22   # tangent values one sweep may hold (32 MiB): bounds seeds per sweep
 _MAX_CAPACITY = 1 << 28
