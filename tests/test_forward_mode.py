@@ -234,6 +234,13 @@ def scalar(x):     # R^(2x3) -> R
         tg.maximum(x, x * 0.5).sum() * x[1, 2]
 
 
+def smooth_scalar(x):   # R^(2x3) -> R with only ops the curvature sweep has rules for
+    w = tg.tensor(np.array([[0.5, -1.0], [2.0, 0.3], [-0.7, 1.1]]))
+    h = (x @ w).tanh()
+    return tg.log_softmax(h, 1)[:, 0].sum() + (x ** 2).sum().sqrt() / x[0, 0].exp() + \
+        tg.logsumexp(x.sin() * x, 1).sum() + (x.relu() * x.sigmoid() / (x * x + 1.0)).mean()
+
+
 def _fd_jacobian(fn, x):
     flat = x.reshape(-1)
     cols = []
@@ -286,8 +293,9 @@ def test_jacobian_forward_and_reverse_paths(rng):
         np.testing.assert_allclose(jac, _fd_jacobian(fn, x), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("scalar", [scalar, smooth_scalar], ids=["prod_route", "curvature"])
 @given(rng=points)
-def test_hessian_and_hvp(rng):
+def test_hessian_and_hvp(scalar, rng):
     x = rng.uniform(-1.5, 1.5, (2, 3))
     v = rng.standard_normal((2, 3))
     hess = tg.hessian(scalar)(tg.tensor(x))._value
@@ -402,6 +410,13 @@ def _torch_twins():
         return torch.softmax(h, 1)[:, 0].sum() + (x ** 2).sum().sqrt() + \
             x.sigmoid().prod() + torch.maximum(x, x * 0.5).sum() * x[1, 2]
 
+    def smooth_scalar_t(x):
+        w = torch.tensor(np.array([[0.5, -1.0], [2.0, 0.3], [-0.7, 1.1]]))
+        h = (x @ w).tanh()
+        return torch.log_softmax(h, 1)[:, 0].sum() + (x ** 2).sum().sqrt() / x[0, 0].exp() + \
+            torch.logsumexp(x.sin() * x, 1).sum() + \
+            (x.relu() * x.sigmoid() / (x * x + 1.0)).mean()
+
     def lotka_t(p, steps=200, dt=0.01):
         a, b, c, d = p[0], p[1], p[2], p[3]
         u = torch.tensor(1.0)
@@ -410,12 +425,12 @@ def _torch_twins():
             u, v = u + dt * (a * u - b * u * v), v + dt * (d * u * v - c * v)
         return (u - 1.5) ** 2 + (v - 0.5) ** 2
 
-    return torch, wide_t, narrow_t, scalar_t, lotka_t
+    return torch, wide_t, narrow_t, scalar_t, lotka_t, smooth_scalar_t
 
 
 @given(rng=points)
 def test_against_torch(rng):
-    torch, wide_t, narrow_t, scalar_t, lotka_t = _torch_twins()
+    torch, wide_t, narrow_t, scalar_t, lotka_t, smooth_t = _torch_twins()
     AF = torch.autograd.functional
     for fn, fn_t, shape in ((wide, wide_t, (3,)), (narrow, narrow_t, (2, 3))):
         x = rng.uniform(-1.5, 1.5, shape)
@@ -431,18 +446,19 @@ def test_against_torch(rng):
         np.testing.assert_allclose(jv._value, jv_t.numpy(), rtol=1e-12, atol=1e-12)
     x = rng.uniform(-1.5, 1.5, (2, 3))
     v = rng.standard_normal((2, 3))
-    got = tg.hessian(scalar)(tg.tensor(x))._value
-    want = AF.hessian(scalar_t, torch.tensor(x)).numpy()
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-    hv = tg.hvp(scalar, tg.tensor(x), tg.tensor(v))._value
-    _, hv_t = AF.hvp(scalar_t, torch.tensor(x), torch.tensor(v))
-    assert hv.shape == tuple(hv_t.shape)
-    np.testing.assert_allclose(hv, hv_t.numpy(), rtol=1e-10, atol=1e-12)
+    for fn, fn_t in ((scalar, scalar_t), (smooth_scalar, smooth_t)):
+        got = tg.hessian(fn)(tg.tensor(x))._value
+        want = AF.hessian(fn_t, torch.tensor(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        hv = tg.hvp(fn, tg.tensor(x), tg.tensor(v))._value
+        _, hv_t = AF.hvp(fn_t, torch.tensor(x), torch.tensor(v))
+        assert hv.shape == tuple(hv_t.shape)
+        np.testing.assert_allclose(hv, hv_t.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_ode_hvp_and_zero_dim_against_torch():
-    torch, _, _, _, lotka_t = _torch_twins()
+    torch, _, _, _, lotka_t, _ = _torch_twins()
     AF = torch.autograd.functional
     p = np.array([1.5, 1.0, 3.0, 1.0])
     v = np.array([0.3, -1.0, 0.5, 2.0])

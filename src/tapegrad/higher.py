@@ -6,7 +6,7 @@ in Python instead, each record's rule written with tapegrad's own ops, so that t
 are recorded tensors whose own gradients can be taken.  It works on flat (1-D) views of the
 records, the layout the compiled rules use, and is slower than the compiled sweep: use it for
 second order, not for training loops.  The transforms at the end run compiled sweeps
-(tangent and reverse) over one recorded tape.
+(tangent, reverse and curvature) over one recorded tape.
 """
 import numpy as np
 
@@ -355,11 +355,12 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
 # ---------------------------------------------------------------------------------------------
 # jvp and jacobian record ``fn`` once on a private tape and push tangents through it with the
 # compiled ``tangent`` sweep (many seeds per sweep).  hvp and hessian are forward over
-# reverse: the recorded function is ``x -> grad f(x)`` with create_graph=True, whose
-# backward is made of ordinary ops on the same tape, so the tangent of the gradient seeded
-# with v at x is H v.  A ``tapegrad.compile``d function replays its tape (for hvp and
-# hessian, the tape of its gradient) instead of recording again; any other function is
-# recorded afresh on every call.
+# reverse on the same tape: a reverse sweep, a tangent sweep, then the ``curvature`` sources
+# swept back once per seed give H t.  Where the tape holds an op without a curvature rule,
+# they record ``x -> grad f(x)`` with create_graph=True instead (its backward is made of
+# ordinary ops) and the tangent of that gradient seeded with t is H t.  A
+# ``tapegrad.compile``d function replays its tape (or the tape of its gradient) instead of
+# recording again; any other function is recorded afresh on every call.
 
 _TANGENT_BUDGET = 1 << 22   # tangent values one sweep may hold (32 MiB): bounds seeds per sweep
 _MAX_CAPACITY = 1 << 28
@@ -661,8 +662,9 @@ def _single_element(y):
 
 def _curvature(tape, x, y, seeds):
     """H t for each row t of ``seeds`` (k, x.size), as an array (k, x.size): a compiled
-    reverse sweep of the tape of y = fn(x), a tangent sweep, and the tangent of the reverse
-    sweep.  None when the tape holds an op without a curvature rule."""
+    reverse sweep of the tape of y = fn(x), a tangent sweep, the curvature sources, and a
+    reverse sweep of those per seed.  None when the tape holds an op without a curvature
+    rule."""
     cols = tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     n_rec = len(op)
@@ -696,6 +698,10 @@ def _curvature(tape, x, y, seeds):
     dgrads = np.zeros((k, total))
     bad = K.curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, tans,
                       stride, dgrads, need, r_out + 1, 0)
+    if bad < 0:
+        for s in range(k):
+            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, dgrads[s],
+                    need, r_out + 1, 0)
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:
         return None

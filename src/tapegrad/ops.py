@@ -2005,10 +2005,9 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
 @inline
 def curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b,
                    dg, need):
-    # The backward rules are linear in g: their tangent is the rule applied to the tangent of
-    # g (``dg``), plus g times the tangent of the local derivative, which only the ops below
-    # that are not linear in their inputs add (the piecewise linear ones add nothing: their
-    # masks and tie shares are constant where they are differentiable).
+    # g times the tangent of record r's local derivative, added into ``dg`` at its inputs.
+    # Only ops that are not linear in their inputs have one: the piecewise linear ones' masks
+    # and tie shares are constant where they are differentiable.
     n = size[r]
     g = _seg(grads, goff[r], n)
     if o == MUL:
@@ -2128,12 +2127,15 @@ def curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grad
 @kernel
 def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, stride, dgrads,
               need, hi, lo):
-    """Forward over reverse: the tangents of a finished backward sweep.
+    """Forward over reverse, first half: the sources of the tangent of a backward sweep.
 
-    ``grads`` is the gradient arena after ``sweep``; ``tans`` holds the value tangents of
-    ``dgrads.shape[0]`` seeds (``stride`` apart, from ``tangent``).  Row s of ``dgrads``
-    receives the tangent of the gradient arena for seed s: at a leaf, H t.  Returns -1, or
-    the first record whose op has no rule here (the caller takes another route).
+    The backward rules are linear in g, so the tangent of the gradient arena is ``sweep``
+    run on an arena that starts with, for every record, g times the tangent of its local
+    derivative (nothing for the linear and piecewise linear ops).  This kernel adds those
+    sources into row s of ``dgrads`` for each seed s; ``grads`` is the arena after
+    ``sweep``, ``tans`` the value tangents of the seeds (``stride`` apart, from ``tangent``).
+    Sweeping each row afterwards leaves H t at the leaves.  Returns -1, or the first record
+    whose op has no rule here (the caller takes another route).
     """
     for r in range(hi - 1, lo - 1, -1):
         if not need[r]:
@@ -2141,125 +2143,40 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
         o = op[r]
         if o <= EXTERN or o == CMP or o == GUARD:
             continue
-        smooth = o == MUL or o == DIV or o == MATMUL or o == EXP or o == EXPM1 or o == LOG or \
-            o == LOG1P or o == SQRT or o == SIN or o == COS or o == TAN or o == TANH or \
-            o == SIGMOID or o == RECIPROCAL or o == POW_S or o == RPOW_S or o == SOFTPLUS or \
-            o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX
-        if not smooth and not (o == ADD or o == ADD_S or o == SUB or o == SUB_S or
-                               o == RSUB_S or o == NEG or o == MUL_S or o == DIV_S or
-                               o == ABS or o == RELU or o == CLAMP or o == CLAMP_MIN or
-                               o == CLAMP_MAX or o == MAXIMUM or o == MINIMUM or o == WHERE or
-                               o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or
-                               o == MAX or o == MIN or o == AMAX or o == AMIN or
-                               o == MAX_DIM or o == MIN_DIM or o == GATHER or o == BCAST or
-                               o == EXPAND_S or o == SCATTER or o == RESHAPE or o == CAT or
-                               o == STACK):
+        if o == ADD or o == ADD_S or o == SUB or o == SUB_S or o == RSUB_S or o == NEG or \
+                o == MUL_S or o == DIV_S or o == ABS or o == RELU or o == CLAMP or \
+                o == CLAMP_MIN or o == CLAMP_MAX or o == MAXIMUM or o == MINIMUM or \
+                o == WHERE or o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM or \
+                o == MAX or o == MIN or o == AMAX or o == AMIN or o == MAX_DIM or \
+                o == MIN_DIM or o == GATHER or o == BCAST or o == EXPAND_S or o == SCATTER or \
+                o == RESHAPE or o == CAT or o == STACK:
+            continue
+        if not (o == MUL or o == DIV or o == MATMUL or o == EXP or o == EXPM1 or o == LOG or
+                o == LOG1P or o == SQRT or o == SIN or o == COS or o == TAN or o == TANH or
+                o == SIGMOID or o == RECIPROCAL or o == POW_S or o == RPOW_S or
+                o == SOFTPLUS or o == LOGSUMEXP or o == SOFTMAX or o == LOG_SOFTMAX):
             return r
-        if size[r] == 1 and o < RELU:
+        if size[r] == 1 and (o == MUL or o == TANH or o == SIN or o == EXP):
             # one-element records index the arenas directly, as in sweep
             g = grads[goff[r]]
             i0 = a0[r]
-            i1 = a1[r]
-            x = vals[voff[i0]]
-            c = fp[r]
-            done = True
             for s in range(dgrads.shape[0]):
-                dgr = dgrads[s, goff[r]]
                 t0 = tans[s * stride + voff[i0]]
-                if o == ADD or o == SUB:
+                if o == MUL:
+                    i1 = a1[r]
                     if need[i0]:
-                        dgrads[s, goff[i0]] += dgr
+                        dgrads[s, goff[i0]] += g * tans[s * stride + voff[i1]]
                     if need[i1]:
-                        dgrads[s, goff[i1]] += dgr if o == ADD else -dgr
-                elif o == MUL:
-                    if need[i0]:
-                        dgrads[s, goff[i0]] += dgr * vals[voff[i1]] + \
-                            g * tans[s * stride + voff[i1]]
-                    if need[i1]:
-                        dgrads[s, goff[i1]] += dgr * x + g * t0
-                elif o == ADD_S or o == SUB_S:
-                    dgrads[s, goff[i0]] += dgr
-                elif o == MUL_S:
-                    dgrads[s, goff[i0]] += dgr * c
-                elif o == DIV_S:
-                    dgrads[s, goff[i0]] += dgr / c
-                elif o == RSUB_S or o == NEG:
-                    dgrads[s, goff[i0]] -= dgr
+                        dgrads[s, goff[i1]] += g * t0
                 elif o == TANH:
                     y = vals[voff[r]]
-                    dgrads[s, goff[i0]] += dgr * (1.0 - y * y) - g * 2.0 * y * (1.0 - y * y) * t0
+                    dgrads[s, goff[i0]] -= g * 2.0 * y * (1.0 - y * y) * t0
                 elif o == SIN:
-                    dgrads[s, goff[i0]] += dgr * np.cos(x) - g * np.sin(x) * t0
-                elif o == EXP:
-                    y = vals[voff[r]]
-                    dgrads[s, goff[i0]] += dgr * y + g * y * t0
+                    dgrads[s, goff[i0]] -= g * np.sin(vals[voff[i0]]) * t0
                 else:
-                    done = False
-                    break
-            if done:
-                continue
+                    dgrads[s, goff[i0]] += g * vals[voff[r]] * t0
+            continue
         for s in range(dgrads.shape[0]):
-            dg = dgrads[s]
-            if o == ADD or o == ADD_S:
-                add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == SUB or o == SUB_S:
-                sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == RSUB_S or o == NEG:
-                neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MUL:
-                mul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MUL_S:
-                mul_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == DIV:
-                div_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == DIV_S:
-                div_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == POW_S:
-                pow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == RPOW_S:
-                rpow_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == RECIPROCAL:
-                reciprocal_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == EXP or o == LOG or o == LOG1P or o == EXPM1 or o == SQRT or o == ABS or \
-                    o == SIN or o == COS or o == TAN or o == TANH or o == SIGMOID:
-                unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == RELU:
-                relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == SOFTPLUS:
-                softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
-                clamp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MAXIMUM or o == MINIMUM:
-                maximum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == WHERE:
-                where_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == SUM or o == SUM_DIM or o == MEAN or o == MEAN_DIM:
-                sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MAX or o == MIN:
-                extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == AMAX or o == AMIN:
-                amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MAX_DIM or o == MIN_DIM:
-                select_dim_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == LOGSUMEXP:
-                logsumexp_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == SOFTMAX:
-                softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == LOG_SOFTMAX:
-                log_softmax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == MATMUL:
-                matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == EXPAND_S:
-                expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == SCATTER:
-                scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == GATHER or o == BCAST:
-                gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            elif o == RESHAPE:
-                reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            else:
-                cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, dg, need)
-            if smooth:
-                curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
-                               tans, s * stride, dg, need)
+            curvature_rule(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans,
+                           s * stride, dgrads[s], need)
     return -1
