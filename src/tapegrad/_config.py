@@ -34,9 +34,8 @@ _ensure_cache_dir()
 
 def generated_dir():
     """Where generated kernels (codegen.py) are written: beside numba's cache."""
-    base = os.environ.get("NUMBA_CACHE_DIR") or (
-        numba.config.CACHE_DIR if numba.config.CACHE_DIR else
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__"))
+    base = numba.config.CACHE_DIR or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "__pycache__")
     folder = os.path.join(base, "tapegrad_generated")
     os.makedirs(folder, exist_ok=True)
     return folder

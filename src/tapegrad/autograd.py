@@ -393,6 +393,17 @@ def _sweep_tape(tape, tape_seeds):
         raise
 
 
+def make_plan(cols, seeds):
+    """(need, goff, total) of a backward from the records ``seeds`` over the tape columns
+    ``cols``: see ``ops.plan``."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    n = len(op)
+    need = np.empty(n, dtype=np.uint8)
+    goff = np.empty(n, dtype=np.int64)
+    total = K.plan(op, a0, a1, size, ip, aux, np.array(seeds, dtype=np.int64), n, need, goff)
+    return need, goff, total
+
+
 def _sweep(tape, tape_seeds):
     n = len(tape)
     cols = tape.cached_cols or tape.columns()
@@ -401,10 +412,7 @@ def _sweep(tape, tape_seeds):
     key = tuple(tape_seeds)
     hit = plans.get(key) if plans is not None else None
     if hit is None:
-        need = np.empty(n, dtype=np.uint8)
-        goff = np.empty(n, dtype=np.int64)
-        seed_recs = np.fromiter(tape_seeds.keys(), dtype=np.int64, count=len(tape_seeds))
-        total = K.plan(op, a0, a1, size, ip, aux, seed_recs, n, need, goff)
+        need, goff, total = make_plan(cols, key)
         if plans is not None:
             plans[key] = (need, goff, total)
     else:

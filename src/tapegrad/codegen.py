@@ -18,7 +18,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-import textwrap
 
 import numpy as np
 
@@ -98,7 +97,7 @@ def _blocks(keys, rows):
         while j >= 0 and j - i <= _MAX_PERIOD:
             q = j - i
             if i + 2 * q < n and code[i + 2 * q] == code[i]:
-                m, p = _repeats(code, rows, i, q)
+                m, p = _repeats(code, rows, i, q), q
                 if m >= MIN_REPEATS:
                     break
             j = int(nxt[j])
@@ -123,14 +122,14 @@ def _repeats(code, rows, i, p):
     """How many times the block rows[i:i+p] repeats with every field moving by a fixed step."""
     n = len(code)
     if p <= 0 or p > _MAX_PERIOD or i + MIN_REPEATS * p > n:
-        return 0, p
+        return 0
     m = 1
     span = MIN_REPEATS * p
     while True:
         hi = min(n, i + span)
         reps = (hi - i) // p
         if reps < 2:
-            return m, p
+            return m
         seg = slice(i, i + reps * p)
         same = code[i:i + (reps - 1) * p] == code[i + p:i + reps * p]
         first_bad = np.argmin(same) if not same.all() else len(same)
@@ -144,7 +143,7 @@ def _repeats(code, rows, i, p):
             ok = min(ok, reps)
         m = max(m, ok)
         if ok < reps or hi == n:
-            return m, p
+            return m
         span *= 2
 
 
@@ -425,7 +424,3 @@ def build(cols, vals, seeds, plan):
         prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), fp, ip, faux)
     return prog
 
-
-def describe(source):
-    """The generated source, indented, for error messages and ``stats``."""
-    return textwrap.indent(source, "    ")

@@ -319,19 +319,16 @@ class Variant:
     def _generate(self, vals):
         """Build the generated program (codegen.py), or note why there is none."""
         from . import codegen
+        from .autograd import make_plan
         seeds = plan = None
-        recs = [r for r, _, _ in self.outputs if r is not None]
-        op, a0, a1, voff, size, ip, fp, aux, faux = self.cols
-        if len(recs) == 1 and size[recs[0]] == 1 and self.plain[0] is None:
+        recs = [(r, plain) for (r, _, _), plain in zip(self.outputs, self.plain)
+                if r is not None]
+        if len(recs) == 1 and self.cols[4][recs[0][0]] == 1 and recs[0][1] is None:
             # the backward is generated for the usual call: loss.backward() on the one output
-            seeds = (int(recs[0]),)
+            seeds = (int(recs[0][0]),)
             plan = self.plan_cache.get(seeds)
             if plan is None:
-                need = np.empty(self.n, dtype=np.uint8)
-                goff = np.empty(self.n, dtype=np.int64)
-                total = K.plan(op, a0, a1, size, ip, aux, np.array(seeds, dtype=np.int64),
-                               self.n, need, goff)
-                plan = self.plan_cache[seeds] = (need, goff, total)
+                plan = self.plan_cache[seeds] = make_plan(self.cols, seeds)
         try:
             self.program = codegen.build(self.cols, vals, seeds, plan)
         except codegen.Unsupported as e:
