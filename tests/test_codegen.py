@@ -2,8 +2,8 @@
 
 The interpreter (``ops.forward`` / ``ops.sweep``) is proven against eager mode and finite
 differences elsewhere; generated code is written from the same expressions, so here it must
-give the interpreter's values and gradients bit for bit, on every scalar rule, with edge
-values, inside rolled loops and around guards.
+give the interpreter's values and gradients bit for bit (up to the sign of a zero
+gradient), on every scalar rule, with edge values, inside rolled loops and around guards.
 """
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ import tapegrad as tg
 from tapegrad import codegen
 from tapegrad import ops as K
 from tapegrad.functional import softplus
+from tapegrad.tape import state
 
 EDGES = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.0])
 VALUES = st.one_of(EDGES, st.floats(-3.0, 3.0, allow_nan=False))
@@ -77,15 +78,24 @@ def _program(form):
     return program
 
 
+def _poison_gradient_arena():
+    """Fill the shared gradient arena with nan: generated code clears what it uses itself,
+    and a gradient it forgot to clear would come out nan."""
+    state.grads[:] = np.nan
+
+
 def _run(compiled, x, y):
     xs = tg.tensor(x, requires_grad=True)
     ys = tg.tensor(y, requires_grad=True)
     out = compiled(xs, ys)
+    _poison_gradient_arena()
     out.backward()
     return out.item(), xs.grad.item(), ys.grad.item()
 
 
 def _same_bits(got, want):
+    # equal as numbers: a gradient that is exactly zero may be -0.0 in generated code where
+    # the interpreter has +0.0 (codegen._assign_first_terms); everything else is bit for bit
     np.testing.assert_array_equal(np.array(got), np.array(want))
 
 
@@ -120,6 +130,7 @@ def test_a_gathered_element_of_a_vector(values, k):
             vs = tg.tensor(vec, requires_grad=True)
             ys = tg.tensor(y, requires_grad=True)
             out = fn(vs, ys)
+            _poison_gradient_arena()
             out.backward()
             res.append((out.item(), vs.grad.numpy().tolist(), ys.grad.item()))
         _same_bits(res[0][0], res[1][0])
@@ -153,6 +164,7 @@ def test_a_long_loop_rolls_into_a_short_program():
     for values in ((1.5, 1.0, 3.0, 1.0), (1.4, 0.9, 3.1, 1.2), (1.6, 1.1, 2.9, 0.8)):
         got_p, want_p = _params(values), _params(values)
         got, want = generated(*got_p), interpreted(*want_p)
+        _poison_gradient_arena()
         got.backward()
         want.backward()
         _same_bits(got.item(), want.item())
@@ -299,6 +311,7 @@ def _same_as_interpreter(program, make_args, n_calls=3):
     for seed in range(n_calls):
         got_args, want_args = make_args(seed), make_args(seed)
         got, want = generated(*got_args), interpreted(*want_args)
+        _poison_gradient_arena()
         got.backward()
         want.backward()
         _same_bits(got.item(), want.item())
@@ -356,3 +369,69 @@ def test_value_and_grad_of_a_generated_tape_is_the_general_paths():
         np.testing.assert_allclose([g.item() for g in g1], [g.item() for g in g3], rtol=1e-12)
         assert g1[2].item() == 0.0 and not g1[0].requires_grad
         _same_bits(one(*args).item(), g2[1].item())
+
+
+def _three_args(seed):
+    x, y, w = np.random.default_rng(seed).uniform(0.5, 1.0, 3)
+    return [tg.tensor(v, requires_grad=True) for v in (x, y, w)]
+
+
+def test_code_after_a_loop_reads_values_of_earlier_trips():
+    # the gradients of trips 1, 3 and 6 receive terms from outside the loop: the loop must
+    # read them from the arena, the others start at zero in locals
+    def program(x, y, w):
+        u, saved = x, []
+        for _ in range(10):
+            u = tg.sin(u) * w + y * 0.1
+            saved.append(u)
+        return u * saved[3] + saved[6] * saved[1]
+
+    source = _same_as_interpreter(program, _three_args)
+    assert "for k in range(" in source
+
+
+def test_one_loop_after_another():
+    # the second loop's first trip reads the first loop's last: its gradient is handed over
+    # through the arena
+    def program(x, y, w):
+        u, v = x, y
+        for _ in range(8):
+            u = u * w + v * 0.1
+        for _ in range(8):
+            v = tg.sin(v) - u * w
+            u = u * 0.9
+        return u * v
+
+    source = _same_as_interpreter(program, _three_args)
+    assert source.count("for k in range(") >= 4
+
+
+def test_a_rolled_backward_keeps_its_gradients_in_locals():
+    # in the ODE nothing outside the loop adds to the gradient of a trip's records but the
+    # trip after: the loop neither reads nor writes the gradient arena, and the backward
+    # clears only the few addresses outside it, not the whole arena
+    fn = tg.compile(lotka_volterra(1000), codegen=True)
+    for _ in range(2):
+        fn(*_params((1.5, 1.0, 3.0, 1.0)))
+    source = fn.tape.program.source
+    backward = source[source.index("def backward"):].split("\n")
+    start = next(i for i, ln in enumerate(backward) if ln.startswith("    for k in range("))
+    end = next(i for i in range(start + 1, len(backward)) if not backward[i].startswith(" " * 8))
+    loop = backward[start + 1:end]
+    assert loop and not [ln for ln in loop if "grads[" in ln]
+    cleared = [ln for ln in backward if "grads[" in ln and ln.endswith("= 0.0")]
+    assert 0 < len(cleared) <= 8
+
+
+def test_a_gradient_local_takes_its_first_unconditional_term_by_assignment():
+    body = ["gr0 = 0.0", "gr1 = 0.0", "hr2 = 0.0",
+            "if x0 > 0.0:", "    gr1 += g",        # conditional: gr1 keeps its addition
+            "gr0 -= g * x1", "gr0 += g",            # only the first term is assigned
+            "gr1 += g * c",
+            "x1 = hr2", "hr2 += g"]                 # read first: stays an addition
+    assert codegen._assign_first_terms(body) == [
+        "gr0 = 0.0", "gr1 = 0.0", "hr2 = 0.0",
+        "if x0 > 0.0:", "    gr1 += g",
+        "gr0 = -(g * x1)", "gr0 += g",
+        "gr1 += g * c",
+        "x1 = hr2", "hr2 += g"]

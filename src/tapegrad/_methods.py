@@ -51,6 +51,10 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
     A non-scalar needs ``gradient`` (same shape as self); ``retain_graph=True`` keeps the
     saved values so that the graph can be swept again.
     """
+    if (gradient is None and self._tape is not None and self._tape.program is not None
+            and not create_graph and inputs is None
+            and autograd.program_backward(self, retain_graph)):
+        return
     autograd.backward(self, None if gradient is None else (gradient,), retain_graph,
                       create_graph, inputs)
 

@@ -314,11 +314,11 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
             if freed is None:
                 tape.freed = need.astype(bool)
             else:
-                if len(freed) < n:
-                    grown = np.zeros(n, dtype=bool)
-                    grown[:len(freed)] = freed
-                    freed = tape.freed = grown
-                freed[:n] |= need.astype(bool)
+                # a new mask, not changed in place: a replayed tape's may be its program's
+                grown = np.zeros(max(n, len(freed)), dtype=bool)
+                grown[:len(freed)] = freed
+                grown[:n] |= need.astype(bool)
+                tape.freed = grown
             finish(tape)
 
     for key, (leaf, g) in leaf_grads.items():
@@ -334,6 +334,42 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         if accumulate and (wanted is None or key in wanted):
             _accumulate(leaf, g)
     return results
+
+
+def program_backward(t, retain_graph):
+    """``t.backward()`` for the one output of a replayed tape with generated code, when
+    nothing but the sweep and the leaves' ``.grad`` is involved; False, with nothing
+    changed, where ``run_backward`` must do it (hooks, retained or in-place-modified
+    tensors, a swept tape, a tensor passed twice).  Same sweep, same ``.grad``."""
+    tape = t._tape
+    prog = tape.program
+    if (prog.seed != t._r or tape.hooks or tape.inplace or tape.freed is not None
+            or _RETAINED._refs):
+        return False
+    leaves, leaf_rec = tape.leaves, tape.leaf_rec
+    if len(leaf_rec) != len(leaves):
+        return False
+    for r, _, _ in prog.leaf_slots:
+        leaf = leaves[r]
+        if leaf._hooks or leaf_rec[id(leaf)][1] != leaf._version:
+            return False
+    grads = state.grads
+    if grads.size < prog.total:
+        grads = state.grads = np.empty(max(prog.total, 2 * grads.size))
+    grads[prog.seed_offset] = 1.0
+    prog.backward(tape.vals, grads, *prog.params)
+    for r, off, size in prog.leaf_slots:
+        leaf = leaves[r]
+        if not leaf._rg:
+            continue
+        if leaf._grad is None:
+            leaf._grad = Tensor._make(grads[off:off + size].reshape(leaf._value.shape).copy())
+        else:
+            _accumulate(leaf, grads[off:off + size])
+    if not retain_graph:
+        tape.freed = prog.freed
+        finish(tape)
+    return True
 
 
 class _RetainRegistry:
@@ -422,14 +458,24 @@ def _sweep(tape, tape_seeds):
     grads = state.grads
     if grads.size < total:
         grads = state.grads = np.empty(max(total, 2 * grads.size))
+    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
+                    reverse=True) if tape.hooks else ()
+    prog = tape.program
+    if prog is not None and not hooked and prog.seeds == key:
+        # a replayed tape with generated code, swept from the seed it was generated for: it
+        # clears the part of the arena it uses itself
+        for r, g in tape_seeds.items():
+            if need[r]:
+                grads[goff[r]:goff[r] + size[r]] = g
+        prog.backward(tape.vals, grads, fp, ip, faux)
+        del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+        return need, goff, grads
     grads[:total] = 0.0
     for r, g in tape_seeds.items():
         # a seed that reaches no leaf has no place in the arena: a newer tape's gradient of
         # a constant it imported (double backward through x @ W with W constant)
         if need[r]:
             grads[goff[r]:goff[r] + size[r]] += g
-    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
-                    reverse=True) if tape.hooks else ()
     hi = n
     for r in hooked:
         # everything above r is swept, so r's gradient is complete: the hook may replace it
@@ -443,14 +489,8 @@ def _sweep(tape, tape_seeds):
             if res is not None:
                 g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
         hi = r + 1
-    prog = tape.program
-    if prog is not None and hi == n and prog.seeds == key:
-        # a replayed tape with generated code, swept from the seed it was generated for
-        bad = -1
-        prog.backward(tape.vals, grads, fp, ip, faux)
-    else:
-        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads,
-                      need, hi, 0)
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
+                  hi, 0)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     # the column views lock the arrays against growth: drop them before returning

@@ -17,6 +17,7 @@ to a file named by its hash, so ``cache=True`` keeps the machine code across pro
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 
 import numpy as np
@@ -222,6 +223,14 @@ def _forward_block(keys, rows, steps, m):
                     carried[(rows[j][f], steps[j][f])] = f"p{jj}"
                     before.append(f"p{jj} = vals[{rows[jj][1] - steps[jj][1]}]")
                     after.append(f"p{jj} = v{jj}")
+        # values made before the loop (parameters) are read once: the loop's stores never
+        # reach them, but numba cannot know that the arena does not alias itself
+        for j in range(p):
+            for f in (2, 3, 4):
+                key = (int(rows[j][f]), int(steps[j][f]))
+                if key[1] == 0 and key not in carried and _reads(keys[j], f):
+                    carried[key] = f"f{key[0]}"
+                    before.append(f"f{key[0]} = vals[{key[0]}]")
     body, local = [], {}
     for j in range(p):
         body += _forward_lines(keys[j], rows[j], steps[j], local, carried, j)
@@ -230,20 +239,25 @@ def _forward_block(keys, rows, steps, m):
     return before + [f"for k in range({m}):"] + ["    " + ln for ln in body + after]
 
 
-def _backward_lines(key, row, step, g, targets):
+def _reads(key, field):
+    """Whether a record with this key reads the value at row field 2 (x0), 3 (x1) or 4 (x2)."""
+    return field == 2 or (field == 3 and key[1]) or (field == 4 and key[0] == K.WHERE)
+
+
+def _backward_lines(key, row, step, g, targets, fixed):
     """Source for one record's backward: its gradient is ``g``; ``targets`` are the lvalues
-    its input gradients accumulate into."""
+    its input gradients accumulate into; ``fixed`` names the values read before the loop."""
     o, has_x1, _, need0, need1, _ = key
     rules = K.SCALAR_RULES[o]
     r, so, s0, s1, s2 = row[:5]
     dr, dso, ds0, ds1, ds2 = step[:5]
     rec = str(r) if dr == 0 else f"({r} + k * {dr})"
-    lines = [f"g = {g}", f"x0 = {_at('vals', s0, ds0)}", f"out = {_at('vals', so, dso)}",
-             f"c = fp[{rec}]"]
+    lines = [f"g = {g}", f"x0 = {_load('vals', s0, ds0, fixed)}",
+             f"out = {_at('vals', so, dso)}", f"c = fp[{rec}]"]
     if has_x1:
-        lines.append(f"x1 = {_at('vals', s1, ds1)}")
+        lines.append(f"x1 = {_load('vals', s1, ds1, fixed)}")
     if o == K.WHERE:
-        lines.append(f"x2 = {_at('vals', s2, ds2)}")
+        lines.append(f"x2 = {_load('vals', s2, ds2, fixed)}")
     lines += _params(o, rec)
     if need0 and rules[1]:
         lines += _rule_lines(rules[1], {"gx0": targets[0]})
@@ -303,49 +317,178 @@ def _registers(keys, rows, steps, m):
     return where
 
 
-def _backward_block(keys, rows, steps, m):
-    """The backward of one run of records, last record first (a loop when m > 1)."""
+class _Memory:
+    """The gradient-arena addresses a generated backward uses, as (base, step, trips).
+
+    The backward zeroes what it uses itself (``zeroing``), so the caller need not clear the
+    whole arena.  A loop reads a record's gradient from memory only where some other code
+    may have written it (``written``, from a first pass over all blocks): the rest start
+    at zero in a local, and are never stored, since no code reads them back."""
+
+    def __init__(self, total, written=None):
+        self.total = total
+        self.written = written     # per address: how many places write it (first pass: None)
+        self.used = []             # every address the source reads or writes
+        self.writes = []           # accumulations, and stores after a loop: (range, block)
+        self.block = 0
+
+    def at(self, base, step, m, write=False, flush=False):
+        self.used.append((base, step, m))
+        if write:
+            self.writes.append((base, step, m, self.block, flush))
+        return _at("grads", base, step)
+
+    def starts_zero(self, base, step, m):
+        """Whether nothing written before or inside this block's loop reaches these."""
+        if self.written is None:
+            return False
+        return not self.written[self.block][base + step * np.arange(m)].any()
+
+    def mask(self, spans):
+        out = np.zeros(self.total, dtype=bool)
+        for base, step, m in spans:
+            out[base + step * np.arange(m)] = True
+        return out
+
+    def written_before(self, blocks):
+        """Per block, the addresses written before its loads run: by the blocks after it in
+        the tape (the backward runs them first) and inside its own loop, not by its stores
+        after the loop."""
+        out = []
+        for blk in range(blocks):
+            out.append(self.mask([(base, step, m) for base, step, m, b, flush in self.writes
+                                  if b > blk or (b == blk and not flush)]))
+        return out
+
+    def zeroing(self, keep):
+        """Source that zeroes every used address except those in ``keep`` (the seeds)."""
+        used = self.mask(self.used)
+        used[list(keep)] = False
+        idx = np.flatnonzero(used)
+        if not len(idx):
+            return []
+        # runs of used addresses, joined across gaps of a few unused (and unkept) ones
+        breaks = np.flatnonzero(np.diff(idx) > 4)
+        starts = np.concatenate(([idx[0]], idx[breaks + 1]))
+        ends = np.concatenate((idx[breaks], [idx[-1]])) + 1
+        lines = []
+        for lo, hi in zip(starts.tolist(), ends.tolist()):
+            cuts = [a for a in sorted(keep) if lo <= a < hi]
+            for a in cuts + [hi]:
+                if a > lo:
+                    lines.append(f"grads[{lo}:{a}] = 0.0" if a - lo > 1 else f"grads[{lo}] = 0.0")
+                lo = a + 1
+        if len(lines) > MAX_STATEMENTS // 4:
+            # scattered: clear the whole arena but the seeds
+            lines, lo = [], 0
+            for a in sorted(keep) + [self.total]:
+                if a > lo:
+                    lines.append(f"grads[{lo}:{a}] = 0.0")
+                lo = a + 1
+        return lines
+
+
+def _backward_block(keys, rows, steps, m, mem, keep):
+    """The backward of one run of records, last record first (a loop when m > 1).
+    ``keep``: the seeds' gradient addresses (a loop stores the gradients there)."""
     p = len(keys)
     swept = [j for j in range(p) if _swept(keys[j])]
     regs = _registers(keys, rows, steps, m) if m > 1 else None
+    fixed, before = {}, []
+    if m > 1:
+        # values made before the loop: nothing is stored into the value arena in a backward
+        for j in swept:
+            for f in (2, 3, 4):
+                key = (int(rows[j][f]), int(steps[j][f]))
+                if key[1] == 0 and key not in fixed and _reads(keys[j], f):
+                    fixed[key] = f"f{key[0]}"
+                    before.append(f"f{key[0]} = vals[{key[0]}]")
     if regs is None:
         body = []
         for j in reversed(swept):
-            targets = {i: _at("grads", *t) for i, t in _input_targets(keys[j], rows[j], steps[j])}
+            targets = {i: mem.at(*t, m, write=True)
+                       for i, t in _input_targets(keys[j], rows[j], steps[j])}
             body += _backward_lines(keys[j], rows[j], steps[j],
-                                    _at("grads", rows[j][5], steps[j][5]), targets)
+                                    mem.at(int(rows[j][5]), int(steps[j][5]), m), targets,
+                                    fixed)
         if m == 1 or not body:
             return body
-        return [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body]
+        return before + [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body]
     # Each record's gradient lives in a local gr{j} during its trip; what the trip after
     # (run first) adds to it waits in hr{j}; fixed addresses sum in ar{a}.  Every gradient
-    # still receives its terms in the interpreter's order, so the sums have the same bits.
+    # still receives its terms in the interpreter's order, so the sums have the same bits
+    # (but for the sign of a zero: see _assign_first_terms).
     held = sorted({n for cls, n in regs.values() if cls == "H"})
-    fixed = sorted({n for cls, n in regs.values() if cls == "A"})
+    fixed_sums = sorted({n for cls, n in regs.values() if cls == "A"})
     name = {t: {"G": "gr", "H": "hr", "A": "ar"}[cls] + str(n) for t, (cls, n) in regs.items()}
-    before = [f"hr{j} = grads[{int(rows[j][5] + (m - 1) * steps[j][5])}]" for j in held]
-    before += [f"ar{a} = grads[{a}]" for a in fixed]
+    before += [f"hr{j} = {mem.at(int(rows[j][5] + (m - 1) * steps[j][5]), 0, 1)}"
+               for j in held]
+    before += [f"ar{a} = {mem.at(a, 0, 1)}" for a in fixed_sums]
     body = []
     for j in swept:
         go, dgo = int(rows[j][5]), int(steps[j][5])
-        body.append(f"gr{j} = hr{j}" if j in held else f"gr{j} = {_at('grads', go, dgo)}")
+        if j in held:
+            body.append(f"gr{j} = hr{j}")
+        elif mem.starts_zero(go, dgo, m):
+            body.append(f"gr{j} = 0.0")
+        else:
+            body.append(f"gr{j} = {mem.at(go, dgo, m)}")
     for j in held:
-        body.append(f"hr{j} = {_at('grads', int(rows[j][5] - steps[j][5]), int(steps[j][5]))}")
+        go, dgo = int(rows[j][5] - steps[j][5]), int(steps[j][5])
+        # the first trip's is outside the loop, read after it only through the flush
+        body.append(f"hr{j} = 0.0" if mem.starts_zero(go, dgo, m)
+                    else f"hr{j} = {mem.at(go, dgo, m)}")
     for j in reversed(swept):
-        targets = {i: name.get(t) or _at("grads", *t)
+        go, dgo = int(rows[j][5]), int(steps[j][5])
+        targets = {i: name.get(t) or mem.at(*t, m, write=True)
                    for i, t in _input_targets(keys[j], rows[j], steps[j])}
-        body.append(f"{_at('grads', rows[j][5], steps[j][5])} = gr{j}")
-        body += _backward_lines(keys[j], rows[j], steps[j], f"gr{j}", targets)
-    after = [f"grads[{int(rows[j][5] - steps[j][5])}] = hr{j}" for j in held]
-    after += [f"grads[{a}] = ar{a}" for a in fixed]
+        if any((a - go) % dgo == 0 and 0 <= (a - go) // dgo < m for a in keep):
+            body.append(f"{mem.at(go, dgo, m)} = gr{j}")
+        body += _backward_lines(keys[j], rows[j], steps[j], f"gr{j}", targets, fixed)
+    body = _assign_first_terms(body)
+    after = [f"{mem.at(int(rows[j][5] - steps[j][5]), 0, 1, write=True, flush=True)} = hr{j}"
+             for j in held]
+    after += [f"{mem.at(a, 0, 1, write=True, flush=True)} = ar{a}" for a in fixed_sums]
     return before + [f"for k in range({m - 1}, -1, -1):"] + ["    " + ln for ln in body] + after
 
 
-def generate(cols, need, goff):
+_LOCAL = re.compile(r"\b[gh]r\d+\b")
+_FIRST_TERM = re.compile(r"^([gh]r\d+) ([+-])= (.*)$")
+
+
+def _assign_first_terms(body):
+    """Turn the first, unconditional term into a gradient local that starts at zero into an
+    assignment: ``gr = 0.0; gr += t`` becomes ``gr = t``.
+
+    The addition to zero sits on the loop's critical path (about a fifth of the ODE's
+    backward).  The sum differs from the interpreter's only for a term of -0.0, which stays
+    -0.0 here, as in PyTorch, where a gradient's first term is likewise not added to zero.
+    """
+    zero, out = set(), []
+    for ln in body:
+        m = _FIRST_TERM.match(ln)
+        if m and m.group(1) in zero:
+            name, sign, term = m.groups()
+            out.append(f"{name} = {term}" if sign == "+" else f"{name} = -({term})")
+            zero.discard(name)
+            continue
+        if ln.endswith(" = 0.0") and _LOCAL.fullmatch(ln[:-6]):
+            zero.add(ln[:-6])
+        else:
+            # any other mention (a read, a conditional term) ends the zero state
+            zero.difference_update(_LOCAL.findall(ln))
+        out.append(ln)
+    return out
+
+
+def generate(cols, need, goff, seeds=()):
     """Python source of ``forward(vals, fp, ip, faux) -> int`` and
     ``backward(vals, grads, fp, ip, faux)`` for a tape of one-element records.
 
-    ``need``/``goff`` are the plan of the backward (None: no backward is generated).
+    ``need``/``goff`` are the plan of the backward from the records ``seeds`` (None: no
+    backward is generated).  The backward expects the seeds' gradients in ``grads`` and
+    clears the rest of what it uses itself; afterwards the gradients of records that emit
+    no code (leaves) and of the seeds are in place, the others are not stored.
     Raises Unsupported for tapes it does not cover.
     """
     n = len(cols[0])
@@ -354,36 +497,72 @@ def generate(cols, need, goff):
         need = np.zeros(n, dtype=np.uint8)
         goff = np.zeros(n, dtype=np.int64)
     keys, rows = _records(cols, need, goff)
-    fwd, bwd = [], []
+    fwd, blocks = [], []
     for start, p, m in _blocks(keys, rows):
         # how far each field of each record moves from one repetition to the next
         steps = (rows[start + p:start + 2 * p] - rows[start:start + p] if m > 1
                  else np.zeros((p, 8), dtype=np.int64))
         block = (keys[start:start + p], rows[start:start + p], steps, m)
         fwd += _forward_block(*block)
-        if with_grad:
-            bwd.append(_backward_block(*block))
+        blocks.append(block)
     src = ["import numpy as np", "from tapegrad._config import kernel", "", "",
            "@kernel", "def forward(vals, fp, ip, faux):"]
     src += ["    " + line for line in fwd] + ["    return -1", "", ""]
     src += ["@kernel", "def backward(vals, grads, fp, ip, faux):"]
-    # the backward runs the blocks last to first
-    src += ["    " + line for body in reversed(bwd) for line in body] + ["    return 0", ""]
+    if with_grad:
+        live = np.flatnonzero(need)
+        size = cols[4]
+        total = max(int((goff[live] + size[live]).max()), 1) if len(live) else 1
+        keep = {int(goff[s]) for s in seeds if need[s]}
+        # first pass: where each block writes; second: the code, knowing that
+        first = _Memory(total)
+        for b, block in enumerate(blocks):
+            first.block = b
+            _backward_block(*block, first, keep)
+        written = first.written_before(len(blocks))
+        for b in range(len(blocks)):
+            written[b][list(keep)] = True
+        mem = _Memory(total, written)
+        bwd = []
+        for b, block in enumerate(blocks):
+            mem.block = b
+            bwd.append(_backward_block(*block, mem, keep))
+        # leaves (and other records that emit no code) read their gradients from the arena
+        mem.used += [(int(goff[r]), 1, int(size[r])) for r in live if cols[0][r] <= K.EXTERN]
+        src += ["    " + line for line in mem.zeroing(keep)]
+        # the backward runs the blocks last to first
+        src += ["    " + line for body in reversed(bwd) for line in body]
+    src += ["    return 0", ""]
     return "\n".join(src)
 
 
 class Program:
     """The generated forward and backward of one replayed tape."""
 
-    __slots__ = ("forward", "backward", "seeds", "plan", "source", "path")
+    __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "params", "seed",
+                 "seed_offset", "total", "leaf_slots", "freed")
 
-    def __init__(self, module, seeds, plan, source, path):
+    def __init__(self, module, seeds, plan, source, path, cols):
         self.forward = module.forward
         self.backward = module.backward
         self.seeds = seeds        # the backward's seed records (a plan_cache key)
         self.plan = plan          # (need, goff, total) the backward was generated for
         self.source = source
         self.path = path
+        op, size = cols[0], cols[4]
+        self.params = (cols[6], cols[5], cols[8])   # fp, ip, faux: both take them last
+        self.seed = self.seed_offset = None
+        self.leaf_slots = ()
+        if plan is not None and len(seeds) == 1:
+            # what autograd.program_backward needs, ready as Python ints
+            need, goff, total = plan
+            self.seed = int(seeds[0])
+            self.seed_offset = int(goff[self.seed])
+            self.total = max(int(total), 1)
+            self.leaf_slots = tuple((int(r), int(goff[r]), int(size[r]))
+                                    for r in np.flatnonzero(need) if op[r] == K.LEAF)
+            self.freed = need.astype(bool)
+            self.freed.flags.writeable = False
 
 
 def _import(source):
@@ -413,14 +592,13 @@ def build(cols, vals, seeds, plan):
 
     Raises Unsupported when the tape is not one of one-element records."""
     need, goff = (plan[0], plan[1]) if plan is not None else (None, None)
-    source = generate(cols, need, goff)
+    source = generate(cols, need, goff, seeds or ())
     module, path = _import(source)
-    prog = Program(module, seeds, plan, source, path)
+    prog = Program(module, seeds, plan, source, path, cols)
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
-    fp, ip, faux = cols[6], cols[5], cols[8]
     scratch = vals.copy()
-    prog.forward(scratch, fp, ip, faux)
+    prog.forward(scratch, *prog.params)
     if plan is not None:
-        prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), fp, ip, faux)
+        prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), *prog.params)
     return prog
 

@@ -171,28 +171,39 @@ class Stats:
 def _signature(args, kwargs):
     """A hashable key: tensor shapes/dtypes (and the bytes of integer tensors, which may end
     up baked into index tables), plain values as they are."""
-    def key(a):
-        if isinstance(a, Tensor):
-            v = a._value
-            if v.dtype.kind == "f":
-                return ("T", v.shape, a._rg)
-            return ("D", v.shape, v.dtype.str, v.tobytes())
-        if isinstance(a, np.ndarray):
-            return ("A", a.shape, a.dtype.str, a.tobytes())
-        if isinstance(a, float):
-            # by bit pattern: -0.0 is not 0.0 (1/x differs), and a nan equals itself
-            return ("F", type(a), float(a).hex())
-        if isinstance(a, (list, tuple)):
-            return (type(a),) + tuple(key(x) for x in a)
-        if isinstance(a, dict):
-            # in insertion order: keys of different types need not be sortable
-            return (type(a),) + tuple((k, key(v)) for k, v in a.items())
-        try:
-            hash(a)
-            return ("V", type(a), a)
-        except TypeError:
-            return ("id", id(a))
-    return tuple(key(a) for a in args) + tuple((k, key(v)) for k, v in sorted(kwargs.items()))
+    key = []
+    for a in args:
+        # the common case first, inline: a call's fixed cost is this loop
+        if type(a) is Tensor and a._value.dtype.kind == "f":
+            key.append(("T", a._value.shape, a._rg))
+        else:
+            key.append(_arg_key(a))
+    if kwargs:
+        key.extend((k, _arg_key(v)) for k, v in sorted(kwargs.items()))
+    return tuple(key)
+
+
+def _arg_key(a):
+    if isinstance(a, Tensor):
+        v = a._value
+        if v.dtype.kind == "f":
+            return ("T", v.shape, a._rg)
+        return ("D", v.shape, v.dtype.str, v.tobytes())
+    if isinstance(a, np.ndarray):
+        return ("A", a.shape, a.dtype.str, a.tobytes())
+    if isinstance(a, float):
+        # by bit pattern: -0.0 is not 0.0 (1/x differs), and a nan equals itself
+        return ("F", type(a), float(a).hex())
+    if isinstance(a, (list, tuple)):
+        return (type(a),) + tuple(_arg_key(x) for x in a)
+    if isinstance(a, dict):
+        # in insertion order: keys of different types need not be sortable
+        return (type(a),) + tuple((k, _arg_key(v)) for k, v in a.items())
+    try:
+        hash(a)
+        return ("V", type(a), a)
+    except TypeError:
+        return ("id", id(a))
 
 
 class _Frozen:
@@ -299,7 +310,9 @@ class Variant:
         # where arguments and results sit in the arena, as Python ints: replay reads them on
         # every call, and NumPy integers make slicing several times slower
         voff, sizes = self.cols[3], self.cols[4]
-        self.arg_slots = [(key, r, int(voff[r])) for key, r in arg_records.items()]
+        # (and whether the value is a single number, stored without slicing)
+        self.arg_slots = [(key, r, int(voff[r]), r in tape.leaves and
+                           tape.leaves[r]._value.ndim == 0) for key, r in arg_records.items()]
         self.out_slots = [(r, shape, const, plain) if r is None else
                           (r, shape, (int(voff[r]), int(voff[r]) + int(sizes[r])), plain)
                           for (r, shape, const), plain in zip(outputs, self.plain)]
@@ -369,30 +382,36 @@ class Variant:
 
     def replay(self, args, kwargs=None):
         """Run the recorded forward for new arguments; a _Miss when it cannot."""
-        for r, (leaf, shape, rg) in self.closure.items():
-            if leaf._value.shape != shape or leaf._rg != rg:
-                return _Miss(None)
-        for t, version in self.constants:
-            if t._version != version:
-                return _Miss("a tensor used as a constant was changed in place")
+        if self.closure:
+            for r, (leaf, shape, rg) in self.closure.items():
+                if leaf._value.shape != shape or leaf._rg != rg:
+                    return _Miss(None)
+        if self.constants:
+            for t, version in self.constants:
+                if t._version != version:
+                    return _Miss("a tensor used as a constant was changed in place")
         inst = self._instance()
         vals = inst.vals
-        voff = self.cols[3]
         leaves = {}
         # the versions the values were read at: backward refuses leaves changed in place
         # since, as in eager mode
         leaf_rec = {}
-        for key, r, off in self.arg_slots:
+        for key, r, off, single in self.arg_slots:
             a = args[key] if type(key) is int else _fetch(args, kwargs, key)
             v = a._value
-            vals[off:off + v.size] = v.reshape(-1)
+            if single:
+                vals[off] = v
+            else:
+                vals[off:off + v.size] = v.reshape(-1)
             leaves[r] = a
             leaf_rec[id(a)] = (r, a._version)
-        for r, (leaf, _, _) in self.closure.items():
-            v = leaf._value
-            vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
-            leaves[r] = leaf
-            leaf_rec[id(leaf)] = (r, leaf._version)
+        if self.closure:
+            voff = self.cols[3]
+            for r, (leaf, _, _) in self.closure.items():
+                v = leaf._value
+                vals[voff[r]:voff[r] + v.size] = v.reshape(-1)
+                leaves[r] = leaf
+                leaf_rec[id(leaf)] = (r, leaf._version)
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
         op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols

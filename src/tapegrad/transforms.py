@@ -69,7 +69,7 @@ def _generated_grads(out, targets):
     if prog is None or prog.seeds != (out._r,) or tape.hooks:
         return None
     need, goff, total = prog.plan
-    grads = np.zeros(max(int(total), 1))
+    grads = np.empty(max(int(total), 1))   # the generated backward clears what it uses
     grads[goff[out._r]] = 1.0
     op, a0, a1, voff, size, ip, fp, aux, faux = tape.cached_cols
     prog.backward(tape.vals, grads, fp, ip, faux)
