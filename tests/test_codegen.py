@@ -435,3 +435,89 @@ def test_a_gradient_local_takes_its_first_unconditional_term_by_assignment():
         "gr0 = -(g * x1)", "gr0 += g",
         "gr1 += g * c",
         "x1 = hr2", "hr2 += g"]
+
+
+# backward() of a replayed tape with generated code takes a short path (autograd.
+# program_backward); everything it does not handle must still behave as in eager mode.
+def _generated_ode(steps=30):
+    fn = tg.compile(lotka_volterra(steps), codegen=True)
+    fn(*_params((1.5, 1.0, 3.0, 1.0)))
+    fn(*_params((1.5, 1.0, 3.0, 1.0)))
+    assert fn.stats.generated == 1
+    return fn
+
+
+def _eager_grads(values, twice=False, scale=1.0):
+    ps = _params(values)
+    loss = lotka_volterra(30)(*ps)
+    loss.backward()
+    return [scale * (2.0 if twice else 1.0) * p.grad.item() for p in ps]
+
+
+def test_generated_backward_twice_raises_as_in_eager_mode():
+    fn = _generated_ode()
+    loss = fn(*_params((1.5, 1.0, 3.0, 1.0)))
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_generated_backward_with_retain_graph_accumulates(monkeypatch):
+    from tapegrad import autograd
+    taken = []
+    short = autograd.program_backward
+    monkeypatch.setattr(autograd, "program_backward",
+                        lambda *a: taken.append(short(*a)) or taken[-1])
+    fn = _generated_ode()
+    ps = _params((1.5, 1.0, 3.0, 1.0))
+    loss = fn(*ps)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    assert taken == [True, True]    # both sweeps took the short path
+    np.testing.assert_allclose([p.grad.item() for p in ps],
+                               _eager_grads((1.5, 1.0, 3.0, 1.0), twice=True), rtol=1e-12)
+
+
+def test_generated_backward_refuses_a_leaf_changed_in_place():
+    fn = _generated_ode()
+    ps = _params((1.5, 1.0, 3.0, 1.0))
+    loss = fn(*ps)
+    with tg.no_grad():
+        ps[0].mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_generated_backward_runs_leaf_hooks_and_fills_retained_grads():
+    fn = _generated_ode()
+    ps = _params((1.5, 1.0, 3.0, 1.0))
+    ps[2].register_hook(lambda g: g * 3.0)
+    loss = fn(*ps)
+    loss.retain_grad()
+    loss.backward()
+    want = _eager_grads((1.5, 1.0, 3.0, 1.0))
+    want[2] *= 3.0
+    np.testing.assert_allclose([p.grad.item() for p in ps], want, rtol=1e-12)
+    assert loss.grad.item() == 1.0
+
+
+def test_generated_backward_with_one_tensor_passed_twice():
+    fn = _generated_ode()
+    a, b, c = _params((1.5, 1.0, 3.0))
+    fn(a, b, c, b).backward()
+    ae, be, ce = _params((1.5, 1.0, 3.0))
+    lotka_volterra(30)(ae, be, ce, be).backward()
+    np.testing.assert_allclose([a.grad.item(), b.grad.item(), c.grad.item()],
+                               [ae.grad.item(), be.grad.item(), ce.grad.item()], rtol=1e-12)
+
+
+def test_generated_backward_accumulates_into_existing_grads():
+    fn = _generated_ode()
+    ps = _params((1.5, 1.0, 3.0, 1.0))
+    for p in ps:
+        p.grad = tg.tensor(1.0)
+    fn(*ps).backward()
+    np.testing.assert_allclose([p.grad.item() for p in ps],
+                               [1.0 + g for g in _eager_grads((1.5, 1.0, 3.0, 1.0))],
+                               rtol=1e-12)
+    assert all(p.grad.shape == () for p in ps)

@@ -336,6 +336,14 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
     return results
 
 
+def gradient_arena(total):
+    """The shared gradient arena, grown to at least ``total`` (its contents are garbage)."""
+    grads = state.grads
+    if grads.size < total:
+        grads = state.grads = np.empty(max(total, 2 * grads.size))
+    return grads
+
+
 def program_backward(t, retain_graph):
     """``t.backward()`` for the one output of a replayed tape with generated code, when
     nothing but the sweep and the leaves' ``.grad`` is involved; False, with nothing
@@ -344,7 +352,7 @@ def program_backward(t, retain_graph):
     tape = t._tape
     prog = tape.program
     if (prog.seed != t._r or tape.hooks or tape.inplace or tape.freed is not None
-            or _RETAINED._refs):
+            or _RETAINED.maybe_any()):
         return False
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
@@ -353,19 +361,20 @@ def program_backward(t, retain_graph):
         leaf = leaves[r]
         if leaf._hooks or leaf_rec[id(leaf)][1] != leaf._version:
             return False
-    grads = state.grads
-    if grads.size < prog.total:
-        grads = state.grads = np.empty(max(prog.total, 2 * grads.size))
+    grads = gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
     prog.backward(tape.vals, grads, *prog.params)
     for r, off, size in prog.leaf_slots:
         leaf = leaves[r]
         if not leaf._rg:
             continue
-        if leaf._grad is None:
-            leaf._grad = Tensor._make(grads[off:off + size].reshape(leaf._value.shape).copy())
-        else:
+        if leaf._grad is not None:
             _accumulate(leaf, grads[off:off + size])
+        elif size == 1 and not leaf._value.shape:
+            # a number read out of the arena: asarray makes a new 0-d array of it
+            leaf._grad = Tensor._make(np.asarray(grads[off]))
+        else:
+            leaf._grad = Tensor._make(grads[off:off + size].reshape(leaf._value.shape).copy())
     if not retain_graph:
         tape.freed = prog.freed
         finish(tape)
@@ -382,6 +391,11 @@ class _RetainRegistry:
     def add(self, t):
         with self._lock:
             self._refs.add(t)
+
+    def maybe_any(self):
+        """False when no tensor is retained; True may also mean one that just died.  The
+        WeakSet's own length is a Python-level method, too slow for a fast path's check."""
+        return bool(self._refs.data)
 
     def by_tape(self):
         out = {}
@@ -455,9 +469,7 @@ def _sweep(tape, tape_seeds):
         need, goff, total = hit
     _check_freed(tape, need, op)
     _check_versions(tape, need, op, a0, a1)
-    grads = state.grads
-    if grads.size < total:
-        grads = state.grads = np.empty(max(total, 2 * grads.size))
+    grads = gradient_arena(total)
     hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
                     reverse=True) if tape.hooks else ()
     prog = tape.program

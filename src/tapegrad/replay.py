@@ -317,6 +317,13 @@ class Variant:
                           (r, shape, (int(voff[r]), int(voff[r]) + int(sizes[r])), plain)
                           for (r, shape, const), plain in zip(outputs, self.plain)]
         self.replayed = 0
+        # the usual result, one tensor computed from the inputs: replay skips the general
+        # output handling for it
+        self.single_out = None
+        if treedef is None and len(self.out_slots) == 1:
+            r, shape, where, plain = self.out_slots[0]
+            if r is not None and plain is None:
+                self.single_out = (r, where[0], where[1], shape)
 
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
@@ -375,6 +382,7 @@ class Variant:
         inst.storage_of = {}
         inst.plan_cache = self.plan_cache
         inst.program = None
+        inst.nodes, inst.inplace, inst.hooks = {}, [], {}
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -414,25 +422,29 @@ class Variant:
                 leaf_rec[id(leaf)] = (r, leaf._version)
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
-        op, a0, a1, voff_, size, ip, fp, aux, faux = self.cols
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
             if self.codegen or (self.replayed >= _GENERATE_AFTER and self.n >= _GENERATE_MIN):
                 self._generate(vals)
                 prog = self.program
-        inst.program = prog if prog is not None and prog.plan is not None else None
         if prog is not None:
-            bad = prog.forward(vals, fp, ip, faux)
+            inst.program = prog if prog.plan is not None else None
+            bad = prog.forward(vals, *prog.params)
         elif self.steps is not None:
             bad = _forward_steps(self.cols, vals, self.steps)
         else:
-            bad = K.forward(op, a0, a1, voff_, size, ip, fp, aux, faux, vals, 0, self.n)
+            op, a0, a1, voff, size, ip, fp, aux, faux = self.cols
+            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, 0, self.n)
         if bad >= 0:
             return _Miss(int(bad))
         if bad < -1:
-            raise RuntimeError(f"internal error: opcode {op[-2 - bad]} has no forward rule")
-        inst.cached_cols = (op, a0, a1, voff_, size, ip, fp, aux, faux)
+            raise RuntimeError(
+                f"internal error: opcode {self.cols[0][-2 - bad]} has no forward rule")
+        inst.cached_cols = self.cols
+        if self.single_out is not None:
+            r, lo, hi, shape = self.single_out
+            return _result(inst, r, vals[lo:hi].reshape(shape))
         outs = []
         for r, shape, where, plain in self.out_slots:
             if r is None:
@@ -457,9 +469,13 @@ def _reset(inst):
     inst.id = next(_tape_ids)
     inst.finished = True
     inst.freed = None
-    inst.nodes = {}
-    inst.inplace = []
-    inst.hooks = {}
+    # an empty container is kept: nothing refers to it but this instance
+    if inst.nodes:
+        inst.nodes = {}
+    if inst.inplace:
+        inst.inplace = []
+    if inst.hooks:
+        inst.hooks = {}
     inst.cached_cols = None
 
 
@@ -621,7 +637,8 @@ class Compiled:
             st.eager += 1
             return self.fn(*args, **kwargs)
         if variants:
-            self._cache.move_to_end(sig)
+            if len(self._cache) > 1:
+                self._cache.move_to_end(sig)
             for v in variants:
                 res = v.replay(args, kwargs)
                 if type(res) is _Miss:

@@ -205,7 +205,7 @@ class Tensor:
         if v.size != 1:
             raise RuntimeError(
                 f"a Tensor with {v.size} elements cannot be converted to Scalar")
-        return v.reshape(-1)[0].item()
+        return v.item()
 
     def tolist(self):
         read_value(self, "tolist()")

@@ -66,19 +66,18 @@ def _generated_grads(out, targets):
     is skipped; the sweep itself is the same code ``backward()`` runs."""
     tape = out._tape
     prog = tape.program if tape is not None else None
-    if prog is None or prog.seeds != (out._r,) or tape.hooks:
+    if prog is None or prog.seed != out._r or tape.hooks:
         return None
-    need, goff, total = prog.plan
-    grads = np.empty(max(int(total), 1))   # the generated backward clears what it uses
-    grads[goff[out._r]] = 1.0
-    op, a0, a1, voff, size, ip, fp, aux, faux = tape.cached_cols
-    prog.backward(tape.vals, grads, fp, ip, faux)
+    grads = autograd.gradient_arena(prog.total)
+    grads[prog.seed_offset] = 1.0
+    prog.backward(tape.vals, grads, *prog.params)
+    offsets = {r: off for r, off, _ in prog.leaf_slots}
     result = []
     for t in targets:
         hit = tape.leaf_rec.get(id(t))
         g = np.zeros(t._value.shape)
-        if hit is not None and need[hit[0]]:
-            off = int(goff[hit[0]])
+        if hit is not None and hit[0] in offsets:
+            off = offsets[hit[0]]
             g.reshape(-1)[:] = grads[off:off + g.size]
         result.append(Tensor._make(g))
     return result
