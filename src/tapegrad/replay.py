@@ -299,6 +299,7 @@ class Variant:
                 self.cols[0][r] = K.CONST
         self.top = tape.top
         self.instances = []
+        self.next_instance = 0
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
         self.steps = forward_plan(self.cols)
@@ -362,13 +363,19 @@ class Variant:
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
         items = self.instances
+        n = len(items)
         # under the lock: once bound here the instance is referenced, so no other thread
         # takes it; between the check and the binding it is not
         with _INSTANCE_LOCK:
-            for i in range(len(items)):
+            # round robin from the one after the last taken: that one is usually still held
+            # by the previous call's result
+            start = self.next_instance
+            for j in range(n):
+                i = (start + j) % n
                 refs = _instance_refs(items, i)
                 if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
                     inst = items[i]
+                    self.next_instance = (i + 1) % n
                     _reset(inst)
                     return inst
         inst = _Instance.__new__(_Instance)
@@ -632,13 +639,14 @@ class Compiled:
             st.eager += 1
             return self.fn(*args, **kwargs)
         sig = _signature(args, kwargs)
-        variants = self._cache.get(sig)
-        if variants == "eager":
+        cache = self._cache
+        variants = cache.get(sig)
+        if type(variants) is str:   # "eager"
             st.eager += 1
             return self.fn(*args, **kwargs)
         if variants:
-            if len(self._cache) > 1:
-                self._cache.move_to_end(sig)
+            if len(cache) > 1:
+                cache.move_to_end(sig)
             for v in variants:
                 res = v.replay(args, kwargs)
                 if type(res) is _Miss:

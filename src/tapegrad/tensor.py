@@ -181,7 +181,8 @@ class Tensor:
 
     # --- conversion --------------------------------------------------------------------------
     def numpy(self, *, force=False):
-        read_value(self, "numpy()")
+        if state.trace is not None:
+            read_value(self, "numpy()")
         if self._rg and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
