@@ -285,16 +285,21 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
     retained = _RETAINED.by_tape()
     swept = []
     results = {}
+    # leaf gradients still viewing the gradient arena: copied only if another sweep is
+    # about to overwrite it (or a hook could); otherwise .grad makes the one copy
+    pending = []
     # Tapes only reference older tapes, so descending id order sees every contribution to a
     # tape before sweeping it.
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         tape_seeds = seeds.pop(tape)
+        _own(pending)
         need, goff, grads = _sweep_tape(tape, tape_seeds)
         swept.append((tape, need))
         for r, leaf in tape.leaves.items():
             if need[r] and leaf._rg:
-                _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]].copy())
+                _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]],
+                               pending)
         for r, (older, older_r) in tape.externs.items():
             if need[r]:
                 per = seeds.setdefault(older, {})
@@ -321,6 +326,8 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
                 tape.freed = grown
             finish(tape)
 
+    if any(leaf._hooks for leaf, _ in leaf_grads.values()):
+        _own(pending)   # a hook may run a backward of its own
     for key, (leaf, g) in leaf_grads.items():
         if leaf._hooks:
             for hook in list(leaf._hooks):
@@ -412,12 +419,21 @@ class _RetainRegistry:
 _RETAINED = _RetainRegistry()
 
 
-def _add_leaf_grad(leaf_grads, leaf, g):
+def _add_leaf_grad(leaf_grads, leaf, g, pending=None):
     entry = leaf_grads.get(id(leaf))
     if entry is None:
-        leaf_grads[id(leaf)] = [leaf, g]
+        entry = leaf_grads[id(leaf)] = [leaf, g]
+        if pending is not None:
+            pending.append(entry)
     else:
         entry[1] = entry[1] + g
+
+
+def _own(pending):
+    """Give each leaf gradient still viewing the gradient arena its own copy."""
+    for entry in pending:
+        entry[1] = entry[1].copy()
+    pending.clear()
 
 
 def _accumulate(t, g):

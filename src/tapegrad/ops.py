@@ -19,6 +19,7 @@ Kernel vocabulary: ``g`` is the incoming gradient, ``x0``/``x1`` the input value
 the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``), ``t0``/
 ``t1``/``tout`` the offsets of the input and output tangents in the tangent arena.
 """
+import numba
 import numpy as np
 
 from ._config import inline, kernel, parallel_kernel, prange
@@ -724,19 +725,52 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 
 
 # --- linear algebra ----------------------------------------------------------------------------
+# BLAS dgemm through numba's own C helper (the one np.dot calls): C = alpha op(A) op(B) + beta C,
+# column-major, every argument a pointer or an integer.  With beta = 1 a matrix product adds
+# straight into the gradient arena; np.dot would make a temporary (1.6 MB for W3's first
+# layer) and then a second pass to add it.  Declared here rather than taken from
+# numba.np.linalg so that importing tapegrad does not import scipy.linalg (170 ms); the helper
+# loads scipy's BLAS on its first call.
+_DGEMM = numba.types.ExternalFunction("numba_xxgemm", numba.types.intc(
+    numba.types.char, numba.types.char, numba.types.char,            # kind, transa, transb
+    numba.types.intp, numba.types.intp, numba.types.intp,            # m, n, k
+    numba.types.CPointer(numba.types.float64),                       # alpha
+    numba.types.CPointer(numba.types.float64), numba.types.intp,     # a, lda
+    numba.types.CPointer(numba.types.float64), numba.types.intp,     # b, ldb
+    numba.types.CPointer(numba.types.float64),                       # beta
+    numba.types.CPointer(numba.types.float64), numba.types.intp))    # c, ldc
+_KIND, _N, _T = ord("d"), ord("N"), ord("T")
+
+
+@inline
+def gemm_add(c, a, b, m, k, n, trans_a, trans_b):
+    """Row-major ``c (m, n) += op(a) @ op(b)`` for 1-D arena slices; op transposes where
+    trans_a / trans_b: then a is stored (k, m), b is stored (n, k)."""
+    if m == 0 or n == 0 or k == 0:
+        return
+    one = np.ones(1)
+    # row-major c is column-major c.T = op(b).T @ op(a).T: swap the operands
+    lda = m if trans_a else k
+    ldb = k if trans_b else n
+    _DGEMM(_KIND, _T if trans_b else _N, _T if trans_a else _N, n, m, k, one.ctypes,
+           b.ctypes, ldb, a.ctypes, lda, one.ctypes, c.ctypes, n)
+
+
 @inline
 def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     b_n, m, k, n = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
     for b in range(b_n):
-        g = grads[goff[r] + b * m * n: goff[r] + (b + 1) * m * n].reshape((m, n))
+        g = grads[goff[r] + b * m * n: goff[r] + (b + 1) * m * n]
         if need[a0[r]]:
-            x1 = vals[voff[a1[r]] + b * k * n: voff[a1[r]] + (b + 1) * k * n].reshape((k, n))
-            gx0 = grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k].reshape((m, k))
-            gx0 += np.dot(g, x1.T)
+            # gx0 (m, k) += g (m, n) @ x1.T, x1 stored (k, n)
+            x1 = vals[voff[a1[r]] + b * k * n: voff[a1[r]] + (b + 1) * k * n]
+            gemm_add(grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k], g, x1,
+                     m, n, k, False, True)
         if need[a1[r]]:
-            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
-            gx1 = grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n].reshape((k, n))
-            gx1 += np.dot(x0.T, g)
+            # gx1 (k, n) += x0.T @ g, x0 stored (m, k)
+            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k]
+            gemm_add(grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n], x0, g,
+                     k, m, n, True, False)
 
 
 # --- structure ------------------------------------------------------------------------------------

@@ -299,7 +299,6 @@ class Variant:
                 self.cols[0][r] = K.CONST
         self.top = tape.top
         self.instances = []
-        self.next_instance = 0
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
         self.steps = forward_plan(self.cols)
@@ -363,19 +362,15 @@ class Variant:
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
         items = self.instances
-        n = len(items)
         # under the lock: once bound here the instance is referenced, so no other thread
-        # takes it; between the check and the binding it is not
+        # takes it; between the check and the binding it is not.  Always from the first:
+        # a big tape whose results die between calls keeps replaying in one arena, which
+        # stays in cache.
         with _INSTANCE_LOCK:
-            # round robin from the one after the last taken: that one is usually still held
-            # by the previous call's result
-            start = self.next_instance
-            for j in range(n):
-                i = (start + j) % n
+            for i in range(len(items)):
                 refs = _instance_refs(items, i)
                 if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
                     inst = items[i]
-                    self.next_instance = (i + 1) % n
                     _reset(inst)
                     return inst
         inst = _Instance.__new__(_Instance)
