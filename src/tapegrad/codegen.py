@@ -551,7 +551,8 @@ class Program:
         self.path = path
         op, size = cols[0], cols[4]
         self.params = (cols[6], cols[5], cols[8])   # fp, ip, faux: both take them last
-        self.seed = self.seed_offset = None
+        self.seed = self.seed_offset = self.freed = None
+        self.total = 0
         self.leaf_slots = ()
         if plan is not None and len(seeds) == 1:
             # what autograd.program_backward needs, ready as Python ints
