@@ -212,6 +212,9 @@ def _node_of_input(tape, s):
         if code == K.CONST:
             return None
         if code == K.LEAF:
+            cols = tape.cached_cols
+            if cols is not None and cols[0][s] == K.CONST:
+                return None    # a replayed argument that requires no grad, as in eager mode
             leaf = tape.leaves[s]
             key = ("leaf", id(leaf))
             node = tape.nodes.get(key)
@@ -361,6 +364,20 @@ def program_backward(t, retain_graph):
     if (prog.seed != t._r or tape.hooks or tape.inplace or tape.freed is not None
             or _RETAINED.maybe_any()):
         return False
+    args = tape.args
+    if args is not None and prog.arg_grads is not None:
+        # a replay of positional arguments (replay.Variant.replay_args): the checks and the
+        # handing out are generated for its signature (_fastcall.handout)
+        ready, hand_out = prog.arg_grads
+        if ready(args, tape.arg_versions):
+            grads = gradient_arena(prog.total)
+            grads[prog.seed_offset] = 1.0
+            prog.backward(tape.vals, grads, *prog.params)
+            hand_out(args, grads)
+            if not retain_graph:
+                tape.freed = prog.freed
+                finish(tape)
+            return True
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
         return False

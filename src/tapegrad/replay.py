@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from . import _fastcall
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
@@ -228,14 +229,57 @@ class _Arg:
         self.key = key
 
 
+_LEAVES, _LEAF_REC = Tape.leaves, Tape.leaf_rec   # the slots the properties below keep
+
+
 class _Instance(Tape):
     """A replay's tape.  Its arena is sized for one variant: when it dies it is not offered
-    to the pool the eager recorder takes arenas from."""
+    to the pool the eager recorder takes arenas from.
 
-    __slots__ = ()
+    A replay on the fast path (``Variant.replay_args``) keeps the arguments as they came, with
+    the versions it read them at; ``leaves`` and ``leaf_rec`` are built from them only when
+    something asks, which the usual ``loss.backward()`` (``autograd.program_backward``) does
+    not.
+    """
+
+    __slots__ = ("args", "arg_versions", "arg_records")
 
     def __del__(self):
         pass
+
+    def _bind_args(self):
+        leaves, leaf_rec = {}, {}
+        for a, version, r in zip(self.args, self.arg_versions, self.arg_records):
+            if r >= 0:
+                leaves[r] = a
+                leaf_rec[id(a)] = (r, version)
+        _LEAVES.__set__(self, leaves)
+        _LEAF_REC.__set__(self, leaf_rec)
+        self.args = None
+
+    @property
+    def leaves(self):
+        if self.args is not None:
+            self._bind_args()
+        return _LEAVES.__get__(self)
+
+    @leaves.setter
+    def leaves(self, value):
+        if self.args is not None:
+            self._bind_args()
+        _LEAVES.__set__(self, value)
+
+    @property
+    def leaf_rec(self):
+        if self.args is not None:
+            self._bind_args()
+        return _LEAF_REC.__get__(self)
+
+    @leaf_rec.setter
+    def leaf_rec(self, value):
+        if self.args is not None:
+            self._bind_args()
+        _LEAF_REC.__set__(self, value)
 
 
 class _Probe:
@@ -323,7 +367,30 @@ class Variant:
         if treedef is None and len(self.out_slots) == 1:
             r, shape, where, plain = self.out_slots[0]
             if r is not None and plain is None:
-                self.single_out = (r, where[0], where[1], shape)
+                # a number's view is made by indexing, three times cheaper than reshaping
+                self.single_out = ((r, (where[0], ...), None) if shape == () else
+                                   (r, slice(where[0], where[1]), shape))
+        # replay_args: per positional argument (shape, requires_grad, arena offset, end or -1
+        # for a number), its LEAF record (-1: not read), and the generated function that
+        # checks and copies them (_fastcall.binder); set by use_signature
+        self.arg_spec = self.arg_spec_records = self.bind = None
+
+    def use_signature(self, sig):
+        """Let ``replay_args`` take calls of ``sig`` when it is float tensors only, passed
+        positionally, and the function closes over no parameter."""
+        if self.closure or not all(type(k) is int for k in self.arg_records):
+            return
+        if not all(type(e) is tuple and len(e) == 3 and e[0] == "T" for e in sig):
+            return
+        slots = {key: (r, off, single) for key, r, off, single in self.arg_slots}
+        spec, records = [], []
+        for i, (_, shape, rg) in enumerate(sig):
+            r, off, single = slots.get(i, (-1, 0, False))
+            end = -1 if single else off + int(np.prod(shape, dtype=np.int64)) if r >= 0 else 0
+            spec.append((shape, rg, off, end))
+            records.append(r)
+        self.arg_spec, self.arg_spec_records = tuple(spec), tuple(records)
+        self.bind = _fastcall.binder(self.arg_spec)
 
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
@@ -353,6 +420,10 @@ class Variant:
             self.program = codegen.build(self.cols, vals, seeds, plan)
         except codegen.Unsupported as e:
             self.not_generated = str(e)
+        prog = self.program
+        if prog is not None and prog.seed is not None and self.arg_spec is not None:
+            prog.arg_grads = _fastcall.handout(self.arg_spec, self.arg_spec_records,
+                                               prog.leaf_slots)
         if self.owner is not None:
             if self.program is not None:
                 self.owner.generated += 1
@@ -366,13 +437,16 @@ class Variant:
         # takes it; between the check and the binding it is not.  Always from the first:
         # a big tape whose results die between calls keeps replaying in one arena, which
         # stays in cache.
-        with _INSTANCE_LOCK:
+        _INSTANCE_LOCK.acquire()    # (half the cost of a with statement)
+        try:
             for i in range(len(items)):
                 refs = _instance_refs(items, i)
                 if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
                     inst = items[i]
                     _reset(inst)
                     return inst
+        finally:
+            _INSTANCE_LOCK.release()
         inst = _Instance.__new__(_Instance)
         tpl = self.template
         for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
@@ -424,6 +498,30 @@ class Variant:
                 leaf_rec[id(leaf)] = (r, leaf._version)
         inst.leaves = leaves
         inst.leaf_rec = leaf_rec
+        return self._run(inst, args, kwargs)
+
+    def replay_args(self, args):
+        """``replay`` for positional float64 tensors shaped as recorded, with no closure:
+        checks and copies each argument in one pass and leaves ``leaves`` to be built on
+        demand.  None where it does not apply (the general path then decides)."""
+        bind = self.bind
+        if bind is None:
+            return None
+        if self.constants:
+            for t, version in self.constants:
+                if t._version != version:
+                    return None
+        inst = self._instance()
+        versions = bind(args, inst.vals)
+        if versions is None:
+            return None
+        inst.args = args
+        inst.arg_versions = versions
+        inst.arg_records = self.arg_spec_records
+        return self._run(inst, args, None)
+
+    def _run(self, inst, args, kwargs):
+        vals = inst.vals
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
@@ -445,8 +543,9 @@ class Variant:
                 f"internal error: opcode {self.cols[0][-2 - bad]} has no forward rule")
         inst.cached_cols = self.cols
         if self.single_out is not None:
-            r, lo, hi, shape = self.single_out
-            return _result(inst, r, vals[lo:hi].reshape(shape))
+            r, where, shape = self.single_out
+            view = vals[where]
+            return _result(inst, r, view if shape is None else view.reshape(shape))
         outs = []
         for r, shape, where, plain in self.out_slots:
             if r is None:
@@ -471,6 +570,7 @@ def _reset(inst):
     inst.id = next(_tape_ids)
     inst.finished = True
     inst.freed = None
+    inst.args = None
     # an empty container is kept: nothing refers to it but this instance
     if inst.nodes:
         inst.nodes = {}
@@ -620,6 +720,7 @@ class Compiled:
         self.max_signatures = max_signatures
         self.max_variants = max_variants
         self._cache = OrderedDict()   # signature -> list of Variants (or the string "eager")
+        self._last = None             # the variant the last call replayed, if replay_args can
         self.stats = Stats()
 
     def __get__(self, obj, objtype=None):
@@ -633,6 +734,14 @@ class Compiled:
         if not state.grad_enabled or state.trace is not None:
             st.eager += 1
             return self.fn(*args, **kwargs)
+        last = self._last
+        if last is not None and not kwargs:
+            # the variant the previous call replayed, most often the one this call needs:
+            # its replay_args checks the arguments against its signature while copying them
+            res = last.replay_args(args)
+            if res is not None and type(res) is not _Miss:
+                st.replays += 1
+                return res
         sig = _signature(args, kwargs)
         cache = self._cache
         variants = cache.get(sig)
@@ -643,7 +752,9 @@ class Compiled:
             if len(cache) > 1:
                 cache.move_to_end(sig)
             for v in variants:
-                res = v.replay(args, kwargs)
+                res = None if kwargs else v.replay_args(args)
+                if res is None:
+                    res = v.replay(args, kwargs)
                 if type(res) is _Miss:
                     if res.guard is None:
                         st.rerecords.append(("a parameter changed shape or requires_grad",
@@ -657,7 +768,9 @@ class Compiled:
                 if len(variants) > 1 and variants[0] is not v:
                     variants.remove(v)
                     variants.insert(0, v)
+                self._last = v if v.arg_spec is not None else None
                 return res
+        self._last = None
         return self._record(sig, args, kwargs)
 
     def _record(self, sig, args, kwargs):
@@ -760,6 +873,7 @@ class Compiled:
             variant.constants = trace.constants
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
+            variant.use_signature(sig)
             variants = self._cache.get(sig)
             if not isinstance(variants, list):
                 variants = self._cache[sig] = []

@@ -22,6 +22,9 @@ class Size(tuple):
         return n
 
 
+_new_object = object.__new__
+
+
 class Tensor:
     """A thin handle: ``_value`` (a NumPy array) and, for recorded results, ``(_tape, _r)``.
 
@@ -38,9 +41,11 @@ class Tensor:
         raise TypeError("create tensors with tapegrad.tensor(...), tapegrad.zeros(...), ...")
 
     # --- construction (internal) ---------------------------------------------------------
-    @classmethod
-    def _make(cls, value, requires_grad=False):
-        t = object.__new__(cls)
+    @staticmethod
+    def _make(value, requires_grad=False, cls=None):
+        # a staticmethod, not a classmethod: binding the class costs as much as the body,
+        # and every op's result and every gradient is made here
+        t = _new_object(cls or Tensor)
         t._value = value
         t._tape = None
         t._r = -1

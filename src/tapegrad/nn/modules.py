@@ -42,7 +42,7 @@ class Parameter(Tensor):
         else:
             raise TypeError(
                 f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
-        p = cls._make(value)
+        p = Tensor._make(value, cls=cls)
         if requires_grad:
             p.requires_grad_(True)
         return p

@@ -1,0 +1,258 @@
+"""The fast path of a compiled call with positional float64 tensors (``replay.Variant.
+replay_args`` with its generated ``_fastcall`` functions) and of ``backward()`` after it.
+
+It must behave exactly as the general path does: same values and gradients as eager mode,
+same statistics, and every case it does not handle (other dtypes, shapes, flags, keywords,
+a tensor passed twice, hooks, existing gradients, in-place changes) handed on untouched.
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import _fastcall, replay
+
+
+def program(v, w, data, s):
+    """A vector read element by element, a number, data that requires no grad, and a scale:
+    scalar records only, so that codegen=True generates code for it."""
+    u = w
+    for j in range(6):
+        u = u * v[j] + w * data[j % 3]
+    return u * s
+
+
+def _args(seed, rg_data=False):
+    rng = np.random.default_rng(seed)
+    return [tg.tensor(rng.uniform(-1, 1, 6), requires_grad=True),
+            tg.tensor(rng.uniform(0.5, 1.0), requires_grad=True),
+            tg.tensor(rng.uniform(-1, 1, 3), requires_grad=rg_data),
+            tg.tensor(rng.uniform(0.5, 2.0), requires_grad=True)]
+
+
+def _eager(seed, **kw):
+    args = _args(seed, **kw)
+    out = program(*args)
+    out.backward()
+    return out.item(), [None if a.grad is None else a.grad.numpy() for a in args]
+
+
+def _check(got_out, got_args, want):
+    np.testing.assert_allclose(got_out.item(), want[0], rtol=1e-12)
+    for a, g in zip(got_args, want[1]):
+        if g is None:
+            assert a.grad is None
+        else:
+            assert a.grad.shape == a.shape
+            np.testing.assert_allclose(a.grad.numpy(), g, rtol=1e-12)
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """Which way each replay went: "fast" (replay_args) or "general" (replay)."""
+    taken = []
+    fast, general = replay.Variant.replay_args, replay.Variant.replay
+
+    def fast_spy(self, args):
+        res = fast(self, args)
+        if res is not None:
+            taken.append("fast")
+        return res
+
+    def general_spy(self, *a, **k):
+        taken.append("general")
+        return general(self, *a, **k)
+
+    monkeypatch.setattr(replay.Variant, "replay_args", fast_spy)
+    monkeypatch.setattr(replay.Variant, "replay", general_spy)
+    return taken
+
+
+@pytest.fixture
+def handed_out(monkeypatch):
+    """How many backward() calls handed gradients out through generated glue."""
+    counted = []
+    make = _fastcall.handout
+
+    def spy(*a):
+        ready, hand_out = make(*a)
+
+        def counting(args, grads):
+            counted.append(1)
+            return hand_out(args, grads)
+
+        return ready, counting
+
+    monkeypatch.setattr(_fastcall, "handout", spy)
+    return counted
+
+
+@pytest.mark.parametrize("codegen", [True, False])
+def test_positional_tensors_replay_on_the_fast_path(codegen, paths, handed_out):
+    fn = tg.compile(program, codegen=codegen)
+    for seed in range(5):
+        args = _args(seed)
+        out = fn(*args)
+        out.backward()
+        _check(out, args, _eager(seed))
+    assert (fn.stats.calls, fn.stats.records, fn.stats.replays) == (5, 1, 4)
+    assert paths == ["fast"] * 4
+    # generated on the first replay; the recording call's backward is eager mode's
+    assert fn.stats.generated == int(codegen)
+    assert len(handed_out) == (4 if codegen else 0)
+
+
+@pytest.mark.parametrize("change", ["integer", "shape", "requires_grad", "keyword", "number",
+                                    "parameter"])
+def test_calls_the_fast_path_cannot_take_go_the_general_way(change, paths):
+    fn = tg.compile(program, codegen=True)
+    for seed in range(3):
+        args = _args(seed)
+        fn(*args).backward()
+    args = _args(7)
+    if change == "integer":
+        args[2] = tg.tensor([1, -2, 3])
+    elif change == "shape":
+        args[2] = tg.tensor([0.3, -0.2, 0.9, 0.4])
+    elif change == "requires_grad":
+        args[2].requires_grad_(True)
+    elif change == "parameter":
+        args[1] = tg.nn.Parameter(args[1])
+    before = len(paths)
+    if change == "keyword":
+        out = fn(*args[:3], s=args[3])
+    elif change == "number":
+        out = fn(*args[:3], 1.25)
+    else:
+        out = fn(*args)
+    out.backward()
+    assert "fast" not in paths[before:]     # recorded anew, or replayed the general way
+    eager_args = [tg.tensor(a.detach().numpy(), dtype=a.dtype, requires_grad=a.requires_grad)
+                  for a in args]
+    if change == "number":
+        eager_args[3] = 1.25
+    eager = program(*eager_args)
+    eager.backward()
+    np.testing.assert_allclose(out.item(), eager.item(), rtol=1e-12)
+    for a, e in zip(args, eager_args):
+        if isinstance(e, tg.Tensor) and e.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=1e-12)
+    # and the next ordinary call is on the fast path again
+    args = _args(8)
+    before = len(paths)
+    out = fn(*args)
+    out.backward()
+    _check(out, args, _eager(8))
+    assert paths[before:] == ["fast"]
+
+
+def test_a_fast_replays_leaves_are_there_when_asked_for():
+    fn = tg.compile(program, codegen=True)
+    for seed in range(3):
+        fn(*_args(seed)).backward()
+    args, eager_args = _args(4), _args(4)
+    out = fn(*args)
+    # grad_fn walks to the caller's tensors (that builds the tape's leaves on demand), and
+    # to the same ones as in eager mode: not to the data, which requires no grad
+    assert _leaves_reached(out, args) == _leaves_reached(program(*eager_args), eager_args)
+    assert _leaves_reached(out, args) == [0, 1, 3]
+    out.backward()      # the general sweep now (the leaves were built), same gradients
+    _check(out, args, _eager(4))
+
+
+def _leaves_reached(out, args):
+    """Which of args grad_fn.next_functions reaches, as positions."""
+    seen = []
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if type(node).__name__ == "AccumulateGrad":
+            seen.append(node.variable)
+        else:
+            stack.extend(f for f, _ in node.next_functions)
+    return sorted({i for i, a in enumerate(args) for v in seen if v is a})
+
+
+def test_a_tensor_passed_twice_gets_both_gradients(handed_out):
+    fn = tg.compile(program, codegen=True)
+    for seed in range(3):
+        fn(*_args(seed)).backward()
+    v, w, data, _ = _args(5)
+    out = fn(v, w, data, w)
+    out.backward()
+    ve, we, de, _ = _args(5)
+    eager = program(ve, we, de, we)
+    eager.backward()
+    np.testing.assert_allclose(out.item(), eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(v.grad.numpy(), ve.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), we.grad.numpy(), rtol=1e-12)
+    assert len(handed_out) == 2    # the two calls before: not this one
+
+
+@pytest.mark.parametrize("what", ["changed data in place", "changed a leaf in place",
+                                  "no longer requires grad", "existing grad", "hook"])
+def test_backward_after_a_fast_replay_hands_on_what_it_does_not_handle(what):
+    fn = tg.compile(program, codegen=True)
+    for seed in range(3):
+        fn(*_args(seed)).backward()
+    got_args, want_args = _args(6), _args(6)
+    results = []
+    for args, run in ((got_args, fn), (want_args, program)):
+        out = run(*args)
+        if what == "changed data in place":
+            args[2].add_(1.0)
+        elif what == "changed a leaf in place":
+            with tg.no_grad():
+                args[1].mul_(2.0)
+        elif what == "no longer requires grad":
+            args[3].requires_grad_(False)
+        elif what == "existing grad":
+            args[0].grad = tg.ones(6)
+        elif what == "hook":
+            args[1].register_hook(lambda g: g * 3.0)
+        try:
+            out.backward()
+            results.append(("ok", [None if a.grad is None else a.grad.numpy()
+                                   for a in args]))
+        except RuntimeError as e:
+            results.append(("error", str(e)))
+    got, want = results
+    assert got[0] == want[0]
+    if got[0] == "error":
+        assert got[1] == want[1]
+    else:
+        for g, w in zip(got[1], want[1]):
+            assert (g is None) == (w is None)
+            if g is not None:
+                np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_generated_glue_for_many_arguments_finds_a_repeated_one():
+    # more arguments than the pairwise `is` checks cover: a set of ids instead
+    spec = tuple(((), True, i, -1) for i in range(9))
+    ready, hand_out = _fastcall.handout(spec, tuple(range(9)),
+                                        tuple((r, 10 + r, 1) for r in range(9)))
+    args = [tg.tensor(float(i), requires_grad=True) for i in range(9)]
+    assert ready(args, (0,) * 9)
+    assert not ready(args[:8] + [args[0]], (0,) * 9)
+    hand_out(args, np.arange(20.0))
+    assert [a.grad.item() for a in args] == [10.0 + i for i in range(9)]
+    # gradients of numbers are views of one array: each still changes on its own
+    args[0].grad.add_(1.0)
+    assert [a.grad.item() for a in args[:2]] == [11.0, 11.0]
+
+
+def test_generated_bind_refuses_without_copying_on_a_mismatch():
+    bind = _fastcall.binder((((), True, 0, -1), ((2,), False, 1, 3)))
+    vals = np.zeros(4)
+    good = (tg.tensor(1.5, requires_grad=True), tg.tensor([2.0, 3.0]))
+    assert bind(good, vals) == (0, 0)
+    assert vals.tolist() == [1.5, 2.0, 3.0, 0.0]
+    vals[:] = 0.0
+    for bad in [good[:1], good + good[:1], (good[0], [2.0, 3.0]),
+                (good[0], tg.tensor([2.0, 3.0], requires_grad=True)),
+                (good[0], tg.tensor([2.0, 3.0, 4.0])),
+                (good[0], tg.tensor([2, 3]))]:
+        assert bind(bad, vals) is None
+    assert vals.tolist() == [0.0] * 4
