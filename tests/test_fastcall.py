@@ -5,6 +5,8 @@ It must behave exactly as the general path does: same values and gradients as ea
 same statistics, and every case it does not handle (other dtypes, shapes, flags, keywords,
 a tensor passed twice, hooks, existing gradients, in-place changes) handed on untouched.
 """
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -69,20 +71,21 @@ def paths(monkeypatch):
 
 @pytest.fixture
 def handed_out(monkeypatch):
-    """How many backward() calls handed gradients out through generated glue."""
+    """How many backward() calls handed gradients out through generated code."""
     counted = []
-    make = _fastcall.handout
+    make = _fastcall.backward_for
 
     def spy(*a):
-        ready, hand_out = make(*a)
+        backward = make(*a)
 
-        def counting(args, grads):
-            counted.append(1)
-            return hand_out(args, grads)
+        def counting(*b):
+            done = backward(*b)
+            counted.extend([1] if done else [])
+            return done
 
-        return ready, counting
+        return counting
 
-    monkeypatch.setattr(_fastcall, "handout", spy)
+    monkeypatch.setattr(_fastcall, "backward_for", spy)
     return counted
 
 
@@ -228,19 +231,28 @@ def test_backward_after_a_fast_replay_hands_on_what_it_does_not_handle(what):
                 np.testing.assert_allclose(g, w, rtol=1e-12)
 
 
-def test_generated_glue_for_many_arguments_finds_a_repeated_one():
+def test_generated_backward_for_many_arguments_finds_a_repeated_one():
     # more arguments than the pairwise `is` checks cover: a set of ids instead
+    def sweep(vals, grads, scale):
+        grads[10:19] = vals[:9] * scale
+
+    program = SimpleNamespace(leaf_slots=tuple((r, 10 + r, 1) for r in range(9)),
+                              backward=sweep, params=(2.0,), seed_offset=0, total=20)
     spec = tuple(((), True, i, -1) for i in range(9))
-    ready, hand_out = _fastcall.handout(spec, tuple(range(9)),
-                                        tuple((r, 10 + r, 1) for r in range(9)))
+    backward = _fastcall.backward_for(spec, tuple(range(9)), program, lambda n: arena[:n])
+    arena = np.full(30, np.nan)
+    vals = np.arange(9.0)
     args = [tg.tensor(float(i), requires_grad=True) for i in range(9)]
-    assert ready(args, (0,) * 9)
-    assert not ready(args[:8] + [args[0]], (0,) * 9)
-    hand_out(args, np.arange(20.0))
-    assert [a.grad.item() for a in args] == [10.0 + i for i in range(9)]
+    assert not backward(args[:8] + [args[0]], (0,) * 9, vals)
+    assert np.isnan(arena).all()      # refused before anything was written
+    assert all(a.grad is None for a in args)
+    assert backward(args, (0,) * 9, vals)
+    assert arena[0] == 1.0            # the seed
+    assert [a.grad.item() for a in args] == [2.0 * i for i in range(9)]
     # gradients of numbers are views of one array: each still changes on its own
-    args[0].grad.add_(1.0)
-    assert [a.grad.item() for a in args[:2]] == [11.0, 11.0]
+    args[1].grad.add_(1.0)
+    assert [a.grad.item() for a in args[:3]] == [0.0, 3.0, 4.0]
+    assert not backward(args, (0,) * 9, vals)    # they have a .grad now
 
 
 def test_generated_bind_refuses_without_copying_on_a_mismatch():

@@ -5,9 +5,9 @@ much time in Python around its kernels as a scalar loop spends inside them: chec
 argument against the recorded signature, copying it into the arena, and after the backward
 sweep handing each one its ``.grad``.  A loop over a table of per-argument specs costs a few
 hundred nanoseconds per argument; the same work written out for one signature, with its
-shapes and offsets as literals, costs about half.  So each variant gets these three small
+shapes and offsets as literals, costs about half.  So each variant gets these two small
 functions, generated once when it is recorded (``binder``) or when its backward is generated
-(``handout``).
+(``backward_for``).
 """
 import numpy as np
 
@@ -57,18 +57,20 @@ def binder(spec):
     return _define("\n".join(lines) + "\n", "bind", {"Tensor": Tensor, "FLOAT64": _FLOAT64})
 
 
-def handout(spec, records, leaf_slots):
-    """``(ready, hand_out)`` for a generated backward whose leaves are the arguments.
+def backward_for(spec, records, program, arena):
+    """``backward(args, versions, vals)``: ``loss.backward()`` for a replay of ``program``
+    (a codegen.Program) whose leaves are positional arguments, or False, with nothing
+    changed, where the usual case does not hold.
 
-    ``ready(args, versions)``: True when the usual case holds: no argument changed in place
-    since the replay read it, none passed twice, and those that get a gradient require grad,
-    have no hooks and no ``.grad`` yet.  ``hand_out(args, grads)``: give each of them its
-    ``.grad`` from the gradient arena.  ``records``: each argument's LEAF record (-1: not
-    read); ``leaf_slots``: ``(record, offset, size)`` of the leaves the sweep reaches.
+    The usual case: no argument changed in place since the replay read it (``versions``),
+    none passed twice, and those that get a gradient require grad and have no hooks and no
+    ``.grad`` yet.  Then it seeds the gradient arena (``arena(total)``), runs the generated
+    sweep over ``vals`` and gives each argument its ``.grad``.  ``records``: each argument's
+    LEAF record (-1: not read).
     """
     n = len(spec)
     names = [f"a{i}" for i in range(n)]
-    where = {r: (off, size) for r, off, size in leaf_slots}
+    where = {r: (off, size) for r, off, size in program.leaf_slots}
     tests = [f"{a}._version != versions[{i}]"
              for i, (a, r) in enumerate(zip(names, records)) if r >= 0]
     numbers, assign = [], []
@@ -90,11 +92,17 @@ def handout(spec, records, leaf_slots):
         tests += [f"{names[i]} is {names[j]}" for i in range(n) for j in range(i + 1, n)]
     else:
         tests.append(f"len(set(map(id, args))) != {n}")
-    unpack = [f"    {', '.join(names)}, = args"] if n else []
-    ready = "\n".join(["def ready(args, versions):"] + unpack +
-                      ["    return not (" + ("\n            or ".join(tests) or "False") + ")"])
-    body = unpack + (["    block = grads[NUMBERS]"] if numbers else []) + assign
-    hand = "\n".join(["def hand_out(args, grads):"] + (body or ["    pass"]))
-    namespace = {"make": Tensor._make, "NUMBERS": np.array(numbers, dtype=np.intp)}
-    return (_define(ready + "\n", "ready", namespace),
-            _define(hand + "\n", "hand_out", namespace))
+    lines = ["def backward(args, versions, vals):"]
+    if n:
+        lines.append(f"    {', '.join(names)}, = args")
+    if tests:
+        lines += ["    if (" + "\n            or ".join(tests) + "):", "        return False"]
+    lines += [f"    grads = arena({int(program.total)})",
+              f"    grads[{int(program.seed_offset)}] = 1.0",
+              "    sweep(vals, grads, *PARAMS)"]
+    if numbers:
+        lines.append("    block = grads[NUMBERS]")
+    lines += assign + ["    return True"]
+    namespace = {"make": Tensor._make, "arena": arena, "sweep": program.backward,
+                 "PARAMS": program.params, "NUMBERS": np.array(numbers, dtype=np.intp)}
+    return _define("\n".join(lines) + "\n", "backward", namespace)

@@ -365,19 +365,14 @@ def program_backward(t, retain_graph):
             or _RETAINED.maybe_any()):
         return False
     args = tape.args
-    if args is not None and prog.arg_grads is not None:
-        # a replay of positional arguments (replay.Variant.replay_args): the checks and the
-        # handing out are generated for its signature (_fastcall.handout)
-        ready, hand_out = prog.arg_grads
-        if ready(args, tape.arg_versions):
-            grads = gradient_arena(prog.total)
-            grads[prog.seed_offset] = 1.0
-            prog.backward(tape.vals, grads, *prog.params)
-            hand_out(args, grads)
-            if not retain_graph:
-                tape.freed = prog.freed
-                finish(tape)
-            return True
+    # a replay of positional arguments (replay.Variant.replay_args) has a backward
+    # generated for its signature (_fastcall.backward_for)
+    if (args is not None and prog.arg_backward is not None
+            and prog.arg_backward(args, tape.arg_versions, tape.vals)):
+        if not retain_graph:
+            tape.freed = prog.freed
+            finish(tape)
+        return True
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
         return False

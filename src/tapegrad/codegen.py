@@ -540,7 +540,7 @@ class Program:
     """The generated forward and backward of one replayed tape."""
 
     __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "params", "seed",
-                 "seed_offset", "total", "leaf_slots", "freed", "arg_grads")
+                 "seed_offset", "total", "leaf_slots", "freed", "arg_backward")
 
     def __init__(self, module, seeds, plan, source, path, cols):
         self.forward = module.forward
@@ -554,9 +554,9 @@ class Program:
         self.seed = self.seed_offset = self.freed = None
         self.total = 0
         self.leaf_slots = ()
-        # (ready, hand_out) for a replay of positional arguments (_fastcall.handout); set
-        # by the variant
-        self.arg_grads = None
+        # backward() for a replay of positional arguments (_fastcall.backward_for); set by
+        # the variant
+        self.arg_backward = None
         if plan is not None and len(seeds) == 1:
             # what autograd.program_backward needs, ready as Python ints
             need, goff, total = plan

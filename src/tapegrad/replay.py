@@ -422,8 +422,9 @@ class Variant:
             self.not_generated = str(e)
         prog = self.program
         if prog is not None and prog.seed is not None and self.arg_spec is not None:
-            prog.arg_grads = _fastcall.handout(self.arg_spec, self.arg_spec_records,
-                                               prog.leaf_slots)
+            from .autograd import gradient_arena
+            prog.arg_backward = _fastcall.backward_for(self.arg_spec, self.arg_spec_records,
+                                                       prog, gradient_arena)
         if self.owner is not None:
             if self.program is not None:
                 self.owner.generated += 1
