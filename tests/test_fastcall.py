@@ -268,3 +268,38 @@ def test_generated_bind_refuses_without_copying_on_a_mismatch():
                 (good[0], tg.tensor([2, 3]))]:
         assert bind(bad, vals) is None
     assert vals.tolist() == [0.0] * 4
+
+
+def test_a_failed_guard_on_the_fast_path_is_counted_once_and_not_run_again(monkeypatch):
+    def branchy(x, w):
+        h = x * w
+        if h.sum() > 0:
+            return (h * h).sum()
+        return (h - 1.0).abs().sum()
+
+    fn = tg.compile(branchy)
+    w = tg.tensor([0.5, 2.0], requires_grad=True)
+    xs = [tg.tensor([1.0, 2.0]), tg.tensor([-1.0, -2.0])]
+    for x in xs * 2:          # both branches recorded, then replayed
+        fn(x, w).backward()
+    runs = []
+    run = replay.Variant._run
+    monkeypatch.setattr(replay.Variant, "_run",
+                        lambda self, *a: runs.append(self) or run(self, *a))
+    rerecords = len(fn.stats.rerecords)
+    for i in range(4):
+        before = len(runs)
+        x = xs[i % 2]
+        w.grad = None
+        out = fn(x, w)
+        out.backward()
+        we = tg.tensor([0.5, 2.0], requires_grad=True)
+        eager = branchy(x, we)
+        eager.backward()
+        assert out.item() == eager.item()
+        np.testing.assert_allclose(w.grad.numpy(), we.grad.numpy(), rtol=1e-12)
+        # the previous call's variant fails its guard once, the other one replays
+        assert len(runs) - before == 2
+        assert runs[-2] is not runs[-1]
+    assert len(fn.stats.rerecords) == rerecords + 4
+    assert fn.stats.records == 2

@@ -735,14 +735,16 @@ class Compiled:
         if not state.grad_enabled or state.trace is not None:
             st.eager += 1
             return self.fn(*args, **kwargs)
-        last = self._last
+        last, missed = self._last, None
         if last is not None and not kwargs:
             # the variant the previous call replayed, most often the one this call needs:
             # its replay_args checks the arguments against its signature while copying them
             res = last.replay_args(args)
-            if res is not None and type(res) is not _Miss:
-                st.replays += 1
-                return res
+            if res is not None:
+                if type(res) is not _Miss:
+                    st.replays += 1
+                    return res
+                missed = res    # a guard failed: the loop below takes the other variants
         sig = _signature(args, kwargs)
         cache = self._cache
         variants = cache.get(sig)
@@ -753,9 +755,12 @@ class Compiled:
             if len(cache) > 1:
                 cache.move_to_end(sig)
             for v in variants:
-                res = None if kwargs else v.replay_args(args)
-                if res is None:
-                    res = v.replay(args, kwargs)
+                if missed is not None and v is last:
+                    res = missed
+                else:
+                    res = None if kwargs else v.replay_args(args)
+                    if res is None:
+                        res = v.replay(args, kwargs)
                 if type(res) is _Miss:
                     if res.guard is None:
                         st.rerecords.append(("a parameter changed shape or requires_grad",
