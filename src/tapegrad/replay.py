@@ -257,29 +257,24 @@ class _Instance(Tape):
         _LEAF_REC.__set__(self, leaf_rec)
         self.args = None
 
-    @property
-    def leaves(self):
-        if self.args is not None:
-            self._bind_args()
-        return _LEAVES.__get__(self)
+    def _on_demand(slot):
+        """A property reading or setting one of Tape's slots, built from the arguments
+        first if a fast replay left them unbound."""
+        def get(self):
+            if self.args is not None:
+                self._bind_args()
+            return slot.__get__(self)
 
-    @leaves.setter
-    def leaves(self, value):
-        if self.args is not None:
-            self._bind_args()
-        _LEAVES.__set__(self, value)
+        def put(self, value):
+            if self.args is not None:
+                self._bind_args()
+            slot.__set__(self, value)
 
-    @property
-    def leaf_rec(self):
-        if self.args is not None:
-            self._bind_args()
-        return _LEAF_REC.__get__(self)
+        return property(get, put)
 
-    @leaf_rec.setter
-    def leaf_rec(self, value):
-        if self.args is not None:
-            self._bind_args()
-        _LEAF_REC.__set__(self, value)
+    leaves = _on_demand(_LEAVES)
+    leaf_rec = _on_demand(_LEAF_REC)
+    del _on_demand
 
 
 class _Probe:
