@@ -432,3 +432,28 @@ def test_errors_match_pytorch(name):
         BAD_CALLS[name](TG)
     assert type(got.value) is type(want)
     assert str(got.value) == str(want).replace("torch.", "tapegrad.")
+
+
+# reshape's node depends on whether PyTorch holds its input as a strided view, also when that
+# view went through reshapes, squeezes and unsqueezes of its own (they keep its strides)
+RESHAPE_CHAINS = {
+    "expand, flatten, reshape": lambda a: a[:1, :1].expand(3, 3).reshape(-1).reshape(3, 3),
+    "transpose, reshape": lambda a: a.t().reshape(4),
+    "transpose, unsqueeze, reshape": lambda a: a.t().unsqueeze(0).reshape(4),
+    "reshape, reshape": lambda a: a.reshape(4).reshape(2, 2),
+    "column, reshape": lambda a: a[:, :1].reshape(2),
+    "column, reshape, reshape": lambda a: a[:, :1].reshape(2).reshape(1, 2),
+    "unsqueeze, squeeze, transpose, reshape":
+        lambda a: a.unsqueeze(0).squeeze(0).t().reshape(4),
+    "transpose, squeeze, reshape": lambda a: a.t().squeeze().reshape(2, 2),
+}
+
+
+@pytest.mark.parametrize("chain", sorted(RESHAPE_CHAINS))
+def test_reshape_of_a_reshaped_view_names_its_node_as_pytorch(chain):
+    fn = RESHAPE_CHAINS[chain]
+    value = [[1.0, 2.0], [3.0, 4.0]]
+    ours = fn(tg.tensor(value, requires_grad=True))
+    theirs = fn(torch.tensor(value, dtype=torch.float64, requires_grad=True))
+    assert ours.grad_fn.name() == theirs.grad_fn.name()
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())

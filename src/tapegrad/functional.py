@@ -1148,20 +1148,28 @@ _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE,
                             V_UNSQUEEZE})
 
 
+# reshapes that PyTorch makes as views: the same elements in the same order, new shape
+_RESHAPE_VIEWS = frozenset({V_VIEW, V_RESHAPE_ALIAS, V_SQUEEZE, V_SQUEEZE_DIM, V_SQUEEZE_DIMS,
+                            V_UNSQUEEZE})
+
+
 def _view_offsets(x):
     """Offsets into its base of the elements of x when PyTorch holds x as a view made by a
-    chain of strided gathers; None when x is a tensor of its own."""
+    chain of strided gathers (and reshapes of them); None when x is a tensor of its own."""
     tape = x._tape
-    if tape is None or tape.op[x._r] != K.GATHER:
+    if tape is None:
         return None
     r = x._r
     idx = None
-    while tape.op[r] == K.GATHER and tape.aux[tape.ip[r]] in _VIEW_VARIANTS:
-        ip, n = tape.ip[r], tape.size[r]
-        own = np.array(tape.aux[ip + 2: ip + 2 + n], dtype=np.int64)
-        idx = own if idx is None else own[idx]
+    while True:
+        code = tape.op[r]
+        if code == K.GATHER and tape.aux[tape.ip[r]] in _VIEW_VARIANTS:
+            ip, n = tape.ip[r], tape.size[r]
+            own = np.array(tape.aux[ip + 2: ip + 2 + n], dtype=np.int64)
+            idx = own if idx is None else own[idx]
+        elif not (code == K.RESHAPE and tape.aux[tape.ip[r]] in _RESHAPE_VIEWS):
+            return idx
         r = tape.a0[r]
-    return idx
 
 
 def _strides_of(offsets, shape):
