@@ -372,10 +372,11 @@ def test_bad_input_names_the_shapes():
     assert y.grad._value.tolist() == [2.0]
 
 
-def lotka_volterra(p, steps=200, dt=0.01):
+def lotka_volterra(p, steps=200, dt=0.01, lib=tg):
+    """The ODE's loss, in tapegrad (or, with lib=torch, in PyTorch)."""
     a, b, c, d = p[0], p[1], p[2], p[3]
-    u = tg.tensor(1.0)
-    v = tg.tensor(1.0)
+    u = lib.tensor(1.0)
+    v = lib.tensor(1.0)
     for _ in range(steps):
         u, v = u + dt * (a * u - b * u * v), v + dt * (d * u * v - c * v)
     return (u - 1.5) ** 2 + (v - 0.5) ** 2
@@ -418,12 +419,7 @@ def _torch_twins():
             (x.relu() * x.sigmoid() / (x * x + 1.0)).mean()
 
     def lotka_t(p, steps=200, dt=0.01):
-        a, b, c, d = p[0], p[1], p[2], p[3]
-        u = torch.tensor(1.0)
-        v = torch.tensor(1.0)
-        for _ in range(steps):
-            u, v = u + dt * (a * u - b * u * v), v + dt * (d * u * v - c * v)
-        return (u - 1.5) ** 2 + (v - 0.5) ** 2
+        return lotka_volterra(p, steps, dt, lib=torch)
 
     return torch, wide_t, narrow_t, scalar_t, lotka_t, smooth_scalar_t
 
