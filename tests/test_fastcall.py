@@ -52,19 +52,24 @@ def _check(got_out, got_args, want):
 def paths(monkeypatch):
     """Which way each replay went: "fast" (replay_args) or "general" (replay)."""
     taken = []
-    fast, general = replay.Variant.replay_args, replay.Variant.replay
+    make, general = _fastcall.replayer, replay.Variant.replay
 
-    def fast_spy(self, args):
-        res = fast(self, args)
-        if res is not None:
-            taken.append("fast")
-        return res
+    def fast_spy(*a):
+        fast = make(*a)
+
+        def spying(args):
+            res = fast(args)
+            if res is not None:
+                taken.append("fast")
+            return res
+
+        return spying
 
     def general_spy(self, *a, **k):
         taken.append("general")
         return general(self, *a, **k)
 
-    monkeypatch.setattr(replay.Variant, "replay_args", fast_spy)
+    monkeypatch.setattr(_fastcall, "replayer", fast_spy)
     monkeypatch.setattr(replay.Variant, "replay", general_spy)
     return taken
 
@@ -237,7 +242,7 @@ def test_generated_backward_for_many_arguments_finds_a_repeated_one():
         grads[10:19] = vals[:9] * scale
 
     program = SimpleNamespace(leaf_slots=tuple((r, 10 + r, 1) for r in range(9)),
-                              backward=sweep, params=(2.0,), seed_offset=0, total=20)
+                              backward=sweep, backward_params=(2.0,), seed_offset=0, total=20)
     spec = tuple(((), True, i, -1) for i in range(9))
     backward = _fastcall.backward_for(spec, tuple(range(9)), program, lambda n: arena[:n])
     arena = np.full(30, np.nan)
@@ -255,19 +260,33 @@ def test_generated_backward_for_many_arguments_finds_a_repeated_one():
     assert not backward(args, (0,) * 9, vals)    # they have a .grad now
 
 
-def test_generated_bind_refuses_without_copying_on_a_mismatch():
-    bind = _fastcall.binder((((), True, 0, -1), ((2,), False, 1, 3)))
-    vals = np.zeros(4)
+def test_generated_replay_refuses_without_copying_on_a_mismatch():
+    constant = tg.tensor(7.0)
+    instance = SimpleNamespace(vals=np.zeros(4))
+    runs = []
+
+    def run(inst, args, kwargs):
+        runs.append((inst.vals.tolist(), inst.arg_versions, inst.arg_records))
+        return "replayed"
+
+    variant = SimpleNamespace(arg_spec=(((), True, 0, -1), ((2,), False, 1, 3)),
+                              arg_spec_records=(0, 1), constants=[(constant, 0)],
+                              program=None, single_out=None)
+    replay_args = _fastcall.replayer(variant, lambda: instance, run, None)
     good = (tg.tensor(1.5, requires_grad=True), tg.tensor([2.0, 3.0]))
-    assert bind(good, vals) == (0, 0)
-    assert vals.tolist() == [1.5, 2.0, 3.0, 0.0]
-    vals[:] = 0.0
+    assert replay_args(good) == "replayed"
+    assert runs == [([1.5, 2.0, 3.0, 0.0], (0, 0), (0, 1))]
+    instance.vals[:] = 0.0
     for bad in [good[:1], good + good[:1], (good[0], [2.0, 3.0]),
                 (good[0], tg.tensor([2.0, 3.0], requires_grad=True)),
                 (good[0], tg.tensor([2.0, 3.0, 4.0])),
-                (good[0], tg.tensor([2, 3]))]:
-        assert bind(bad, vals) is None
-    assert vals.tolist() == [0.0] * 4
+                (good[0], tg.tensor([2, 3])),
+                (tg.tensor(1.5), good[1])]:
+        assert replay_args(bad) is None
+    constant.add_(1.0)     # a tensor read as a constant changed: the tape no longer holds
+    assert replay_args(good) is None
+    assert instance.vals.tolist() == [0.0] * 4
+    assert len(runs) == 1
 
 
 def test_a_failed_guard_on_the_fast_path_is_counted_once_and_not_run_again(monkeypatch):
@@ -277,15 +296,18 @@ def test_a_failed_guard_on_the_fast_path_is_counted_once_and_not_run_again(monke
             return (h * h).sum()
         return (h - 1.0).abs().sum()
 
+    runs = []      # the variant of each forward run, counted by the instances it takes
+    make = _fastcall.replayer
+
+    def counting(variant, take, *rest):
+        return make(variant, lambda: runs.append(variant) or take(), *rest)
+
+    monkeypatch.setattr(_fastcall, "replayer", counting)
     fn = tg.compile(branchy)
     w = tg.tensor([0.5, 2.0], requires_grad=True)
     xs = [tg.tensor([1.0, 2.0]), tg.tensor([-1.0, -2.0])]
     for x in xs * 2:          # both branches recorded, then replayed
         fn(x, w).backward()
-    runs = []
-    run = replay.Variant._run
-    monkeypatch.setattr(replay.Variant, "_run",
-                        lambda self, *a: runs.append(self) or run(self, *a))
     rerecords = len(fn.stats.rerecords)
     for i in range(4):
         before = len(runs)

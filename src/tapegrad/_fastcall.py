@@ -23,38 +23,76 @@ def _define(source, name, namespace):
     return namespace[name]
 
 
-def binder(spec):
-    """``bind(args, vals)``: check ``args`` against ``spec`` and copy them into ``vals``;
-    returns the versions they were read at, or None (nothing usable copied) on a mismatch.
+def _passing(first, params, namespace):
+    """Arguments for a generated kernel: ``first``, then ``params`` by name (P0, P1, ...),
+    put into ``namespace``: cheaper to pass than by unpacking a tuple."""
+    names = [f"P{i}" for i in range(len(params))]
+    namespace.update(zip(names, params))
+    return ", ".join([first] + names)
 
-    ``spec``: per positional argument ``(shape, requires_grad, offset, end)``; ``end`` is -1
-    for a number (stored without slicing) and 0 for an argument the tape does not read.
+
+def replayer(variant, take, run, failed):
+    """``replay_args(args)`` for ``variant`` (a replay.Variant with an ``arg_spec``): check
+    ``args`` against the recorded signature, copy them into a free instance's arena and
+    replay; None (nothing usable copied) on a mismatch.
+
+    ``take()`` gives the free instance and ``run(inst, args, None)`` replays it.  Once the
+    variant has generated code and one tensor result, the generated forward is called here
+    directly and the result made here (``failed(bad)`` when the forward stopped at record
+    ``bad``), which is what ``run`` would do, without its general output handling.
     """
+    from .functional import _result
+    spec = variant.arg_spec
     n = len(spec)
     names = [f"a{i}" for i in range(n)]
-    lines = ["def bind(args, vals):",
+    lines = ["def replay_args(args):",
              f"    if len(args) != {n}:",
              "        return None"]
+    tests = []
     if n:
         lines.append(f"    {', '.join(names)}, = args")
         lines.append("    if " + " or ".join(f"type({a}) is not Tensor" for a in names) + ":")
         lines.append("        return None")
         for a in names:
             lines.append(f"    v{a} = {a}._value")
-        tests = []
         for a, (shape, rg, _, _) in zip(names, spec):
             tests.append(f"v{a}.shape != {tuple(int(d) for d in shape)!r}")
             tests.append(f"not {a}._rg" if rg else f"{a}._rg")
             tests.append(f"v{a}.dtype is not FLOAT64")
+    namespace = {"Tensor": Tensor, "FLOAT64": _FLOAT64, "take": take, "run": run,
+                 "failed": failed, "result": _result, "RECORDS": variant.arg_spec_records}
+    # tensors the function read as constants: an in-place change of one means re-recording
+    for i, (t, version) in enumerate(variant.constants):
+        namespace[f"C{i}"] = t
+        tests.append(f"C{i}._version != {int(version)}")
+    if tests:
         lines.append("    if (" + "\n            or ".join(tests) + "):")
         lines.append("        return None")
-        for a, (_, _, off, end) in zip(names, spec):
-            if end < 0:
-                lines.append(f"    vals[{off}] = v{a}")
-            elif end:
-                lines.append(f"    vals[{off}:{end}] = v{a}.reshape(-1)")
-    lines.append("    return (" + "".join(f"{a}._version, " for a in names) + ")")
-    return _define("\n".join(lines) + "\n", "bind", {"Tensor": Tensor, "FLOAT64": _FLOAT64})
+    lines += ["    inst = take()", "    vals = inst.vals"]
+    for a, (_, _, off, end) in zip(names, spec):
+        if end < 0:
+            lines.append(f"    vals[{off}] = v{a}")
+        elif end:
+            lines.append(f"    vals[{off}:{end}] = v{a}.reshape(-1)")
+    lines += ["    inst.args = args",
+              "    inst.arg_versions = (" + "".join(f"{a}._version, " for a in names) + ")",
+              "    inst.arg_records = RECORDS"]
+    prog = variant.program
+    if prog is None or variant.single_out is None:
+        lines.append("    return run(inst, args, None)")
+    else:
+        r, where, shape = variant.single_out
+        view = (f"vals[{where[0]}, ...]" if shape is None else
+                f"vals[{where.start}:{where.stop}].reshape({tuple(shape)!r})")
+        namespace.update(forward=prog.forward, COLS=variant.cols,
+                         PROGRAM=prog if prog.plan is not None else None)
+        lines += ["    inst.program = PROGRAM",
+                  f"    bad = forward({_passing('vals', prog.forward_params, namespace)})",
+                  "    if bad != -1:",
+                  "        return failed(bad)",
+                  "    inst.cached_cols = COLS",
+                  f"    return result(inst, {int(r)}, {view})"]
+    return _define("\n".join(lines) + "\n", "replay_args", namespace)
 
 
 def backward_for(spec, records, program, arena):
@@ -92,6 +130,8 @@ def backward_for(spec, records, program, arena):
         tests += [f"{names[i]} is {names[j]}" for i in range(n) for j in range(i + 1, n)]
     else:
         tests.append(f"len(set(map(id, args))) != {n}")
+    namespace = {"make": Tensor._make, "arena": arena, "sweep": program.backward,
+                 "NUMBERS": np.array(numbers, dtype=np.intp)}
     lines = ["def backward(args, versions, vals):"]
     if n:
         lines.append(f"    {', '.join(names)}, = args")
@@ -99,10 +139,8 @@ def backward_for(spec, records, program, arena):
         lines += ["    if (" + "\n            or ".join(tests) + "):", "        return False"]
     lines += [f"    grads = arena({int(program.total)})",
               f"    grads[{int(program.seed_offset)}] = 1.0",
-              "    sweep(vals, grads, *PARAMS)"]
+              f"    sweep({_passing('vals, grads', program.backward_params, namespace)})"]
     if numbers:
         lines.append("    block = grads[NUMBERS]")
     lines += assign + ["    return True"]
-    namespace = {"make": Tensor._make, "arena": arena, "sweep": program.backward,
-                 "PARAMS": program.params, "NUMBERS": np.array(numbers, dtype=np.intp)}
     return _define("\n".join(lines) + "\n", "backward", namespace)

@@ -382,7 +382,7 @@ def program_backward(t, retain_graph):
             return False
     grads = gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
-    prog.backward(tape.vals, grads, *prog.params)
+    prog.backward(tape.vals, grads, *prog.backward_params)
     for r, off, size in prog.leaf_slots:
         leaf = leaves[r]
         if not leaf._rg:
@@ -507,7 +507,7 @@ def _sweep(tape, tape_seeds):
         for r, g in tape_seeds.items():
             if need[r]:
                 grads[goff[r]:goff[r] + size[r]] = g
-        prog.backward(tape.vals, grads, fp, ip, faux)
+        prog.backward(tape.vals, grads, *prog.backward_params)
         del cols, op, a0, a1, voff, size, ip, fp, aux, faux
         return need, goff, grads
     grads[:total] = 0.0

@@ -482,8 +482,9 @@ def _assign_first_terms(body):
 
 
 def generate(cols, need, goff, seeds=()):
-    """Python source of ``forward(vals, fp, ip, faux) -> int`` and
-    ``backward(vals, grads, fp, ip, faux)`` for a tape of one-element records.
+    """Python source of ``forward(vals, ...) -> int`` and ``backward(vals, grads, ...)`` for
+    a tape of one-element records; each takes, after those, the parameter columns it reads
+    (``fp``, ``ip``, ``faux``, in that order).
 
     ``need``/``goff`` are the plan of the backward from the records ``seeds`` (None: no
     backward is generated).  The backward expects the seeds' gradients in ``grads`` and
@@ -505,10 +506,7 @@ def generate(cols, need, goff, seeds=()):
         block = (keys[start:start + p], rows[start:start + p], steps, m)
         fwd += _forward_block(*block)
         blocks.append(block)
-    src = ["import numpy as np", "from tapegrad._config import kernel", "", "",
-           "@kernel", "def forward(vals, fp, ip, faux):"]
-    src += ["    " + line for line in fwd] + ["    return -1", "", ""]
-    src += ["@kernel", "def backward(vals, grads, fp, ip, faux):"]
+    bwd = []
     if with_grad:
         live = np.flatnonzero(need)
         size = cols[4]
@@ -523,24 +521,48 @@ def generate(cols, need, goff, seeds=()):
         for b in range(len(blocks)):
             written[b][list(keep)] = True
         mem = _Memory(total, written)
-        bwd = []
+        bodies = []
         for b, block in enumerate(blocks):
             mem.block = b
-            bwd.append(_backward_block(*block, mem, keep))
+            bodies.append(_backward_block(*block, mem, keep))
         # leaves (and other records that emit no code) read their gradients from the arena
         mem.used += [(int(goff[r]), 1, int(size[r])) for r in live if cols[0][r] <= K.EXTERN]
-        src += ["    " + line for line in mem.zeroing(keep)]
+        bwd = mem.zeroing(keep)
         # the backward runs the blocks last to first
-        src += ["    " + line for body in reversed(bwd) for line in body]
-    src += ["    return 0", ""]
+        bwd += [line for body in reversed(bodies) for line in body]
+    src = ["import numpy as np", "from tapegrad._config import kernel", "", "",
+           "@kernel", f"def forward({_signature('vals', fwd)}):"]
+    src += ["    " + line for line in fwd] + ["    return -1", "", ""]
+    src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
+    src += ["    " + line for line in bwd] + ["    return 0", ""]
     return "\n".join(src)
+
+
+# the tape's parameter columns a generated function may read, in the order it takes them
+_PARAM_COLUMNS = {"fp": 6, "ip": 5, "faux": 8}
+_PARAM_USE = re.compile(r"\b(fp|ip|faux)\[")
+
+
+def _signature(first, lines):
+    """The parameter list of a generated function: ``first``, then the parameter columns
+    its body reads (each one passed costs numba's dispatcher a type check per call)."""
+    used = set(_PARAM_USE.findall("\n".join(lines)))
+    return ", ".join([first] + [name for name in _PARAM_COLUMNS if name in used])
+
+
+def _params_of(fn, cols, skip):
+    """The columns to pass to the generated ``fn`` after its first ``skip`` parameters."""
+    code = getattr(fn, "py_func", fn).__code__
+    names = code.co_varnames[skip:code.co_argcount]
+    return tuple(cols[_PARAM_COLUMNS[name]] for name in names)
 
 
 class Program:
     """The generated forward and backward of one replayed tape."""
 
-    __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "params", "seed",
-                 "seed_offset", "total", "leaf_slots", "freed", "arg_backward")
+    __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "forward_params",
+                 "backward_params", "seed", "seed_offset", "total", "leaf_slots", "freed",
+                 "arg_backward")
 
     def __init__(self, module, seeds, plan, source, path, cols):
         self.forward = module.forward
@@ -550,7 +572,9 @@ class Program:
         self.source = source
         self.path = path
         op, size = cols[0], cols[4]
-        self.params = (cols[6], cols[5], cols[8])   # fp, ip, faux: both take them last
+        # what each takes after its arenas: the parameter columns its body reads
+        self.forward_params = _params_of(module.forward, cols, 1)
+        self.backward_params = _params_of(module.backward, cols, 2)
         self.seed = self.seed_offset = self.freed = None
         self.total = 0
         self.leaf_slots = ()
@@ -601,8 +625,8 @@ def build(cols, vals, seeds, plan):
     prog = Program(module, seeds, plan, source, path, cols)
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
     scratch = vals.copy()
-    prog.forward(scratch, *prog.params)
+    prog.forward(scratch, *prog.forward_params)
     if plan is not None:
-        prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), *prog.params)
+        prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), *prog.backward_params)
     return prog
 

@@ -281,9 +281,10 @@ class _Probe:
     __slots__ = ("vals",)
 
 
-def _instance_refs(items, i):
-    inst = items[i]
-    return sys.getrefcount(inst), sys.getrefcount(inst.vals)
+def _loop_refs(items):
+    # counted as Variant._instance counts them: in a loop over the list, the item in a local
+    for inst in items:
+        return _refcount(inst), _refcount(inst.vals)
 
 
 def _unused_probe():
@@ -292,10 +293,11 @@ def _unused_probe():
     return [probe]
 
 
-# What _instance_refs reports for an instance that only the variant's list refers to, whose
+_refcount = sys.getrefcount
+# What Variant._instance counts for an instance that only the variant's list refers to, whose
 # arena only the instance refers to.  Measured: what getrefcount adds differs between
 # interpreters.
-_FREE_REFS = _instance_refs(_unused_probe(), 0)
+_FREE_INSTANCE, _FREE_VALS = _loop_refs(_unused_probe())
 _INSTANCE_LOCK = threading.Lock()
 
 
@@ -365,10 +367,12 @@ class Variant:
                 # a number's view is made by indexing, three times cheaper than reshaping
                 self.single_out = ((r, (where[0], ...), None) if shape == () else
                                    (r, slice(where[0], where[1]), shape))
-        # replay_args: per positional argument (shape, requires_grad, arena offset, end or -1
-        # for a number), its LEAF record (-1: not read), and the generated function that
-        # checks and copies them (_fastcall.binder); set by use_signature
-        self.arg_spec = self.arg_spec_records = self.bind = None
+        # per positional argument (shape, requires_grad, arena offset, end or -1 for a
+        # number) and its LEAF record (-1: not read); set by use_signature, which also sets
+        # replay_args: ``replay`` for such arguments, generated (_fastcall.replayer), or None
+        # where it does not apply
+        self.arg_spec = self.arg_spec_records = None
+        self.replay_args = _no_fast_path
 
     def use_signature(self, sig):
         """Let ``replay_args`` take calls of ``sig`` when it is float tensors only, passed
@@ -385,7 +389,11 @@ class Variant:
             spec.append((shape, rg, off, end))
             records.append(r)
         self.arg_spec, self.arg_spec_records = tuple(spec), tuple(records)
-        self.bind = _fastcall.binder(self.arg_spec)
+        self._make_fast_path()
+
+    def _make_fast_path(self):
+        # made again once the variant has generated code, which it then calls directly
+        self.replay_args = _fastcall.replayer(self, self._instance, self._run, self._failed)
 
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
@@ -416,10 +424,12 @@ class Variant:
         except codegen.Unsupported as e:
             self.not_generated = str(e)
         prog = self.program
-        if prog is not None and prog.seed is not None and self.arg_spec is not None:
-            from .autograd import gradient_arena
-            prog.arg_backward = _fastcall.backward_for(self.arg_spec, self.arg_spec_records,
-                                                       prog, gradient_arena)
+        if prog is not None and self.arg_spec is not None:
+            if prog.seed is not None:
+                from .autograd import gradient_arena
+                prog.arg_backward = _fastcall.backward_for(
+                    self.arg_spec, self.arg_spec_records, prog, gradient_arena)
+            self._make_fast_path()
         if self.owner is not None:
             if self.program is not None:
                 self.owner.generated += 1
@@ -435,10 +445,8 @@ class Variant:
         # stays in cache.
         _INSTANCE_LOCK.acquire()    # (half the cost of a with statement)
         try:
-            for i in range(len(items)):
-                refs = _instance_refs(items, i)
-                if refs[0] <= _FREE_REFS[0] and refs[1] <= _FREE_REFS[1]:
-                    inst = items[i]
+            for inst in items:
+                if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.vals) <= _FREE_VALS:
                     _reset(inst)
                     return inst
         finally:
@@ -496,26 +504,6 @@ class Variant:
         inst.leaf_rec = leaf_rec
         return self._run(inst, args, kwargs)
 
-    def replay_args(self, args):
-        """``replay`` for positional float64 tensors shaped as recorded, with no closure:
-        checks and copies each argument in one pass and leaves ``leaves`` to be built on
-        demand.  None where it does not apply (the general path then decides)."""
-        bind = self.bind
-        if bind is None:
-            return None
-        if self.constants:
-            for t, version in self.constants:
-                if t._version != version:
-                    return None
-        inst = self._instance()
-        versions = bind(args, inst.vals)
-        if versions is None:
-            return None
-        inst.args = args
-        inst.arg_versions = versions
-        inst.arg_records = self.arg_spec_records
-        return self._run(inst, args, None)
-
     def _run(self, inst, args, kwargs):
         vals = inst.vals
         prog = self.program
@@ -526,17 +514,14 @@ class Variant:
                 prog = self.program
         if prog is not None:
             inst.program = prog if prog.plan is not None else None
-            bad = prog.forward(vals, *prog.params)
+            bad = prog.forward(vals, *prog.forward_params)
         elif self.steps is not None:
             bad = _forward_steps(self.cols, vals, self.steps)
         else:
             op, a0, a1, voff, size, ip, fp, aux, faux = self.cols
             bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, 0, self.n)
-        if bad >= 0:
-            return _Miss(int(bad))
-        if bad < -1:
-            raise RuntimeError(
-                f"internal error: opcode {self.cols[0][-2 - bad]} has no forward rule")
+        if bad != -1:
+            return self._failed(bad)
         inst.cached_cols = self.cols
         if self.single_out is not None:
             r, where, shape = self.single_out
@@ -559,6 +544,17 @@ class Variant:
             else:
                 outs.append(Tensor._make(view.astype(plain)))
         return _unflatten(self.treedef, outs)
+
+    def _failed(self, bad):
+        """What a forward that returned ``bad`` (not -1) means: a failed guard's record."""
+        if bad >= 0:
+            return _Miss(int(bad))
+        raise RuntimeError(
+            f"internal error: opcode {self.cols[0][-2 - bad]} has no forward rule")
+
+
+def _no_fast_path(args):
+    return None
 
 
 def _reset(inst):

@@ -70,7 +70,7 @@ def _generated_grads(out, targets):
         return None
     grads = autograd.gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
-    prog.backward(tape.vals, grads, *prog.params)
+    prog.backward(tape.vals, grads, *prog.backward_params)
     offsets = {r: off for r, off, _ in prog.leaf_slots}
     result = []
     for t in targets:
