@@ -903,7 +903,7 @@ def compile(fn=None, *, max_signatures=32, max_variants=4, codegen=None):
     ``codegen``: a tape whose records all hold one value (scalar code, loops) can be turned
     into generated, compiled code instead of being interpreted record by record.  ``None``
     (default) does so once a tape has been replayed a few times, ``True`` on its first
-    replay, ``False`` never.  ``fn.tape.stats()["generated"]`` tells whether it was.
+    replay, ``False`` never.  ``fn.stats.generated`` counts the tapes that were.
     """
     if fn is None:
         return lambda f: Compiled(f, max_signatures, max_variants, codegen)
