@@ -56,7 +56,9 @@ def replayer(variant, take, run, failed):
         for a in names:
             lines.append(f"    v{a} = {a}._value")
         for a, (shape, rg, _, _) in zip(names, spec):
-            tests.append(f"v{a}.shape != {tuple(int(d) for d in shape)!r}")
+            # (a number's test reads ndim: no shape tuple is made)
+            tests.append(f"v{a}.shape != {tuple(int(d) for d in shape)!r}" if shape != ()
+                         else f"v{a}.ndim")
             tests.append(f"not {a}._rg" if rg else f"{a}._rg")
             tests.append(f"v{a}.dtype is not FLOAT64")
     namespace = {"Tensor": Tensor, "FLOAT64": _FLOAT64, "take": take, "run": run,
