@@ -457,3 +457,37 @@ def test_reshape_of_a_reshaped_view_names_its_node_as_pytorch(chain):
     theirs = fn(torch.tensor(value, dtype=torch.float64, requires_grad=True))
     assert ours.grad_fn.name() == theirs.grad_fn.name()
     np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+# Broadcasts whose source is one contiguous run repeated over rows (a bias) take their own
+# path in expand's forward and backward; the others, and size-0 outputs, the general one.
+BIAS_BROADCASTS = [((5,), (7, 5)), ((1, 5), (7, 5)), ((3,), (2, 4, 3)), ((1, 1, 3), (2, 4, 3)),
+                   ((4,), (0, 4)), ((1,), (6, 1)), ((6, 1), (6, 4)), ((2, 1, 3), (2, 5, 3))]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("source, target", BIAS_BROADCASTS)
+def test_broadcast_values_and_gradients_match_pytorch(source, target, compiled):
+    rng = np.random.default_rng(len(source) * 10 + len(target))
+    b_val = rng.standard_normal(source)
+    x_val = rng.standard_normal(target)
+    w_val = rng.standard_normal(target)
+
+    def loss(x, b, w):
+        # the bias used twice: its gradient adds both sums into the same place
+        return ((x + b) * w + b).sum()
+
+    b = tg.tensor(b_val, requires_grad=True)
+    run = tg.compile(loss) if compiled else loss
+    for _ in range(3 if compiled else 1):    # recorded, then replayed
+        b.grad = None
+        ours = run(tg.tensor(x_val), b, tg.tensor(w_val))
+        ours.backward()
+    bt = torch.tensor(b_val, requires_grad=True)
+    theirs = loss(torch.tensor(x_val), bt, torch.tensor(w_val))
+    theirs.backward()
+    np.testing.assert_allclose(ours.item(), theirs.item(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    # the forward broadcast itself, as a value
+    np.testing.assert_array_equal(tg.tensor(b_val).expand(*target).numpy(),
+                                  np.broadcast_to(b_val, target))

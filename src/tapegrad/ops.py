@@ -173,6 +173,18 @@ def _seg(arr, off, n):
 
 
 @inline
+def _row_broadcast(strides, nd, inner):
+    """Whether an expand's source strides make it a bias broadcast over rows: one contiguous
+    run of ``inner`` values repeated (every stride 0 but the last, which is 1)."""
+    if inner == 0 or strides[nd - 1] != 1:
+        return False
+    for d in range(nd - 1):
+        if strides[d] != 0:
+            return False
+    return True
+
+
+@inline
 def add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
     n = size[r]
     g = _seg(grads, goff[r], n)
@@ -805,23 +817,18 @@ def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, ne
     # additions happen in the same order as a walk one element at a time
     inner = shp[nd - 1]
     step = strides[nd - 1]
-    if step == 1 and inner > 0:
-        bias = True
-        for d in range(nd - 1):
-            if strides[d] != 0:
-                bias = False
-        if bias:
-            # a bias broadcast over rows (every stride 0 but the last): column sums in a
-            # local accumulator over a 2-D view, same additions in the same order.  Adding
-            # each row into gx0 as an arena slice took 51 us for W3's (256, 256) bias
-            # gradient inside the sweep, this 9 us (an explicit 1-D loop into gx0: 34 us).
-            rows = g.reshape((n // inner, inner))
-            acc = gx0[:inner].copy()
-            for k in range(n // inner):
-                for i in range(inner):
-                    acc[i] += rows[k, i]
-            gx0[:inner] = acc
-            return
+    if _row_broadcast(strides, nd, inner):
+        # a bias broadcast over rows (every stride 0 but the last): column sums in a
+        # local accumulator over a 2-D view, same additions in the same order.  Adding
+        # each row into gx0 as an arena slice took 51 us for W3's (256, 256) bias
+        # gradient inside the sweep, this 9 us (an explicit 1-D loop into gx0: 34 us).
+        rows = g.reshape((n // inner, inner))
+        acc = gx0[:inner].copy()
+        for k in range(n // inner):
+            for i in range(inner):
+                acc[i] += rows[k, i]
+        gx0[:inner] = acc
+        return
     count = np.zeros(nd, dtype=np.int64)
     src = 0
     k = 0
@@ -1401,20 +1408,15 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
         # the last axis as one run per step of the walk (see expand_s_bwd)
         inner = shp[nd - 1]
         step = strides[nd - 1]
-        if step == 1 and inner > 0:
-            bias = True
-            for d in range(nd - 1):
-                if strides[d] != 0:
-                    bias = False
-            if bias:
-                # a bias broadcast over rows: the same run in every row, written from a local
-                # copy through a 2-D view (W3's (256, 256): 9 us; a slice copy per row: 20 us)
-                row = x0[:inner].copy()
-                rows = out.reshape((n // inner, inner))
-                for k in range(n // inner):
-                    for i in range(inner):
-                        rows[k, i] = row[i]
-                return True
+        if _row_broadcast(strides, nd, inner):
+            # a bias broadcast over rows: the same run in every row, written from a local
+            # copy through a 2-D view (W3's (256, 256): 9 us; a slice copy per row: 20 us)
+            row = x0[:inner].copy()
+            rows = out.reshape((n // inner, inner))
+            for k in range(n // inner):
+                for i in range(inner):
+                    rows[k, i] = row[i]
+            return True
         count = np.zeros(nd, dtype=np.int64)
         src = 0
         k = 0
