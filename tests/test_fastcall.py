@@ -325,3 +325,55 @@ def test_a_failed_guard_on_the_fast_path_is_counted_once_and_not_run_again(monke
         assert runs[-2] is not runs[-1]
     assert len(fn.stats.rerecords) == rerecords + 4
     assert fn.stats.records == 2
+
+
+@pytest.mark.parametrize("bound", ["signatures", "variants"])
+def test_a_variant_the_cache_drops_is_freed_at_once(bound):
+    import gc
+    import weakref
+
+    def branchy(x, w):
+        h = x * w
+        return (h * h).sum() if h.sum() > 0 else (h - 1.0).abs().sum()
+
+    limit = {"max_signatures": 1} if bound == "signatures" else {"max_variants": 1}
+    fn = tg.compile(branchy, **limit)
+    w = tg.tensor([0.5, 2.0], requires_grad=True)
+    first = tg.tensor([1.0, 2.0])
+    fn(first, w).backward()
+    fn(first, w).backward()             # replayed on the fast path
+    (recorded,) = fn.variants()
+    gone = weakref.ref(recorded)
+    del recorded
+    # another signature (max_signatures=1) or another branch (max_variants=1) takes its place
+    other = tg.tensor([1.0, 2.0, 3.0]) if bound == "signatures" else tg.tensor([-1.0, -2.0])
+    w = tg.tensor([0.5, 2.0, 1.0] if bound == "signatures" else [0.5, 2.0],
+                  requires_grad=True)
+    gc.disable()
+    try:
+        out = fn(other, w)
+        assert gone() is None           # no cycle kept it: freed without a collection
+    finally:
+        gc.enable()
+    out.backward()
+    we = tg.tensor(w.detach().numpy(), requires_grad=True)
+    branchy(other, we).backward()
+    np.testing.assert_allclose(w.grad.numpy(), we.grad.numpy(), rtol=1e-12)
+    assert fn.stats.records == 2
+
+
+def test_a_compiled_function_that_goes_frees_its_variants_at_once():
+    import gc
+    import weakref
+
+    fn = tg.compile(program, codegen=True)
+    for seed in range(3):
+        fn(*_args(seed)).backward()
+    gone = [weakref.ref(v) for v in fn.variants()]
+    assert gone
+    gc.disable()
+    try:
+        del fn
+        assert all(v() is None for v in gone)
+    finally:
+        gc.enable()

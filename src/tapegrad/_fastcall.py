@@ -20,7 +20,9 @@ _PAIRWISE_MAX = 6   # up to this many arguments, a repeated one is found by `is`
 def _define(source, name, namespace):
     namespace = dict(namespace)
     exec(compile(source, f"<tapegrad fastcall {name}>", "exec"), namespace)
-    return namespace[name]
+    # taken out of its own globals: left there, function and namespace would be a cycle,
+    # freed only by the garbage collector (with what the namespace holds: the variant)
+    return namespace.pop(name)
 
 
 def _passing(first, params, namespace):

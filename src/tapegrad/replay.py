@@ -395,6 +395,11 @@ class Variant:
         # made again once the variant has generated code, which it then calls directly
         self.replay_args = _fastcall.replayer(self, self._instance, self._run, self._failed)
 
+    def drop(self):
+        """Leave the cache: the generated replay refers back to this variant, a cycle that
+        would keep its arenas until the garbage collector's next full pass."""
+        self.replay_args = _no_fast_path
+
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
         from .tapefile import save_variant
@@ -720,6 +725,13 @@ class Compiled:
             return self
         return functools.partial(self, obj)
 
+    def __del__(self):
+        # each variant and its generated replay refer to each other: without this, a dropped
+        # compiled function's arenas would wait for the garbage collector
+        for variants in getattr(self, "_cache", {}).values():
+            if isinstance(variants, list):
+                self._drop(variants)
+
     def __call__(self, *args, **kwargs):
         st = self.stats
         st.calls += 1
@@ -875,11 +887,20 @@ class Compiled:
             if not isinstance(variants, list):
                 variants = self._cache[sig] = []
             variants.insert(0, variant)
+            self._drop(variants[self.max_variants:])
             del variants[self.max_variants:]
         self._cache.move_to_end(sig)
         while len(self._cache) > self.max_signatures:
-            self._cache.popitem(last=False)
+            _, dropped = self._cache.popitem(last=False)
+            if isinstance(dropped, list):
+                self._drop(dropped)
         return out
+
+    def _drop(self, variants):
+        for v in variants:
+            v.drop()
+            if self._last is v:
+                self._last = None
 
     def variants(self):
         """The recorded variants, most recently used first."""
