@@ -99,6 +99,24 @@ def replayer(variant, take, run, failed):
     return _define("\n".join(lines) + "\n", "replay_args", namespace)
 
 
+def _fresh_slots():
+    """Tensor._make's own values for every slot but the value, read off a tensor it made."""
+    made = Tensor._make(None)
+    return [(slot, getattr(made, slot)) for slot in Tensor.__slots__
+            if slot not in ("_value", "__weakref__")]
+
+
+_FRESH = _fresh_slots()
+
+
+def _fresh_tensor(arg, value):
+    """Source giving ``arg`` the gradient ``value`` (an expression) as a new tensor: what
+    ``Tensor._make(value)`` does, written out (a call per gradient costs a fifth of it)."""
+    return (["    t = new(Tensor)", f"    t._value = {value}"]
+            + [f"    t.{slot} = {default!r}" for slot, default in _FRESH]
+            + [f"    {arg}._grad = t"])
+
+
 def backward_for(spec, records, program, arena):
     """``backward(args, versions, vals)``: ``loss.backward()`` for a replay of ``program``
     (a codegen.Program) whose leaves are positional arguments, or False, with nothing
@@ -124,18 +142,17 @@ def backward_for(spec, records, program, arena):
         if shape == ():
             # numbers' gradients are copied out of the arena together, into one array; a
             # 0-d view of it each is cheaper than a new 0-d array each
-            assign.append(f"    {a}._grad = make(block[{len(numbers)}, ...])")
+            assign += _fresh_tensor(a, f"block[{len(numbers)}, ...]")
             numbers.append(off)
         else:
             shape = tuple(int(d) for d in shape)
-            assign.append(f"    {a}._grad = make(grads[{off}:{off + size}]"
-                          f".reshape({shape!r}).copy())")
+            assign += _fresh_tensor(a, f"grads[{off}:{off + size}].reshape({shape!r}).copy()")
     if n <= _PAIRWISE_MAX:
         tests += [f"{names[i]} is {names[j]}" for i in range(n) for j in range(i + 1, n)]
     else:
         tests.append(f"len(set(map(id, args))) != {n}")
-    namespace = {"make": Tensor._make, "arena": arena, "sweep": program.backward,
-                 "NUMBERS": np.array(numbers, dtype=np.intp)}
+    namespace = {"new": object.__new__, "Tensor": Tensor, "arena": arena,
+                 "sweep": program.backward, "NUMBERS": np.array(numbers, dtype=np.intp)}
     lines = ["def backward(args, versions, vals):"]
     if n:
         lines.append(f"    {', '.join(names)}, = args")
