@@ -5,9 +5,10 @@ much time in Python around its kernels as a scalar loop spends inside them: chec
 argument against the recorded signature, copying it into the arena, and after the backward
 sweep handing each one its ``.grad``.  A loop over a table of per-argument specs costs a few
 hundred nanoseconds per argument; the same work written out for one signature, with its
-shapes and offsets as literals, costs about half.  So each variant gets these two small
-functions, generated once when it is recorded (``binder``) or when its backward is generated
-(``backward_for``).
+shapes and offsets as literals, costs about half.  So each variant gets two small
+functions: its replay for such calls (``replayer``), generated when it is recorded and again
+once it has generated code, which the replay then calls itself; and ``backward()`` after it
+(``backward_for``), generated with the variant's generated backward.
 """
 import numpy as np
 
@@ -111,7 +112,7 @@ _FRESH = _fresh_slots()
 
 def _fresh_tensor(arg, value):
     """Source giving ``arg`` the gradient ``value`` (an expression) as a new tensor: what
-    ``Tensor._make(value)`` does, written out (a call per gradient costs a fifth of it)."""
+    ``Tensor._make(value)`` does, written out (the call alone was a fifth of the cost)."""
     return (["    t = new(Tensor)", f"    t._value = {value}"]
             + [f"    t.{slot} = {default!r}" for slot, default in _FRESH]
             + [f"    {arg}._grad = t"])
