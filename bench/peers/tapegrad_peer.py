@@ -257,7 +257,7 @@ def peers():
     compiled = Peer(
         name="tapegrad_compiled",
         description="tapegrad.compile: recorded once, forward and backward replayed compiled",
-        versions={"tapegrad": version},
+        versions={"tapegrad": f"{version} (BLAS: {tg.blas()})"},
         setups={"W1": _compiled_w1, "W2": _compiled_mlp(_w2_loss, "Y", tg.float64),
                 "W3": _compiled_mlp(_w3_loss, "labels", tg.int64), "W4": _compiled_w4,
                 "W5": _compiled_w5},
@@ -268,7 +268,7 @@ def peers():
     eager = Peer(
         name="tapegrad",
         description="tapegrad eager (flat tape, compiled backward sweep)",
-        versions={"tapegrad": f"{version} ({os.path.dirname(tg.__file__)})"},
+        versions={"tapegrad": f"{version} ({os.path.dirname(tg.__file__)}; BLAS: {tg.blas()})"},
         setups={"W1": _setup_w1, "W2": _mlp_setup(_w2_loss, "Y", tg.float64),
                 "W3": _mlp_setup(_w3_loss, "labels", tg.int64), "W4": _setup_w4,
                 "W5": _setup_w5},

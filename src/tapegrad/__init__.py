@@ -6,6 +6,7 @@ The user-facing behaviour follows PyTorch's autograd.
 """
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
+from ._blas import blas
 from ._dtype import dtype, float32, float64, int64
 from ._methods import install as _install
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

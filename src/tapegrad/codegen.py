@@ -568,7 +568,7 @@ class Program:
         self.forward = module.forward
         self.backward = module.backward
         self.seeds = seeds        # the backward's seed records (a plan_cache key)
-        self.plan = plan          # (need, goff, total) the backward was generated for
+        self.plan = plan          # (need, goff, total, fresh) the backward was generated for
         self.source = source
         self.path = path
         op, size = cols[0], cols[4]
@@ -583,7 +583,7 @@ class Program:
         self.arg_backward = None
         if plan is not None and len(seeds) == 1:
             # what autograd.program_backward needs, ready as Python ints
-            need, goff, total = plan
+            need, goff, total = plan[:3]
             self.seed = int(seeds[0])
             self.seed_offset = int(goff[self.seed])
             self.total = max(int(total), 1)

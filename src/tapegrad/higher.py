@@ -572,15 +572,15 @@ def _unit_rows(tape, x, out):
     need = np.empty(n_rec, dtype=np.uint8)
     goff = np.empty(n_rec, dtype=np.int64)
     r_out = out._r
-    total = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec, need,
-                   goff)
+    total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
+                      need, goff)
     grads = np.zeros(max(total, 1))
     leaves = [r for r in _leaf_records(tape, x) if need[r]]
     for i in range(m):
         grads[:total] = 0.0
         grads[goff[r_out] + i] = 1.0
         bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                      r_out + 1, 0)
+                      r_out + 1, 0, 0)
         if bad >= 0:
             raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
         for r in leaves:
@@ -673,15 +673,15 @@ def _curvature(tape, x, y, seeds):
     r_out = y._r
     need = np.empty(n_rec, dtype=np.uint8)
     goff = np.empty(n_rec, dtype=np.int64)
-    total = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec, need,
-                   goff)
+    total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
+                      need, goff)
     leaves = [r for r in _leaf_records(tape, x) if need[r]]
     if not leaves:
         return np.zeros((k, n))
     grads = np.zeros(total)
     grads[goff[r_out]] = 1.0
     bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                  r_out + 1, 0)
+                  r_out + 1, 0, 0)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     stride = tape.top
@@ -701,7 +701,7 @@ def _curvature(tape, x, y, seeds):
     if bad < 0:
         for s in range(k):
             K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, dgrads[s],
-                    need, r_out + 1, 0)
+                    need, r_out + 1, 0, 0)
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:
         return None

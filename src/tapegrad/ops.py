@@ -22,6 +22,7 @@ the op's own value, ``gx0``/``gx1`` the input gradients (accumulated with ``+=``
 import numba
 import numpy as np
 
+from . import _blas
 from ._config import inline, kernel, parallel_kernel, prange
 
 # ---------------------------------------------------------------------------------------------
@@ -737,52 +738,71 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 
 
 # --- linear algebra ----------------------------------------------------------------------------
-# BLAS dgemm through numba's own C helper (the one np.dot calls): C = alpha op(A) op(B) + beta C,
-# column-major, every argument a pointer or an integer.  With beta = 1 a matrix product adds
-# straight into the gradient arena; np.dot would make a temporary (1.6 MB for W3's first
-# layer) and then a second pass to add it.  Declared here rather than taken from
-# numba.np.linalg so that importing tapegrad does not import scipy.linalg (170 ms); the helper
-# loads scipy's BLAS on its first call.
-_DGEMM = numba.types.ExternalFunction("numba_xxgemm", numba.types.intc(
-    numba.types.char, numba.types.char, numba.types.char,            # kind, transa, transb
-    numba.types.intp, numba.types.intp, numba.types.intp,            # m, n, k
-    numba.types.CPointer(numba.types.float64),                       # alpha
-    numba.types.CPointer(numba.types.float64), numba.types.intp,     # a, lda
-    numba.types.CPointer(numba.types.float64), numba.types.intp,     # b, ldb
-    numba.types.CPointer(numba.types.float64),                       # beta
-    numba.types.CPointer(numba.types.float64), numba.types.intp))    # c, ldc
+# BLAS dgemm with numba's own helper's signature (the one np.dot calls), bound by _blas to
+# scipy's OpenBLAS or to MKL: C = alpha op(A) op(B) + beta C, column-major, every argument a
+# pointer or an integer.  With beta = 1 a matrix product adds straight into the gradient
+# arena; np.dot would make a temporary (1.6 MB for W3's first layer) and then a second pass
+# to add it.  Declared here rather than taken from numba.np.linalg so that importing
+# tapegrad does not import scipy.linalg (170 ms); the helper loads scipy's BLAS on its first
+# call.
+_DGEMM = numba.types.ExternalFunction(_blas.SYMBOL, _blas.XXGEMM_SIGNATURE)
 _KIND, _N, _T = ord("d"), ord("N"), ord("T")
 
 
 @inline
-def gemm_add(c, a, b, m, k, n, trans_a, trans_b):
-    """Row-major ``c (m, n) += op(a) @ op(b)`` for 1-D arena slices; op transposes where
-    trans_a / trans_b: then a is stored (k, m), b is stored (n, k)."""
-    if m == 0 or n == 0 or k == 0:
+def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
+    """Row-major ``c (m, n) = op(a) @ op(b) + beta * c`` for 1-D arena slices; op transposes
+    where trans_a / trans_b: then a is stored (k, m), b is stored (n, k)."""
+    if m == 0 or n == 0:
         return
-    one = np.ones(1)
+    if k == 0:
+        if beta == 0.0:
+            c[:m * n] = 0.0
+        return
+    scalars = np.empty(2)
+    scalars[0], scalars[1] = 1.0, beta
     # row-major c is column-major c.T = op(b).T @ op(a).T: swap the operands
     lda = m if trans_a else k
     ldb = k if trans_b else n
-    _DGEMM(_KIND, _T if trans_b else _N, _T if trans_a else _N, n, m, k, one.ctypes,
-           b.ctypes, ldb, a.ctypes, lda, one.ctypes, c.ctypes, n)
+    _DGEMM(_KIND, _T if trans_b else _N, _T if trans_a else _N, n, m, k, scalars[0:].ctypes,
+           b.ctypes, ldb, a.ctypes, lda, scalars[1:].ctypes, c.ctypes, n)
 
 
 @inline
-def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+def _written_whole(r, a0, a1, goff, size, need, start, fresh):
+    """Whether grads[start:fresh], the part of the arena record r adds to first, is exactly
+    the gradients of its operands (one, or both one below the other, as ``plan`` lays them
+    out), which a matrix product's backward then writes whole."""
+    s0, s1 = a0[r], a1[r]
+    f0 = need[s0] and goff[s0] < fresh
+    f1 = need[s1] and goff[s1] < fresh and s1 != s0
+    if f0 and f1:
+        return (goff[s0] + size[s0] == fresh and goff[s1] + size[s1] == goff[s0]
+                and start == goff[s1])
+    if f0:
+        return goff[s0] + size[s0] == fresh and start == goff[s0]
+    if f1:
+        return goff[s1] + size[s1] == fresh and start == goff[s1]
+    return False
+
+
+@inline
+def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0,
+               beta1):
+    # beta 0: the operand's gradient is written, not added to (its first contribution)
     b_n, m, k, n = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
     for b in range(b_n):
         g = grads[goff[r] + b * m * n: goff[r] + (b + 1) * m * n]
         if need[a0[r]]:
             # gx0 (m, k) += g (m, n) @ x1.T, x1 stored (k, n)
             x1 = vals[voff[a1[r]] + b * k * n: voff[a1[r]] + (b + 1) * k * n]
-            gemm_add(grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k], g, x1,
-                     m, n, k, False, True)
+            gemm(grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k], g, x1,
+                 m, n, k, False, True, beta0)
         if need[a1[r]]:
             # gx1 (k, n) += x0.T @ g, x0 stored (m, k)
             x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k]
-            gemm_add(grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n], x0, g,
-                     k, m, n, True, False)
+            gemm(grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n], x0, g,
+                 k, m, n, True, False, beta1)
 
 
 # --- structure ------------------------------------------------------------------------------------
@@ -897,16 +917,31 @@ def cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 # ---------------------------------------------------------------------------------------------
 # The sweeps
 # ---------------------------------------------------------------------------------------------
+@inline
+def _touch(s, need, goff, size, top):
+    """Lay out record s's gradient just below ``top`` if it is needed and has no place yet."""
+    if s >= 0 and need[s] and goff[s] == -2:
+        goff[s] = top - size[s]
+        return top - size[s]
+    return top
+
+
 @kernel
 def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
     """Mark the records that lead to a seed and need a gradient; lay out their gradients.
 
     need[r] = 1 for records on a path from a seed down to a leaf; goff[r] is the offset of
-    record r's gradient in the gradient arena.  Returns the arena length needed.
+    record r's gradient in the gradient arena.  Returns ``(total, fresh)``: the arena length
+    needed, and where the part ``sweep`` clears itself (``[0, fresh)``) ends.
 
     Two passes: forward, which records depend on a leaf at all (a broadcast copy of a constant
     does not, and its rule must not run: it would write to a gradient that has no place);
-    backward, which of those a seed reaches.
+    backward, which of those a seed reaches.  Then the layout, from the top of the arena
+    down: the seeds (the caller clears and seeds them), then every other gradient in the
+    order the sweep first adds to it, so that the sweep can clear each just before it is
+    used, when it is about to be in cache anyway, and a matrix product can write its first
+    contribution instead of adding it.  A tape of numbers only is laid out in record order
+    and cleared by the caller.
     """
     for r in range(n_rec):
         o = op[r]
@@ -942,25 +977,112 @@ def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
             need[a1[r]] = 3
     for r in range(n_rec):
         need[r] = 1 if need[r] == 3 else 0
+        goff[r] = -1
+    # -2: a gradient some rule the sweep runs adds to (every needed record but the seeds)
+    for r in range(n_rec):
+        if need[r] and not _no_rule(op[r]):
+            o = op[r]
+            if o == CAT or o == STACK:
+                for j in range(aux[ip[r]]):
+                    src = aux[ip[r] + 1 + 3 * j]
+                    if need[src]:
+                        goff[src] = -2
+            else:
+                if a0[r] >= 0 and need[a0[r]]:
+                    goff[a0[r]] = -2
+                if a1[r] >= 0 and need[a1[r]]:
+                    goff[a1[r]] = -2
     total = 0
+    one_element = True
     for r in range(n_rec):
         if need[r]:
-            goff[r] = total
             total += size[r]
-        else:
-            goff[r] = -1
-    return total
+            one_element = one_element and size[r] == 1
+    if one_element:
+        # a tape of numbers: record order, all cleared by the caller (a tiny arena; and
+        # generated code rolls a loop of records from the strides of this layout)
+        total = 0
+        for r in range(n_rec):
+            if need[r]:
+                goff[r] = total
+                total += 1
+        return total, 0
+    top = total
+    for s in seeds:
+        if need[s] and goff[s] < 0:
+            top -= size[s]
+            goff[s] = top
+    for r in range(n_rec):
+        if need[r] and goff[r] == -1:
+            # not a seed and no rule adds to it (none such, as need is built): cleared by
+            # the caller with the seeds
+            top -= size[r]
+            goff[r] = top
+    fresh = top
+    for r in range(n_rec - 1, -1, -1):
+        if need[r] and not _no_rule(op[r]):
+            o = op[r]
+            if o == CAT or o == STACK:
+                for j in range(aux[ip[r]]):
+                    top = _touch(aux[ip[r] + 1 + 3 * j], need, goff, size, top)
+            else:
+                top = _touch(a0[r], need, goff, size, top)
+                top = _touch(a1[r], need, goff, size, top)
+    return total, fresh
+
+
+@inline
+def _no_rule(o):
+    """Records the sweep passes over: they have no inputs to send a gradient to."""
+    return o <= EXTERN or o == CMP or o == GUARD
+
+
+@inline
+def _touched_start(r, op, a0, a1, goff, size, ip, aux, need, fresh):
+    """The start of the lowest gradient record r's rule adds to (``fresh`` if none)."""
+    start = fresh
+    o = op[r]
+    if o == CAT or o == STACK:
+        for j in range(aux[ip[r]]):
+            s = aux[ip[r] + 1 + 3 * j]
+            if need[s]:
+                start = min(start, goff[s])
+    else:
+        s = a0[r]
+        if s >= 0 and need[s]:
+            start = min(start, goff[s])
+        s = a1[r]
+        if s >= 0 and need[s]:
+            start = min(start, goff[s])
+    return start
 
 
 @kernel
-def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi, lo):
-    """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``."""
+def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi, lo, fresh):
+    """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``.
+
+    ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
+    the rules first add to it, and each part is cleared here just before (pass 0 for an
+    arena cleared beforehand, and for a sweep in pieces).  A matrix product writes its first
+    contribution with beta = 0 instead: no clearing pass at all for the largest gradients.
+    """
     for r in range(hi - 1, lo - 1, -1):
         if not need[r]:
             continue
         o = op[r]
-        if o <= EXTERN or o == CMP or o == GUARD:
+        if _no_rule(o):
             continue
+        beta0 = beta1 = 1.0
+        start = _touched_start(r, op, a0, a1, goff, size, ip, aux, need, fresh)
+        if start < fresh:
+            if o == MATMUL and _written_whole(r, a0, a1, goff, size, need, start, fresh):
+                if goff[a0[r]] < fresh and need[a0[r]]:
+                    beta0 = 0.0
+                if goff[a1[r]] < fresh and need[a1[r]] and a1[r] != a0[r]:
+                    beta1 = 0.0
+            else:
+                grads[start:fresh] = 0.0
+            fresh = start
         if size[r] == 1 and o < RELU:
             # One-element records (ODE loops, per-op chains) index the arenas directly: the
             # general rules build array views, which cost refcounting on every record.  The
@@ -1061,7 +1183,8 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
         elif o == NORM:
             norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MATMUL:
-            matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+            matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need,
+                       beta0, beta1)
         elif o == EXPAND_S:
             expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == SCATTER:
@@ -1392,10 +1515,10 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
     if o == MATMUL:
         b_n, m, k, nn = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
         for b in range(b_n):
-            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k].reshape((m, k))
-            x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn].reshape((k, nn))
+            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k]
+            x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn]
             # straight into the arena: no temporary and no copy of the product
-            np.dot(x0, x1, out[b * m * nn:(b + 1) * m * nn].reshape((m, nn)))
+            gemm(out[b * m * nn:(b + 1) * m * nn], x0, x1, m, k, nn, False, False, 0.0)
     elif o == EXPAND_S:
         nd = aux[ip[r]]
         shp = aux[ip[r] + 1: ip[r] + 1 + nd]
@@ -1562,7 +1685,8 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
         if want_grad:
             grads[:] = 0.0
             grads[goff[out_rec]] = 1.0
-            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, n, 0)
+            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, n, 0,
+                  0)
             for j in range(arg_recs.size):
                 r = arg_recs[j]
                 m = size[r]

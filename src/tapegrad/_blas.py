@@ -1,0 +1,101 @@
+"""Which BLAS the compiled matrix products call.
+
+Every kernel that multiplies matrices calls one C symbol, ``tapegrad_xxgemm``, with the
+by-value signature of numba's own dgemm helper (the one ``np.dot`` calls inside ``@njit``,
+which loads scipy's OpenBLAS).  The symbol is bound here, once per process, before any
+kernel is linked, so the cached kernels stay the same whichever library is behind it:
+
+* ``default`` -- numba's helper, i.e. scipy's OpenBLAS;
+* ``mkl`` -- Intel MKL's ``dgemm`` from ``libmkl_rt`` (``pip install tapegrad[mkl]``),
+  through a small compiled adapter.  MKL is 15-25% faster than OpenBLAS on the products of
+  a training step on Intel CPUs.
+
+``TAPEGRAD_BLAS`` chooses: ``auto`` (the default: MKL when installed), ``mkl`` (an error if
+it is not) or ``default``.  ``tapegrad.blas()`` names the library in use.
+"""
+import ctypes
+import ctypes.util
+import glob
+import os
+import sys
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+from numba import _helperlib
+
+SYMBOL = "tapegrad_xxgemm"
+_MKL_SYMBOL = "tapegrad_mkl_dgemm"
+_CHOICES = ("auto", "mkl", "default")
+
+_t = numba.types
+_f64p, _i32p, _i8p = _t.CPointer(_t.float64), _t.CPointer(_t.int32), _t.CPointer(_t.int8)
+# numba_xxgemm's own signature: kind ('d'), transa, transb, m, n, k, alpha*, a*, lda, b*,
+# ldb, beta*, c*, ldc -- column-major, the integers by value
+XXGEMM_SIGNATURE = _t.intc(_t.char, _t.char, _t.char, _t.intp, _t.intp, _t.intp,
+                           _f64p, _f64p, _t.intp, _f64p, _t.intp, _f64p, _f64p, _t.intp)
+# the Fortran dgemm: every argument a pointer, 32-bit integers (MKL's LP64 interface)
+_MKL_DGEMM = _t.ExternalFunction(_MKL_SYMBOL, _t.void(
+    _i8p, _i8p, _i32p, _i32p, _i32p, _f64p, _f64p, _i32p, _f64p, _i32p, _f64p, _f64p, _i32p))
+
+
+def _mkl_library():
+    """The path of MKL's single dynamic library, or None: pip's ``mkl`` wheel puts it in the
+    environment's ``lib`` folder; otherwise wherever the loader finds it."""
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        found = sorted(glob.glob(os.path.join(prefix, "lib", "libmkl_rt.so*")))
+        if found:
+            return found[0]
+    return ctypes.util.find_library("mkl_rt")
+
+
+def _mkl_adapter():
+    """A compiled function with numba_xxgemm's signature that calls MKL's Fortran dgemm."""
+    @numba.cfunc(XXGEMM_SIGNATURE, cache=True, nopython=True)
+    def mkl_xxgemm(kind, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        flags = np.empty(2, np.int8)
+        flags[0], flags[1] = transa, transb
+        ints = np.empty(6, np.int32)
+        ints[0], ints[1], ints[2], ints[3], ints[4], ints[5] = m, n, k, lda, ldb, ldc
+        _MKL_DGEMM(flags[0:].ctypes, flags[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
+                   ints[2:].ctypes, alpha, a, ints[3:].ctypes, b, ints[4:].ctypes, beta, c,
+                   ints[5:].ctypes)
+        return 0
+    return mkl_xxgemm
+
+
+def _bind_mkl(path):
+    lib = ctypes.CDLL(path)
+    lib.MKL_Set_Interface_Layer.argtypes = [ctypes.c_int]
+    lib.MKL_Set_Interface_Layer(0)   # LP64: 32-bit integers, as the adapter passes them
+    llvm.add_symbol(_MKL_SYMBOL, ctypes.cast(lib.dgemm, ctypes.c_void_p).value)
+    adapter = _mkl_adapter()
+    llvm.add_symbol(SYMBOL, adapter.address)
+    return lib, adapter
+
+
+def _bind():
+    choice = os.environ.get("TAPEGRAD_BLAS", "auto").strip().lower() or "auto"
+    if choice not in _CHOICES:
+        raise ValueError(f"TAPEGRAD_BLAS must be one of {', '.join(_CHOICES)}, got {choice!r}")
+    if choice != "default":
+        path = _mkl_library()
+        if path is not None:
+            try:
+                return "mkl", _bind_mkl(path)
+            except (OSError, AttributeError) as exc:
+                if choice == "mkl":
+                    raise ImportError(f"TAPEGRAD_BLAS=mkl: could not load {path}: {exc}")
+        elif choice == "mkl":
+            raise ImportError("TAPEGRAD_BLAS=mkl, but MKL is not installed "
+                              "(pip install tapegrad[mkl])")
+    llvm.add_symbol(SYMBOL, _helperlib.c_helpers["xxgemm"])
+    return "default", None
+
+
+_NAME, _KEEP = _bind()   # _KEEP: the library and adapter, alive as long as the symbol
+
+
+def blas():
+    """The BLAS behind compiled matrix products: ``"mkl"`` or ``"default"`` (scipy's)."""
+    return _NAME
