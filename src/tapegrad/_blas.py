@@ -7,8 +7,8 @@ kernel is linked, so the cached kernels stay the same whichever library is behin
 
 * ``default`` -- numba's helper, i.e. scipy's OpenBLAS;
 * ``mkl`` -- Intel MKL's ``dgemm`` from ``libmkl_rt`` (``pip install tapegrad[mkl]``),
-  through a small compiled adapter.  MKL is 15-25% faster than OpenBLAS on the products of
-  a training step on Intel CPUs.
+  through a small compiled adapter: on Intel CPUs its products are faster (W3's first
+  layer, 256x784 @ 784x256: 1.21 ms against OpenBLAS's 1.30 ms here).
 
 ``TAPEGRAD_BLAS`` chooses: ``auto`` (the default: MKL when installed), ``mkl`` (an error if
 it is not) or ``default``.  ``tapegrad.blas()`` names the library in use.

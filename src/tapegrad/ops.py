@@ -1038,7 +1038,7 @@ def _no_rule(o):
 
 
 @inline
-def _touched_start(r, op, a0, a1, goff, size, ip, aux, need, fresh):
+def _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh):
     """The start of the lowest gradient record r's rule adds to (``fresh`` if none)."""
     start = fresh
     o = op[r]
@@ -1074,7 +1074,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
             continue
         beta0 = beta1 = 1.0
         # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
-        start = _touched_start(r, op, a0, a1, goff, size, ip, aux, need, fresh) if fresh else 0
+        start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
         if start < fresh:
             if o == MATMUL and _written_whole(r, a0, a1, goff, size, need, start, fresh):
                 if goff[a0[r]] < fresh and need[a0[r]]:
