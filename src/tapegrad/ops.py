@@ -743,8 +743,8 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 # pointer or an integer.  With beta = 1 a matrix product adds straight into the gradient
 # arena; np.dot would make a temporary (1.6 MB for W3's first layer) and then a second pass
 # to add it.  Declared here rather than taken from numba.np.linalg so that importing
-# tapegrad does not import scipy.linalg (170 ms); the helper loads scipy's BLAS on its first
-# call.
+# tapegrad does not import scipy.linalg (170 ms); numba's helper loads scipy's BLAS on its
+# first call.
 _DGEMM = numba.types.ExternalFunction(_blas.SYMBOL, _blas.XXGEMM_SIGNATURE)
 _KIND, _N, _T = ord("d"), ord("N"), ord("T")
 
@@ -769,21 +769,25 @@ def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
 
 
 @inline
-def _written_whole(r, a0, a1, goff, size, need, start, fresh):
-    """Whether grads[start:fresh], the part of the arena record r adds to first, is exactly
-    the gradients of its operands (one, or both one below the other, as ``plan`` lays them
-    out), which a matrix product's backward then writes whole."""
+def _first_write(r, a0, a1, goff, size, need, start, fresh):
+    """The betas of matrix product r's two gradient products: 0.0 for an operand whose
+    gradient it writes instead of adding to, when grads[start:fresh], the part of the arena
+    it adds to first, is exactly those gradients (one, or both one below the other, as
+    ``plan`` lays them out); (1.0, 1.0), and the part is to be cleared, otherwise."""
     s0, s1 = a0[r], a1[r]
     f0 = need[s0] and goff[s0] < fresh
     f1 = need[s1] and goff[s1] < fresh and s1 != s0
     if f0 and f1:
-        return (goff[s0] + size[s0] == fresh and goff[s1] + size[s1] == goff[s0]
-                and start == goff[s1])
-    if f0:
-        return goff[s0] + size[s0] == fresh and start == goff[s0]
-    if f1:
-        return goff[s1] + size[s1] == fresh and start == goff[s1]
-    return False
+        if (goff[s0] + size[s0] == fresh and goff[s1] + size[s1] == goff[s0]
+                and start == goff[s1]):
+            return 0.0, 0.0
+    elif f0:
+        if goff[s0] + size[s0] == fresh and start == goff[s0]:
+            return 0.0, 1.0
+    elif f1:
+        if goff[s1] + size[s1] == fresh and start == goff[s1]:
+            return 1.0, 0.0
+    return 1.0, 1.0
 
 
 @inline
@@ -1076,12 +1080,9 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
         # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
         start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
         if start < fresh:
-            if o == MATMUL and _written_whole(r, a0, a1, goff, size, need, start, fresh):
-                if goff[a0[r]] < fresh and need[a0[r]]:
-                    beta0 = 0.0
-                if goff[a1[r]] < fresh and need[a1[r]] and a1[r] != a0[r]:
-                    beta1 = 0.0
-            else:
+            if o == MATMUL:
+                beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
+            if beta0 == 1.0 and beta1 == 1.0:
                 grads[start:fresh] = 0.0
             fresh = start
         if size[r] == 1 and o < RELU:
