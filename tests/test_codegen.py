@@ -14,7 +14,7 @@ import tapegrad as tg
 from tapegrad import codegen
 from tapegrad import ops as K
 from tapegrad.functional import softplus
-from tapegrad.tape import state
+from tapegrad.tape import NO_EXT, state
 
 EDGES = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.0])
 VALUES = st.one_of(EDGES, st.floats(-3.0, 3.0, allow_nan=False))
@@ -232,8 +232,8 @@ def test_a_failing_guard_is_reported_by_the_generated_forward():
     vals[voff[leaf]] = 5.0           # 5 * 1.5 = 7.5, then 11.25: the third guard fails
     bad = variant.program.forward(vals, fp, ip, faux)
     assert op[bad] == K.GUARD
-    assert bad == K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals.copy(), 0,
-                            len(op))
+    assert bad == K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals.copy(), NO_EXT,
+                            0, len(op))
 
 
 def test_hot_tapes_get_generated_code_on_their_own():

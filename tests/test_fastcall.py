@@ -243,7 +243,7 @@ def test_generated_backward_for_many_arguments_finds_a_repeated_one():
 
     program = SimpleNamespace(leaf_slots=tuple((r, 10 + r, 1) for r in range(9)),
                               backward=sweep, backward_params=(2.0,), seed_offset=0, total=20)
-    spec = tuple(((), True, i, -1) for i in range(9))
+    spec = tuple(((), True, i, -1, False) for i in range(9))
     backward = _fastcall.backward_for(spec, tuple(range(9)), program, lambda n: arena[:n])
     arena = np.full(30, np.nan)
     vals = np.arange(9.0)
@@ -262,21 +262,21 @@ def test_generated_backward_for_many_arguments_finds_a_repeated_one():
 
 def test_generated_replay_refuses_without_copying_on_a_mismatch():
     constant = tg.tensor(7.0)
-    instance = SimpleNamespace(vals=np.zeros(4))
+    instance = SimpleNamespace(arena=np.zeros(4))
     runs = []
 
     def run(inst, args, kwargs):
-        runs.append((inst.vals.tolist(), inst.arg_versions, inst.arg_records))
+        runs.append((inst.arena.tolist(), inst.arg_versions, inst.arg_records))
         return "replayed"
 
-    variant = SimpleNamespace(arg_spec=(((), True, 0, -1), ((2,), False, 1, 3)),
+    variant = SimpleNamespace(arg_spec=(((), True, 0, -1, False), ((2,), False, 1, 3, False)),
                               arg_spec_records=(0, 1), constants=[(constant, 0)],
                               program=None, single_out=None)
     replay_args = _fastcall.replayer(variant, lambda: instance, run, None)
     good = (tg.tensor(1.5, requires_grad=True), tg.tensor([2.0, 3.0]))
     assert replay_args(good) == "replayed"
     assert runs == [([1.5, 2.0, 3.0, 0.0], (0, 0), (0, 1))]
-    instance.vals[:] = 0.0
+    instance.arena[:] = 0.0
     for bad in [good[:1], good + good[:1], (good[0], [2.0, 3.0]),
                 (good[0], tg.tensor([2.0, 3.0], requires_grad=True)),
                 (good[0], tg.tensor([2.0, 3.0, 4.0])),
@@ -285,7 +285,7 @@ def test_generated_replay_refuses_without_copying_on_a_mismatch():
         assert replay_args(bad) is None
     constant.add_(1.0)     # a tensor read as a constant changed: the tape no longer holds
     assert replay_args(good) is None
-    assert instance.vals.tolist() == [0.0] * 4
+    assert instance.arena.tolist() == [0.0] * 4
     assert len(runs) == 1
 
 

@@ -19,6 +19,7 @@ import strategies as S  # noqa: F401 - makes the source tree importable
 import tapegrad as tg
 import tapegrad.functional as TF
 from tapegrad import ops as K
+from tapegrad.tape import NO_EXT
 from tapegrad.testing import gradcheck
 
 TG = C.Lib(tg, TF)
@@ -150,6 +151,6 @@ def test_unknown_opcode_is_reported_by_the_sweep():
     grads = np.zeros(int(size.sum()))
     aux = np.zeros(1, dtype=i8)
     faux = np.zeros(1)
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                  n, 0, 0)
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT, grads,
+                  need, n, 0, 0)
     assert bad == y._r

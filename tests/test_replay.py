@@ -32,7 +32,7 @@ import tapegrad as tg
 import tapegrad.functional as TF
 from tapegrad import ops as K
 from tapegrad.replay import Trace
-from tapegrad.tape import Tape, state
+from tapegrad.tape import NO_EXT, Tape, state
 
 TG = C.Lib(tg, TF)
 VALUE_RECORDS = {K.LEAF, K.CONST, K.EXTERN}
@@ -279,7 +279,7 @@ def forward_on(tape, ts, arrays):
     for r, leaf in tape.leaves.items():
         j = next(i for i, t in enumerate(ts) if t is leaf)
         vals[voff[r]:voff[r] + size[r]] = arrays[j].reshape(-1)
-    bad = K.forward(*cols, vals, 0, len(tape))
+    bad = K.forward(*cols, vals, NO_EXT, 0, len(tape))
     return int(bad), vals
 
 
@@ -327,7 +327,7 @@ def test_forward_kernel_reports_a_failed_guard_and_an_unknown_opcode():
     cols = [np.array(c) for c in tape.columns()]
     r = out._r
     cols[0][r] = max(K.OPS) + 1
-    assert K.forward(*cols, tape.vals[:tape.top].copy(), 0, len(tape)) == -2 - r
+    assert K.forward(*cols, tape.vals[:tape.top].copy(), NO_EXT, 0, len(tape)) == -2 - r
 
 
 @pytest.mark.parametrize("name", sorted(FORWARD_EXAMPLES))

@@ -34,6 +34,10 @@ _f64p, _i32p, _i8p = _t.CPointer(_t.float64), _t.CPointer(_t.int32), _t.CPointer
 # ldb, beta*, c*, ldc -- column-major, the integers by value
 XXGEMM_SIGNATURE = _t.intc(_t.char, _t.char, _t.char, _t.intp, _t.intp, _t.intp,
                            _f64p, _f64p, _t.intp, _f64p, _t.intp, _f64p, _f64p, _t.intp)
+# the same function as the kernels declare it: the matrices a, b and c by address (an
+# integer, the same register as a pointer), so that a kernel can pass an argument's own array
+XXGEMM_BY_ADDRESS = _t.intc(_t.char, _t.char, _t.char, _t.intp, _t.intp, _t.intp, _f64p,
+                            _t.intp, _t.intp, _t.intp, _t.intp, _f64p, _t.intp, _t.intp)
 # the Fortran dgemm: every argument a pointer, 32-bit integers (MKL's LP64 interface)
 _MKL_DGEMM = _t.ExternalFunction(_MKL_SYMBOL, _t.void(
     _i8p, _i8p, _i32p, _i32p, _i32p, _f64p, _f64p, _i32p, _f64p, _i32p, _f64p, _f64p, _i32p))

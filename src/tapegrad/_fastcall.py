@@ -58,7 +58,7 @@ def replayer(variant, take, run, failed):
         lines.append("        return None")
         for a in names:
             lines.append(f"    v{a} = {a}._value")
-        for a, (shape, rg, _, _) in zip(names, spec):
+        for a, (shape, rg, _, _, _) in zip(names, spec):
             # (a number's test reads ndim: no shape tuple is made)
             tests.append(f"v{a}.shape != {tuple(int(d) for d in shape)!r}" if shape != ()
                          else f"v{a}.ndim")
@@ -73,12 +73,24 @@ def replayer(variant, take, run, failed):
     if tests:
         lines.append("    if (" + "\n            or ".join(tests) + "):")
         lines.append("        return None")
-    lines += ["    inst = take()", "    vals = inst.vals"]
-    for a, (_, _, off, end) in zip(names, spec):
+    lines += ["    inst = take()", "    vals = inst.arena"]
+    direct = []
+    for a, r, (_, _, off, end, in_place) in zip(names, variant.arg_spec_records, spec):
         if end < 0:
             lines.append(f"    vals[{off}] = v{a}")
+        elif in_place:
+            # read where it is by the matrix products (replay.Variant.read_in_place)
+            lines += [f"    if v{a}.flags.c_contiguous:",
+                      f"        inst.ext[{r}] = v{a}.__array_interface__['data'][0]",
+                      f"        direct.append(({r}, v{a}))",
+                      "    else:",
+                      f"        vals[{off}:{end}] = v{a}.reshape(-1)"]
+            direct.append(a)
         elif end:
             lines.append(f"    vals[{off}:{end}] = v{a}.reshape(-1)")
+    if direct:
+        lines.insert(lines.index("    vals = inst.arena") + 1, "    direct = []")
+        lines.append("    inst.ext_refs = direct or None")
     lines += ["    inst.args = args",
               "    inst.arg_versions = (" + "".join(f"{a}._version, " for a in names) + ")",
               "    inst.arg_records = RECORDS"]
@@ -135,7 +147,7 @@ def backward_for(spec, records, program, arena):
     tests = [f"{a}._version != versions[{i}]"
              for i, (a, r) in enumerate(zip(names, records)) if r >= 0]
     numbers, assign = [], []
-    for a, r, (shape, _, _, _) in zip(names, records, spec):
+    for a, r, (shape, _, _, _, _) in zip(names, records, spec):
         if r not in where:
             continue
         tests += [f"not {a}._rg", f"{a}._hooks", f"{a}._grad is not None"]

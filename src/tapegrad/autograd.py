@@ -369,7 +369,7 @@ def program_backward(t, retain_graph):
     # a replay of positional arguments (replay.Variant.replay_args) has a backward
     # generated for its signature (_fastcall.backward_for)
     if (args is not None and prog.arg_backward is not None
-            and prog.arg_backward(args, tape.arg_versions, tape.vals)):
+            and prog.arg_backward(args, tape.arg_versions, tape.arena)):
         if not retain_graph:
             tape.freed = prog.freed
             finish(tape)
@@ -383,7 +383,7 @@ def program_backward(t, retain_graph):
             return False
     grads = gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
-    prog.backward(tape.vals, grads, *prog.backward_params)
+    prog.backward(tape.arena, grads, *prog.backward_params)
     for r, off, size in prog.leaf_slots:
         leaf = leaves[r]
         if not leaf._rg:
@@ -533,11 +533,12 @@ def _sweep(tape, tape_seeds):
         for r, g in tape_seeds.items():
             if need[r]:
                 grads[goff[r]:goff[r] + size[r]] = g
-        prog.backward(tape.vals, grads, *prog.backward_params)
+        prog.backward(tape.arena, grads, *prog.backward_params)
         del cols, op, a0, a1, voff, size, ip, fp, aux, faux
         return need, goff, grads
     if hooked:
         fresh = 0   # swept in pieces: cleared beforehand
+    vals = tape.arena   # (a replay's may read arguments in place: see replay._Instance)
     grads[fresh:total] = 0.0
     for r, g in tape_seeds.items():
         # a seed that reaches no leaf has no place in the arena: a newer tape's gradient of
@@ -547,8 +548,8 @@ def _sweep(tape, tape_seeds):
     hi = n
     for r in hooked:
         # everything above r is swept, so r's gradient is complete: the hook may replace it
-        K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need, hi,
-                r + 1, 0)
+        K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads, need,
+                hi, r + 1, 0)
         g = grads[goff[r]:goff[r] + size[r]]
         shape, hooks = tape.hooks[r]
         for hook in list(hooks):
@@ -557,8 +558,8 @@ def _sweep(tape, tape_seeds):
             if res is not None:
                 g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
         hi = r + 1
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                  hi, 0, fresh)
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
+                  need, hi, 0, fresh)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     # the column views lock the arrays against growth: drop them before returning

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import functional as F
 from . import ops as K
-from .tape import state
+from .tape import NO_EXT, state
 from .tensor import Tensor
 
 
@@ -579,8 +579,8 @@ def _unit_rows(tape, x, out):
     for i in range(m):
         grads[:total] = 0.0
         grads[goff[r_out] + i] = 1.0
-        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                      r_out + 1, 0, 0)
+        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT,
+                      grads, need, r_out + 1, 0, 0)
         if bad >= 0:
             raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
         for r in leaves:
@@ -680,8 +680,8 @@ def _curvature(tape, x, y, seeds):
         return np.zeros((k, n))
     grads = np.zeros(total)
     grads[goff[r_out]] = 1.0
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, need,
-                  r_out + 1, 0, 0)
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT, grads,
+                  need, r_out + 1, 0, 0)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     stride = tape.top
@@ -700,8 +700,8 @@ def _curvature(tape, x, y, seeds):
                       stride, dgrads, need, r_out + 1, 0)
     if bad < 0:
         for s in range(k):
-            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, dgrads[s],
-                    need, r_out + 1, 0, 0)
+            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT,
+                    dgrads[s], need, r_out + 1, 0, 0)
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:
         return None

@@ -739,20 +739,33 @@ def norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
 
 # --- linear algebra ----------------------------------------------------------------------------
 # BLAS dgemm with numba's own helper's signature (the one np.dot calls), bound by _blas to
-# scipy's OpenBLAS or to MKL: C = alpha op(A) op(B) + beta C, column-major, every argument a
-# pointer or an integer.  With beta = 1 a matrix product adds straight into the gradient
-# arena; np.dot would make a temporary (1.6 MB for W3's first layer) and then a second pass
-# to add it.  Declared here rather than taken from numba.np.linalg so that importing
+# scipy's OpenBLAS or to MKL: C = alpha op(A) op(B) + beta C, column-major.  With beta = 1 a
+# matrix product adds straight into the gradient arena; np.dot would make a temporary (1.6 MB
+# for W3's first layer) and then a second pass to add it.  The matrices go by address (an
+# integer): an operand may be an argument's own array rather than a copy in the arena (see
+# ``value_at``).  Declared here rather than taken from numba.np.linalg so that importing
 # tapegrad does not import scipy.linalg (170 ms); numba's helper loads scipy's BLAS on its
 # first call.
-_DGEMM = numba.types.ExternalFunction(_blas.SYMBOL, _blas.XXGEMM_SIGNATURE)
+_DGEMM = numba.types.ExternalFunction(_blas.SYMBOL, _blas.XXGEMM_BY_ADDRESS)
 _KIND, _N, _T = ord("d"), ord("N"), ord("T")
 
 
 @inline
+def value_at(vals, voff, ext, s, offset):
+    """The address of record s's value, ``offset`` values in.  ``ext[s]``, where nonzero, is
+    the address of the array a replay reads argument s from in place (only matrix products
+    read such a record, and only through this); otherwise the value is in the arena.  A
+    kernel's caller keeps both alive."""
+    if s < ext.size and ext[s] != 0:
+        return ext[s] + 8 * offset
+    return vals.ctypes.data + 8 * (voff[s] + offset)
+
+
+@inline
 def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
-    """Row-major ``c (m, n) = op(a) @ op(b) + beta * c`` for 1-D arena slices; op transposes
-    where trans_a / trans_b: then a is stored (k, m), b is stored (n, k)."""
+    """Row-major ``c (m, n) = op(a) @ op(b) + beta * c``: c a 1-D arena slice, a and b the
+    operands' addresses; op transposes where trans_a / trans_b: then a is stored (k, m), b
+    is stored (n, k)."""
     if m == 0 or n == 0:
         return
     if k == 0:
@@ -765,7 +778,7 @@ def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
     lda = m if trans_a else k
     ldb = k if trans_b else n
     _DGEMM(_KIND, _T if trans_b else _N, _T if trans_a else _N, n, m, k, scalars[0:].ctypes,
-           b.ctypes, ldb, a.ctypes, lda, scalars[1:].ctypes, c.ctypes, n)
+           b, ldb, a, lda, scalars[1:].ctypes, c.ctypes.data, n)
 
 
 @inline
@@ -791,22 +804,20 @@ def _first_write(r, a0, a1, goff, size, need, start, fresh):
 
 
 @inline
-def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0,
+def matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
                beta1):
     # beta 0: the operand's gradient is written, not added to (its first contribution)
     b_n, m, k, n = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
     for b in range(b_n):
-        g = grads[goff[r] + b * m * n: goff[r] + (b + 1) * m * n]
+        g = grads.ctypes.data + 8 * (goff[r] + b * m * n)
         if need[a0[r]]:
             # gx0 (m, k) += g (m, n) @ x1.T, x1 stored (k, n)
-            x1 = vals[voff[a1[r]] + b * k * n: voff[a1[r]] + (b + 1) * k * n]
-            gemm(grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k], g, x1,
-                 m, n, k, False, True, beta0)
+            gemm(grads[goff[a0[r]] + b * m * k: goff[a0[r]] + (b + 1) * m * k], g,
+                 value_at(vals, voff, ext, a1[r], b * k * n), m, n, k, False, True, beta0)
         if need[a1[r]]:
             # gx1 (k, n) += x0.T @ g, x0 stored (m, k)
-            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k]
-            gemm(grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n], x0, g,
-                 k, m, n, True, False, beta1)
+            gemm(grads[goff[a1[r]] + b * k * n: goff[a1[r]] + (b + 1) * k * n],
+                 value_at(vals, voff, ext, a0[r], b * m * k), g, k, m, n, True, False, beta1)
 
 
 # --- structure ------------------------------------------------------------------------------------
@@ -1062,13 +1073,15 @@ def _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh):
 
 
 @kernel
-def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi, lo, fresh):
+def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi, lo,
+          fresh):
     """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``.
 
     ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
     the rules first add to it, and each part is cleared here just before (pass 0 for an
     arena cleared beforehand, and for a sweep in pieces).  A matrix product writes its first
     contribution with beta = 0 instead: no clearing pass at all for the largest gradients.
+    ``ext``: arguments read in place (see ``value_at``; empty: none).
     """
     for r in range(hi - 1, lo - 1, -1):
         if not need[r]:
@@ -1185,7 +1198,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, hi
         elif o == NORM:
             norm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MATMUL:
-            matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need,
+            matmul_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need,
                        beta0, beta1)
         elif o == EXPAND_S:
             expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
@@ -1511,16 +1524,15 @@ def softmax_fwd(o, r, a0, voff, ip, aux, vals):
 
 
 @inline
-def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
+def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals, ext):
     n = size[r]
     out = _seg(vals, voff[r], n)
     if o == MATMUL:
         b_n, m, k, nn = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
         for b in range(b_n):
-            x0 = vals[voff[a0[r]] + b * m * k: voff[a0[r]] + (b + 1) * m * k]
-            x1 = vals[voff[a1[r]] + b * k * nn: voff[a1[r]] + (b + 1) * k * nn]
             # straight into the arena: no temporary and no copy of the product
-            gemm(out[b * m * nn:(b + 1) * m * nn], x0, x1, m, k, nn, False, False, 0.0)
+            gemm(out[b * m * nn:(b + 1) * m * nn], value_at(vals, voff, ext, a0[r], b * m * k),
+                 value_at(vals, voff, ext, a1[r], b * k * nn), m, k, nn, False, False, 0.0)
     elif o == EXPAND_S:
         nd = aux[ip[r]]
         shp = aux[ip[r] + 1: ip[r] + 1 + nd]
@@ -1599,8 +1611,9 @@ def structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
 
 
 @kernel
-def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
-    """Recompute records lo..hi-1 from their inputs (LEAF values were refreshed by the caller).
+def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi):
+    """Recompute records lo..hi-1 from their inputs (LEAF values were refreshed by the caller,
+    in the arena or, for the records ``ext`` names, in place: see ``value_at``).
 
     Returns -1, or the index of the first GUARD whose value differs from the recorded one.
     """
@@ -1660,7 +1673,7 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, lo, hi):
             reduce_fwd(o, r, a0, voff, ip, fp, aux, vals)
         elif o == SOFTMAX or o == LOG_SOFTMAX:
             softmax_fwd(o, r, a0, voff, ip, aux, vals)
-        elif not structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals):
+        elif not structure_fwd(o, r, a0, a1, voff, size, ip, aux, vals, ext):
             if not elementwise_fwd(o, r, a0, a1, voff, size, ip, fp, faux, vals):
                 return -2 - r
     return -1
@@ -1671,6 +1684,7 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
                 inputs, out_rec, need, total, want_grad, values, grads_out, status, lo, hi):
     """Rows lo..hi-1 of ``batch_replay``, with value and gradient arenas of their own."""
     vals = template.copy()
+    no_ext = np.zeros(0, np.int64)
     grads = np.zeros(max(total, 1))
     n = op.size
     n_out = size[out_rec]
@@ -1679,7 +1693,7 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
             r = arg_recs[j]
             m = size[r]
             vals[voff[r]:voff[r] + m] = inputs[b, arg_offs[j]:arg_offs[j] + m]
-        bad = forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, 0, n)
+        bad = forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, no_ext, 0, n)
         status[b] = bad
         if bad != -1:
             continue
@@ -1687,8 +1701,8 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
         if want_grad:
             grads[:] = 0.0
             grads[goff[out_rec]] = 1.0
-            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, n, 0,
-                  0)
+            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, no_ext, grads, need,
+                  n, 0, 0)
             for j in range(arg_recs.size):
                 r = arg_recs[j]
                 m = size[r]

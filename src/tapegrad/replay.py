@@ -31,7 +31,7 @@ from . import _fastcall
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
-from .tape import Tape, _tape_ids, state
+from .tape import NO_EXT, Tape, _tape_ids, state
 from .tensor import Size, Tensor
 
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
@@ -81,7 +81,7 @@ def forward_plan(cols):
     return steps
 
 
-def _forward_steps(cols, vals, steps):
+def _forward_steps(cols, vals, ext, steps):
     """``ops.forward`` over the whole tape, run as ``forward_plan`` split it.  Same return
     value as ``ops.forward``."""
     from ._quiet import quiet_begin, quiet_end
@@ -90,7 +90,7 @@ def _forward_steps(cols, vals, steps):
     try:
         for a, b in steps:
             if type(a) is int:
-                bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, a, b)
+                bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, a, b)
                 if bad != -1:
                     return bad
                 continue
@@ -230,6 +230,12 @@ class _Arg:
 
 
 _LEAVES, _LEAF_REC = Tape.leaves, Tape.leaf_rec   # the slots the properties below keep
+_FLOAT64 = np.dtype(np.float64)
+# Arguments of at least this many values that only matrix products read are read where they
+# are instead of copied into the arena (Variant.read_in_place): W3's data and first weights
+# are 3.8 MB, a quarter of a millisecond of copying per step.  Below it the copy is cheaper
+# than looking up the address.
+_IN_PLACE_MIN = 16384
 
 
 class _Instance(Tape):
@@ -240,12 +246,30 @@ class _Instance(Tape):
     the versions it read them at; ``leaves`` and ``leaf_rec`` are built from them only when
     something asks, which the usual ``loss.backward()`` (``autograd.program_backward``) does
     not.
+
+    Its arena is ``arena``; the kernels read the arguments ``ext`` names from the arrays in
+    ``ext_refs`` instead (see ``Variant.read_in_place``).  ``vals``, what everything else
+    reads (double backward, forward mode, in-place checks), copies those in first.
     """
 
-    __slots__ = ("args", "arg_versions", "arg_records")
+    __slots__ = ("args", "arg_versions", "arg_records", "arena", "ext", "ext_refs")
 
     def __del__(self):
         pass
+
+    @property
+    def vals(self):
+        if self.ext_refs is not None:
+            self._copy_in()
+        return self.arena
+
+    def _copy_in(self):
+        """Bring the arguments read in place into the arena, as a copying replay has them."""
+        arena, voff, ext = self.arena, self.voff, self.ext
+        for r, v in self.ext_refs:
+            arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
+            ext[r] = 0
+        self.ext_refs = None
 
     def _bind_args(self):
         leaves, leaf_rec = {}, {}
@@ -278,18 +302,18 @@ class _Instance(Tape):
 
 
 class _Probe:
-    __slots__ = ("vals",)
+    __slots__ = ("arena",)
 
 
 def _loop_refs(items):
     # counted as Variant._instance counts them: in a loop over the list, the item in a local
     for inst in items:
-        return _refcount(inst), _refcount(inst.vals)
+        return _refcount(inst), _refcount(inst.arena)
 
 
 def _unused_probe():
     probe = _Probe()
-    probe.vals = np.empty(0)
+    probe.arena = np.empty(0)
     return [probe]
 
 
@@ -351,9 +375,12 @@ class Variant:
         # where arguments and results sit in the arena, as Python ints: replay reads them on
         # every call, and NumPy integers make slicing several times slower
         voff, sizes = self.cols[3], self.cols[4]
-        # (and whether the value is a single number, stored without slicing)
+        self.read_in_place = _read_in_place(tape, args, outputs)
+        # (and whether the value is a single number, stored without slicing, and whether it
+        # may be read in place)
         self.arg_slots = [(key, r, int(voff[r]), r in tape.leaves and
-                           tape.leaves[r]._value.ndim == 0) for key, r in arg_records.items()]
+                           tape.leaves[r]._value.ndim == 0, r in self.read_in_place)
+                          for key, r in arg_records.items()]
         self.out_slots = [(r, shape, const, plain) if r is None else
                           (r, shape, (int(voff[r]), int(voff[r]) + int(sizes[r])), plain)
                           for (r, shape, const), plain in zip(outputs, self.plain)]
@@ -381,12 +408,13 @@ class Variant:
             return
         if not all(type(e) is tuple and len(e) == 3 and e[0] == "T" for e in sig):
             return
-        slots = {key: (r, off, single) for key, r, off, single in self.arg_slots}
+        slots = {key: (r, off, single, direct)
+                 for key, r, off, single, direct in self.arg_slots}
         spec, records = [], []
         for i, (_, shape, rg) in enumerate(sig):
-            r, off, single = slots.get(i, (-1, 0, False))
+            r, off, single, direct = slots.get(i, (-1, 0, False, False))
             end = -1 if single else off + int(np.prod(shape, dtype=np.int64)) if r >= 0 else 0
-            spec.append((shape, rg, off, end))
+            spec.append((shape, rg, off, end, direct))
             records.append(r)
         self.arg_spec, self.arg_spec_records = tuple(spec), tuple(records)
         self._make_fast_path()
@@ -451,7 +479,7 @@ class Variant:
         _INSTANCE_LOCK.acquire()    # (half the cost of a with statement)
         try:
             for inst in items:
-                if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.vals) <= _FREE_VALS:
+                if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.arena) <= _FREE_VALS:
                     _reset(inst)
                     return inst
         finally:
@@ -460,7 +488,9 @@ class Variant:
         tpl = self.template
         for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
             setattr(inst, name, getattr(tpl, name))
-        inst.vals = tpl.vals[:self.top].copy()
+        inst.arena = tpl.vals[:self.top].copy()
+        inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
+        inst.ext_refs = None
         inst.cap = inst.top = self.top
         inst.externs = {}
         inst.extern_rec = {}
@@ -484,20 +514,25 @@ class Variant:
                 if t._version != version:
                     return _Miss("a tensor used as a constant was changed in place")
         inst = self._instance()
-        vals = inst.vals
+        vals = inst.arena
         leaves = {}
         # the versions the values were read at: backward refuses leaves changed in place
         # since, as in eager mode
         leaf_rec = {}
-        for key, r, off, single in self.arg_slots:
+        refs = None
+        for key, r, off, single, direct in self.arg_slots:
             a = args[key] if type(key) is int else _fetch(args, kwargs, key)
             v = a._value
             if single:
                 vals[off] = v
+            elif direct and v.dtype is _FLOAT64 and v.flags.c_contiguous:
+                inst.ext[r] = v.__array_interface__["data"][0]
+                refs = [(r, v)] if refs is None else refs + [(r, v)]
             else:
                 vals[off:off + v.size] = v.reshape(-1)
             leaves[r] = a
             leaf_rec[id(a)] = (r, a._version)
+        inst.ext_refs = refs
         if self.closure:
             voff = self.cols[3]
             for r, (leaf, _, _) in self.closure.items():
@@ -510,7 +545,7 @@ class Variant:
         return self._run(inst, args, kwargs)
 
     def _run(self, inst, args, kwargs):
-        vals = inst.vals
+        vals = inst.arena
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
@@ -521,10 +556,11 @@ class Variant:
             inst.program = prog if prog.plan is not None else None
             bad = prog.forward(vals, *prog.forward_params)
         elif self.steps is not None:
-            bad = _forward_steps(self.cols, vals, self.steps)
+            bad = _forward_steps(self.cols, vals, inst.ext, self.steps)
         else:
             op, a0, a1, voff, size, ip, fp, aux, faux = self.cols
-            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, 0, self.n)
+            bad = K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, inst.ext, 0,
+                            self.n)
         if bad != -1:
             return self._failed(bad)
         inst.cached_cols = self.cols
@@ -576,6 +612,9 @@ def _reset(inst):
     if inst.hooks:
         inst.hooks = {}
     inst.cached_cols = None
+    if inst.ext_refs is not None:
+        inst.ext[:] = 0
+        inst.ext_refs = None
 
 
 # Values a function may return that replay hands back unchanged: they cannot hold tensors,
@@ -936,6 +975,21 @@ def compile(fn=None, *, max_signatures=32, max_variants=4, codegen=None):
 # Tape optimisation: dead records, constant records, repeated records
 # ---------------------------------------------------------------------------------------------
 _AUX_KEY_LIMIT = 64  # records whose side data is longer than this are not compared for CSE
+
+
+def _read_in_place(tape, args, outputs):
+    """The argument records a replay may read where they are, not copy into the arena: large
+    ones that only matrix products read (through ops.value_at, from the address in the
+    instance's ``ext``), none of them a result.  Every other reader of the arena asks the
+    instance for ``vals``, which copies them in."""
+    readers = {}
+    for r in range(len(tape)):
+        for s in _inputs_of(tape, r):
+            if s in args:
+                readers.setdefault(s, set()).add(tape.op[r])
+    results = {r for r, _, _ in outputs}
+    return frozenset(r for r in args if tape.size[r] >= _IN_PLACE_MIN and r not in results
+                     and readers.get(r) == {K.MATMUL})
 
 
 def _inputs_of(tape, r):

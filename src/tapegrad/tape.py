@@ -28,6 +28,10 @@ _POOL_LIMIT = 4             # free chunks kept for reuse per thread
 
 _tape_ids = itertools.count()
 
+# The ``ext`` of a tape whose values are all in its arena: the kernels read an argument in
+# place only where a replay says so (ops.value_at).
+NO_EXT = np.zeros(0, dtype=np.int64)
+
 
 class _State(threading.local):
     """Per-thread engine state: grad mode, the tape being recorded, reusable buffers."""
@@ -100,6 +104,14 @@ class Tape:
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
         self.plan_cache = None   # seeds -> (need, goff, total, fresh), for replayed tapes
         self.program = None      # generated backward of a replayed tape (codegen.Program)
+
+    ext = NO_EXT   # (a replay's tape has its own: replay.Variant.read_in_place)
+
+    @property
+    def arena(self):
+        """The value arena as the kernels read it, with ``ext``: for a replay's tape it may
+        lack the arguments read in place, which ``vals`` copies in first."""
+        return self.vals
 
     def __len__(self):
         return len(self.op)

@@ -1,0 +1,186 @@
+"""A replay reads large arguments that only matrix products use where they are, instead of
+copying them into its arena (``replay._read_in_place``); anything else that reads the arena
+gets them copied in first.  The results must be those of eager mode in every case."""
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tapegrad as tg
+from tapegrad import replay
+from tapegrad.tape import state
+
+
+@contextlib.contextmanager
+def _in_place_from(n):
+    """Read arguments of at least n values in place (the default keeps small ones copied)."""
+    before = replay._IN_PLACE_MIN
+    replay._IN_PLACE_MIN = n
+    try:
+        yield
+    finally:
+        replay._IN_PLACE_MIN = before
+
+
+def _layer(x, w, b, v):
+    return ((x @ w + b).relu() @ v).sum()
+
+
+def _two_layers(x, w, b, v):
+    # w is also read by its transpose
+    h = (x @ w).tanh()
+    return ((h @ w.T) @ w @ v).mean()
+
+
+def _batched(x, w, b, v):
+    # x is read by the stack; (2, m, k) @ (k, k) is one (2m, k) @ (k, k) product reading w
+    return ((tg.stack([x, 2.0 * x]) @ w + b).sin() @ v).sum()
+
+
+def _shared(x, w, b, v):
+    # w is read by a product and by a multiplication: it is copied, x and v are read in place
+    return ((x @ w) @ v).sum() + (w * w).sum() * b.sum()
+
+
+PROGRAMS = [_layer, _two_layers, _batched, _shared]
+# how many of x, w, b, v each reads in place: those that only matrix products read
+READ_IN_PLACE = {_layer: 3, _two_layers: 2, _batched: 2, _shared: 2}
+
+
+def _eager(program, values, x_grad):
+    leaves = [tg.tensor(v, requires_grad=x_grad or i > 0) for i, v in enumerate(values)]
+    loss = program(*leaves)
+    loss.backward()
+    return loss.item(), [t.grad.numpy() if t.grad is not None else None for t in leaves]
+
+
+@given(program=st.sampled_from(PROGRAMS), m=st.integers(1, 5), k=st.integers(1, 5),
+       x_grad=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_replay_reading_arguments_in_place_equals_eager(program, m, k, x_grad, seed):
+    """New values every call, the gradient arena full of nan, x with and without a
+    gradient: the replay's loss and gradients are eager mode's, to the last bits."""
+    rng = np.random.default_rng(seed)
+    shapes = ((m, k), (k, k), (k,), (k, 2))
+    with _in_place_from(1):
+        compiled = tg.compile(program)
+        for call in range(3):
+            values = [rng.standard_normal(s) for s in shapes]
+            want_loss, want_grads = _eager(program, values, x_grad)
+            args = [tg.tensor(v, requires_grad=x_grad or i > 0) for i, v in enumerate(values)]
+            loss = compiled(*args)
+            state.grads = np.full(max(1 << 12, state.grads.size), np.nan)
+            loss.backward()
+            np.testing.assert_allclose(loss.item(), want_loss, rtol=1e-12, atol=1e-12)
+            for a, g in zip(args, want_grads):
+                if g is None:
+                    assert a.grad is None
+                else:
+                    np.testing.assert_allclose(a.grad.numpy(), g, rtol=1e-12, atol=1e-12)
+        variant = compiled.variants()[0]
+        assert len(variant.read_in_place) == READ_IN_PLACE[program]
+
+
+def _mlp(x, w1, w2):
+    return ((x @ w1).relu() @ w2).logsumexp(dim=1).mean()
+
+
+def _mlp_values(seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((128, 256)), rng.standard_normal((256, 128)) / 16,
+            rng.standard_normal((128, 10)) / 11)
+
+
+def _mlp_args(values):
+    x, w1, w2 = values
+    return tg.tensor(x), tg.tensor(w1, requires_grad=True), tg.tensor(w2, requires_grad=True)
+
+
+def test_large_matrix_operands_are_read_in_place_by_default():
+    compiled = tg.compile(_mlp)
+    values = _mlp_values()
+    for _ in range(2):
+        args = _mlp_args(values)
+        loss = compiled(*args)
+        loss.backward()
+    variant = compiled.variants()[0]
+    # x (32768 values) and w1 (32768); w2 (1280) is below the size worth it and is copied
+    assert sorted(variant.cols[4][r] for r in variant.read_in_place) == [32768, 32768]
+    eager = _mlp_args(values)
+    _mlp(*eager).backward()
+    # (eager products are NumPy's, replayed ones the kernels' BLAS: equal to rounding)
+    np.testing.assert_allclose(loss.item(), _mlp(*eager).item(), rtol=1e-12)
+    for a, e in zip(args[1:], eager[1:]):
+        np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_a_non_contiguous_argument_is_copied_and_the_next_call_reads_in_place_again():
+    """The same signature with a transposed view: copied into the arena.  The instance the
+    calls share must not keep the address of an earlier call's array."""
+    compiled = tg.compile(_mlp)
+    values = _mlp_values(1)
+    x = values[0]
+    transposed = tg.tensor(np.ascontiguousarray(x.T)).T   # x's values, not contiguous
+    for arg in (tg.tensor(x), transposed, tg.tensor(2.0 * x), transposed):
+        args = (arg,) + _mlp_args(values)[1:]
+        x = arg.numpy()
+        loss = compiled(*args)
+        loss.backward()
+        eager = (tg.tensor(x),) + _mlp_args(values)[1:]
+        want = _mlp(*eager)
+        want.backward()
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-12)
+        np.testing.assert_allclose(args[1].grad.numpy(), eager[1].grad.numpy(), rtol=1e-12,
+                                   atol=1e-15)
+        del loss, args
+    assert compiled.stats.records == 1
+
+
+def test_double_backward_through_a_replay_that_read_in_place():
+    """create_graph reads the arena from Python: the arguments are copied in for it (the
+    recording's values stay in the arena otherwise, so the replay uses other values)."""
+    compiled = tg.compile(_mlp)
+    compiled(*_mlp_args(_mlp_values(2)))
+    values = _mlp_values(4)
+    for run in (_mlp, compiled, compiled):
+        args = _mlp_args(values)
+        g1, = tg.autograd.grad(run(*args), args[1], create_graph=True)
+        (g1 * g1).sum().backward()
+        if run is _mlp:
+            want = args[2].grad.numpy().copy()
+        else:
+            np.testing.assert_allclose(args[2].grad.numpy(), want, rtol=1e-12, atol=1e-15)
+    assert compiled.stats.replays == 2
+
+
+def test_an_argument_changed_in_place_before_backward_is_refused_as_in_eager_mode():
+    values = _mlp_values(3)
+    compiled = tg.compile(_mlp)
+    compiled(*_mlp_args(values)).backward()
+    messages = []
+    for run in (_mlp, compiled):
+        args = _mlp_args(values)
+        loss = run(*args)
+        with tg.no_grad():
+            args[1].mul_(2.0)
+        with pytest.raises(RuntimeError) as err:
+            loss.backward()
+        messages.append(str(err.value).split(" It was modified")[0])
+    assert messages[0] == messages[1]
+    assert "modified by an inplace operation" in messages[0]
+
+
+def test_an_argument_read_otherwise_is_copied():
+    with _in_place_from(1):
+        compiled = tg.compile(lambda x, w: ((x @ w).sum() + x.sum(), w))
+        x, w = tg.tensor(np.ones((3, 4))), tg.tensor(np.ones((4, 2)), requires_grad=True)
+        for _ in range(2):
+            loss, same = compiled(x, w)
+        variant = compiled.variants()[0]
+        # x is read by its sum too; w, returned as the argument itself, only by the product
+        assert variant.read_in_place == {variant.arg_records[1]}
+        assert same is w
+        assert loss.item() == 36.0
+        loss.backward()
+        np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 2), 3.0))
