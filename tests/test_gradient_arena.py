@@ -69,7 +69,15 @@ def _batched(x, w, b, v):
     return ((xs @ w + b).sin() @ v).sum()
 
 
-PROGRAMS = [_layer, _reused, _reused_left, _concatenated, _square, _batched]
+def _sums(x, w, b, v):
+    # sums, differences and relus write their inputs' first gradients; h + h and x - x
+    # write one and then add to it
+    h = x @ w
+    s = (h + h) - (x - x).sum() + (h - 1.0).relu() + (2.0 - h) + (h + b)
+    return (s.relu() @ v).sum()
+
+
+PROGRAMS = [_layer, _reused, _reused_left, _concatenated, _square, _batched, _sums]
 
 
 @given(program=st.sampled_from(PROGRAMS), m=st.integers(1, 4), k=st.integers(1, 4),

@@ -186,31 +186,29 @@ def _row_broadcast(strides, nd, inner):
 
 
 @inline
-def add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+def add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0, beta1,
+            sign):
+    # (sub_bwd with sign -1; beta 0: the gradient is written, its first contribution)
     n = size[r]
     g = _seg(grads, goff[r], n)
     if need[a0[r]]:
         gx0 = _seg(grads, goff[a0[r]], n)
-        for i in range(n):
-            gx0[i] += g[i]
+        if beta0 == 0.0:
+            gx0[:] = g
+        else:
+            for i in range(n):
+                gx0[i] += g[i]
     if a1[r] >= 0 and need[a1[r]]:
         gx1 = _seg(grads, goff[a1[r]], n)
-        for i in range(n):
-            gx1[i] += g[i]
-
-
-@inline
-def sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
-    n = size[r]
-    g = _seg(grads, goff[r], n)
-    if need[a0[r]]:
-        gx0 = _seg(grads, goff[a0[r]], n)
-        for i in range(n):
-            gx0[i] += g[i]
-    if a1[r] >= 0 and need[a1[r]]:
-        gx1 = _seg(grads, goff[a1[r]], n)
-        for i in range(n):
-            gx1[i] -= g[i]
+        if beta1 == 0.0:
+            for i in range(n):
+                gx1[i] = sign * g[i]
+        elif sign > 0.0:
+            for i in range(n):
+                gx1[i] += g[i]
+        else:
+            for i in range(n):
+                gx1[i] -= g[i]
 
 
 @inline
@@ -390,15 +388,19 @@ def unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, ne
 
 
 @inline
-def relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need):
+def relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0):
     n = size[r]
     g = _seg(grads, goff[r], n)
     out = _seg(vals, voff[r], n)
     gx0 = _seg(grads, goff[a0[r]], n)
-    for i in range(n):
-        # PyTorch zeroes where the result is <= 0: a nan result passes the gradient
-        if not (out[i] <= 0.0):
-            gx0[i] += g[i]
+    # PyTorch zeroes where the result is <= 0: a nan result passes the gradient
+    if beta0 == 0.0:
+        for i in range(n):
+            gx0[i] = 0.0 if out[i] <= 0.0 else g[i]
+    else:
+        for i in range(n):
+            if not (out[i] <= 0.0):
+                gx0[i] += g[i]
 
 
 @inline
@@ -783,13 +785,14 @@ def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
 
 @inline
 def _first_write(r, a0, a1, goff, size, need, start, fresh):
-    """The betas of matrix product r's two gradient products: 0.0 for an operand whose
-    gradient it writes instead of adding to, when grads[start:fresh], the part of the arena
-    it adds to first, is exactly those gradients (one, or both one below the other, as
-    ``plan`` lays them out); (1.0, 1.0), and the part is to be cleared, otherwise."""
+    """The betas of record r's rule (a matrix product, an elementwise sum or difference, a
+    relu) for its two inputs: 0.0 for an input whose gradient it writes instead of adding
+    to, when grads[start:fresh], the part of the arena it adds to first, is exactly those
+    gradients (one, or both one below the other, as ``plan`` lays them out); (1.0, 1.0),
+    and the part is to be cleared, otherwise."""
     s0, s1 = a0[r], a1[r]
-    f0 = need[s0] and goff[s0] < fresh
-    f1 = need[s1] and goff[s1] < fresh and s1 != s0
+    f0 = s0 >= 0 and need[s0] and goff[s0] < fresh
+    f1 = s1 >= 0 and need[s1] and goff[s1] < fresh and s1 != s0
     if f0 and f1:
         if (goff[s0] + size[s0] == fresh and goff[s1] + size[s1] == goff[s0]
                 and start == goff[s1]):
@@ -1079,8 +1082,9 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
 
     ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
     the rules first add to it, and each part is cleared here just before (pass 0 for an
-    arena cleared beforehand, and for a sweep in pieces).  A matrix product writes its first
-    contribution with beta = 0 instead: no clearing pass at all for the largest gradients.
+    arena cleared beforehand, and for a sweep in pieces).  A matrix product, a sum, a
+    difference or a relu writes its first contribution instead (beta = 0): no clearing pass
+    at all for the largest gradients (``_first_write``).
     ``ext``: arguments read in place (see ``value_at``; empty: none).
     """
     for r in range(hi - 1, lo - 1, -1):
@@ -1093,7 +1097,9 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
         # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
         start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
         if start < fresh:
-            if o == MATMUL:
+            # (the one-element path below always adds: its records are cleared)
+            if o == MATMUL or (size[r] > 1 and (o == ADD or o == ADD_S or o == SUB or
+                                                o == SUB_S or o == RELU)):
                 beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
             if beta0 == 1.0 and beta1 == 1.0:
                 grads[start:fresh] = 0.0
@@ -1143,9 +1149,11 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
                 grads[goff[i0]] += g * vals[voff[r]]
                 continue
         if o == ADD or o == ADD_S:
-            add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+            add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0,
+                    beta1, 1.0)
         elif o == SUB or o == SUB_S:
-            sub_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+            add_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0,
+                    beta1, -1.0)
         elif o == RSUB_S or o == NEG:
             neg_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == MUL:
@@ -1168,7 +1176,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
                 o == SIN or o == COS or o == TAN or o == TANH or o == SIGMOID:
             unary_bwd(o, r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == RELU:
-            relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
+            relu_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0)
         elif o == SOFTPLUS:
             softplus_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need)
         elif o == CLAMP or o == CLAMP_MIN or o == CLAMP_MAX:
