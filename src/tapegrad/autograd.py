@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from . import ops as K
-from .tape import finish, state
+from .tape import aligned_empty, finish, state
 from .tensor import Tensor
 
 _SAVED_FREED = (
@@ -351,7 +351,7 @@ def gradient_arena(total):
     """The shared gradient arena, grown to at least ``total`` (its contents are garbage)."""
     grads = state.grads
     if grads.size < total:
-        grads = state.grads = np.empty(max(total, 2 * grads.size))
+        grads = state.grads = aligned_empty(max(total, 2 * grads.size))
     return grads
 
 

@@ -31,7 +31,7 @@ from . import _fastcall
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
-from .tape import NO_EXT, Tape, _tape_ids, state
+from .tape import NO_EXT, Tape, _tape_ids, aligned_empty, state
 from .tensor import Size, Tensor
 
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
@@ -306,14 +306,15 @@ class _Probe:
 
 
 def _loop_refs(items):
-    # counted as Variant._instance counts them: in a loop over the list, the item in a local
+    # counted as Variant._instance counts them: in a loop over the list, the item in a local;
+    # the arena is a view (aligned_empty), views of which refer to its base
     for inst in items:
-        return _refcount(inst), _refcount(inst.arena)
+        return _refcount(inst), _refcount(inst.arena.base)
 
 
 def _unused_probe():
     probe = _Probe()
-    probe.arena = np.empty(0)
+    probe.arena = aligned_empty(0)
     return [probe]
 
 
@@ -479,7 +480,8 @@ class Variant:
         _INSTANCE_LOCK.acquire()    # (half the cost of a with statement)
         try:
             for inst in items:
-                if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.arena) <= _FREE_VALS:
+                if (_refcount(inst) <= _FREE_INSTANCE
+                        and _refcount(inst.arena.base) <= _FREE_VALS):
                     _reset(inst)
                     return inst
         finally:
@@ -488,7 +490,8 @@ class Variant:
         tpl = self.template
         for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
             setattr(inst, name, getattr(tpl, name))
-        inst.arena = tpl.vals[:self.top].copy()
+        inst.arena = aligned_empty(self.top)
+        inst.arena[:] = tpl.vals[:self.top]
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
         inst.cap = inst.top = self.top
