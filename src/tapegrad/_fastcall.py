@@ -74,7 +74,9 @@ def replayer(variant, take, run, failed):
         lines.append("    if (" + "\n            or ".join(tests) + "):")
         lines.append("        return None")
     lines += ["    inst = take()", "    vals = inst.arena"]
-    direct = []
+    reads_in_place = any(in_place for _, _, _, _, in_place in spec)
+    if reads_in_place:
+        lines.append("    direct = []")
     for a, r, (_, _, off, end, in_place) in zip(names, variant.arg_spec_records, spec):
         if end < 0:
             lines.append(f"    vals[{off}] = v{a}")
@@ -85,11 +87,9 @@ def replayer(variant, take, run, failed):
                       f"        direct.append(({r}, v{a}))",
                       "    else:",
                       f"        vals[{off}:{end}] = v{a}.reshape(-1)"]
-            direct.append(a)
         elif end:
             lines.append(f"    vals[{off}:{end}] = v{a}.reshape(-1)")
-    if direct:
-        lines.insert(lines.index("    vals = inst.arena") + 1, "    direct = []")
+    if reads_in_place:
         lines.append("    inst.ext_refs = direct or None")
     lines += ["    inst.args = args",
               "    inst.arg_versions = (" + "".join(f"{a}._version, " for a in names) + ")",

@@ -28,6 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import _fastcall
+from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
@@ -230,7 +231,6 @@ class _Arg:
 
 
 _LEAVES, _LEAF_REC = Tape.leaves, Tape.leaf_rec   # the slots the properties below keep
-_FLOAT64 = np.dtype(np.float64)
 # Arguments of at least this many values that only matrix products read are read where they
 # are instead of copied into the arena (Variant.read_in_place): W3's data and first weights
 # are 3.8 MB, a quarter of a millisecond of copying per step.  Below it the copy is cheaper
@@ -522,7 +522,7 @@ class Variant:
         # the versions the values were read at: backward refuses leaves changed in place
         # since, as in eager mode
         leaf_rec = {}
-        refs = None
+        refs = []
         for key, r, off, single, direct in self.arg_slots:
             a = args[key] if type(key) is int else _fetch(args, kwargs, key)
             v = a._value
@@ -530,12 +530,12 @@ class Variant:
                 vals[off] = v
             elif direct and v.dtype is _FLOAT64 and v.flags.c_contiguous:
                 inst.ext[r] = v.__array_interface__["data"][0]
-                refs = [(r, v)] if refs is None else refs + [(r, v)]
+                refs.append((r, v))
             else:
                 vals[off:off + v.size] = v.reshape(-1)
             leaves[r] = a
             leaf_rec[id(a)] = (r, a._version)
-        inst.ext_refs = refs
+        inst.ext_refs = refs or None
         if self.closure:
             voff = self.cols[3]
             for r, (leaf, _, _) in self.closure.items():
