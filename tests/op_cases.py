@@ -228,6 +228,7 @@ add(
     unary("cos", K.COS, S.reals(-6.0, 6.0)),
     unary("tan", K.TAN, S.reals(-1.3, 1.3)),
     unary("tanh", K.TANH, S.reals(-4.0, 4.0)),
+    unary("sinh", K.SINH, S.reals(-4.0, 4.0)),
     unary("sigmoid", K.SIGMOID, S.reals(-8.0, 8.0)),
     unary("relu", K.RELU, S.nonzero()),
     Case("abs", K.ABS, one(S.nonzero()), {

@@ -127,7 +127,7 @@ _CHILD = textwrap.dedent("""
     v, g = tg.per_sample_value_and_grad(f, parallel=True)(tg.tensor(x))
     ok = np.allclose(v.numpy(), (np.tanh(x) * x).sum(1), rtol=1e-12)
     ok &= np.allclose(g.numpy(), np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-12)
-    print(ok, sum(ops.batch_replay_parallel.stats.cache_hits.values()))
+    print(ok, sum(ops.batch_replay_parallel.kernel.stats.cache_hits.values()))
 """)
 
 

@@ -16,7 +16,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
 from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, clamp, clamp_max,
                          clamp_min, clone, cos, exp, expm1, flatten, log, log1p, log_softmax,
                          logsumexp, matmul, max, maximum, mean, min, minimum, neg, norm,
-                         permute, pow, prod, reciprocal, relu, reshape, sigmoid, sin, softmax,
+                         permute, pow, prod, reciprocal, relu, reshape, sigmoid, sin, sinh, softmax,
                          sqrt, squeeze, stack, std, sum, t, tan, tanh, transpose, unsqueeze, var,
                          where)
 from .functional import add, div, mul, sub

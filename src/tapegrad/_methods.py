@@ -135,6 +135,7 @@ METHODS = {
     "matmul": F.matmul, "mm": F.matmul, "dot": F.matmul, "mv": F.matmul, "bmm": F.matmul,
     "exp": F.exp, "log": F.log, "log1p": F.log1p, "expm1": F.expm1, "sqrt": F.sqrt,
     "abs": F.abs, "sin": F.sin, "cos": F.cos, "tan": F.tan, "tanh": F.tanh,
+    "sinh": F.sinh,
     "sigmoid": F.sigmoid, "relu": F.relu, "reciprocal": F.reciprocal,
     "clamp": F.clamp, "clip": F.clamp, "clamp_min": F.clamp_min, "clamp_max": F.clamp_max,
     "maximum": F.maximum, "minimum": F.minimum,

@@ -4,8 +4,8 @@ The replay interpreter (``ops.forward`` / ``ops.sweep``) pays a dispatch on ever
 several nanoseconds, while the arithmetic of a one-element record takes about one.  For a tape
 whose records all hold one value (an ODE integrator, a per-op chain), this module writes the
 tape out as Python source -- the forward as assignments into the value arena, the backward as
-accumulations into the gradient arena -- from the op table's ``SCALAR_RULES``, and compiles it
-with numba.
+accumulations into the gradient arena -- as calls of the op table's scalar rules (the same
+functions the interpreter's loops call, so the same bits), and compiles it with numba.
 
 Loops in the user's code unroll into long runs of records that repeat with a fixed stride.
 Those runs are rolled back into loops: record ``r + P`` has the same opcode and flags as
@@ -14,16 +14,13 @@ repetition to the next.  A thousand-step ODE becomes one loop of eleven statemen
 generated source stays small and numba compiles it in about a second.  The source is written
 to a file named by its hash, so ``cache=True`` keeps the machine code across processes.
 """
-import hashlib
-import importlib.util
-import os
 import re
-import sys
 
 import numpy as np
 
+from . import _generated
 from . import ops as K
-from ._config import generated_dir
+from .ops import table as T
 
 # Rolling needs this many repetitions; straight-line code beyond MAX_STATEMENTS records is
 # not generated (numba's compile time grows with the source, the interpreter is fine there).
@@ -52,7 +49,7 @@ def _records(cols, need, goff):
             continue
         if size[r] != 1:
             raise Unsupported(f"record {r} ({K.OPS[o].name}) holds {size[r]} values")
-        if o != K.CMP and o != K.GUARD and o not in K.SCALAR_RULES:
+        if o != K.CMP and o != K.GUARD and _scalar_rules(o) is None:
             raise Unsupported(f"no scalar rule for {K.OPS[o].name}")
         i0, i1 = int(a0[r]), int(a1[r])
         s0 = s1 = s2 = g0 = g1 = 0
@@ -155,13 +152,34 @@ def _at(arr, base, step):
     return f"{arr}[{base} + k * {step}]" if step != 1 else f"{arr}[{base} + k]"
 
 
-def _rule_lines(template, names):
-    out = []
-    for line in template.split("\n"):
-        for name, value in names.items():
-            line = line.replace(name, value)
-        out.append(line)
-    return out
+def _scalar_rules(o):
+    """(forward, vjp0, vjp1) of opcode o as it runs on one value, or None: an elementwise op's
+    own rules, or the one-element forms an array op declares (a one-element sum is a copy)."""
+    info = K.OPS.get(o)
+    if info is None:
+        return None
+    if info.family == T.ELEMENTWISE:
+        return info.rules["forward"], info.rules["vjp0"], info.rules.get("vjp1")
+    if "scalar_forward" in info.rules:
+        return info.rules["scalar_forward"], info.rules["scalar_vjp"], None
+    return None
+
+
+# the modules generated code calls rules from, by the alias it imports them under
+_RULE_MODULES = {"tapegrad.ops.elementwise": "EW", "tapegrad.ops.reduce": "RD",
+                 "tapegrad.ops.structure": "ST"}
+
+
+def _call(fn, args):
+    return f"{_RULE_MODULES[fn.py_func.__module__]}.{fn.__name__}({args})"
+
+
+def _operands(o, has_x1):
+    """The argument names of o's scalar rules after x0: x1, x2, c, p0, p1 (x0 stands in for
+    an input the op does not have, 0.0 for parameters it does not read)."""
+    info = K.OPS[o]
+    params = "p0, p1" if info.params else "0.0, 0.0"
+    return f"{'x1' if has_x1 else 'x0'}, {'x2' if info.condition else 'x0'}, c, {params}"
 
 
 def _load(arr, base, step, *names):
@@ -173,8 +191,8 @@ def _load(arr, base, step, *names):
 
 
 def _params(o, rec):
-    if o in (K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX, K.SOFTPLUS):
-        return [f"lo = faux[ip[{rec}]]", f"hi = faux[ip[{rec}] + 1]"]
+    if K.OPS[o].params:
+        return [f"p0 = faux[ip[{rec}]]", f"p1 = faux[ip[{rec}] + 1]"]
     return []
 
 
@@ -201,7 +219,7 @@ def _forward_lines(key, row, step, local, carried, j):
         cmp = ("<", "<=", ">", ">=", "==", "!=")[kind]
         lines.append(f"out = 1.0 if x0 {cmp} {rhs} else 0.0")
     else:
-        lines += _rule_lines(K.SCALAR_RULES[o][0], {})
+        lines.append(f"out = {_call(_scalar_rules(o)[0], 'x0, ' + _operands(o, has_x1))}")
     var = f"v{j}"
     lines += [f"{var} = out", f"{_at('vals', so, dso)} = out"]
     local[(so, dso)] = var
@@ -248,7 +266,7 @@ def _backward_lines(key, row, step, g, targets, fixed):
     """Source for one record's backward: its gradient is ``g``; ``targets`` are the lvalues
     its input gradients accumulate into; ``fixed`` names the values read before the loop."""
     o, has_x1, _, need0, need1, _ = key
-    rules = K.SCALAR_RULES[o]
+    rules = _scalar_rules(o)
     r, so, s0, s1, s2 = row[:5]
     dr, dso, ds0, ds1, ds2 = step[:5]
     rec = str(r) if dr == 0 else f"({r} + k * {dr})"
@@ -259,10 +277,11 @@ def _backward_lines(key, row, step, g, targets, fixed):
     if o == K.WHERE:
         lines.append(f"x2 = {_load('vals', s2, ds2, fixed)}")
     lines += _params(o, rec)
+    args = "g, x0, " + _operands(o, has_x1).replace(", c,", ", out, c,")
     if need0 and rules[1]:
-        lines += _rule_lines(rules[1], {"gx0": targets[0]})
+        lines.append(f"{targets[0]} += {_call(rules[1], args)}")
     if has_x1 and need1 and rules[2]:
-        lines += _rule_lines(rules[2], {"gx1": targets[1]})
+        lines.append(f"{targets[1]} += {_call(rules[2], args)}")
     return lines
 
 
@@ -274,7 +293,7 @@ def _input_targets(key, row, step):
     """(field, (base, step)) of the input gradients record's backward accumulates into."""
     out = []
     for i, f in ((0, 6), (1, 7)):
-        if key[3 + i] and K.SCALAR_RULES[key[0]][1 + i] and (i == 0 or key[1]):
+        if key[3 + i] and _scalar_rules(key[0])[1 + i] and (i == 0 or key[1]):
             out.append((i, (int(row[f]), int(step[f]))))
     return out
 
@@ -530,7 +549,9 @@ def generate(cols, need, goff, seeds=()):
         bwd = mem.zeroing(keep)
         # the backward runs the blocks last to first
         bwd += [line for body in reversed(bodies) for line in body]
-    src = ["import numpy as np", "from tapegrad._config import kernel", "", "",
+    src = ["import numpy as np", "from tapegrad._config import kernel"]
+    src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
+    src += ["", "",
            "@kernel", f"def forward({_signature('vals', fwd)}):"]
     src += ["    " + line for line in fwd] + ["    return -1", "", ""]
     src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
@@ -593,27 +614,6 @@ class Program:
             self.freed.flags.writeable = False
 
 
-def _import(source):
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    name = f"tapegrad_gen_{digest}"
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod, mod.__file__
-    folder = generated_dir()
-    path = os.path.join(folder, name + ".py")
-    if not os.path.exists(path):
-        # written whole, then renamed: another process may be importing the same file
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod, path
-
-
 def build(cols, vals, seeds, plan):
     """A compiled Program for the tape ``cols`` with value arena ``vals`` (not changed);
     ``seeds``/``plan`` as in ``Program``.
@@ -621,7 +621,8 @@ def build(cols, vals, seeds, plan):
     Raises Unsupported when the tape is not one of one-element records."""
     need, goff = (plan[0], plan[1]) if plan is not None else (None, None)
     source = generate(cols, need, goff, seeds or ())
-    module, path = _import(source)
+    module = _generated.load_module("tapegrad_gen", source)
+    path = module.__file__
     prog = Program(module, seeds, plan, source, path, cols)
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
     scratch = vals.copy()

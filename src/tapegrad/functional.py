@@ -10,7 +10,6 @@ the compiled sweep's on-disk cache.
 import builtins
 import math
 import numbers
-import operator
 import re
 import warnings
 from collections import namedtuple
@@ -174,14 +173,7 @@ def _check_real(x, opname):
 # cheaper than a ufunc call plus the error-state switch.  Where Python raises (math domain
 # errors, overflow, division by zero) the NumPy path runs instead and gives inf/nan.
 _SCALAR_ERRORS = (ValueError, OverflowError, ZeroDivisionError)
-_SCALAR = {
-    K.EXP: math.exp, K.LOG: math.log, K.LOG1P: math.log1p, K.EXPM1: math.expm1,
-    K.SQRT: math.sqrt, K.SIN: math.sin, K.COS: math.cos, K.TAN: math.tan, K.TANH: math.tanh,
-    K.NEG: operator.neg,
-    K.ADD: operator.add, K.SUB: operator.sub, K.MUL: operator.mul, K.DIV: operator.truediv,
-    K.ADD_S: operator.add, K.SUB_S: operator.sub, K.MUL_S: operator.mul,
-    K.DIV_S: operator.truediv, K.RSUB_S: lambda x, c: c - x,
-}
+_SCALAR = {code: info.python for code, info in K.OPS.items() if info.python is not None}
 
 
 def _quiet_call(fn, *args):
@@ -433,6 +425,7 @@ sin = lambda x: _unary(K.SIN, x, np.sin)  # noqa: E731
 cos = lambda x: _unary(K.COS, x, np.cos)  # noqa: E731
 tan = lambda x: _unary(K.TAN, x, np.tan)  # noqa: E731
 tanh = lambda x: _unary(K.TANH, x, np.tanh)  # noqa: E731
+sinh = lambda x: _unary(K.SINH, x, np.sinh)  # noqa: E731
 
 
 def abs(x):

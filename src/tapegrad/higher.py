@@ -59,9 +59,7 @@ def scatter_add(x, idx, n_out):
 # Rules that read values into constants (masks, signs, tie shares) or choose their formula
 # by value (prod at zeros): a replayed tape would keep the recorded ones for new inputs, so
 # a traced function using them runs eagerly.
-_VALUE_MASKS = frozenset({K.POW, K.PROD, K.PROD_DIM, K.ABS, K.RELU, K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX,
-                          K.MAXIMUM, K.MINIMUM, K.WHERE, K.MAX, K.MIN, K.AMAX, K.AMIN,
-                          K.MAX_DIM, K.MIN_DIM, K.NORM})
+_VALUE_MASKS = frozenset(code for code, info in K.OPS.items() if info.masks)
 
 
 def _rule(tape, r, g):
@@ -75,6 +73,11 @@ def _rule(tape, r, g):
     val = lambda s: tape.vals[tape.voff[s]:tape.voff[s] + tape.size[s]]  # noqa: E731
     x0 = _handle(tape, a0) if a0 >= 0 else None
     x1 = _handle(tape, a1) if a1 >= 0 else None
+    graph = K.OPS[o].graph
+    if graph is not None:
+        # the op's own differentiable rule, declared in its block of the op table
+        gx0, gx1 = graph(F, g, x0, x1, _handle(tape, r), c)
+        return [(s, gx) for s, gx in ((a0, gx0), (a1, gx1)) if gx is not None]
     if o in (K.ADD, K.ADD_S):
         return [(a0, g), (a1, g)]
     if o in (K.SUB, K.SUB_S):

@@ -52,8 +52,7 @@ _NUMPY_RECORD = 1024
 _GENERATE_AFTER = 3
 _GENERATE_MIN = 64
 
-_NUMPY_UNARY = {K.EXP: np.exp, K.LOG: np.log, K.LOG1P: np.log1p, K.EXPM1: np.expm1,
-                K.SIN: np.sin, K.COS: np.cos, K.TAN: np.tan, K.TANH: np.tanh}
+_NUMPY_UNARY = {code: info.numpy for code, info in K.OPS.items() if info.numpy is not None}
 
 
 def forward_plan(cols):

@@ -2,8 +2,8 @@
 
 The file holds plain arrays only (loaded with ``allow_pickle=False``): the record columns,
 the side arrays, the value arena (constants live there), which records are the arguments and
-the outputs (and their shapes), two versions (the file format's and the op table's) and a SHA-256 digest of all
-of it.  Loading checks the digest, then every index a kernel would follow before anything
+the outputs (and their shapes), the file format's version, what each opcode the tape uses
+meant when it was written (name and record layout), and a SHA-256 digest of all of it.  Loading checks the digest, then every index a kernel would follow before anything
 runs, so a corrupted, truncated, edited or foreign file is refused with a ValueError instead
 of crashing the compiled replay or computing something else.
 """
@@ -13,17 +13,25 @@ import math
 import numpy as np
 
 from . import ops as K
+from .ops import table as T
 from .tape import Tape
 from .tensor import Tensor
 
-FORMAT_VERSION = 2   # 2: digest, argument shapes; PROD and VAR/STD records carry mode flags
+# 2: digest, argument shapes; PROD and VAR/STD records carry mode flags
+# 3: the opcodes the tape uses, with their names and layouts, instead of a digest of the table
+FORMAT_VERSION = 3
 _COLUMNS = ("op", "a0", "a1", "voff", "size", "ip")
+# Version 2 files name the whole op table by a digest.  Opcodes are append-only, so a file
+# written with a table still known here means today what it meant then (every op of it has
+# layout 1).
+_LEGACY_TABLES = {"a9664050b583bc8a": "the op table of tapegrad 0.1.0 (64 opcodes)"}
 
 
-def optable_version():
-    """A digest of the op table (codes and names): files from another table are refused."""
-    text = ";".join(f"{c}:{K.OPS[c].name}" for c in sorted(K.OPS))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _op_table_rows(op):
+    """The table rows of the opcodes in column ``op``: (codes, names, layouts)."""
+    used = sorted(set(np.asarray(op).tolist()))
+    return (np.array(used, dtype=np.int64), np.array([K.OPS[c].name for c in used]),
+            np.array([K.OPS[c].layout for c in used], dtype=np.int64))
 
 
 def save_variant(variant, path):
@@ -55,7 +63,7 @@ def save_variant(variant, path):
     arrays["out_shape"] = shapes
     arrays["tuple_out"] = np.array([td is not None])
     arrays["format_version"] = np.array([FORMAT_VERSION], dtype=np.int64)
-    arrays["optable"] = np.array([optable_version()])
+    arrays["opcodes"], arrays["opnames"], arrays["oplayouts"] = _op_table_rows(arrays["op"])
     arrays["digest"] = np.array([digest(arrays)])
     with open(path, "wb") as fh:
         np.savez(fh, **arrays)
@@ -106,18 +114,23 @@ def _check(arrays):
     fv = arrays.get("format_version")
     if fv is None:
         _fail("no format version")
-    if fv.shape != (1,) or fv.dtype != np.int64 or int(fv[0]) != FORMAT_VERSION:
-        _fail(f"format version {fv.tolist()} (this tapegrad reads version {FORMAT_VERSION})")
-    need = set(_INT_ARRAYS) | set(_FLOAT_ARRAYS) | {"tuple_out", "optable", "digest"}
+    if fv.shape != (1,) or fv.dtype != np.int64 or int(fv[0]) not in (2, FORMAT_VERSION):
+        _fail(f"format version {fv.tolist()} (this tapegrad reads versions 2 and "
+              f"{FORMAT_VERSION})")
+    table = {"optable"} if int(fv[0]) == 2 else {"opcodes", "opnames", "oplayouts"}
+    need = set(_INT_ARRAYS) | set(_FLOAT_ARRAYS) | {"tuple_out", "digest"} | table
     missing = need - set(arrays)
     if missing:
         _fail(f"missing arrays {sorted(missing)}")
     unknown = set(arrays) - need - {"format_version"}
     if unknown:
         _fail(f"unknown arrays {sorted(unknown)}")
-    ot = arrays["optable"]
-    if ot.shape != (1,) or ot.dtype.kind != "U" or str(ot[0]) != optable_version():
-        _fail("it was written with a different op table")
+    if int(fv[0]) == 2:
+        ot = arrays["optable"]
+        if ot.shape != (1,) or ot.dtype.kind != "U" or str(ot[0]) not in _LEGACY_TABLES:
+            _fail("it was written with an op table this tapegrad does not know")
+    else:
+        _check_op_table(arrays)
     dg = arrays["digest"]
     if dg.shape != (1,) or dg.dtype.kind != "U" or str(dg[0]) != digest(arrays):
         _fail("its contents do not match their digest (the file was damaged or edited)")
@@ -155,6 +168,26 @@ def _check(arrays):
             _shape_of(row, int(size[r]), f"{what} record {r}")
 
 
+def _check_op_table(arrays):
+    """Every opcode the file uses must mean today what it meant when the file was written."""
+    codes, names, layouts = arrays["opcodes"], arrays["opnames"], arrays["oplayouts"]
+    if codes.ndim != 1 or codes.dtype != np.int64 or names.dtype.kind != "U" or \
+            layouts.dtype != np.int64 or names.shape != codes.shape or \
+            layouts.shape != codes.shape:
+        _fail("its op table is malformed")
+    listed = {}
+    for code, name, layout in zip(codes.tolist(), names.tolist(), layouts.tolist()):
+        info = K.OPS.get(code)
+        if info is None:
+            _fail(f"opcode {code} ({name}) is not known to this tapegrad")
+        if info.name != name or info.layout != layout:
+            _fail(f"opcode {code} was {name} (layout {layout}) when written; here it is "
+                  f"{info.name} (layout {info.layout})")
+        listed[code] = name
+    if not set(np.asarray(arrays["op"]).tolist()) <= set(listed):
+        _fail("records use opcodes its op table does not list")
+
+
 def _shape_of(row, n, what):
     """A padded shape row as a tuple, checked to hold n values."""
     dims = [d for d in row if d != -1]
@@ -165,142 +198,86 @@ def _shape_of(row, n, what):
     return tuple(dims)
 
 
-def _check_records(a):
-    """Every index the forward and backward kernels follow stays inside its array."""
-    # Python ints: sums and products of hostile values must not wrap around
-    op, a0, a1, voff, size, ip = (a[c].tolist() for c in _COLUMNS)
-    aux, faux, nvals = a["aux"], a["faux"], len(a["vals"])
-    n = len(op)
+class _Records:
+    """A file's records as Python ints (sums and products of hostile values must not wrap
+    around), with the checks the op table's ``check`` functions call."""
 
-    def rec(x, r, what):
+    def __init__(self, a):
+        self.op, self.a0, self.a1, self.voff, self.size, self.ip = \
+            (a[c].tolist() for c in _COLUMNS)
+        self.aux, self.faux = a["aux"], a["faux"]
+
+    def record(self, x, r, what):
         if not (0 <= x < r):
             _fail(f"record {r} ({what}) refers to record {x}")
 
-    def aux_span(r, start, length):
-        if start < 0 or length < 0 or start + length > len(aux):
-            _fail(f"record {r} reads aux[{start}:{start + length}] of {len(aux)}")
+    def aux_span(self, r, start, length):
+        if start < 0 or length < 0 or start + length > len(self.aux):
+            _fail(f"record {r} reads aux[{start}:{start + length}] of {len(self.aux)}")
 
-    for r in range(n):
-        code = int(op[r])
-        if code not in K.OPS:
+
+def _check_records(arrays):
+    """Every index the forward and backward kernels follow stays inside its array: the
+    checks every record gets, its family's, and its op's own (the table's ``check``)."""
+    a = _Records(arrays)
+    nvals = len(arrays["vals"])
+    size = a.size
+    for r, code in enumerate(a.op):
+        info = K.OPS.get(code)
+        if info is None:
             _fail(f"record {r} has unknown opcode {code}")
-        if size[r] < 0 or voff[r] < 0 or voff[r] + size[r] > nvals:
-            _fail(f"record {r} has values [{voff[r]}, {voff[r] + size[r]}) outside the arena")
+        if size[r] < 0 or a.voff[r] < 0 or a.voff[r] + size[r] > nvals:
+            _fail(f"record {r} has values [{a.voff[r]}, {a.voff[r] + size[r]}) outside the "
+                  "arena")
         if code in (K.LEAF, K.CONST):
-            if a0[r] != -1 or a1[r] != -1:
+            if a.a0[r] != -1 or a.a1[r] != -1:
                 _fail(f"record {r}: a value record has inputs")
             continue
         if code == K.EXTERN:
             _fail(f"record {r} refers to another tape")
-        variants = K.OPS[code].variants
-        if variants is not None:
-            aux_span(r, ip[r], 1)
-            if int(aux[ip[r]]) not in variants:
-                _fail(f"record {r} has an unknown variant {int(aux[ip[r]])}")
-        if code in (K.CAT, K.STACK):
-            aux_span(r, ip[r], 1)
-            k = int(aux[ip[r]])
-            aux_span(r, ip[r] + 1, 3 * k + 2)
-            outer, block = int(aux[ip[r] + 1 + 3 * k]), int(aux[ip[r] + 2 + 3 * k])
-            if outer < 0 or block < 0 or outer * block != size[r]:
-                _fail(f"record {r}: concatenation sizes do not add up")
-            if k < 1 or a0[r] != int(aux[ip[r] + 1]) or a1[r] != -1:
-                _fail(f"record {r}: concatenation inputs do not match")
-            for j in range(k):
-                src, start, width = aux[ip[r] + 1 + 3 * j: ip[r] + 4 + 3 * j].tolist()
-                rec(src, r, "concatenation input")
-                if start < 0 or width < 0 or start + width > block or \
-                        outer * width != size[src]:
-                    _fail(f"record {r}: concatenation input {j} does not fit")
+        if info.variants is not None:
+            a.aux_span(r, a.ip[r], 1)
+            if int(a.aux[a.ip[r]]) not in info.variants:
+                _fail(f"record {r} has an unknown variant {int(a.aux[a.ip[r]])}")
+        if code in K.MANY_INPUTS:
+            info.check(a, r, _fail)
             continue
-        rec(a0[r], r, "first input")
-        if code in _BINARY or (code == K.CMP and a1[r] != -1):
-            rec(a1[r], r, "second input")
-        elif a1[r] != -1:
+        a.record(a.a0[r], r, "first input")
+        if info.arity == 2:
+            a.record(a.a1[r], r, "second input")
+        elif a.a1[r] != -1 and code != K.CMP:
             # backward rules shared with binary ops would write a gradient there
             _fail(f"record {r}: a one-input op has a second input")
-        s0 = size[a0[r]]
-        if code == K.WHERE:
-            rec(ip[r], r, "condition")
-            if size[ip[r]] != size[r]:
-                _fail(f"record {r}: condition differs in size")
-        if (code in _BINARY and code != K.MATMUL) or (code == K.CMP and a1[r] != -1):
-            if size[a1[r]] != size[r] or s0 != size[r]:
+        s0 = size[a.a0[r]]
+        if info.family == T.ELEMENTWISE:
+            if info.condition:
+                a.record(a.ip[r], r, "condition")
+                if size[a.ip[r]] != size[r]:
+                    _fail(f"record {r}: condition differs in size")
+            if info.arity == 2 and (size[a.a1[r]] != size[r] or s0 != size[r]):
                 _fail(f"record {r}: elementwise operands differ in size")
-        elif code == K.GUARD:
-            if size[r] != s0 or ip[r] < 0 or ip[r] + size[r] > len(faux):
-                _fail(f"record {r}: guard values out of range")
-        elif code in (K.SOFTPLUS, K.CLAMP, K.CLAMP_MIN, K.CLAMP_MAX):
-            if s0 != size[r] or ip[r] < 0 or ip[r] + 2 > len(faux):
-                _fail(f"record {r}: parameters out of range")
-        elif code == K.MATMUL:
-            aux_span(r, ip[r], 5)
-            b, m, kk, nn = (int(x) for x in aux[ip[r] + 1: ip[r] + 5])
-            if min(b, m, kk, nn) < 0 or b * m * kk != s0 or b * kk * nn != size[a1[r]] or \
-                    b * m * nn != size[r]:
-                _fail(f"record {r}: matrix sizes do not match")
-        elif code in (K.GATHER, K.BCAST):
-            aux_span(r, ip[r], 2)
-            if aux[ip[r] + 1] != size[r]:
-                _fail(f"record {r}: index length does not match")
-            aux_span(r, ip[r] + 2, size[r])
-            idx = aux[ip[r] + 2: ip[r] + 2 + size[r]]
-            if idx.size and (idx.min() < 0 or idx.max() >= s0):
-                _fail(f"record {r}: index out of range")
-        elif code == K.EXPAND_S:
-            aux_span(r, ip[r], 1)
-            nd = int(aux[ip[r]])
-            aux_span(r, ip[r] + 1, 2 * nd)
-            shp = aux[ip[r] + 1: ip[r] + 1 + nd].tolist()
-            strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd].tolist()
-            if nd < 0 or min(shp + strides + [0]) < 0 or math.prod(shp) != size[r]:
-                _fail(f"record {r}: expansion shape does not match")
-            if size[r] and sum((d - 1) * st for d, st in zip(shp, strides)) >= s0:
-                _fail(f"record {r}: expansion reads outside its input")
-        elif code == K.SCATTER:
-            aux_span(r, ip[r], 2)
-            if aux[ip[r] + 1] != s0:
-                _fail(f"record {r}: index length does not match")
-            aux_span(r, ip[r] + 2, s0)
-            idx = aux[ip[r] + 2: ip[r] + 2 + s0]
-            if idx.size and (idx.min() < 0 or idx.max() >= size[r]):
-                _fail(f"record {r}: index out of range")
-        elif code == K.RESHAPE:
-            aux_span(r, ip[r], 1)
             if s0 != size[r]:
-                _fail(f"record {r}: reshape changes the size")
-        elif code in _REDUCTIONS:
-            aux_span(r, ip[r], _REDUCTION_AUX.get(code, 3))
-            o, red, i = (int(x) for x in aux[ip[r]: ip[r] + 3])
+                _fail(f"record {r}: input and output differ in size")
+            if info.params and (a.ip[r] < 0 or a.ip[r] + info.params > len(a.faux)):
+                _fail(f"record {r}: parameters out of range")
+        elif code in K.REDUCTIONS:
+            a.aux_span(r, a.ip[r], 3)
+            o, red, i = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 3])
             if min(o, red, i) < 0 or o * red * i != s0:
                 _fail(f"record {r}: reduction shape does not match its input")
-            if code in (K.SOFTMAX, K.LOG_SOFTMAX):
-                if s0 != size[r]:
-                    _fail(f"record {r}: softmax changes the size")
-            elif o * i != size[r]:
+            if code not in (K.SOFTMAX, K.LOG_SOFTMAX) and o * i != size[r]:
                 _fail(f"record {r}: reduction output size does not match")
-            if code in (K.MAX_DIM, K.MIN_DIM):
-                aux_span(r, ip[r] + 3, o * i)
-                idx = aux[ip[r] + 3: ip[r] + 3 + o * i]
-                if idx.size and (idx.min() < 0 or idx.max() >= red):
-                    _fail(f"record {r}: argmax index out of range")
-        elif s0 != size[r]:
+        elif info.check is None and s0 != size[r]:
             _fail(f"record {r}: input and output differ in size")
-    for r in a["out_rec"]:
+        if info.check is not None:
+            info.check(a, r, _fail)
+    n = len(a.op)
+    for r in arrays["out_rec"]:
         if not (0 <= r < n):
             _fail(f"output record {r} out of range")
-    for r in a["arg_rec"]:
-        if not (0 <= r < n) or op[r] != K.LEAF:
+    for r in arrays["arg_rec"]:
+        if not (0 <= r < n) or a.op[r] != K.LEAF:
             _fail(f"argument record {r} is not a leaf")
-
-
-_BINARY = frozenset({K.ADD, K.SUB, K.MUL, K.DIV, K.POW, K.MAXIMUM, K.MINIMUM, K.WHERE,
-                     K.MATMUL})
-# aux entries of a reduction beyond O, R, I: PROD's mode, VAR/STD's is_std and "over everything"
-_REDUCTION_AUX = {K.PROD: 4, K.PROD_DIM: 4, K.VAR: 5, K.STD: 5}
-_REDUCTIONS = frozenset({K.SUM, K.SUM_DIM, K.MEAN, K.MEAN_DIM, K.PROD, K.PROD_DIM, K.MAX,
-                         K.MIN, K.AMAX, K.AMIN, K.MAX_DIM, K.MIN_DIM, K.VAR, K.STD,
-                         K.LOGSUMEXP, K.SOFTMAX, K.LOG_SOFTMAX, K.NORM})
 
 
 class LoadedTape:

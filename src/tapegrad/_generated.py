@@ -1,0 +1,46 @@
+"""Python modules that tapegrad writes itself (the op dispatchers, generated replay code).
+
+numba caches only functions defined in files, so generated source is written to a file
+named by its hash, in a folder beside numba's cache, and imported from there; the same
+source in a later process finds the file and numba's cache for it.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+
+from ._config import generated_dir
+
+_lock = threading.Lock()
+
+
+def load_module(prefix, source):
+    """The module ``source`` defines, named ``{prefix}_{hash}``: imported once per process,
+    written to disk once per machine.  Safe to call from several threads and processes: the
+    file is written whole under a name of its own and renamed into place, and the module is
+    made visible in ``sys.modules`` only once it has finished executing."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    name = f"{prefix}_{digest}"
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    with _lock:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        path = os.path.join(generated_dir(), name + ".py")
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            try:
+                with open(tmp, "w") as f:
+                    f.write(source)
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+        return mod

@@ -1,0 +1,87 @@
+"""The op table: every op tapegrad records, declared once with all of its rules.
+
+A tape record is one row of int64 columns ``op, a0, a1, voff, size, ip`` and one float64
+column ``fp``:
+
+* ``a0``/``a1`` -- the records that produced the inputs (-1: none);
+* ``voff``/``size`` -- where the output value lives in the tape's value arena;
+* ``ip`` -- an offset into the tape's int side array ``aux`` (shapes, indices, extra inputs)
+  or into its float side array ``faux``;
+* ``fp`` -- a scalar operand (``x + 2.0`` keeps the 2.0 here).
+
+Layout (modules depend downward only):
+
+* ``table``        -- ``declare`` and the registry; no numba.
+* ``elementwise``, ``reduce``, ``linalg``, ``structure`` -- one block per op: its opcode,
+  PyTorch name and rules side by side, and each family's loops, written once.
+* ``dispatch``     -- writes the per-pass dispatchers from the table.
+* ``sweeps``       -- the compiled passes: ``plan``, ``sweep``, ``forward``, ``tangent``,
+  ``curvature``, ``batch_replay``.
+
+This module is the face the rest of tapegrad uses: ``K.TANH``, ``K.OPS``, ``K.sweep``.
+To add an op, declare it in its family's module (see ``elementwise.TANH`` for a unary op):
+the dispatchers, the tape-file checks and generated code pick it up from the declaration.
+"""
+from .table import LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
+from .elementwise import (ABS, ADD, ADD_S, CLAMP, CLAMP_MAX, CLAMP_MIN, COS, DIV,  # noqa: F401
+                          DIV_S, EXP, EXPM1, LOG, LOG1P, MAXIMUM, MINIMUM, MUL, MUL_S, NEG,
+                          POW, POW_S, RECIPROCAL, RELU, RPOW_S, RSUB_S, SIGMOID, SIN, SINH,
+                          SOFTPLUS, SQRT, SUB, SUB_S, TAN, TANH, WHERE)
+from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
+                     MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
+                     SUM, SUM_DIM, VAR)
+from .linalg import MATMUL, gemm, value_at  # noqa: F401
+from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,  # noqa: F401
+                        LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK)
+from .sweeps import plan  # noqa: F401
+from . import entries as _entries
+from . import sweeps as _sweeps
+from . import table as _table
+
+# Records that are not grad_fn nodes of their own: values brought onto the tape, hidden
+# broadcasts, comparisons and guards.
+HIDDEN = frozenset(c for c, i in OPS.items() if i.family == _table.DATA) | {BCAST, EXPAND_S}
+# Records that carry no gradient at all.
+NO_GRADIENT = frozenset(c for c, i in OPS.items() if i.family == _table.DATA) - {LEAF, EXTERN}
+
+
+# ---------------------------------------------------------------------------------------------
+# The passes, as the rest of tapegrad calls them: the kernels of ``sweeps``, given the entry
+# table, and called again once an entry a record needs is compiled (``entries.ensure``).
+# ---------------------------------------------------------------------------------------------
+def _compiling(kernel, pass_, op_arg):
+    table = _entries.TABLE
+    missing = _entries.MISSING
+
+    def run(*args):
+        while True:
+            bad = kernel(*args, table)
+            if bad > missing:
+                return bad
+            _entries.ensure(pass_, int(args[op_arg][missing - bad]))
+    run.__name__ = kernel.__name__
+    run.__doc__ = kernel.__doc__
+    run.kernel = kernel
+    return run
+
+
+sweep = _compiling(_sweeps.sweep, _entries.BACKWARD, 0)
+forward = _compiling(_sweeps.forward, _entries.FORWARD, 0)
+tangent = _compiling(_sweeps.tangent, _entries.TANGENT, 0)
+curvature = _compiling(_sweeps.curvature, _entries.CURVATURE, 0)
+
+
+def _batched(kernel):
+    def run(op, *args):
+        # every entry the tape may need, first: a batch has no way back out to compile one
+        _entries.ensure_codes(_entries.FORWARD, op)
+        _entries.ensure_codes(_entries.BACKWARD, op)
+        return kernel(op, *args, _entries.TABLE)
+    run.__name__ = kernel.__name__
+    run.__doc__ = kernel.__doc__
+    run.kernel = kernel
+    return run
+
+
+batch_replay = _batched(_sweeps.batch_replay)
+batch_replay_parallel = _batched(_sweeps.batch_replay_parallel)

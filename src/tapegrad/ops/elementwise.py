@@ -1,0 +1,783 @@
+"""Elementwise ops: arithmetic and functions of one or two tensors of one shape.
+
+Broadcasting never reaches these rules: the recorder expands operands to the output shape
+first with a hidden expansion, whose backward is the reducing sum.
+
+Each op is one block of scalar rules, all with fixed signatures:
+
+* ``forward(x0, x1, x2, c, p0, p1) -> out``
+* ``vjp0(g, x0, x1, x2, out, c, p0, p1)`` / ``vjp1(...)``: the contribution of incoming
+  gradient ``g`` to input 0 / input 1.  Linear in ``g``, so the tangent (forward mode) rule
+  is the same function applied to a tangent.
+* ``d2(x0, out, c, p0, p1)``: the second derivative of a one-input op (forward over
+  reverse adds ``g * d2 * t``); two-input ops give an array ``curvature`` rule instead, and
+  ops whose derivative is constant where it exists give ``LINEAR``.
+
+``x2`` is ``where``'s condition, ``c`` the record's scalar (``fp``), ``p0``/``p1`` its two
+``faux`` parameters (clamp's bounds, softplus's beta and threshold).  The family's loops
+below are written once and call these rules; the sweep's one-element path and generated code
+(``codegen.py``) call the same rules, so all of them compute the same bits.
+
+A rule that masks a contribution returns 0.0 (never ``g * 0.0``: an infinite ``g`` must not
+turn into nan where the mask is closed).
+"""
+import math
+import operator
+
+import numpy as np
+
+from .._config import inline, rule
+from .table import (ELEMENTWISE, LINEAR, READS_OUT, READS_X0, READS_X1, constants, declare)
+
+
+@inline
+def _seg(arr, off, n):
+    return arr[off:off + n]
+
+
+@inline
+def no_vjp(g, x0, x1, x2, out, c, p0, p1):
+    """The second input's rule of a one-input op (never called)."""
+    return 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The family's loops
+# ---------------------------------------------------------------------------------------------
+@inline
+def _params(r, ip, faux, params):
+    if params:
+        return faux[ip[r]], faux[ip[r] + 1]
+    return 0.0, 0.0
+
+
+@inline
+def _operands(r, a0, a1, voff, size, ip, vals, binary, cond):
+    """out, x0, x1, x2 of record r (x1/x2 stand in as x0 where the op has none)."""
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n) if binary else x0
+    x2 = _seg(vals, voff[ip[r]], n) if cond else x0
+    return out, x0, x1, x2
+
+
+@inline
+def _accumulate(gx, keep, g, x0, x1, x2, out, c, p0, p1, vjp):
+    """gx += vjp(g, ...) elementwise; without ``keep`` the contributions are written (an
+    input's first gradient: no clearing pass before)."""
+    for i in range(gx.size):
+        gx[i] = (gx[i] if keep else 0.0) + vjp(g[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+
+
+@rule
+def backward1(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0, beta1,
+              vjp0, params):
+    """A one-input op's backward: gx0 += vjp0(...) (written where beta0 is 0)."""
+    n = size[r]
+    p0, p1 = _params(r, ip, faux, params)
+    x0 = _seg(vals, voff[a0[r]], n)
+    _accumulate(_seg(grads, goff[a0[r]], n), beta0 != 0.0, _seg(grads, goff[r], n), x0, x0, x0,
+                _seg(vals, voff[r], n), fp[r], p0, p1, vjp0)
+
+
+@rule
+def backward2(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0, beta1,
+              vjp0, vjp1, cond):
+    """A two-input op's backward, for each input that needs a gradient."""
+    n = size[r]
+    out, x0, x1, x2 = _operands(r, a0, a1, voff, size, ip, vals, True, cond)
+    g = _seg(grads, goff[r], n)
+    c = fp[r]
+    s0, s1 = a0[r], a1[r]
+    if s0 >= 0 and need[s0]:
+        _accumulate(_seg(grads, goff[s0], n), beta0 != 0.0, g, x0, x1, x2, out, c, 0.0, 0.0,
+                    vjp0)
+    if s1 >= 0 and need[s1]:
+        _accumulate(_seg(grads, goff[s1], n), beta1 != 0.0, g, x0, x1, x2, out, c, 0.0, 0.0,
+                    vjp1)
+
+
+@rule
+def forward(r, a0, a1, voff, size, ip, fp, faux, vals, fwd, binary, params, cond):
+    n = size[r]
+    c = fp[r]
+    p0, p1 = _params(r, ip, faux, params)
+    out, x0, x1, x2 = _operands(r, a0, a1, voff, size, ip, vals, binary, cond)
+    for i in range(n):
+        out[i] = fwd(x0[i], x1[i], x2[i], c, p0, p1)
+
+
+@rule
+def tangent(r, a0, a1, voff, size, ip, fp, faux, vals, tans, b, d0, d1, vjp0, vjp1, binary,
+            params, cond):
+    """The tangent of record r for the seed whose tangent arena starts at ``b``.  A term of an
+    input that depends on no seed is left out, as the backward leaves out an input that needs
+    no gradient (so that inf * 0 does not turn into nan)."""
+    n = size[r]
+    c = fp[r]
+    p0, p1 = _params(r, ip, faux, params)
+    out, x0, x1, x2 = _operands(r, a0, a1, voff, size, ip, vals, binary, cond)
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]]
+    if binary:
+        t1 = b + voff[a1[r]]
+        for i in range(n):
+            acc = 0.0
+            if d0:
+                acc += vjp0(tans[t0 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+            if d1:
+                acc += vjp1(tans[t1 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+            tans[tout + i] = acc
+    else:
+        for i in range(n):
+            tans[tout + i] = vjp0(tans[t0 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+
+
+@rule
+def curvature(r, a0, voff, goff, size, ip, fp, faux, vals, grads, tans, b, dg, d2, params):
+    """Forward over reverse for a one-input op: dgx += g * f''(x) * t."""
+    n = size[r]
+    c = fp[r]
+    p0, p1 = _params(r, ip, faux, params)
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    out = _seg(vals, voff[r], n)
+    t0 = b + voff[a0[r]]
+    gx0 = _seg(dg, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i] * d2(x0[i], out[i], c, p0, p1) * tans[t0 + i]
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------------------------
+# --- add, sub (a tensor or a number on the right) ------------------------------------------
+@inline
+def add_fwd(x0, x1, x2, c, p0, p1):
+    return x0 + x1
+
+
+@inline
+def add_s_fwd(x0, x1, x2, c, p0, p1):
+    return x0 + c
+
+
+@inline
+def sub_fwd(x0, x1, x2, c, p0, p1):
+    return x0 - x1
+
+
+@inline
+def sub_s_fwd(x0, x1, x2, c, p0, p1):
+    return x0 - c
+
+
+@inline
+def pass_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g
+
+
+@inline
+def negate_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return -g
+
+
+ADD = declare(10, "AddBackward0", family=ELEMENTWISE, arity=2, first_write=True,
+              python=operator.add, forward=add_fwd, vjp0=pass_vjp, vjp1=pass_vjp,
+              curvature=LINEAR)
+ADD_S = declare(11, "AddBackward0", family=ELEMENTWISE, first_write=True, python=operator.add,
+                forward=add_s_fwd, vjp0=pass_vjp, curvature=LINEAR)
+SUB = declare(12, "SubBackward0", family=ELEMENTWISE, arity=2, first_write=True,
+              python=operator.sub, forward=sub_fwd, vjp0=pass_vjp, vjp1=negate_vjp,
+              curvature=LINEAR)
+SUB_S = declare(13, "SubBackward0", family=ELEMENTWISE, first_write=True, python=operator.sub,
+                forward=sub_s_fwd, vjp0=pass_vjp, curvature=LINEAR)
+
+
+# --- rsub (number - tensor), neg ---------------------------------------------------------------
+@inline
+def rsub_s_fwd(x0, x1, x2, c, p0, p1):
+    return c - x0
+
+
+@inline
+def neg_fwd(x0, x1, x2, c, p0, p1):
+    return -x0
+
+
+RSUB_S = declare(14, "RsubBackward1", family=ELEMENTWISE, python=lambda x, c: c - x,
+                 forward=rsub_s_fwd, vjp0=negate_vjp, curvature=LINEAR)
+NEG = declare(19, "NegBackward0", family=ELEMENTWISE, python=operator.neg, forward=neg_fwd,
+              vjp0=negate_vjp, curvature=LINEAR)
+
+
+# --- mul ---------------------------------------------------------------------------------------
+@inline
+def mul_fwd(x0, x1, x2, c, p0, p1):
+    return x0 * x1
+
+
+@inline
+def mul_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    return g * x1
+
+
+@inline
+def mul_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g * x0
+
+
+@rule
+def mul_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b, dg,
+                  need):
+    # d(g * x1)/dx1 = g: each input's gradient moves with the other's tangent
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    if need[a0[r]]:
+        t1 = b + voff[a1[r]]
+        gx0 = _seg(dg, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] += g[i] * tans[t1 + i]
+    if need[a1[r]]:
+        t0 = b + voff[a0[r]]
+        gx1 = _seg(dg, goff[a1[r]], n)
+        for i in range(n):
+            gx1[i] += g[i] * tans[t0 + i]
+
+
+MUL = declare(15, "MulBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
+              python=operator.mul, forward=mul_fwd, vjp0=mul_vjp0, vjp1=mul_vjp1,
+              curvature=mul_curvature)
+
+
+# --- mul by a number ---------------------------------------------------------------------------
+@inline
+def mul_s_fwd(x0, x1, x2, c, p0, p1):
+    return x0 * c
+
+
+@inline
+def mul_s_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * c
+
+
+MUL_S = declare(16, "MulBackward0", family=ELEMENTWISE, frees=True, python=operator.mul,
+                forward=mul_s_fwd, vjp0=mul_s_vjp, curvature=LINEAR)
+
+
+# --- div ---------------------------------------------------------------------------------------
+@inline
+def div_fwd(x0, x1, x2, c, p0, p1):
+    return x0 / x1
+
+
+@inline
+def div_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    return g / x1
+
+
+@inline
+def div_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    # d(x0/x1)/dx1 = -x0/x1**2, written so that it matches PyTorch's rounding
+    return -g * ((x0 / x1) / x1)
+
+
+@rule
+def div_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b, dg,
+                  need):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    x1 = _seg(vals, voff[a1[r]], n)
+    t0 = b + voff[a0[r]]
+    t1 = b + voff[a1[r]]
+    if need[a0[r]]:
+        gx0 = _seg(dg, goff[a0[r]], n)
+        for i in range(n):
+            gx0[i] -= g[i] * tans[t1 + i] / (x1[i] * x1[i])
+    if need[a1[r]]:
+        gx1 = _seg(dg, goff[a1[r]], n)
+        for i in range(n):
+            q = x1[i] * x1[i]
+            gx1[i] += g[i] * (2.0 * x0[i] * tans[t1 + i] / (q * x1[i]) - tans[t0 + i] / q)
+
+
+DIV = declare(17, "DivBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
+              python=operator.truediv, forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1,
+              curvature=div_curvature)
+
+
+# --- div by a number ---------------------------------------------------------------------------
+@inline
+def div_s_fwd(x0, x1, x2, c, p0, p1):
+    return x0 / c
+
+
+@inline
+def div_s_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g / c
+
+
+DIV_S = declare(18, "DivBackward0", family=ELEMENTWISE, frees=True, python=operator.truediv,
+                forward=div_s_fwd, vjp0=div_s_vjp, curvature=LINEAR)
+
+
+# --- pow: tensor ** tensor -----------------------------------------------------------------
+@inline
+def pow_fwd(x0, x1, x2, c, p0, p1):
+    return x0 ** x1
+
+
+@inline
+def pow_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch masks the exponent-0 case so that 0**0 has gradient 0, not nan
+    return g * x1 * x0 ** (x1 - 1.0) if x1 != 0.0 else 0.0
+
+
+@inline
+def pow_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    # base 0 with exponent >= 0: the limit of out*log(base) is 0
+    return 0.0 if (x0 == 0.0 and x1 >= 0.0) else g * out * np.log(x0)
+
+
+# no curvature rule: hessians through it take the create_graph route
+POW = declare(20, "PowBackward1", family=ELEMENTWISE, arity=2,
+              reads=READS_X0 | READS_X1 | READS_OUT, masks=True, forward=pow_fwd,
+              vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None)
+
+
+# --- pow: tensor ** number -----------------------------------------------------------------
+@inline
+def pow_s_fwd(x0, x1, x2, c, p0, p1):
+    return x0 ** c
+
+
+@inline
+def pow_s_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return 0.0 if c == 0.0 else g * c * x0 ** (c - 1.0)
+
+
+@inline
+def pow_s_d2(x0, out, c, p0, p1):
+    # c == 0 and c == 1 have a constant derivative (PyTorch's 0 for c == 0)
+    return 0.0 if (c == 0.0 or c == 1.0) else c * (c - 1.0) * x0 ** (c - 2.0)
+
+
+POW_S = declare(21, "PowBackward0", family=ELEMENTWISE, reads=READS_X0, forward=pow_s_fwd,
+                vjp0=pow_s_vjp, d2=pow_s_d2)
+
+
+# --- pow: number ** tensor -----------------------------------------------------------------
+@inline
+def rpow_s_fwd(x0, x1, x2, c, p0, p1):
+    return c ** x0
+
+
+@inline
+def rpow_s_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # 0**x: PyTorch gives gradient 0 where x >= 0
+    return g * out * np.log(c) if (c != 0.0 or x0 < 0.0) else 0.0
+
+
+@inline
+def rpow_s_d2(x0, out, c, p0, p1):
+    # base 0: the derivative is a constant mask
+    return 0.0 if c == 0.0 else out * np.log(c) * np.log(c)
+
+
+RPOW_S = declare(22, "PowBackward2", family=ELEMENTWISE, reads=READS_OUT, forward=rpow_s_fwd,
+                 vjp0=rpow_s_vjp, d2=rpow_s_d2)
+
+
+# --- reciprocal ----------------------------------------------------------------------------
+@inline
+def reciprocal_fwd(x0, x1, x2, c, p0, p1):
+    return 1.0 / x0
+
+
+@inline
+def reciprocal_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return -g * (out * out)
+
+
+@inline
+def reciprocal_d2(x0, out, c, p0, p1):
+    return 2.0 * out * out * out
+
+
+RECIPROCAL = declare(23, "ReciprocalBackward0", family=ELEMENTWISE, reads=READS_OUT,
+                     forward=reciprocal_fwd, vjp0=reciprocal_vjp, d2=reciprocal_d2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Functions.  Rules reuse the saved output where the math allows: numba's transcendental
+# functions are scalar libm calls, and the forward already paid for one.
+# ---------------------------------------------------------------------------------------------
+# --- exp -------------------------------------------------------------------------------------
+@inline
+def exp_fwd(x0, x1, x2, c, p0, p1):
+    return np.exp(x0)
+
+
+@inline
+def exp_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * out
+
+
+@inline
+def exp_d2(x0, out, c, p0, p1):
+    return out
+
+
+EXP = declare(30, "ExpBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.exp,
+              numpy=np.exp, forward=exp_fwd, vjp0=exp_vjp, d2=exp_d2)
+
+
+# --- log -------------------------------------------------------------------------------------
+@inline
+def log_fwd(x0, x1, x2, c, p0, p1):
+    return np.log(x0)
+
+
+@inline
+def log_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g / x0
+
+
+@inline
+def log_d2(x0, out, c, p0, p1):
+    return -1.0 / (x0 * x0)
+
+
+LOG = declare(31, "LogBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.log,
+              numpy=np.log, forward=log_fwd, vjp0=log_vjp, d2=log_d2)
+
+
+# --- log1p -----------------------------------------------------------------------------------
+@inline
+def log1p_fwd(x0, x1, x2, c, p0, p1):
+    return np.log1p(x0)
+
+
+@inline
+def log1p_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g / (x0 + 1.0)
+
+
+@inline
+def log1p_d2(x0, out, c, p0, p1):
+    return -1.0 / ((x0 + 1.0) * (x0 + 1.0))
+
+
+LOG1P = declare(32, "Log1PBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.log1p,
+                numpy=np.log1p, forward=log1p_fwd, vjp0=log1p_vjp, d2=log1p_d2)
+
+
+# --- expm1 -----------------------------------------------------------------------------------
+@inline
+def expm1_fwd(x0, x1, x2, c, p0, p1):
+    return np.expm1(x0)
+
+
+@inline
+def expm1_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * (out + 1.0)
+
+
+@inline
+def expm1_d2(x0, out, c, p0, p1):
+    return out + 1.0
+
+
+EXPM1 = declare(33, "Expm1Backward0", family=ELEMENTWISE, reads=READS_OUT, python=math.expm1,
+                numpy=np.expm1, forward=expm1_fwd, vjp0=expm1_vjp, d2=expm1_d2)
+
+
+# --- sqrt ------------------------------------------------------------------------------------
+@inline
+def sqrt_fwd(x0, x1, x2, c, p0, p1):
+    return np.sqrt(x0)
+
+
+@inline
+def sqrt_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g / (2.0 * out)
+
+
+@inline
+def sqrt_d2(x0, out, c, p0, p1):
+    return -0.25 / (out * out * out)
+
+
+SQRT = declare(34, "SqrtBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.sqrt,
+               forward=sqrt_fwd, vjp0=sqrt_vjp, d2=sqrt_d2)
+
+
+# --- abs -------------------------------------------------------------------------------------
+@inline
+def abs_fwd(x0, x1, x2, c, p0, p1):
+    return abs(x0)
+
+
+@inline
+def abs_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # sgn: 0 at 0 and at nan, as PyTorch's
+    return g if x0 > 0.0 else (-g if x0 < 0.0 else 0.0)
+
+
+ABS = declare(35, "AbsBackward0", family=ELEMENTWISE, reads=READS_X0, masks=True,
+              forward=abs_fwd, vjp0=abs_vjp, curvature=LINEAR)
+
+
+# --- sin -------------------------------------------------------------------------------------
+@inline
+def sin_fwd(x0, x1, x2, c, p0, p1):
+    return np.sin(x0)
+
+
+@inline
+def sin_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * np.cos(x0)
+
+
+@inline
+def sin_d2(x0, out, c, p0, p1):
+    return -np.sin(x0)
+
+
+SIN = declare(36, "SinBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.sin,
+              numpy=np.sin, forward=sin_fwd, vjp0=sin_vjp, d2=sin_d2)
+
+
+# --- cos -------------------------------------------------------------------------------------
+@inline
+def cos_fwd(x0, x1, x2, c, p0, p1):
+    return np.cos(x0)
+
+
+@inline
+def cos_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return -(g * np.sin(x0))
+
+
+@inline
+def cos_d2(x0, out, c, p0, p1):
+    return -np.cos(x0)
+
+
+COS = declare(37, "CosBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.cos,
+              numpy=np.cos, forward=cos_fwd, vjp0=cos_vjp, d2=cos_d2)
+
+
+# --- tan -------------------------------------------------------------------------------------
+@inline
+def tan_fwd(x0, x1, x2, c, p0, p1):
+    return np.tan(x0)
+
+
+@inline
+def tan_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * (1.0 + out * out)      # tan' = 1 + tan**2 reuses the saved output
+
+
+@inline
+def tan_d2(x0, out, c, p0, p1):
+    return 2.0 * out * (1.0 + out * out)
+
+
+TAN = declare(38, "TanBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.tan,
+              numpy=np.tan, forward=tan_fwd, vjp0=tan_vjp, d2=tan_d2)
+
+
+# --- tanh ------------------------------------------------------------------------------------
+@inline
+def tanh_fwd(x0, x1, x2, c, p0, p1):
+    return np.tanh(x0)
+
+
+@inline
+def tanh_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * (1.0 - out * out)      # tanh' = 1 - tanh**2 reuses the saved output
+
+
+@inline
+def tanh_d2(x0, out, c, p0, p1):
+    return -2.0 * out * (1.0 - out * out)
+
+
+TANH = declare(39, "TanhBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.tanh,
+               numpy=np.tanh, forward=tanh_fwd, vjp0=tanh_vjp, d2=tanh_d2)
+
+
+# --- sigmoid ---------------------------------------------------------------------------------
+@inline
+def sigmoid_fwd(x0, x1, x2, c, p0, p1):
+    return 1.0 / (1.0 + np.exp(-x0))
+
+
+@inline
+def sigmoid_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * ((1.0 - out) * out)
+
+
+@inline
+def sigmoid_d2(x0, out, c, p0, p1):
+    return out * (1.0 - out) * (1.0 - 2.0 * out)
+
+
+SIGMOID = declare(40, "SigmoidBackward0", family=ELEMENTWISE, reads=READS_OUT,
+                  forward=sigmoid_fwd, vjp0=sigmoid_vjp, d2=sigmoid_d2)
+
+
+# --- sinh ------------------------------------------------------------------------------------
+@inline
+def sinh_fwd(x0, x1, x2, c, p0, p1):
+    return np.sinh(x0)
+
+
+@inline
+def sinh_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * np.cosh(x0)
+
+
+@inline
+def sinh_d2(x0, out, c, p0, p1):
+    return out                         # sinh'' = sinh, the saved output
+
+
+def sinh_graph(F, g, x0, x1, out, c):
+    # cosh(x) = (exp(x) + exp(-x)) / 2, in differentiable ops (create_graph)
+    return F.mul(g, F.div(F.add(F.exp(x0), F.exp(F.neg(x0))), 2.0)), None
+
+
+SINH = declare(49, "SinhBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.sinh,
+               numpy=np.sinh, forward=sinh_fwd, vjp0=sinh_vjp, d2=sinh_d2, graph=sinh_graph)
+
+
+# --- relu ------------------------------------------------------------------------------------
+@inline
+def relu_fwd(x0, x1, x2, c, p0, p1):
+    return x0 if (x0 > 0.0 or x0 != x0) else 0.0
+
+
+@inline
+def relu_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch zeroes where the result is <= 0: a nan result passes the gradient
+    return 0.0 if out <= 0.0 else g
+
+
+RELU = declare(41, "ReluBackward0", family=ELEMENTWISE, reads=READS_OUT, masks=True,
+               first_write=True, forward=relu_fwd, vjp0=relu_vjp, curvature=LINEAR)
+
+
+# --- softplus: p0 = beta, p1 = threshold ---------------------------------------------------
+@inline
+def softplus_fwd(x0, x1, x2, c, p0, p1):
+    bx = p0 * x0
+    return x0 if bx > p1 else np.log1p(np.exp(bx)) / p0
+
+
+@inline
+def softplus_vjp(g, x0, x1, x2, out, c, p0, p1):
+    bx = p0 * x0
+    if bx > p1:
+        return g
+    z = np.exp(bx)
+    return g * z / (z + 1.0)
+
+
+@inline
+def softplus_d2(x0, out, c, p0, p1):
+    if p0 * x0 > p1:
+        return 0.0
+    z = 1.0 / (1.0 + np.exp(-p0 * x0))
+    return p0 * z * (1.0 - z)
+
+
+SOFTPLUS = declare(42, "SoftplusBackward0", family=ELEMENTWISE, reads=READS_X0, params=2,
+                   masks=True, forward=softplus_fwd, vjp0=softplus_vjp, d2=softplus_d2)
+
+
+# --- clamp, clamp_min, clamp_max: p0 = lower bound, p1 = upper bound -------------------------
+@inline
+def clamp_fwd(x0, x1, x2, c, p0, p1):
+    if x0 != x0:
+        return x0
+    if p0 > p1:
+        return p1
+    return min(max(x0, p0), p1)
+
+
+@inline
+def clamp_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch passes the gradient where lo <= x <= hi: the bounds pass it, nan does not
+    return g if (x0 >= p0 and x0 <= p1) else 0.0
+
+
+CLAMP = declare(43, "ClampBackward1", family=ELEMENTWISE, reads=READS_X0, params=2,
+                masks=True, forward=clamp_fwd, vjp0=clamp_vjp, curvature=LINEAR)
+# x.clamp_min(lo) / x.clamp_max(hi): PyTorch's own nodes; the same rules and parameters
+CLAMP_MIN = declare(47, "ClampMinBackward0", family=ELEMENTWISE, reads=READS_X0, params=2,
+                    masks=True, forward=clamp_fwd, vjp0=clamp_vjp, curvature=LINEAR)
+CLAMP_MAX = declare(48, "ClampMaxBackward0", family=ELEMENTWISE, reads=READS_X0, params=2,
+                    masks=True, forward=clamp_fwd, vjp0=clamp_vjp, curvature=LINEAR)
+
+
+# --- maximum, minimum: c = +1 for maximum, -1 for minimum ------------------------------------
+@inline
+def maximum_fwd(x0, x1, x2, c, p0, p1):
+    if x0 != x0 or x1 != x1:
+        return x0 + x1      # nan propagates
+    return x0 if (x0 - x1) * c >= 0.0 else x1
+
+
+@inline
+def maximum_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # ties split the gradient in halves, as PyTorch does; a nan operand makes the nan output,
+    # which takes the gradient from both sides.  Compared, not subtracted: inf - inf would
+    # make equal infinities look like nan.
+    if x0 == x1:
+        return 0.5 * g
+    if x0 != x0 or x1 != x1 or (x0 > x1) == (c > 0.0):
+        return g
+    return 0.0
+
+
+@inline
+def maximum_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    if x0 == x1:
+        return 0.5 * g
+    if x0 != x0 or x1 != x1 or not ((x0 > x1) == (c > 0.0)):
+        return g
+    return 0.0
+
+
+MAXIMUM = declare(44, "MaximumBackward0", family=ELEMENTWISE, arity=2,
+                  reads=READS_X0 | READS_X1, masks=True, forward=maximum_fwd,
+                  vjp0=maximum_vjp0, vjp1=maximum_vjp1, curvature=LINEAR)
+MINIMUM = declare(45, "MinimumBackward0", family=ELEMENTWISE, arity=2,
+                  reads=READS_X0 | READS_X1, masks=True, forward=maximum_fwd,
+                  vjp0=maximum_vjp0, vjp1=maximum_vjp1, curvature=LINEAR)
+
+
+# --- where: x2 is the condition, a CONST record of 0/1 values named by ip ----------------------
+@inline
+def where_fwd(x0, x1, x2, c, p0, p1):
+    return x0 if x2 != 0.0 else x1
+
+
+@inline
+def where_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    return g if x2 != 0.0 else 0.0
+
+
+@inline
+def where_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return 0.0 if x2 != 0.0 else g
+
+
+WHERE = declare(46, "WhereBackward0", family=ELEMENTWISE, arity=2, frees=True, masks=True,
+                condition=True, forward=where_fwd, vjp0=where_vjp0, vjp1=where_vjp1, curvature=LINEAR)
+
+constants(globals())

@@ -1,0 +1,471 @@
+"""Records that bring values onto the tape, and ops that move values without arithmetic:
+gathers (indexing, permutes, expansions), reshapes, concatenation, scatters.
+
+Every gradient rule here is linear and value-free, so none has a curvature term.
+"""
+import math
+
+import numpy as np
+
+from .._config import inline, rule
+from .elementwise import pass_vjp
+from .table import ARRAY, DATA, LINEAR, constants, declare
+
+
+@inline
+def _seg(arr, off, n):
+    return arr[off:off + n]
+
+
+# --- records that only bring a value onto the tape (not shown as grad_fn nodes) -------------
+LEAF = declare(0, "AccumulateGrad", family=DATA)      # a leaf that requires grad
+CONST = declare(1, "Constant", family=DATA)           # a value that needs no gradient
+EXTERN = declare(2, "Extern", family=DATA)            # a tensor recorded on an older tape
+
+
+# --- comparisons: ip = 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 ne; a1 = -1 compares with fp -------
+# Recorded only while ``tapegrad.compile`` traces a function, so that replay recomputes them;
+# no gradient.
+@inline
+def compare(k, u, v):
+    if k == 0:
+        return u < v
+    if k == 1:
+        return u <= v
+    if k == 2:
+        return u > v
+    if k == 3:
+        return u >= v
+    if k == 4:
+        return u == v
+    return u != v
+
+
+@rule
+def cmp_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    k = ip[r]
+    for i in range(n):
+        v = vals[voff[a1[r]] + i] if a1[r] >= 0 else fp[r]
+        out[i] = 1.0 if compare(k, x0[i], v) else 0.0
+
+
+def _check_cmp(a, r, fail):
+    if a.a1[r] != -1:
+        a.record(a.a1[r], r, "second input")
+        if a.size[a.a1[r]] != a.size[r]:
+            fail(f"record {r}: elementwise operands differ in size")
+    if a.size[a.a0[r]] != a.size[r]:
+        fail(f"record {r}: input and output differ in size")
+
+
+CMP = declare(110, "Comparison", family=DATA, check=_check_cmp, forward=cmp_fwd)
+
+
+# --- guards: a Python read of a value; replay checks that a0's value still equals
+# faux[ip:ip+size] -------------------------------------------------------------------------
+@inline
+def guard_holds(r, a0, voff, size, ip, faux, vals):
+    n = size[r]
+    got = _seg(vals, voff[a0[r]], n)
+    want = faux[ip[r]:ip[r] + n]
+    for i in range(n):
+        if got[i] != want[i] and not (got[i] != got[i] and want[i] != want[i]):
+            return False
+    return True
+
+
+def _check_guard(a, r, fail):
+    if a.size[r] != a.size[a.a0[r]] or a.ip[r] < 0 or a.ip[r] + a.size[r] > len(a.faux):
+        fail(f"record {r}: guard values out of range")
+
+
+GUARD = declare(111, "Guard", family=DATA, check=_check_guard)
+
+
+# the one-element form of every copy below (generated code)
+@inline
+def copy_fwd(x0, x1, x2, c, p0, p1):
+    return x0
+
+
+_COPY = dict(scalar_forward=copy_fwd, scalar_vjp=pass_vjp)
+
+
+# --- gather: out[k] = x[aux[ip+2+k]]; aux[ip] = variant, aux[ip+1] = n ----------------------
+@rule
+def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+               beta1):
+    # scatter-add handles repeated indices
+    if not need[a0[r]]:
+        return  # a hidden expansion of an operand that takes no gradient
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    base = goff[a0[r]]
+    idx = aux[ip[r] + 2: ip[r] + 2 + n]
+    for k in range(n):
+        grads[base + idx[k]] += g[k]
+
+
+@rule
+def gather_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    src = voff[a0[r]]
+    idx = aux[ip[r] + 2: ip[r] + 2 + n]
+    for k in range(n):
+        out[k] = vals[src + idx[k]]
+
+
+@rule
+def gather_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]]
+    for q in range(size[r]):
+        tans[tout + q] = tans[t0 + aux[ip[r] + 2 + q]]
+
+
+def _check_gather(a, r, fail):
+    a.aux_span(r, a.ip[r], 2)
+    if a.aux[a.ip[r] + 1] != a.size[r]:
+        fail(f"record {r}: index length does not match")
+    a.aux_span(r, a.ip[r] + 2, a.size[r])
+    idx = a.aux[a.ip[r] + 2: a.ip[r] + 2 + a.size[r]]
+    if idx.size and (idx.min() < 0 or idx.max() >= a.size[a.a0[r]]):
+        fail(f"record {r}: index out of range")
+
+
+_GATHER_NAMES = {
+    0: "Expand", 1: "ExpandBackward0", 2: "SelectBackward0", 3: "SliceBackward0",
+    4: "IndexBackward0", 5: "PermuteBackward0", 6: "TransposeBackward0", 7: "TBackward0",
+    8: "AliasBackward0", 9: "UnsqueezeBackward0", 10: "SqueezeBackward0",
+    11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0", 14: "CopySlices",
+    15: "SqueezeBackward2", 16: "UnsafeViewBackward0", 17: "ReshapeAliasBackward0",
+}
+GATHER = declare(100, "IndexBackward0", family=ARRAY, variants=_GATHER_NAMES,
+                 check=_check_gather, backward=gather_bwd, forward=gather_fwd,
+                 tangent=gather_tan, curvature=LINEAR, **_COPY)
+# A hidden expansion for implicit broadcasting: same rules as GATHER, no grad_fn of its own.
+BCAST = declare(104, "Broadcast", family=ARRAY, check=_check_gather, backward=gather_bwd,
+                forward=gather_fwd, tangent=gather_tan, curvature=LINEAR, **_COPY)
+
+
+# --- reshape: keeps the flat order, out = x; aux[ip] = variant (names as for GATHER) ----------
+@rule
+def reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+                beta1):
+    n = size[r]
+    g = _seg(grads, goff[r], n)
+    gx0 = _seg(grads, goff[a0[r]], n)
+    for i in range(n):
+        gx0[i] += g[i]
+
+
+@rule
+def reshape_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    n = size[r]
+    vals[voff[r]:voff[r] + n] = _seg(vals, voff[a0[r]], n)
+
+
+@rule
+def reshape_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]]
+    if t0 != tout:
+        for q in range(size[r]):
+            tans[tout + q] = tans[t0 + q]
+
+
+def _check_reshape(a, r, fail):
+    if a.size[a.a0[r]] != a.size[r]:
+        fail(f"record {r}: reshape changes the size")
+
+
+RESHAPE = declare(101, "ViewBackward0", family=ARRAY, variants=_GATHER_NAMES,
+                  check=_check_reshape, backward=reshape_bwd, forward=reshape_fwd,
+                  tangent=reshape_tan, curvature=LINEAR, **_COPY)
+
+
+# --- cat, stack: aux[ip] = k inputs, then k (record, offset-in-output-block, block-size)
+# rows, then O (outer count) and the output's block length; a0 = the first input ----------
+@rule
+def cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+            beta1):
+    # the output is O blocks; input j owns a run of aux[.. + 2] values inside each block
+    k_in = aux[ip[r]]
+    rows = ip[r] + 1
+    o_n = aux[rows + 3 * k_in]
+    block = aux[rows + 3 * k_in + 1]
+    g = _seg(grads, goff[r], o_n * block)
+    for j in range(k_in):
+        src = aux[rows + 3 * j]
+        if not need[src]:
+            continue
+        start = aux[rows + 3 * j + 1]
+        width = aux[rows + 3 * j + 2]
+        gx = _seg(grads, goff[src], o_n * width)
+        for o in range(o_n):
+            gx[o * width:(o + 1) * width] += g[o * block + start: o * block + start + width]
+
+
+@rule
+def cat_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    out = _seg(vals, voff[r], size[r])
+    k_in = aux[ip[r]]
+    rows = ip[r] + 1
+    o_n = aux[rows + 3 * k_in]
+    block = aux[rows + 3 * k_in + 1]
+    for j in range(k_in):
+        src = aux[rows + 3 * j]
+        start = aux[rows + 3 * j + 1]
+        width = aux[rows + 3 * j + 2]
+        x = _seg(vals, voff[src], o_n * width)
+        for ob in range(o_n):
+            out[ob * block + start: ob * block + start + width] = x[ob * width:(ob + 1) * width]
+
+
+@rule
+def cat_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    tout = b + voff[r]
+    k_in = aux[ip[r]]
+    rows = ip[r] + 1
+    o_n = aux[rows + 3 * k_in]
+    block = aux[rows + 3 * k_in + 1]
+    for j in range(k_in):
+        src = aux[rows + 3 * j]
+        start = aux[rows + 3 * j + 1]
+        width = aux[rows + 3 * j + 2]
+        ts = b + voff[src]
+        live = dep[src] != 0
+        for ob in range(o_n):
+            for q in range(width):
+                tans[tout + ob * block + start + q] = tans[ts + ob * width + q] if live else 0.0
+
+
+def _check_cat(a, r, fail):
+    ip, aux = a.ip[r], a.aux
+    a.aux_span(r, ip, 1)
+    k = int(aux[ip])
+    a.aux_span(r, ip + 1, 3 * k + 2)
+    outer, block = int(aux[ip + 1 + 3 * k]), int(aux[ip + 2 + 3 * k])
+    if outer < 0 or block < 0 or outer * block != a.size[r]:
+        fail(f"record {r}: concatenation sizes do not add up")
+    if k < 1 or a.a0[r] != int(aux[ip + 1]) or a.a1[r] != -1:
+        fail(f"record {r}: concatenation inputs do not match")
+    for j in range(k):
+        src, start, width = aux[ip + 1 + 3 * j: ip + 4 + 3 * j].tolist()
+        a.record(src, r, "concatenation input")
+        if start < 0 or width < 0 or start + width > block or outer * width != a.size[src]:
+            fail(f"record {r}: concatenation input {j} does not fit")
+
+
+# ``inputs="aux"``: the inputs are listed in aux, not in a0/a1 (plan and sweep walk them)
+CAT = declare(102, "CatBackward0", family=ARRAY, check=_check_cat, backward=cat_bwd,
+              forward=cat_fwd, tangent=cat_tan, curvature=LINEAR)
+STACK = declare(103, "StackBackward0", family=ARRAY, check=_check_cat, backward=cat_bwd,
+                forward=cat_fwd, tangent=cat_tan, curvature=LINEAR)
+MANY_INPUTS = frozenset({CAT, STACK})
+
+
+# --- scatter: the transpose of GATHER, out[aux[ip+2+k]] += x[k] for k < size of x;
+# aux[ip+1] = size of x.  Differentiable backward passes (create_graph) undo a gather. -----
+@rule
+def scatter_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need,
+                beta0, beta1):
+    # gx[k] = g[idx[k]]: the gather that this scatter undoes
+    n_in = aux[ip[r] + 1]
+    base = goff[r]
+    gx0 = _seg(grads, goff[a0[r]], n_in)
+    idx = aux[ip[r] + 2: ip[r] + 2 + n_in]
+    for k in range(n_in):
+        gx0[k] += grads[base + idx[k]]
+
+
+@rule
+def scatter_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    out = _seg(vals, voff[r], size[r])
+    n_in = aux[ip[r] + 1]
+    x0 = _seg(vals, voff[a0[r]], n_in)
+    idx = aux[ip[r] + 2: ip[r] + 2 + n_in]
+    out[:] = 0.0
+    for k in range(n_in):
+        out[idx[k]] += x0[k]
+
+
+@rule
+def scatter_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    tout = b + voff[r]
+    n_in = aux[ip[r] + 1]
+    t0 = b + voff[a0[r]]
+    for q in range(size[r]):
+        tans[tout + q] = 0.0
+    for q in range(n_in):
+        tans[tout + aux[ip[r] + 2 + q]] += tans[t0 + q]
+
+
+def _check_scatter(a, r, fail):
+    s0 = a.size[a.a0[r]]
+    a.aux_span(r, a.ip[r], 2)
+    if a.aux[a.ip[r] + 1] != s0:
+        fail(f"record {r}: index length does not match")
+    a.aux_span(r, a.ip[r] + 2, s0)
+    idx = a.aux[a.ip[r] + 2: a.ip[r] + 2 + s0]
+    if idx.size and (idx.min() < 0 or idx.max() >= a.size[r]):
+        fail(f"record {r}: index out of range")
+
+
+SCATTER = declare(105, "IndexAddBackward0", family=ARRAY, check=_check_scatter,
+                  backward=scatter_bwd, forward=scatter_fwd, tangent=scatter_tan,
+                  curvature=LINEAR)
+
+
+# --- expand by strides: implicit broadcasting of a binary op's operand.  aux[ip] = ndim, then
+# the output shape, then the source stride of each output dim (0 where the operand is
+# broadcast).  Same meaning as BCAST, without O(n) side data. ------------------------------
+@inline
+def _row_broadcast(strides, nd, inner):
+    """Whether an expand's source strides make it a bias broadcast over rows: one contiguous
+    run of ``inner`` values repeated (every stride 0 but the last, which is 1)."""
+    if inner == 0 or strides[nd - 1] != 1:
+        return False
+    for d in range(nd - 1):
+        if strides[d] != 0:
+            return False
+    return True
+
+
+@inline
+def _odometer_step(count, src, shp, strides, d):
+    """Advance the output position over dims d, d-1, ... 0; return the new source offset."""
+    while d >= 0:
+        count[d] += 1
+        src += strides[d]
+        if count[d] < shp[d]:
+            break
+        src -= strides[d] * shp[d]
+        count[d] = 0
+        d -= 1
+    return src
+
+
+@rule
+def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need,
+                 beta0, beta1):
+    # walk the output in order, moving the source position by the strides: gx[src] += g[k]
+    n = size[r]
+    nd = aux[ip[r]]
+    shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+    strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+    g = _seg(grads, goff[r], n)
+    gx0 = grads[goff[a0[r]]:]
+    if nd == 0:
+        if n == 1:
+            gx0[0] += g[0]
+        return
+    # the last axis as one run per step of the walk: a bias broadcast over rows (stride 1)
+    # becomes a vector add, one over columns (stride 0) a running sum; per element the
+    # additions happen in the same order as a walk one element at a time
+    inner = shp[nd - 1]
+    step = strides[nd - 1]
+    if _row_broadcast(strides, nd, inner):
+        # a bias broadcast over rows (every stride 0 but the last): column sums in a
+        # local accumulator over a 2-D view, same additions in the same order.  Adding
+        # each row into gx0 as an arena slice took 51 us for W3's (256, 256) bias
+        # gradient inside the sweep, this 9 us (an explicit 1-D loop into gx0: 34 us).
+        rows = g.reshape((n // inner, inner))
+        acc = gx0[:inner].copy()
+        for k in range(n // inner):
+            for i in range(inner):
+                acc[i] += rows[k, i]
+        gx0[:inner] = acc
+        return
+    count = np.zeros(nd, dtype=np.int64)
+    src = 0
+    k = 0
+    while k < n:
+        if step == 1:
+            gx0[src:src + inner] += g[k:k + inner]
+        elif step == 0:
+            acc = gx0[src]
+            for i in range(inner):
+                acc += g[k + i]
+            gx0[src] = acc
+        else:
+            for i in range(inner):
+                gx0[src + i * step] += g[k + i]
+        k += inner
+        src = _odometer_step(count, src, shp, strides, nd - 2)
+
+
+@rule
+def expand_s_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    n = size[r]
+    out = _seg(vals, voff[r], n)
+    nd = aux[ip[r]]
+    shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+    strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+    x0 = vals[voff[a0[r]]:]
+    if nd == 0:
+        if n == 1:
+            out[0] = x0[0]
+        return
+    # the last axis as one run per step of the walk (see expand_s_bwd)
+    inner = shp[nd - 1]
+    step = strides[nd - 1]
+    if _row_broadcast(strides, nd, inner):
+        # a bias broadcast over rows: the same run in every row, written from a local
+        # copy through a 2-D view (W3's (256, 256): 9 us; a slice copy per row: 20 us)
+        row = x0[:inner].copy()
+        rows = out.reshape((n // inner, inner))
+        for k in range(n // inner):
+            for i in range(inner):
+                rows[k, i] = row[i]
+        return
+    count = np.zeros(nd, dtype=np.int64)
+    src = 0
+    k = 0
+    while k < n:
+        if step == 1:
+            out[k:k + inner] = x0[src:src + inner]
+        else:
+            for i in range(inner):
+                out[k + i] = x0[src + i * step]
+        k += inner
+        src = _odometer_step(count, src, shp, strides, nd - 2)
+
+
+@rule
+def expand_s_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    n = size[r]
+    tout = b + voff[r]
+    nd = aux[ip[r]]
+    shp = aux[ip[r] + 1: ip[r] + 1 + nd]
+    strides = aux[ip[r] + 1 + nd: ip[r] + 1 + 2 * nd]
+    t0 = b + voff[a0[r]]
+    count = np.zeros(nd, dtype=np.int64)
+    src = 0
+    for q in range(n):
+        tans[tout + q] = tans[t0 + src]
+        src = _odometer_step(count, src, shp, strides, nd - 1)
+
+
+def _check_expand(a, r, fail):
+    ip, aux = a.ip[r], a.aux
+    a.aux_span(r, ip, 1)
+    nd = int(aux[ip])
+    a.aux_span(r, ip + 1, 2 * nd)
+    shp = aux[ip + 1: ip + 1 + nd].tolist()
+    strides = aux[ip + 1 + nd: ip + 1 + 2 * nd].tolist()
+    if nd < 0 or min(shp + strides + [0]) < 0 or math.prod(shp) != a.size[r]:
+        fail(f"record {r}: expansion shape does not match")
+    if a.size[r] and sum((d - 1) * st for d, st in zip(shp, strides)) >= a.size[a.a0[r]]:
+        fail(f"record {r}: expansion reads outside its input")
+
+
+EXPAND_S = declare(106, "Broadcast", family=ARRAY, check=_check_expand,
+                   backward=expand_s_bwd, forward=expand_s_fwd, tangent=expand_s_tan,
+                   curvature=LINEAR, **_COPY)
+
+constants(globals())

@@ -1,0 +1,498 @@
+"""The compiled passes over a tape: ``plan``, ``sweep`` (reverse), ``forward`` (replay),
+``tangent`` (forward mode), ``curvature`` (forward over reverse), ``batch_replay``.
+
+They hold the control flow of a pass -- which records run, in what order, where gradients
+live -- and no math.  A record of one value runs its op's scalar rules through the inlined
+one-element chains (``D``); a larger one calls its op's entry for the pass through
+``entries.TABLE`` (passed in as ``table``).  Before doing anything a pass checks that every
+record it will call has its entry compiled, and otherwise returns ``entries.MISSING - r``
+for the first that has none: the caller (``ops.__init__``) compiles it and calls again.
+What a pass needs to know about an opcode is a row of the flag arrays below, read off the
+table.
+"""
+import numpy as np
+
+from .._config import inline, kernel, parallel_kernel, prange
+from . import dispatch
+from . import entries as E
+from . import table as T
+from .structure import CAT, EXTERN, GUARD, LEAF, STACK, guard_holds
+
+D = dispatch.one_element_module()
+
+
+def _flags(test):
+    out = np.zeros(max(T.OPS) + 1, dtype=np.bool_)
+    for code, info in T.OPS.items():
+        out[code] = bool(test(info))
+    out.flags.writeable = False
+    return out
+
+
+# records the sweep passes over: they have no inputs to send a gradient to
+_NO_RULE = _flags(lambda i: i.family == T.DATA)
+# a record that depends on a leaf (LEAF and EXTERN start the dependence; CONST, CMP, GUARD
+# have none)
+_STARTS = _flags(lambda i: i.code in (LEAF, EXTERN))
+# inputs listed in aux (concatenation) instead of a0/a1
+_MANY = _flags(lambda i: i.code in (CAT, STACK))
+# elementwise: a one-element record runs the scalar rules on the arenas directly
+_ONE = _flags(lambda i: i.family == T.ELEMENTWISE)
+# may write its inputs' first gradient instead of adding to a cleared one
+_FIRST_WRITE = _flags(lambda i: i.first_write)
+# curvature: 0 nothing to add (linear), 1 a rule to run, -1 no rule (the caller takes
+# another route)
+_CURVATURE = np.array([
+    (-1 if c not in T.OPS else
+     0 if T.OPS[c].family == T.DATA else
+     1 if "d2" in T.OPS[c].rules else
+     -1 if T.OPS[c].rules.get("curvature") is None else
+     0 if T.OPS[c].rules["curvature"] == T.LINEAR else 1)
+    for c in range(max(T.OPS) + 1)], dtype=np.int8)
+_CURVATURE.flags.writeable = False
+_SCALAR_CURVATURE = _flags(lambda i: "d2" in i.rules)
+
+
+@inline
+def _known(o):
+    return 0 <= o < _NO_RULE.size
+
+
+# ---------------------------------------------------------------------------------------------
+# plan
+# ---------------------------------------------------------------------------------------------
+@inline
+def _touch(s, need, goff, size, top):
+    """Lay out record s's gradient just below ``top`` if it is needed and has no place yet."""
+    if s >= 0 and need[s] and goff[s] == -2:
+        goff[s] = top - size[s]
+        return top - size[s]
+    return top
+
+
+@kernel
+def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
+    """Mark the records that lead to a seed and need a gradient; lay out their gradients.
+
+    need[r] = 1 for records on a path from a seed down to a leaf; goff[r] is the offset of
+    record r's gradient in the gradient arena.  Returns ``(total, fresh)``: the arena length
+    needed, and where the part ``sweep`` clears itself (``[0, fresh)``) ends.
+
+    Two passes: forward, which records depend on a leaf at all (a broadcast copy of a constant
+    does not, and its rule must not run: it would write to a gradient that has no place);
+    backward, which of those a seed reaches.  Then the layout, from the top of the arena
+    down: the seeds (the caller clears and seeds them), then every other gradient in the
+    order the sweep first adds to it, so that the sweep can clear each just before it is
+    used, when it is about to be in cache anyway, and a matrix product can write its first
+    contribution instead of adding it.  A tape of numbers only is laid out in record order
+    and cleared by the caller.
+    """
+    for r in range(n_rec):
+        o = op[r]
+        dep = 0
+        if _STARTS[o]:
+            dep = 1
+        elif _MANY[o]:
+            k_in = aux[ip[r]]
+            for j in range(k_in):
+                if need[aux[ip[r] + 1 + 3 * j]]:
+                    dep = 1
+        elif not _NO_RULE[o]:
+            if (a0[r] >= 0 and need[a0[r]]) or (a1[r] >= 0 and need[a1[r]]):
+                dep = 1
+        need[r] = dep
+    for s in seeds:
+        if need[s]:
+            need[s] = 3
+    for r in range(n_rec - 1, -1, -1):
+        if need[r] != 3:
+            continue
+        o = op[r]
+        if _MANY[o]:
+            k_in = aux[ip[r]]
+            for j in range(k_in):
+                src = aux[ip[r] + 1 + 3 * j]
+                if need[src]:
+                    need[src] = 3
+            continue
+        if a0[r] >= 0 and need[a0[r]]:
+            need[a0[r]] = 3
+        if a1[r] >= 0 and need[a1[r]]:
+            need[a1[r]] = 3
+    for r in range(n_rec):
+        need[r] = 1 if need[r] == 3 else 0
+        goff[r] = -1
+    # -2: a gradient some rule the sweep runs adds to (every needed record but the seeds)
+    for r in range(n_rec):
+        if need[r] and not _NO_RULE[op[r]]:
+            o = op[r]
+            if _MANY[o]:
+                for j in range(aux[ip[r]]):
+                    src = aux[ip[r] + 1 + 3 * j]
+                    if need[src]:
+                        goff[src] = -2
+            else:
+                if a0[r] >= 0 and need[a0[r]]:
+                    goff[a0[r]] = -2
+                if a1[r] >= 0 and need[a1[r]]:
+                    goff[a1[r]] = -2
+    total = 0
+    one_element = True
+    for r in range(n_rec):
+        if need[r]:
+            total += size[r]
+            one_element = one_element and size[r] == 1
+    if one_element:
+        # a tape of numbers: record order, all cleared by the caller (a tiny arena; and
+        # generated code rolls a loop of records from the strides of this layout)
+        total = 0
+        for r in range(n_rec):
+            if need[r]:
+                goff[r] = total
+                total += 1
+        return total, 0
+    top = total
+    for s in seeds:
+        if need[s] and goff[s] < 0:
+            top -= size[s]
+            goff[s] = top
+    for r in range(n_rec):
+        if need[r] and goff[r] == -1:
+            # not a seed and no rule adds to it (none such, as need is built): cleared by
+            # the caller with the seeds
+            top -= size[r]
+            goff[r] = top
+    fresh = top
+    for r in range(n_rec - 1, -1, -1):
+        if need[r] and not _NO_RULE[op[r]]:
+            o = op[r]
+            if _MANY[o]:
+                for j in range(aux[ip[r]]):
+                    top = _touch(aux[ip[r] + 1 + 3 * j], need, goff, size, top)
+            else:
+                top = _touch(a0[r], need, goff, size, top)
+                top = _touch(a1[r], need, goff, size, top)
+    return total, fresh
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep
+# ---------------------------------------------------------------------------------------------
+@inline
+def _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh):
+    """The start of the lowest gradient record r's rule adds to (``fresh`` if none)."""
+    start = fresh
+    if _MANY[op[r]]:
+        for j in range(aux[ip[r]]):
+            s = aux[ip[r] + 1 + 3 * j]
+            if need[s]:
+                start = min(start, goff[s])
+    else:
+        s = a0[r]
+        if s >= 0 and need[s]:
+            start = min(start, goff[s])
+        s = a1[r]
+        if s >= 0 and need[s]:
+            start = min(start, goff[s])
+    return start
+
+
+@inline
+def _first_write(r, a0, a1, goff, size, need, start, fresh):
+    """The betas of record r's rule for its two inputs: 0.0 for an input whose gradient it
+    writes instead of adding to, when grads[start:fresh], the part of the arena it adds to
+    first, is exactly those gradients (one, or both one below the other, as ``plan`` lays
+    them out); (1.0, 1.0), and the part is to be cleared, otherwise."""
+    s0, s1 = a0[r], a1[r]
+    f0 = s0 >= 0 and need[s0] and goff[s0] < fresh
+    f1 = s1 >= 0 and need[s1] and goff[s1] < fresh and s1 != s0
+    if f0 and f1:
+        if (goff[s0] + size[s0] == fresh and goff[s1] + size[s1] == goff[s0]
+                and start == goff[s1]):
+            return 0.0, 0.0
+    elif f0:
+        if goff[s0] + size[s0] == fresh and start == goff[s0]:
+            return 0.0, 1.0
+    elif f1:
+        if goff[s1] + size[s1] == fresh and start == goff[s1]:
+            return 1.0, 0.0
+    return 1.0, 1.0
+
+
+@inline
+def _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need):
+    """The entries' context: every column's address and length (entries.py)."""
+    c = np.zeros(E.CONTEXT, dtype=np.int64)
+    E.put(c, E.OP, op)
+    E.put(c, E.A0, a0)
+    E.put(c, E.A1, a1)
+    E.put(c, E.VOFF, voff)
+    E.put(c, E.GOFF, goff)
+    E.put(c, E.SIZE, size)
+    E.put(c, E.IP, ip)
+    E.put(c, E.FP, fp)
+    E.put(c, E.AUX, aux)
+    E.put(c, E.FAUX, faux)
+    E.put(c, E.VALS, vals)
+    E.put(c, E.EXT, ext)
+    E.put(c, E.GRADS, grads)
+    E.put(c, E.NEED, need)
+    return c
+
+
+@inline
+def _missing(table, pass_, op, size, need, hi, lo, all_records):
+    """E.MISSING - r for the first record in [lo, hi) whose entry for ``pass_`` is not
+    compiled yet (a needed one, or any with ``all_records``), else 0."""
+    for r in range(lo, hi):
+        o = op[r]
+        if not (all_records or need[r]) or not _known(o) or _NO_RULE[o] or \
+                (size[r] == 1 and _ONE[o]):
+            continue
+        if table[pass_, o] == 0:
+            return E.MISSING - r
+    return 0
+
+
+@kernel
+def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi, lo,
+          fresh, table):
+    """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``.
+
+    ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
+    the rules first add to it, and each part is cleared here just before (pass 0 for an
+    arena cleared beforehand, and for a sweep in pieces).  An op declared ``first_write``
+    (matrix products, sums, differences, relus) writes its first contribution instead
+    (beta = 0): no clearing pass at all for the largest gradients.
+    ``ext``: arguments read in place (see ``linalg.value_at``; empty: none).
+    Returns -1, the first record whose opcode has no backward rule, or E.MISSING - r.
+    """
+    missing = _missing(table, E.BACKWARD, op, size, need, hi, lo, False)
+    if missing:
+        return missing
+    context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
+                       need)
+    for r in range(hi - 1, lo - 1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if not _known(o):
+            return r
+        if _NO_RULE[o]:
+            continue
+        beta0 = beta1 = 1.0
+        # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
+        start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
+        if start < fresh:
+            # (the one-element path below always adds: its records are cleared)
+            if _FIRST_WRITE[o] and (size[r] > 1 or not _ONE[o]):
+                beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
+            if beta0 == 1.0 and beta1 == 1.0:
+                grads[start:fresh] = 0.0
+            fresh = start
+        if size[r] == 1 and _ONE[o]:
+            if not D.backward_one(o, r, a0, a1, voff, goff, ip, fp, faux, vals, grads, need):
+                return r
+        elif table[E.BACKWARD, o] < 0:
+            return r
+        else:
+            E.call(table[E.BACKWARD, o], r, context, beta0, beta1, 0, 0)
+    return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# forward (replay)
+# ---------------------------------------------------------------------------------------------
+@kernel
+def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table):
+    """Recompute records lo..hi-1 from their inputs (LEAF values were refreshed by the caller,
+    in the arena or, for the records ``ext`` names, in place: see ``linalg.value_at``).
+
+    Returns -1, the index of the first GUARD whose value differs from the recorded one,
+    -2 - r for the first record r whose opcode has no forward rule, or E.MISSING - r.
+    """
+    missing = _missing(table, E.FORWARD, op, size, op, hi, lo, True)
+    if missing:
+        return missing
+    context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, ext, vals, op)
+    for r in range(lo, hi):
+        o = op[r]
+        if o <= EXTERN:
+            continue
+        if not _known(o):
+            return -2 - r
+        if o == GUARD:
+            if not guard_holds(r, a0, voff, size, ip, faux, vals):
+                return r
+            continue
+        if size[r] == 1 and _ONE[o]:
+            D.forward_one(o, r, a0, a1, voff, ip, fp, faux, vals)
+        elif table[E.FORWARD, o] < 0:
+            return -2 - r
+        else:
+            E.call(table[E.FORWARD, o], r, context, 0.0, 0.0, 0, 0)
+    return -1
+
+
+@kernel
+def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, lo, hi,
+                table):
+    """Rows lo..hi-1 of ``batch_replay``, with value and gradient arenas of their own."""
+    vals = template.copy()
+    no_ext = np.zeros(0, np.int64)
+    grads = np.zeros(max(total, 1))
+    n = op.size
+    n_out = size[out_rec]
+    for b in range(lo, hi):
+        for j in range(arg_recs.size):
+            r = arg_recs[j]
+            m = size[r]
+            vals[voff[r]:voff[r] + m] = inputs[b, arg_offs[j]:arg_offs[j] + m]
+        bad = forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, no_ext, 0, n, table)
+        status[b] = bad
+        if bad != -1:
+            continue
+        values[b, :] = vals[voff[out_rec]:voff[out_rec] + n_out]
+        if want_grad:
+            grads[:] = 0.0
+            grads[goff[out_rec]] = 1.0
+            sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, no_ext, grads, need,
+                  n, 0, 0, table)
+            for j in range(arg_recs.size):
+                r = arg_recs[j]
+                m = size[r]
+                if need[r]:
+                    grads_out[b, arg_offs[j]:arg_offs[j] + m] = grads[goff[r]:goff[r] + m]
+                else:
+                    grads_out[b, arg_offs[j]:arg_offs[j] + m] = 0.0
+
+
+@kernel
+def batch_replay(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                 inputs, out_rec, need, total, want_grad, values, grads_out, status, table):
+    """Replay one tape for each row of ``inputs`` (one sample per row) in a single call.
+
+    Each row holds the flat values of the argument records ``arg_recs`` at ``arg_offs``; the
+    output record's value goes to ``values[b]`` and, with ``want_grad`` (a one-element
+    output), the gradients of the argument records to ``grads_out[b]``.  ``status[b]`` is -1,
+    or the GUARD record that failed for that sample (its results are then not written).
+    The caller compiles every entry the tape needs first (``table``).
+    """
+    replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs, arg_offs,
+                inputs, out_rec, need, total, want_grad, values, grads_out, status, 0,
+                inputs.shape[0], table)
+
+
+@parallel_kernel
+def batch_replay_parallel(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_recs,
+                          arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                          status, chunks, table):
+    """``batch_replay`` with the rows split into ``chunks`` contiguous blocks run on numba's
+    threads.  Each block has its own arenas and its own copy of ``aux`` (max(dim)'s forward
+    writes its argmax there); rows are independent, so the results are the sequential ones."""
+    bsz = inputs.shape[0]
+    for c in prange(chunks):
+        replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux.copy(), faux, template, arg_recs,
+                    arg_offs, inputs, out_rec, need, total, want_grad, values, grads_out,
+                    status, c * bsz // chunks, (c + 1) * bsz // chunks, table)
+
+
+# ---------------------------------------------------------------------------------------------
+# tangent (forward mode)
+# ---------------------------------------------------------------------------------------------
+# The tangent arena ``tans`` is flat: seed k's tangent of record r sits at ``b + voff[r]``
+# with ``b = k * stride``, the layout of ``vals`` once per seed.  The rules index it with
+# offsets instead of slicing (a view per record costs refcounting).  ``d0``/``d1``: whether
+# an input depends on a seed at all.  At kinks and ties each rule takes the derivative its
+# backward rule takes, so that <J t, u> == <t, J^T u> holds exactly there too.
+@kernel
+def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stride, dep, lo,
+            hi, table):
+    """Forward-mode sweep: tangents of records lo..hi-1, for ``n_seeds`` seeds at once.
+
+    ``tans`` holds n_seeds arenas of ``stride`` values laid out as ``vals``; the caller
+    writes the seeds into the tangents of the seeded records and sets ``dep`` to 1 there.
+    The sweep marks the other records that depend on a seed (``dep``) and computes their
+    tangents; the rest keep the zeros the caller filled in.  Returns -1, the first record
+    whose opcode has no tangent rule, or E.MISSING - r.
+    """
+    missing = _missing(table, E.TANGENT, op, size, dep, hi, lo, True)
+    if missing:
+        return missing
+    context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, op, vals, dep)
+    E.put(context, E.TANS, tans)
+    E.put(context, E.DEP, dep)
+    for r in range(lo, hi):
+        if dep[r]:
+            continue
+        o = op[r]
+        if not _known(o):
+            return r
+        if _NO_RULE[o]:
+            continue
+        if _MANY[o]:
+            for j in range(aux[ip[r]]):
+                if dep[aux[ip[r] + 1 + 3 * j]]:
+                    dep[r] = 1
+        elif (a0[r] >= 0 and dep[a0[r]]) or (a1[r] >= 0 and dep[a1[r]]):
+            dep[r] = 1
+        if not dep[r]:
+            continue
+        d0 = a0[r] >= 0 and dep[a0[r]] != 0
+        d1 = a1[r] >= 0 and dep[a1[r]] != 0
+        if size[r] == 1 and _ONE[o]:
+            if not D.tangent_one(o, r, a0, a1, voff, ip, fp, faux, vals, tans, n_seeds,
+                                 stride, d0, d1):
+                return r
+            continue
+        if table[E.TANGENT, o] < 0:
+            return r
+        bits = (1 if d0 else 0) | (2 if d1 else 0)
+        for s in range(n_seeds):
+            E.call(table[E.TANGENT, o], r, context, 0.0, 0.0, s * stride, bits)
+    return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# curvature (forward over reverse)
+# ---------------------------------------------------------------------------------------------
+@kernel
+def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, stride, dgrads,
+              need, hi, lo, table):
+    """Forward over reverse, first half: the sources of the tangent of a backward sweep.
+
+    The backward rules are linear in g, so the tangent of the gradient arena is ``sweep``
+    run on an arena that starts with, for every record, g times the tangent of its local
+    derivative (nothing for the linear and piecewise linear ops).  This kernel adds those
+    sources into row s of ``dgrads`` for each seed s; ``grads`` is the arena after
+    ``sweep``, ``tans`` the value tangents of the seeds (``stride`` apart, from ``tangent``).
+    Sweeping each row afterwards leaves H t at the leaves.  Returns -1, the first record
+    whose op has no rule here (the caller takes another route), or E.MISSING - r.
+    """
+    for r in range(lo, hi):
+        o = op[r]
+        if need[r] and _known(o) and _CURVATURE[o] > 0 and \
+                not (size[r] == 1 and _SCALAR_CURVATURE[o]) and table[E.CURVATURE, o] == 0:
+            return E.MISSING - r
+    context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, op, grads, need)
+    E.put(context, E.TANS, tans)
+    for r in range(hi - 1, lo - 1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if not _known(o):
+            return r
+        kind = _CURVATURE[o]
+        if kind == 0:
+            continue
+        if kind < 0:
+            return r
+        if size[r] == 1 and _SCALAR_CURVATURE[o]:
+            D.curvature_one(o, r, a0, voff, goff, ip, fp, faux, vals, grads, tans, stride,
+                            dgrads)
+            continue
+        for s in range(dgrads.shape[0]):
+            E.put(context, E.DG, dgrads[s])
+            E.call(table[E.CURVATURE, o], r, context, 0.0, 0.0, s * stride, 0)
+    return -1
