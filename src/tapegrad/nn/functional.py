@@ -121,7 +121,7 @@ def mse_loss(input, target, reduction="mean"):
 
 
 def l1_loss(input, target, reduction="mean"):
-    """|input - target|, reduced."""
+    """``|input - target|``, reduced."""
     _check_reduction(reduction)
     _warn_size(input, target)
     return _reduce(tg.abs(input - target), reduction)

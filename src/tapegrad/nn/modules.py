@@ -526,7 +526,7 @@ class Linear(Module):
     """``y = x @ weight.T + bias``: x (*, in_features) -> y (*, out_features).
 
     weight (out_features, in_features) and bias (out_features,) start as PyTorch's do:
-    U(-1/sqrt(in_features), 1/sqrt(in_features)) (kaiming_uniform_ with a = sqrt(5)),
+    U(-1/sqrt(in_features), 1/sqrt(in_features)) (``kaiming_uniform_`` with ``a = sqrt(5)``),
     weight drawn first, from tapegrad's generator.
     """
 
