@@ -45,7 +45,6 @@ autodoc_member_order = "groupwise"
 autodoc_typehints = "none"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True
-napoleon_custom_sections = [("Shape", "params_style"), ("Shapes", "params_style")]
 add_module_names = False
 
 html_theme = "furo"
