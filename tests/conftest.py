@@ -1,9 +1,12 @@
-"""Shared test settings: hypothesis profiles and float64 PyTorch when it is installed."""
+"""Shared test settings: hypothesis profiles, float64 PyTorch when it is installed, and the
+one-line summary of skips for optional peers that are not installed (skip_summary.py)."""
 import os
 import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+from skip_summary import pytest_terminal_summary  # noqa: F401 - a pytest hook
 
 try:
     import tapegrad  # noqa: F401

@@ -162,7 +162,8 @@ def test_renders_to_svg_for_jupyter():
     # what Jupyter calls to display it (the methods exist without the dot program)
     assert callable(getattr(dot, "_repr_mimebundle_", None))
     if shutil.which("dot") is None:
-        pytest.skip("Graphviz's `dot` program is not on PATH: the SVG rendering is not checked")
+        pytest.skip("optional peer not installed: Graphviz's dot program (not on PATH: "
+                    "the SVG rendering is not checked)")
     svg = dot.pipe(format="svg").decode()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     assert "MeanBackward0" in svg and "AccumulateGrad" in svg

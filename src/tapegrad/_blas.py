@@ -101,5 +101,13 @@ _NAME, _KEEP = _bind()   # _KEEP: the library and adapter, alive as long as the 
 
 
 def blas():
-    """The BLAS behind compiled matrix products: ``"mkl"`` or ``"default"`` (scipy's)."""
+    """The BLAS behind compiled matrix products: ``"mkl"`` or ``"default"`` (scipy's).
+
+    ``"mkl"`` where ``pip install tapegrad[mkl]`` put MKL and ``TAPEGRAD_BLAS`` is ``auto``
+    (the default) or ``mkl``.
+
+    Example:
+        >>> tg.blas() in ("mkl", "default")
+        True
+    """
     return _NAME

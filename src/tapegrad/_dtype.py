@@ -3,7 +3,15 @@ import numpy as np
 
 
 class dtype:
-    """A tensor element type, printed as PyTorch prints its own (``tapegrad.float64``)."""
+    """A tensor element type, printed as PyTorch prints its own (``tapegrad.float64``).
+
+    tapegrad has float64 (also spelled ``float``, ``double``, and accepted as ``float32``),
+    int64 (``long``) and bool.
+
+    Example:
+        >>> tg.tensor([1.0]).dtype, tg.tensor([1]).dtype, tg.float64.is_floating_point
+        (tapegrad.float64, tapegrad.int64, True)
+    """
 
     __slots__ = ("name", "np", "is_floating_point", "itemsize")
 

@@ -10,7 +10,14 @@ _rng = np.random.default_rng()
 
 
 def manual_seed(seed):
-    """Seed tapegrad's random generator (rand, randn, nn init, dropout)."""
+    """Seed tapegrad's random generator (rand, randn, nn init, dropout).
+
+    Example:
+        >>> _ = tg.manual_seed(0); a = tg.randn(2)
+        >>> _ = tg.manual_seed(0); b = tg.randn(2)
+        >>> bool((a == b).all())
+        True
+    """
     global _rng
     _rng = np.random.default_rng(int(seed))
     return _rng
@@ -126,19 +133,54 @@ def _to_array(data, dtype):
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
-    """A new leaf tensor holding a copy of ``data`` (nested lists, scalars, ndarrays)."""
+    """A new leaf tensor holding a copy of ``data`` (nested lists, scalars, ndarrays).
+
+    Its dtype follows the data as PyTorch's does (float64 for floats, int64 for integers,
+    bool), unless ``dtype`` is given.  Shape: that of the nesting of ``data``; ``()`` for a
+    scalar.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> x.shape, x.dtype, x.is_leaf
+        (tapegrad.Size([2, 2]), tapegrad.float64, True)
+        >>> tg.tensor(3)
+        tensor(3)
+    """
     dt = _dtype.resolve(dtype)
     return _leaf(_to_array(data, dt), requires_grad)
 
 
 def as_tensor(data, dtype=None):
+    """``data`` as a tensor: ``data`` itself when it is already a tensor and ``dtype`` is None,
+    else a copy as ``tensor(data, dtype)`` makes.
+
+    Shape: that of ``data``.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0])
+        >>> tg.as_tensor(x) is x
+        True
+        >>> tg.as_tensor([[1, 2]]).shape
+        tapegrad.Size([1, 2])
+    """
     if isinstance(data, Tensor) and dtype is None:
         return data
     return tensor(data, dtype)
 
 
 def from_numpy(array):
-    """A tensor sharing ``array``'s memory when it is float64/int64/bool and C-contiguous."""
+    """A tensor sharing ``array``'s memory when it is float64/int64/bool and C-contiguous.
+
+    Shape: ``array.shape``.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.zeros(3)
+        >>> t = tg.from_numpy(a)
+        >>> a[0] = 5.0
+        >>> t
+        tensor([5., 0., 0.])
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dt = _dtype.from_numpy_dtype(array.dtype)
@@ -165,18 +207,56 @@ def _filled(size, fill, dtype, requires_grad):
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
+    """A new leaf tensor of zeros, float64 unless ``dtype`` says otherwise.
+
+    Shape: ``size``, given as numbers (``zeros(2, 3)``) or one sequence (``zeros((2, 3))``).
+
+    Example:
+        >>> tg.zeros(2, 3)
+        tensor([[0., 0., 0.],
+                [0., 0., 0.]])
+    """
     return _filled(size, 0, dtype, requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
+    """A new leaf tensor of ones, float64 unless ``dtype`` says otherwise.
+
+    Shape: ``size``, given as numbers (``ones(2, 2)``) or one sequence (``ones((2, 2))``).
+
+    Example:
+        >>> tg.ones(2, 2, requires_grad=True)
+        tensor([[1., 1.],
+                [1., 1.]], requires_grad=True)
+    """
     return _filled(size, 1, dtype, requires_grad)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
+    """A new leaf tensor whose values are to be overwritten (tapegrad fills it with zeros).
+
+    Shape: ``size``, as for ``zeros``.
+
+    Example:
+        >>> tg.empty(3).shape
+        tapegrad.Size([3])
+    """
     return _filled(size, 0, dtype, requires_grad)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A new leaf tensor filled with ``fill_value``; its dtype follows the value (bool, int64
+    or float64) unless ``dtype`` is given.
+
+    Shape: ``size`` (a sequence).
+
+    Example:
+        >>> tg.full((2, 2), 7.0)
+        tensor([[7., 7.],
+                [7., 7.]])
+        >>> tg.full((3,), 2).dtype
+        tapegrad.int64
+    """
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = _dtype.bool_
@@ -191,30 +271,77 @@ def _like(x, fill, dtype, requires_grad):
 
 
 def zeros_like(x, dtype=None, requires_grad=False):
+    """A new leaf tensor of zeros with ``x``'s shape and dtype (or ``dtype``).
+
+    Example:
+        >>> tg.zeros_like(tg.ones(2, 3)).shape
+        tapegrad.Size([2, 3])
+    """
     return _like(x, 0, dtype, requires_grad)
 
 
 def ones_like(x, dtype=None, requires_grad=False):
+    """A new leaf tensor of ones with ``x``'s shape and dtype (or ``dtype``).
+
+    Example:
+        >>> tg.ones_like(tg.zeros(2))
+        tensor([1., 1.])
+    """
     return _like(x, 1, dtype, requires_grad)
 
 
 def empty_like(x, dtype=None, requires_grad=False):
+    """A new leaf tensor with ``x``'s shape and dtype, to be overwritten (filled with zeros).
+
+    Example:
+        >>> tg.empty_like(tg.ones(2, 3)).shape
+        tapegrad.Size([2, 3])
+    """
     return _like(x, 0, dtype, requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, requires_grad=False):
+    """A new leaf tensor with ``x``'s shape and dtype (or ``dtype``), filled with ``fill_value``.
+
+    Example:
+        >>> tg.full_like(tg.zeros(3), 0.5)
+        tensor([0.5000, 0.5000, 0.5000])
+    """
     return _like(x, fill_value, dtype, requires_grad)
 
 
 def rand_like(x, dtype=None, requires_grad=False):
+    """Draws from U[0, 1) in a new leaf tensor of ``x``'s shape (float64).
+
+    Example:
+        >>> tg.rand_like(tg.zeros(2, 3)).shape
+        tapegrad.Size([2, 3])
+    """
     return _leaf(_rng.random(x._value.shape), requires_grad)
 
 
 def randn_like(x, dtype=None, requires_grad=False):
+    """Draws from N(0, 1) in a new leaf tensor of ``x``'s shape (float64).
+
+    Example:
+        >>> tg.randn_like(tg.zeros(4)).shape
+        tapegrad.Size([4])
+    """
     return _leaf(_rng.standard_normal(x._value.shape), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    """Values from ``start`` (0 when only one bound is given) up to, not including, ``end``,
+    ``step`` apart; int64 when all of them are integers, else float64.
+
+    Shape: ``(ceil((end - start) / step),)``.
+
+    Example:
+        >>> tg.arange(4)
+        tensor([0, 1, 2, 3])
+        >>> tg.arange(0, 1, 0.25)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500])
+    """
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -231,6 +358,14 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (float64).
+
+    Shape: ``(steps,)``.
+
+    Example:
+        >>> tg.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.resolve(dtype) or _dtype.float64
@@ -239,25 +374,73 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    """The identity matrix: ones on the diagonal, zeros elsewhere.
+
+    Shape: ``(n, m)``, ``(n, n)`` when ``m`` is None.
+
+    Example:
+        >>> tg.eye(2)
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
     dt = _dtype.resolve(dtype) or _dtype.float64
     return _leaf(np.eye(n, m, dtype=dt.np), requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    """Draws from U[0, 1) from tapegrad's generator (``manual_seed``), float64.
+
+    Shape: ``size``, as for ``zeros``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> x = tg.rand(2, 3)
+        >>> x.shape, bool(((x >= 0) & (x < 1)).all())
+        (tapegrad.Size([2, 3]), True)
+    """
     _dtype.resolve(dtype)
     return _leaf(_rng.random(_size(size)), requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
+    """Draws from the standard normal N(0, 1) from tapegrad's generator (``manual_seed``),
+    float64.
+
+    Shape: ``size``, as for ``zeros``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.randn(3, 2, requires_grad=True).shape
+        tapegrad.Size([3, 2])
+    """
     _dtype.resolve(dtype)
     return _leaf(_rng.standard_normal(_size(size)), requires_grad)
 
 
 def randint(low, high=None, size=(), dtype=None, requires_grad=False):
+    """Integers drawn uniformly from ``[low, high)`` (``[0, low)`` when ``high`` is None), int64.
+
+    Shape: ``size`` (a sequence; ``()`` for one number).
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> y = tg.randint(0, 3, (5,))
+        >>> y.dtype, y.shape, bool(((y >= 0) & (y < 3)).all())
+        (tapegrad.int64, tapegrad.Size([5]), True)
+    """
     if high is None:
         low, high = 0, low
     return _leaf(_rng.integers(low, high, size=tuple(size), dtype=np.int64), requires_grad)
 
 
 def randperm(n, dtype=None):
+    """A random permutation of the integers ``range(n)``, int64.
+
+    Shape: ``(n,)``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> sorted(tg.randperm(4).tolist())
+        [0, 1, 2, 3]
+    """
     return _leaf(_rng.permutation(int(n)).astype(np.int64), False)

@@ -598,6 +598,12 @@ def jvp(fn, primals, tangents):
     ``primals`` and ``tangents`` are tensors (or tuples of them) of equal shapes; the
     outputs are a tensor or a tuple of tensors as ``fn`` returns, as in
     ``torch.autograd.functional.jvp``.
+
+    Shape: each tangent has its primal's shape; the jvp has the output's shape.
+
+    Example:
+        >>> tg.jvp(lambda v: v ** 2, tg.tensor([1.0, 2.0]), tg.tensor([1.0, 1.0]))
+        (tensor([1., 4.]), tensor([2., 4.]))
     """
     many = isinstance(primals, (tuple, list))
     primals = tuple(primals) if many else (primals,)
@@ -622,7 +628,15 @@ def jacobian(fn):
 
     Over one recorded tape: vector-mode tangent sweeps (one column per seed, many seeds per
     sweep) when x has fewer elements than y, else one compiled reverse sweep per element of
-    y; both cost about min(x.size, y.size) passes over the tape."""
+    y; both cost about min(x.size, y.size) passes over the tape.
+
+    Example:
+        >>> J = tg.jacobian(lambda v: v.sin() * 2)(tg.tensor([0.0, 1.0, 2.0]))
+        >>> J.shape
+        tapegrad.Size([3, 3])
+        >>> J[0]
+        tensor([2., 0., 0.])
+    """
     def run(x):
         x = _as_input(x)
         tape, y = _run(fn, [x])
@@ -744,7 +758,14 @@ def _hessian_times(fn, x, seeds):
 
 def hvp(fn, x, v):
     """H(x) v for a scalar ``fn``, of shape x.shape, by forward over reverse (see
-    _hessian_times)."""
+    _hessian_times).  Only the product is returned (PyTorch's ``hvp`` returns the output too).
+
+    Shape: ``x`` and ``v`` of one shape -> that shape.
+
+    Example:
+        >>> tg.hvp(lambda v: (v ** 3).sum(), tg.tensor([1.0, 2.0]), tg.tensor([1.0, 0.0]))
+        tensor([6., 0.])
+    """
     x = _as_input(x)
     v = _as_array(v, x, "hvp: v")
     hv = _hessian_times(fn, x, v.reshape(1, -1))
@@ -753,7 +774,13 @@ def hvp(fn, x, v):
 
 def hessian(fn):
     """``fn(x) -> scalar`` becomes ``x -> H`` of shape x.shape + x.shape, by forward over
-    reverse with all unit seeds, many per sweep (see _hessian_times)."""
+    reverse with all unit seeds, many per sweep (see _hessian_times).
+
+    Example:
+        >>> tg.hessian(lambda v: (v ** 3).sum())(tg.tensor([1.0, 2.0]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
     def run(x):
         x = _as_input(x)
         n = x._value.size

@@ -76,6 +76,12 @@ class Optimizer:
 
     ``params`` is an iterable of tensors, or of dicts each holding ``"params"`` and per-group
     overrides of ``defaults``.
+
+    Example:
+        >>> w, b = tg.zeros(3, requires_grad=True), tg.zeros(1, requires_grad=True)
+        >>> opt = tg.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1)
+        >>> [group["lr"] for group in opt.param_groups]
+        [0.1, 0.5]
     """
 
     def __init__(self, params, defaults):
@@ -251,6 +257,13 @@ class SGD(Optimizer):
     With ``g`` the gradient (negated if ``maximize``), each step does
     ``g += weight_decay * p``; ``b = momentum * b + (1 - dampening) * g`` (``b = g`` on the first
     step); ``g = g + momentum * b`` if ``nesterov`` else ``b``; ``p -= lr * g``.
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward()        # gradient 2 w
+        >>> opt.step(); w
+        tensor([ 0.8000, -1.6000], requires_grad=True)
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
@@ -341,6 +354,16 @@ class Adam(Optimizer):
     is ``v`` or, with ``amsgrad``, its running maximum. Weight decay either adds
     ``weight_decay * p`` to ``g`` or, if ``decoupled_weight_decay``, scales ``p`` by
     ``1 - lr * weight_decay`` first.
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.Adam([w], lr=0.1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w      # each step moves every element by about lr, against its gradient
+        tensor([ 0.7016, -1.7006], requires_grad=True)
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -405,7 +428,14 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay``
-    before the Adam update, instead of adding ``weight_decay * p`` to the gradient."""
+    before the Adam update, instead of adding ``weight_decay * p`` to the gradient.
+
+    Example:
+        >>> model = nn.Linear(3, 1)
+        >>> opt = tg.optim.AdamW(model.parameters(), lr=1e-3)
+        >>> opt.param_groups[0]["weight_decay"]
+        0.01
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False):

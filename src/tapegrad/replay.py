@@ -1315,7 +1315,14 @@ def vmap(fn, parallel=None):
     ``parallel``: True runs the samples on numba's threads (``NUMBA_NUM_THREADS``,
     ``numba.set_num_threads``), False on the calling thread, None (default) on the threads
     when there is more than one and the batch is large enough to pay for starting them.
-    Results are the same either way."""
+    Results are the same either way.
+
+    Shape: every argument ``(batch, *sample)`` -> ``(batch, *result)``.
+
+    Example:
+        >>> tg.vmap(lambda v: (v * v).sum())(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        tensor([ 5., 25.])
+    """
     return _batched(fn, None, False, parallel)
 
 
@@ -1325,5 +1332,16 @@ def per_sample_value_and_grad(fn, argnums=0, parallel=None):
 
     ``parallel`` as for ``vmap``.  Samples whose guards fail (Python control flow that takes
     another branch) replay a tape recorded for the first of them, up to ``_BATCH_VARIANTS``
-    tapes per batch; any left after that run eagerly, one by one."""
+    tapes per batch; any left after that run eagerly, one by one.
+
+    Shape: the argument ``(batch, *sample)`` -> values ``(batch,)`` and gradients
+    ``(batch, *sample)``.
+
+    Example:
+        >>> f = tg.per_sample_value_and_grad(lambda v: (v * v).sum())
+        >>> values, grads = f(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> values, grads
+        (tensor([ 5., 25.]), tensor([[2., 4.],
+                [6., 8.]]))
+    """
     return _batched(fn, argnums, True, parallel)

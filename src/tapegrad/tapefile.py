@@ -338,7 +338,22 @@ class LoadedTape:
 
 
 def load_tape(path):
-    """Read a tape written by ``tape.save(path)`` / ``Compiled.save(path)``."""
+    """Read a tape written by ``tape.save(path)`` / ``Compiled.save(path)``.
+
+    The result is callable like the function the tape was recorded from, for arguments of
+    the recorded shapes, and gradients flow to them.
+
+    Example:
+        >>> import os, tempfile
+        >>> f = tg.compile(lambda x: (x.sin() * x).sum())
+        >>> x = tg.tensor([0.5, 1.0], requires_grad=True)
+        >>> _ = f(x)
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.npz")
+        >>> f.tape.save(path)
+        >>> g = tg.load_tape(path)
+        >>> g(x).backward(); x.grad
+        tensor([0.9182, 1.3818])
+    """
     arrays = _load_arrays(path)
     _check(arrays)
     return LoadedTape(arrays)

@@ -28,7 +28,17 @@ def _evaluate(fn, values, templates):
 
 
 def numerical_vjp(fn, inputs, cotangents, directions, eps=1e-6):
-    """<v, J u> by central differences, summed over outputs."""
+    """<v, J u> by central differences, summed over outputs.
+
+    Shape: ``directions`` (u) holds one array per input, of its shape (None for an input not
+    moved); ``cotangents`` (v) one array per output, of its shape.  Returns a float.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0])
+        >>> u, v = [np.array([1.0, 0.0])], [np.ones(2)]
+        >>> round(numerical_vjp(lambda a: a * a, [x], v, u), 6)      # d(x0^2)/dx0 at 1
+        2.0
+    """
     values = [np.asarray(x._value, dtype=np.float64) if isinstance(x, Tensor) else x
               for x in inputs]
     plus = [v + eps * u if u is not None else v for v, u in zip(values, directions)]
@@ -48,6 +58,16 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_excepti
     ``inputs`` are tensors (those with ``requires_grad=True`` are checked) or other values
     passed through.  ``fn`` returns a tensor or a tuple of tensors.  Returns True, or raises
     AssertionError (returns False with ``raise_exception=False``) naming the mismatch.
+
+    Each trial compares ``<v, J u>`` for random directions ``u`` and cotangents ``v``: from
+    tapegrad's backward (``u . J^T v``) and from central differences, so any input and output
+    shapes are checked at the cost of two backward passes and four function calls.
+
+    Example:
+        >>> a = tg.randn(3, requires_grad=True)
+        >>> b = tg.randn(3, requires_grad=True)
+        >>> gradcheck(lambda a, b: (a * b).sin().sum(), a, b)
+        True
     """
     rng = np.random.default_rng(seed)
     checked = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]

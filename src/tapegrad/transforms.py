@@ -20,6 +20,14 @@ def value_and_grad(fn, argnums=0):
     The gradient is taken w.r.t. ``args[argnums]`` (a tuple of gradients for a tuple of
     argnums); arguments may be tensors, NumPy arrays or Python floats.  Unused arguments get
     zero gradients.  ``.grad`` of the arguments is not touched.
+
+    Shape: the value is ``()``; each gradient has its argument's shape.
+
+    Example:
+        >>> f = tg.value_and_grad(lambda w, x: ((x @ w) ** 2).sum(), argnums=(0, 1))
+        >>> value, (dw, dx) = f(tg.tensor([1.0, 2.0]), tg.tensor([[1.0, 0.0], [0.0, 1.0]]))
+        >>> value, dw, dx.shape
+        (tensor(5.), tensor([2., 4.]), tapegrad.Size([2, 2]))
     """
     nums = _argnums(argnums)
 
@@ -84,7 +92,15 @@ def _generated_grads(out, targets):
 
 
 def grad(fn, argnums=0):
-    """``fn(*args) -> scalar`` becomes ``(*args) -> gradient`` (see value_and_grad)."""
+    """``fn(*args) -> scalar`` becomes ``(*args) -> gradient`` (see value_and_grad).
+
+    Shape: the gradient has the shape of ``args[argnums]`` (a tuple of them for a tuple of
+    argnums).
+
+    Example:
+        >>> tg.grad(lambda v: (v ** 3).sum())(tg.tensor([1.0, 2.0]))
+        tensor([ 3., 12.])
+    """
     vg = value_and_grad(fn, argnums)
 
     def wrapped(*args, **kwargs):

@@ -61,6 +61,12 @@ def graph(tensor, show_shapes=True, params=None):
     ``show_shapes``, outputs and leaves carry their shapes and other nodes the number of
     elements they produce.  ``params`` (a dict or ``(name, tensor)`` pairs, e.g.
     ``dict(model.named_parameters())``) names the leaves.
+
+    Example:
+        >>> w = tg.ones(2, requires_grad=True)
+        >>> dot = tg.viz.graph((w * 3).sum(), params={"w": w})
+        >>> dot.source.count("fillcolor="), "MulBackward0" in dot.source
+        (4, True)
     """
     graphviz = _graphviz()
     outputs = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]

@@ -43,21 +43,53 @@ def _constant(array):
 
 
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias``: input (*, in), weight (out, in), bias (out,) -> (*, out)."""
+    """``input @ weight.T + bias``.
+
+    Shape: input ``(*, in)``, weight ``(out, in)``, bias ``(out,)`` -> ``(*, out)``.
+
+    Example:
+        >>> x = tg.tensor([[-1.0, 0.0, 2.0]])
+        >>> w = tg.tensor([[1.0, 1.0, 1.0], [0.5, 0.0, -0.5]])
+        >>> F.linear(x, w, tg.tensor([0.0, 1.0]))
+        tensor([[ 1.0000, -0.5000]])
+    """
     out = input @ weight.T
     return out if bias is None else out + bias
 
 
 def relu(input, inplace=False):
-    """max(input, 0) elementwise; ``inplace`` overwrites ``input`` and returns it."""
+    """``max(input, 0)`` elementwise; ``inplace`` overwrites ``input`` and returns it.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.relu(tg.tensor([[-1.0, 0.0, 2.0]]))
+        tensor([[0., 0., 2.]])
+    """
     return input.relu_() if inplace else tg.relu(input)
 
 
 def tanh(input):
+    """``tanh(input)`` elementwise, as ``tapegrad.tanh``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.tanh(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.7616])
+    """
     return tg.tanh(input)
 
 
 def sigmoid(input):
+    """``1 / (1 + exp(-input))`` elementwise, as ``tapegrad.sigmoid``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.sigmoid(tg.tensor([0.0, 2.0]))
+        tensor([0.5000, 0.8808])
+    """
     return tg.sigmoid(input)
 
 
@@ -70,14 +102,29 @@ def _implicit_dim(name, ndim, stacklevel):
 
 
 def softmax(input, dim=None):
-    """exp(x) / sum(exp(x)) along ``dim``."""
+    """``exp(x) / sum(exp(x))`` along ``dim`` (without ``dim``: PyTorch's deprecated implicit
+    choice, with its warning).
+
+    Shape: that of ``input``; the values along ``dim`` sum to 1.
+
+    Example:
+        >>> F.softmax(tg.tensor([[1.0, 2.0, 3.0]]), dim=1)
+        tensor([[0.0900, 0.2447, 0.6652]])
+    """
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim, 3)
     return tg.softmax(input, dim)
 
 
 def log_softmax(input, dim=None):
-    """x - logsumexp(x) along ``dim``."""
+    """``x - logsumexp(x)`` along ``dim``: the log of ``softmax``, computed without overflow.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.log_softmax(tg.tensor([[1.0, 2.0, 3.0]]), dim=1)
+        tensor([[-2.4076, -1.4076, -0.4076]])
+    """
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, 3)
     return tg.log_softmax(input, dim)
@@ -86,7 +133,17 @@ def log_softmax(input, dim=None):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``, in
     training mode; the identity otherwise. The mask is drawn from tapegrad's generator
-    (seeded by ``tapegrad.manual_seed``); ``inplace`` overwrites ``input``."""
+    (seeded by ``tapegrad.manual_seed``); ``inplace`` overwrites ``input``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.dropout(tg.ones(6), p=0.5)
+        tensor([2., 0., 0., 0., 2., 2.])
+        >>> F.dropout(tg.ones(3), p=0.5, training=False)
+        tensor([1., 1., 1.])
+    """
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -112,8 +169,18 @@ def _warn_size(input, target, stacklevel=3):
 
 
 def mse_loss(input, target, reduction="mean"):
-    """(input - target)**2, reduced; input and target broadcast (with a warning, as in
-    PyTorch, when their shapes differ)."""
+    """``(input - target)**2``, reduced; input and target broadcast (with a warning, as in
+    PyTorch, when their shapes differ).
+
+    Shape: ``()`` with ``reduction`` ``"mean"`` (default) or ``"sum"``; the broadcast shape
+    of input and target with ``"none"``.
+
+    Example:
+        >>> F.mse_loss(tg.tensor([1.0, 2.0]), tg.tensor([0.0, 0.0]))
+        tensor(2.5000)
+        >>> F.mse_loss(tg.tensor([1.0, 2.0]), tg.tensor([0.0, 0.0]), reduction="none")
+        tensor([1., 4.])
+    """
     _check_reduction(reduction)
     _warn_size(input, target)
     diff = input - target
@@ -121,7 +188,14 @@ def mse_loss(input, target, reduction="mean"):
 
 
 def l1_loss(input, target, reduction="mean"):
-    """|input - target|, reduced."""
+    """``|input - target|``, reduced.
+
+    Shape: as for ``mse_loss``.
+
+    Example:
+        >>> F.l1_loss(tg.tensor([1.0, -2.0]), tg.tensor([0.0, 0.0]))
+        tensor(1.5000)
+    """
     _check_reduction(reduction)
     _warn_size(input, target)
     return _reduce(tg.abs(input - target), reduction)
@@ -171,6 +245,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     input (N, C) (or (C,), or (N, C, d1, ...)); target (N,) int (or 0-d, or (N, d1, ...));
     weight (C,) rescales each class. Targets equal to ``ignore_index`` contribute nothing;
     ``mean`` divides by the summed weight of the counted targets.
+
+    Shape: ``()``, or the target's shape with ``reduction="none"``.
+
+    Example:
+        >>> logp = F.log_softmax(tg.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 2.0]]), dim=1)
+        >>> F.nll_loss(logp, tg.tensor([0, 2]))
+        tensor(0.2395)
     """
     _check_reduction(reduction)
     scores, t, out_shape = _class_last(input, target)
@@ -201,6 +282,16 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
     ``target`` is integer class indices (see ``nll_loss`` for shapes), or class probabilities
     of the same shape as ``input`` (then ``mean`` divides by the number of samples).
+
+    Shape: input ``(N, C)``, target ``(N,)`` -> ``()`` (``(N,)`` with ``reduction="none"``).
+
+    Example:
+        >>> scores = tg.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 2.0]], requires_grad=True)
+        >>> loss = F.cross_entropy(scores, tg.tensor([0, 1]))
+        >>> print(f"{loss.item():.4f}")
+        1.2395
+        >>> loss.backward(); scores.grad.shape
+        tapegrad.Size([2, 3])
     """
     _check_reduction(reduction)
     if label_smoothing != 0.0:
@@ -241,7 +332,14 @@ def _log_or_floor(x, mask, log_fn, neutral):
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """``-(t * log(x) + (1 - t) * log(1 - x))`` with each log floored at -100, as PyTorch
-    does; input (probabilities in [0, 1]) and target of one shape; weight broadcasts."""
+    does; input (probabilities in [0, 1]) and target of one shape; weight broadcasts.
+
+    Shape: ``()``, or the input's shape with ``reduction="none"``.
+
+    Example:
+        >>> F.binary_cross_entropy(tg.tensor([0.9, 0.2]), tg.tensor([1.0, 0.0]))
+        tensor(0.1643)
+    """
     _check_reduction(reduction)
     _check_same_size(input, target)
     x = input._value
@@ -269,6 +367,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     (1 from max(x, 0), -t, ...) rounds before they cancel, and losing ~1e-16 absolute against
     a gradient of sigmoid(-30) ~ 1e-13 was a 1e-3 relative error. H(0) = 1/2 gives
     d loss / dx = sigmoid(0) - t at x == 0, as in PyTorch.
+
+    Shape: ``()``, or the input's shape with ``reduction="none"``.
+
+    Example:
+        >>> F.binary_cross_entropy_with_logits(tg.tensor([2.0, -1.0]), tg.tensor([1.0, 0.0]))
+        tensor(0.2201)
     """
     _check_reduction(reduction)
     _check_same_size(input, target)

@@ -30,7 +30,12 @@ def _fill(tensor, values):
 
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for a nonlinearity: 1 for linear/sigmoid, 5/3 for tanh,
-    sqrt(2) for relu, sqrt(2 / (1 + slope**2)) for leaky_relu, 3/4 for selu."""
+    sqrt(2) for relu, sqrt(2 / (1 + slope**2)) for leaky_relu, 3/4 for selu.
+
+    Example:
+        >>> nn.init.calculate_gain("tanh")
+        1.6666666666666667
+    """
     linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                   "conv_transpose2d", "conv_transpose3d"]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
@@ -86,19 +91,46 @@ def normal_(tensor, mean=0.0, std=1.0):
 
 
 def constant_(tensor, val):
+    """Fill ``tensor`` with ``val``, in place (no gradient is recorded); returns it.
+
+    Example:
+        >>> nn.init.constant_(tg.empty(2, 3), 0.5)
+        tensor([[0.5000, 0.5000, 0.5000],
+                [0.5000, 0.5000, 0.5000]])
+    """
     return _fill(tensor, val)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with zeros, in place; returns it.
+
+    Example:
+        >>> nn.init.zeros_(tg.empty(2))
+        tensor([0., 0.])
+    """
     return _fill(tensor, 0.0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with ones, in place; returns it.
+
+    Example:
+        >>> nn.init.ones_(tg.empty(2))
+        tensor([1., 1.])
+    """
     return _fill(tensor, 1.0)
 
 
 def xavier_uniform_(tensor, gain=1.0):
-    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio)."""
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio), in place.
+
+    Shape: a weight ``(fan_out, fan_in, *kernel)`` of at least 2 dimensions.
+
+    Example:
+        >>> w = nn.init.xavier_uniform_(tg.empty(4, 3))
+        >>> bool((w.abs() <= (6 / 7) ** 0.5).all())
+        True
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -126,7 +158,16 @@ def _empty_is_noop(tensor):
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al.); ``a`` is the negative
-    slope of the leaky_relu that follows. ``a = sqrt(5)`` gives nn.Linear's default."""
+    slope of the leaky_relu that follows. ``a = sqrt(5)`` gives nn.Linear's default.
+
+    Shape: a weight ``(fan_out, fan_in, *kernel)`` of at least 2 dimensions; ``fan`` is
+    ``fan_in`` or, with ``mode="fan_out"``, ``fan_out``.
+
+    Example:
+        >>> w = nn.init.kaiming_uniform_(tg.empty(4, 3), nonlinearity="relu")
+        >>> bool((w.abs() <= (2 ** 0.5) * (3 / 3) ** 0.5).all())
+        True
+    """
     if _empty_is_noop(tensor):
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)

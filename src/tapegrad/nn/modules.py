@@ -104,7 +104,21 @@ class Module:
 
     Assigning a ``Parameter`` or a ``Module`` to an attribute registers it (in assignment
     order), which is what ``parameters()``, ``state_dict()``, ``train()``/``eval()`` and
-    ``repr`` walk. Subclasses call ``super().__init__()`` first and define ``forward``.
+    ``repr`` walk. Subclasses call ``super().__init__()`` first and define ``forward``;
+    calling the module calls ``forward``.
+
+    Example:
+        >>> class Affine(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.scale = nn.Parameter(tg.ones(3))
+        ...         self.inner = nn.Linear(3, 3)
+        ...     def forward(self, x):
+        ...         return self.inner(x) * self.scale
+        >>> [name for name, _ in Affine().named_parameters()]
+        ['scale', 'inner.weight', 'inner.bias']
+        >>> Affine()(tg.ones(4, 3)).shape
+        tapegrad.Size([4, 3])
     """
 
     def __init__(self):
@@ -473,7 +487,21 @@ class Module:
 
 class Sequential(Module):
     """Modules applied one after another; ``Sequential(a, b)`` names them "0", "1", and
-    ``Sequential(OrderedDict(...))`` keeps the given names."""
+    ``Sequential(OrderedDict(...))`` keeps the given names.
+
+    Shape: the first module's input -> the last module's output.
+
+    Example:
+        >>> model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        >>> model
+        Sequential(
+          (0): Linear(in_features=3, out_features=4, bias=True)
+          (1): Tanh()
+          (2): Linear(in_features=4, out_features=1, bias=True)
+        )
+        >>> model(tg.ones(5, 3)).shape
+        tapegrad.Size([5, 1])
+    """
 
     def __init__(self, *args):
         super().__init__()
@@ -510,6 +538,15 @@ class Sequential(Module):
 
 
 class Identity(Module):
+    """Returns its input unchanged (arguments are accepted and ignored, as in PyTorch): a
+    placeholder where a model takes a layer.
+
+    Example:
+        >>> x = tg.ones(2)
+        >>> nn.Identity(54, unused="argument")(x) is x
+        True
+    """
+
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -523,11 +560,20 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``y = x @ weight.T + bias``: x (*, in_features) -> y (*, out_features).
+    """``y = x @ weight.T + bias``, with a weight and a bias that training adjusts.
 
     weight (out_features, in_features) and bias (out_features,) start as PyTorch's do:
-    U(-1/sqrt(in_features), 1/sqrt(in_features)) (kaiming_uniform_ with a = sqrt(5)),
+    U(-1/sqrt(in_features), 1/sqrt(in_features)) (``kaiming_uniform_`` with ``a = sqrt(5)``),
     weight drawn first, from tapegrad's generator.
+
+    Shape: input ``(*, in_features)`` -> ``(*, out_features)``.
+
+    Example:
+        >>> layer = nn.Linear(3, 2)
+        >>> layer.weight.shape, layer.bias.shape
+        (tapegrad.Size([2, 3]), tapegrad.Size([2]))
+        >>> layer(tg.ones(4, 3)).shape
+        tapegrad.Size([4, 2])
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
@@ -557,7 +603,14 @@ class Linear(Module):
 
 
 class ReLU(Module):
-    """max(x, 0); with ``inplace`` the input is overwritten."""
+    """``max(x, 0)`` elementwise; with ``inplace`` the input is overwritten.
+
+    Shape: that of the input.
+
+    Example:
+        >>> nn.ReLU()(tg.tensor([-1.0, 2.0]))
+        tensor([0., 2.])
+    """
 
     def __init__(self, inplace=False):
         super().__init__()
@@ -571,17 +624,42 @@ class ReLU(Module):
 
 
 class Tanh(Module):
+    """``tanh(x)`` elementwise.
+
+    Shape: that of the input.
+
+    Example:
+        >>> nn.Tanh()(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.7616])
+    """
+
     def forward(self, input):
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))`` elementwise.
+
+    Shape: that of the input.
+
+    Example:
+        >>> nn.Sigmoid()(tg.tensor([0.0, 2.0]))
+        tensor([0.5000, 0.8808])
+    """
+
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class Softmax(Module):
-    """Softmax along ``dim``."""
+    """Softmax along ``dim``: ``nn.functional.softmax``.
+
+    Shape: that of the input.
+
+    Example:
+        >>> nn.Softmax(dim=1)(tg.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[0.0900, 0.2447, 0.6652]])
+    """
 
     def __init__(self, dim=None):
         super().__init__()
@@ -595,7 +673,14 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
-    """Log-softmax along ``dim``."""
+    """Log-softmax along ``dim``: ``nn.functional.log_softmax``.
+
+    Shape: that of the input.
+
+    Example:
+        >>> nn.LogSoftmax(dim=1)(tg.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[-2.4076, -1.4076, -0.4076]])
+    """
 
     def __init__(self, dim=None):
         super().__init__()
@@ -610,7 +695,16 @@ class LogSoftmax(Module):
 
 class Dropout(Module):
     """Zeroes elements with probability ``p`` while training (scaling the rest by
-    1 / (1 - p)); the identity after ``eval()``."""
+    1 / (1 - p)); the identity after ``eval()``.
+
+    Shape: that of the input.
+
+    Example:
+        >>> drop = nn.Dropout(p=0.5)
+        >>> _ = drop.eval()
+        >>> drop(tg.ones(3))
+        tensor([1., 1., 1.])
+    """
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
@@ -638,16 +732,45 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
+    """Mean squared error: ``nn.functional.mse_loss`` with this module's ``reduction``.
+
+    Shape: input and target of one shape -> ``()`` (the input's shape with ``"none"``).
+
+    Example:
+        >>> nn.MSELoss()(tg.tensor([1.0, 2.0]), tg.zeros(2))
+        tensor(2.5000)
+    """
+
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean absolute error: ``nn.functional.l1_loss`` with this module's ``reduction``.
+
+    Shape: as for ``MSELoss``.
+
+    Example:
+        >>> nn.L1Loss(reduction="sum")(tg.tensor([1.0, -2.0]), tg.zeros(2))
+        tensor(3.)
+    """
+
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class NLLLoss(_Loss):
+    """Negative log-likelihood of class indices given log-probabilities:
+    ``nn.functional.nll_loss`` with this module's options.
+
+    Shape: input ``(N, C)``, target ``(N,)`` int64 -> ``()`` (``(N,)`` with ``"none"``).
+
+    Example:
+        >>> logp = nn.LogSoftmax(dim=1)(tg.tensor([[2.0, 0.0, 0.0]]))
+        >>> nn.NLLLoss()(logp, tg.tensor([0]))
+        tensor(0.2395)
+    """
+
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -659,6 +782,18 @@ class NLLLoss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
+    """Softmax cross-entropy of unnormalised scores: ``nn.functional.cross_entropy`` with
+    this module's options.
+
+    Shape: input ``(N, C)``, target ``(N,)`` class indices (or ``(N, C)`` probabilities) ->
+    ``()`` (``(N,)`` with ``"none"``).
+
+    Example:
+        >>> loss = nn.CrossEntropyLoss()(tg.tensor([[2.0, 0.0, 0.0]]), tg.tensor([0]))
+        >>> print(f"{loss.item():.4f}")
+        0.2395
+    """
+
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -671,6 +806,15 @@ class CrossEntropyLoss(_Loss):
 
 
 class BCELoss(_Loss):
+    """Binary cross-entropy of probabilities: ``nn.functional.binary_cross_entropy``.
+
+    Shape: input and target of one shape -> ``()`` (the input's shape with ``"none"``).
+
+    Example:
+        >>> nn.BCELoss()(tg.tensor([0.9, 0.2]), tg.tensor([1.0, 0.0]))
+        tensor(0.1643)
+    """
+
     def __init__(self, weight=None, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -681,6 +825,16 @@ class BCELoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits, computed stably:
+    ``nn.functional.binary_cross_entropy_with_logits``.
+
+    Shape: as for ``BCELoss``.
+
+    Example:
+        >>> nn.BCEWithLogitsLoss()(tg.tensor([2.0, -1.0]), tg.tensor([1.0, 0.0]))
+        tensor(0.2201)
+    """
+
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
         self.register_buffer("weight", weight)

@@ -1,0 +1,32 @@
+"""The examples in the public docstrings run and print what they say (doctest), for the
+modules whose docstrings carry examples.  Each sees its module's names and ``tg`` (``import tapegrad as tg``), ``nn``, ``F``
+(``tapegrad.nn.functional``) and ``np``."""
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import nn
+from tapegrad.nn import functional as F
+
+MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapegrad.tapefile",
+           "tapegrad.nn.functional", "tapegrad.nn.init", "tapegrad.nn.modules",
+           "tapegrad.optim", "tapegrad.testing", "tapegrad.viz", "tapegrad._blas",
+           "tapegrad._dtype", "tapegrad.replay"]
+GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    tests = [t for t in finder.find(module, name, globs={**vars(module), **GLOBALS}) if t.examples]
+    for test in tests:
+        runner.run(test)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted > 0, f"no docstring examples in {name}"
+    assert failed == 0, f"{failed} of {attempted} docstring examples failed in {name}"
