@@ -1,9 +1,12 @@
 """Making tensors: from data, filled, ranges, random."""
+import functools
 import numbers
 
 import numpy as np
 
-from . import _dtype
+from . import _device, _dtype
+from ._promote import cast as _cast
+from ._promote import checked_cast
 from .tensor import Tensor
 
 _rng = np.random.default_rng()
@@ -67,20 +70,27 @@ def _check_nested(data, sizes, dim):
         _check_nested(item, sizes, dim + 1)
 
 
-def _scan_kinds(data, kinds):
-    if isinstance(data, (list, tuple)):
+def _scan_dtypes(data, found):
+    """Collect the dtype of every element of nested ``data``: a NumPy number or array and a
+    tensor bring their own, Python numbers bool, int64 or float64."""
+    kind = type(data)
+    if kind is float:   # the common cases first: this runs once per element
+        found.add(_dtype.float64)
+    elif kind is int:
+        found.add(_dtype.int64)
+    elif isinstance(data, (list, tuple)):
         for d in data:
-            _scan_kinds(d, kinds)
+            _scan_dtypes(d, found)
     elif isinstance(data, Tensor):
-        kinds.add(data._value.dtype.kind)
-    elif isinstance(data, np.ndarray):
-        kinds.add(data.dtype.kind)
-    elif isinstance(data, bool) or isinstance(data, np.bool_):
-        kinds.add("b")
+        found.add(data.dtype)
+    elif isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
+        found.add(_dtype.from_numpy_dtype(data.dtype))
+    elif isinstance(data, bool):
+        found.add(_dtype.bool_)
     elif isinstance(data, numbers.Integral):
-        kinds.add("i")
+        found.add(_dtype.int64)
     elif isinstance(data, numbers.Real):
-        kinds.add("f")
+        found.add(_dtype.float64)
     elif isinstance(data, complex):
         raise TypeError("tapegrad does not support complex numbers")
     else:
@@ -97,6 +107,8 @@ def _unwrap(data):
 
 def _to_array(data, dtype):
     """NumPy array for ``data`` with PyTorch's dtype inference (float64 default float)."""
+    if isinstance(data, np.generic):   # a NumPy number keeps its type, as an array would
+        data = np.asarray(data)
     if isinstance(data, np.ndarray):
         if data.dtype.kind in "cOSUV":
             raise TypeError(
@@ -104,47 +116,46 @@ def _to_array(data, dtype):
                 "types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
                 "and bool.")
         dt = dtype or _dtype.from_numpy_dtype(data.dtype)
-        return np.array(data, dtype=dt.np, copy=True, order="C")
+        return np.array(_cast(data, dt), copy=True, order="C")
     if isinstance(data, Tensor):
-        dt = dtype or _dtype.from_numpy_dtype(data._value.dtype)
-        return np.array(data._value, dtype=dt.np, copy=True, order="C")
+        dt = dtype or data.dtype
+        return np.array(_cast(data._value, dt), copy=True, order="C")
     if isinstance(data, str) or isinstance(data, bytes):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     _nested_shape(data)
-    kinds = set()
-    _scan_kinds(data, kinds)
-    if dtype is None:
-        if "f" in kinds:
-            dtype = _dtype.float64
-        elif "i" in kinds or "u" in kinds:
-            dtype = _dtype.int64
-        elif "b" in kinds:
-            dtype = _dtype.bool_
-        else:
-            dtype = _dtype.float64  # empty lists are float, as in PyTorch
-    return np.array(_unwrap(data), dtype=dtype.np, order="C")
+    found = set()
+    _scan_dtypes(data, found)
+    # the elements' common type, as PyTorch infers it ([np.uint8(1), np.int8(2)] is int16);
+    # empty lists are float, as in PyTorch
+    natural = functools.reduce(_dtype.promote_types, found) if found else _dtype.float64
+    value = np.array(_unwrap(data), dtype=natural.np, order="C")
+    return value if dtype is None else checked_cast(value, dtype, c_name=False)
 
 
-def tensor(data, dtype=None, requires_grad=False, device=None):
+def tensor(data, dtype=None, requires_grad=False, device=None, pin_memory=False):
     """A new leaf tensor holding a copy of ``data`` (nested lists, scalars, ndarrays)."""
     dt = _dtype.resolve(dtype)
+    _device.check(device)
     return _leaf(_to_array(data, dt), requires_grad)
 
 
-def as_tensor(data, dtype=None):
-    if isinstance(data, Tensor) and dtype is None:
+def as_tensor(data, dtype=None, device=None):
+    _device.check(device)
+    dt = _dtype.resolve(dtype)
+    if isinstance(data, Tensor) and (dt is None or dt.np == data._value.dtype):
         return data
-    return tensor(data, dtype)
+    return tensor(data, dt)
 
 
 def from_numpy(array):
-    """A tensor sharing ``array``'s memory when it is float64/int64/bool and C-contiguous."""
+    """A tensor sharing ``array``'s memory when tapegrad has its dtype and it is C-contiguous
+    (float32 and float16 arrays are copied as float64, uint16 and uint32 ones as int64)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dt = _dtype.from_numpy_dtype(array.dtype)
     if array.dtype == dt.np and array.flags.c_contiguous:
         return Tensor._make(array)
-    return Tensor._make(np.ascontiguousarray(array, dtype=dt.np))
+    return Tensor._make(np.require(_cast(array, dt), requirements="C"))
 
 
 def _size(size):
@@ -159,21 +170,29 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
-def _filled(size, fill, dtype, requires_grad):
+def _filled(shape, fill, dt, requires_grad):
+    """A leaf of ``shape`` holding ``fill`` (a Python number) as ``dt``."""
+    if dt.np.kind in "iu":
+        fill = checked_cast(np.asarray(fill), dt)   # PyTorch's overflow check
+    return _leaf(np.full(shape, fill, dtype=dt.np), requires_grad)
+
+
+def _new(size, fill, dtype, requires_grad, device):
     dt = _dtype.resolve(dtype) or _dtype.float64
-    return _leaf(np.full(_size(size), fill, dtype=dt.np), requires_grad)
+    _device.check(device)
+    return _filled(_size(size), fill, dt, requires_grad)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(size, 0, dtype, requires_grad)
+    return _new(size, 0, dtype, requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(size, 1, dtype, requires_grad)
+    return _new(size, 1, dtype, requires_grad, device)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(size, 0, dtype, requires_grad)
+    return _new(size, 0, dtype, requires_grad, device)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
@@ -182,36 +201,53 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
             dtype = _dtype.bool_
         elif isinstance(fill_value, numbers.Integral):
             dtype = _dtype.int64
-    return _filled((tuple(size),), fill_value, dtype, requires_grad)
+    return _new((tuple(size),), fill_value, dtype, requires_grad, device)
 
 
-def _like(x, fill, dtype, requires_grad):
+def _like(x, fill, dtype, requires_grad, device):
     dt = _dtype.resolve(dtype) or x.dtype
-    return _leaf(np.full(x._value.shape, fill, dtype=dt.np), requires_grad)
+    _device.check(device)
+    return _filled(x._value.shape, fill, dt, requires_grad)
 
 
-def zeros_like(x, dtype=None, requires_grad=False):
-    return _like(x, 0, dtype, requires_grad)
+def zeros_like(x, dtype=None, requires_grad=False, device=None):
+    return _like(x, 0, dtype, requires_grad, device)
 
 
-def ones_like(x, dtype=None, requires_grad=False):
-    return _like(x, 1, dtype, requires_grad)
+def ones_like(x, dtype=None, requires_grad=False, device=None):
+    return _like(x, 1, dtype, requires_grad, device)
 
 
-def empty_like(x, dtype=None, requires_grad=False):
-    return _like(x, 0, dtype, requires_grad)
+def empty_like(x, dtype=None, requires_grad=False, device=None):
+    return _like(x, 0, dtype, requires_grad, device)
 
 
-def full_like(x, fill_value, dtype=None, requires_grad=False):
-    return _like(x, fill_value, dtype, requires_grad)
+def full_like(x, fill_value, dtype=None, requires_grad=False, device=None):
+    return _like(x, fill_value, dtype, requires_grad, device)
 
 
-def rand_like(x, dtype=None, requires_grad=False):
+def _random_dtype(dtype, device, kernel, default=None):
+    """The floating dtype random floats are drawn in; PyTorch's error for an integer one."""
+    dt = _dtype.resolve(dtype) or default or _dtype.float64
+    _device.check(device)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{dt.scalar_name}\'')
+    return dt
+
+
+def rand_like(x, dtype=None, requires_grad=False, device=None):
+    _random_dtype(dtype, device, "check_uniform_bounds", x.dtype)
     return _leaf(_rng.random(x._value.shape), requires_grad)
 
 
-def randn_like(x, dtype=None, requires_grad=False):
+def randn_like(x, dtype=None, requires_grad=False, device=None):
+    _random_dtype(dtype, device, "normal_kernel_cpu", x.dtype)
     return _leaf(_rng.standard_normal(x._value.shape), requires_grad)
+
+
+def _no_bool(dt, kernel):
+    if dt is _dtype.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -225,6 +261,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
                        for a in args)
         dtype = _dtype.float64 if is_float else _dtype.int64
     dt = _dtype.resolve(dtype)
+    _device.check(device)
+    _no_bool(dt, "arange_cpu")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     return _leaf(np.arange(start, end, step, dtype=dt.np), requires_grad)
@@ -234,30 +272,46 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.resolve(dtype) or _dtype.float64
-    return _leaf(np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np),
+    _device.check(device)
+    _no_bool(dt, "linspace_cpu")
+    return _leaf(_cast(np.linspace(start, end, int(steps), dtype=np.float64), dt),
                  requires_grad)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     dt = _dtype.resolve(dtype) or _dtype.float64
+    _device.check(device)
     return _leaf(np.eye(n, m, dtype=dt.np), requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
-    _dtype.resolve(dtype)
+    _random_dtype(dtype, device, "check_uniform_bounds")
     return _leaf(_rng.random(_size(size)), requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
-    _dtype.resolve(dtype)
+    _random_dtype(dtype, device, "normal_kernel_cpu")
     return _leaf(_rng.standard_normal(_size(size)), requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, requires_grad=False):
-    if high is None:
-        low, high = 0, low
-    return _leaf(_rng.integers(low, high, size=tuple(size), dtype=np.int64), requires_grad)
+def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
+            device=None):
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
+    ``randint(low, high, size)``."""
+    if size is None and not isinstance(high, int):
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    dt = _dtype.resolve(dtype) or _dtype.int64
+    _device.check(device)
+    if dt is _dtype.bool_:
+        raise RuntimeError("to - 1 is out of bounds for bool")
+    return _leaf(_cast(_rng.integers(low, high, size=_size((size,)), dtype=np.int64), dt),
+                 requires_grad)
 
 
-def randperm(n, dtype=None):
-    return _leaf(_rng.permutation(int(n)).astype(np.int64), False)
+def randperm(n, *, generator=None, dtype=None, requires_grad=False, device=None):
+    dt = _dtype.resolve(dtype) or _dtype.int64
+    _device.check(device)
+    _no_bool(dt, "randperm")
+    return _leaf(_cast(_rng.permutation(int(n)), dt), requires_grad)

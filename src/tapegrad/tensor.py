@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 
-from . import _dtype
+from . import _device, _dtype
 from .tape import state
 
 
@@ -84,7 +84,7 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        return _device.CPU
 
     def is_floating_point(self):
         return self._value.dtype.kind == "f"
