@@ -50,6 +50,7 @@ concatenate = cat
 from . import autograd  # noqa: E402
 from .replay import compile, per_sample_value_and_grad, vmap  # noqa: E402,A001
 from .tapefile import load_tape  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from . import cuda  # noqa: E402,F401
 from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
