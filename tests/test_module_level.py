@@ -79,6 +79,7 @@ CUDA_CALLS = [
     lambda L: L.zeros(2, device="cuda"), lambda L: L.zeros(2).to("cuda"),
     lambda L: L.zeros(2).cuda(), lambda L: L.tensor([1.0], device=L.device("cuda:0")),
     lambda L: L.zeros(2).to(L.device("cuda"), L.float64),
+    lambda L: L.nn.Linear(2, 2).to("cuda"), lambda L: L.nn.Linear(2, 2).cuda(),
 ]
 
 

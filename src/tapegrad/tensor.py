@@ -334,7 +334,10 @@ class _HookHandle:
 
 
 def _typename(obj):
-    """An object's type as PyTorch names it in error messages (module-qualified)."""
+    """An object's type as PyTorch names it in error messages (module-qualified; a tensor by
+    its dtype, as ``tapegrad.DoubleTensor``)."""
+    if isinstance(obj, Tensor):
+        return f"tapegrad.{obj.dtype.scalar_name}Tensor"
     cls = type(obj)
     if cls.__module__ in ("builtins", None):
         return cls.__qualname__
