@@ -551,3 +551,75 @@ VECTOR_ERRORS = [
 @pytest.mark.parametrize("call", VECTOR_ERRORS)
 def test_parameter_vector_errors_match_pytorch(call):
     same(call, torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# A program written as PyTorch's tutorials write it, run unchanged with both libraries
+# ---------------------------------------------------------------------------------------------
+
+PROGRAM = '''
+torch.set_default_dtype(torch.float64)
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.layers = nn.ModuleList([nn.Linear(16, 16) for _ in range(2)])
+        self.head = nn.Sequential(nn.Linear(16, 3), nn.Identity())
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.calls += 1
+        x = self.flatten(x)
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return self.head(x)
+
+
+model = Net().to(device)
+with torch.no_grad():
+    for p, w in zip(model.parameters(), initial_weights):
+        p.copy_(torch.from_numpy(w))
+X = torch.tensor(images).to(device)
+y = torch.from_numpy(labels).long().to(device)
+opt = optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss()
+for epoch in range(25):
+    opt.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    norms.append(nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0).item())
+    opt.step()
+    losses.append(loss.item())
+torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+checkpoint = torch.load(path, map_location=device)
+restored = Net()
+restored.load_state_dict(checkpoint["model"])
+correct = (restored(X).argmax(dim=1) == y).sum().item()
+same_weights = all(torch.equal(a, b) for a, b in zip(restored.parameters(), model.parameters()))
+calls = int(restored.calls)
+'''
+
+
+def test_a_pytorch_program_runs_unchanged(tmp_path):
+    rng = np.random.default_rng(5)
+    images = rng.standard_normal((60, 4, 4))
+    labels = (images[:, 0, :2].sum(1) > 0).astype(np.int32) + (images[:, 3, 3] > 1)
+    sizes = [(16, 16), (16,), (16, 16), (16,), (3, 16), (3,)]
+    initial = [rng.uniform(-0.25, 0.25, s) for s in sizes]
+    results = []
+    for lib in (tg, torch):
+        scope = {"torch": lib, "nn": lib.nn, "optim": lib.optim, "images": images,
+                 "labels": labels, "initial_weights": initial, "losses": [], "norms": [],
+                 "path": str(tmp_path / f"{lib.__name__}.pt")}
+        exec(PROGRAM, scope)   # noqa: S102 - the program under test
+        results.append(scope)
+    ours, theirs = results
+    np.testing.assert_allclose(ours["losses"], theirs["losses"], rtol=1e-10)
+    np.testing.assert_allclose(ours["norms"], theirs["norms"], rtol=1e-10)
+    assert ours["losses"][-1] < 0.5 * ours["losses"][0]     # it trained
+    assert ours["correct"] == theirs["correct"]
+    assert ours["same_weights"] and theirs["same_weights"]
+    assert ours["calls"] == theirs["calls"] == 26   # 25 saved with the buffer, then one more
