@@ -7,7 +7,9 @@ The user-facing behaviour follows PyTorch's autograd.
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
 from ._blas import blas
-from ._dtype import dtype, float32, float64, int64
+from ._device import device
+from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16,
+                     int32, int64, set_default_dtype, uint8)
 from ._methods import install as _install
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
@@ -21,12 +23,18 @@ from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, cla
                          where)
 from .functional import add, div, mul, sub
 from .tensor import Size, Tensor
+from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 
 _install()
 
 double = float64
 long = int64
-float = float64  # noqa: A001 - tapegrad's only float dtype
+int = int32  # noqa: A001 - PyTorch's alias
+short = int16
+half = float16
+# PyTorch's tapegrad.float is float32, which tapegrad does not have: programs write it (and
+# .float()) for "the floating type", so it names the floating type tapegrad computes in
+float = float64  # noqa: A001
 mm = matmul
 bmm = matmul
 dot = matmul
@@ -42,6 +50,8 @@ concatenate = cat
 from . import autograd  # noqa: E402
 from .replay import compile, per_sample_value_and_grad, vmap  # noqa: E402,A001
 from .tapefile import load_tape  # noqa: E402
+from .serialization import load, save  # noqa: E402
+from . import cuda  # noqa: E402,F401
 from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
 from . import nn, optim  # noqa: E402

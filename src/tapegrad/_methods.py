@@ -1,8 +1,9 @@
 """Tensor methods and operators, spelled as PyTorch spells them, bound to the functional ops."""
 import numpy as np
 
-from . import autograd
+from . import _device, _dtype, _promote, autograd
 from . import functional as F
+from ._promote import cast as _cast
 from .creation import tensor as _tensor
 from .tape import state
 from .tensor import Tensor
@@ -73,18 +74,81 @@ def _size_args(fn):
     return method
 
 
+_TO_FORMS = (
+    " * (tapegrad.device device = None, tapegrad.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, memory_format = None)\n"
+    " * (tapegrad.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, memory_format = None)\n")
+
+
+def _is_dtype(a):
+    return isinstance(a, _dtype.dtype) or a is float or a is int or a is bool
+
+
+def _to_error(args, kwargs):
+    got = [_typename(a) for a in args] + [f"{k}={_typename(v)}" for k, v in kwargs.items()]
+    return TypeError("to() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n{_TO_FORMS}")
+
+
+def _typename(a):
+    if isinstance(a, _dtype.dtype):
+        return "tapegrad.dtype"
+    if isinstance(a, _device.device):
+        return "tapegrad.device"
+    if isinstance(a, Tensor):
+        return "Tensor"
+    return type(a).__name__
+
+
+def parse_to(args, kwargs):
+    """``(device, dtype, non_blocking, copy)`` from the arguments of ``Tensor.to`` or
+    ``Module.to``, in PyTorch's three forms: ``to(device=None, dtype=None, non_blocking,
+    copy)``, ``to(dtype, non_blocking, copy)`` and ``to(tensor, non_blocking, copy)``."""
+    if args and _is_dtype(args[0]):
+        names = ("dtype", "non_blocking", "copy")
+    elif args and isinstance(args[0], Tensor):
+        names = ("tensor", "non_blocking", "copy")
+    else:
+        names = ("device", "dtype", "non_blocking", "copy")
+    if len(args) > len(names) or set(kwargs) - {"device", "dtype", "non_blocking", "copy",
+                                                 "memory_format"} - set(names):
+        raise _to_error(args, kwargs)
+    given = dict(zip(names, args))
+    if set(given) & set(kwargs):
+        raise _to_error(args, kwargs)
+    given.update(kwargs)
+    if "tensor" in given:
+        if "device" in given or "dtype" in given:
+            raise _to_error(args, kwargs)
+        given["dtype"] = given["tensor"].dtype
+    device, dtype = given.get("device"), given.get("dtype")
+    non_blocking, copy = given.get("non_blocking", False), given.get("copy", False)
+    if not (device is None or isinstance(device, (str, _device.device))
+            or (isinstance(device, int) and not isinstance(device, bool))) \
+            or not (dtype is None or _is_dtype(dtype)) \
+            or not isinstance(non_blocking, bool) or not isinstance(copy, bool) \
+            or given.get("memory_format") is not None:
+        raise _to_error(args, kwargs)
+    return _device.check(device), _dtype.resolve(dtype), non_blocking, copy
+
+
 def _to(self, *args, **kwargs):
-    dtype = kwargs.get("dtype")
-    for a in args:
-        if not isinstance(a, str):
-            dtype = a
-    if dtype is None:
-        return self
-    return _astype(self, dtype)
+    """This tensor as another dtype (``to(tapegrad.int32)``, ``to('cpu', tapegrad.int64)``,
+    ``to(other)``); itself when nothing changes, unless ``copy=True``."""
+    device, dt, _, copy = parse_to(args, kwargs)
+    # PyTorch copies for 'cpu:0': a device with an index is not the tensor's device ('cpu')
+    copy = copy or device.index is not None
+    if dt is None or dt.np == self._value.dtype:
+        if not copy:
+            return self
+        # PyTorch records a copy as ToCopyBackward0; a clone has the same gradient
+        return F.clone(self) if self._rg else Tensor._make(self._value.copy())
+    return _astype(self, dt)
 
 
 def _astype(self, dtype):
-    from . import _dtype
     dt = _dtype.resolve(dtype)
     if self._value.dtype == dt.np:
         return self
@@ -96,7 +160,18 @@ def _astype(self, dtype):
         trace.opaque(f"conversion of traced values to {dt.name}")
     if dt.is_floating_point and self._rg:
         return self
-    return Tensor._make(self._value.astype(dt.np))
+    return Tensor._make(_cast(self._value, dt))
+
+
+def _converter(dt):
+    """``.long()``, ``.int()``, ...: this tensor as ``dt``."""
+    def method(self, memory_format=None):
+        return _astype(self, dt)
+    return method
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    _device.check("cuda")
 
 
 def _logical(fn, self, dim, keepdim):
@@ -104,7 +179,27 @@ def _logical(fn, self, dim, keepdim):
     from .tensor import read_value
     read_value(self, f"{fn.__name__}()")
     axis = None if dim is None else F._dims(self, dim)
-    return Tensor._make(np.asarray(fn(self._value, axis=axis, keepdims=keepdim)))
+    value = np.asarray(fn(self._value, axis=axis, keepdims=keepdim))
+    # PyTorch keeps uint8 for all()/any() of uint8 tensors (masks from before bool existed)
+    return Tensor._make(value.astype(np.uint8) if self._value.dtype == np.uint8 else value)
+
+
+def _bitwise(fn, kernel):
+    """``&``, ``|``, ``^``: integers and bools only, as in PyTorch."""
+    def method(self, other):
+        dt = _promote.result_dtype(self, other)
+        if dt.is_floating_point:
+            raise NotImplementedError(
+                f'"{kernel}_cpu" not implemented for \'{dt.scalar_name}\'')
+        return F._compare(fn, self, other)
+    return method
+
+
+def _invert(self):
+    if self._value.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return Tensor._make(np.invert(self._value))
 
 
 def _new_tensor(self, data, dtype=None, requires_grad=False):
@@ -125,10 +220,10 @@ METHODS = {
     "__ge__": lambda a, b: F._compare(np.greater_equal, a, b),
     "__eq__": lambda a, b: F._compare(np.equal, a, b),
     "__ne__": lambda a, b: F._compare(np.not_equal, a, b),
-    "__and__": lambda a, b: F._compare(np.bitwise_and, a, b),
-    "__or__": lambda a, b: F._compare(np.bitwise_or, a, b),
-    "__xor__": lambda a, b: F._compare(np.bitwise_xor, a, b),
-    "__invert__": lambda a: Tensor._make(np.invert(a._value)),
+    "__and__": _bitwise(np.bitwise_and, "bitwise_and"),
+    "__or__": _bitwise(np.bitwise_or, "bitwise_or"),
+    "__xor__": _bitwise(np.bitwise_xor, "bitwise_xor"),
+    "__invert__": _invert,
     "__getitem__": F.getitem,
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
     "subtract": F.sub, "multiply": F.mul, "divide": F.div, "true_divide": F.div,
@@ -152,11 +247,13 @@ METHODS = {
     "ge": lambda a, b: F._compare(np.greater_equal, a, b),
     "eq": lambda a, b: F._compare(np.equal, a, b), "ne": lambda a, b: F._compare(np.not_equal, a, b),
     "backward": _backward,
-    "to": _to, "double": lambda self: _astype(self, np.float64),
-    "float": lambda self: _astype(self, np.float64),
-    "long": lambda self: _astype(self, np.int64), "int": lambda self: _astype(self, np.int64),
-    "bool": lambda self: _astype(self, np.bool_),
-    "contiguous": F.contiguous, "cpu": lambda self: self,
+    "to": _to, "double": _converter(_dtype.float64),
+    # float32 does not exist yet: .float() gives float64, the dtype tapegrad computes in
+    "float": _converter(_dtype.float64), "half": _converter(_dtype.float16),
+    "long": _converter(_dtype.int64), "int": _converter(_dtype.int32),
+    "short": _converter(_dtype.int16), "char": _converter(_dtype.int8),
+    "byte": _converter(_dtype.uint8), "bool": _converter(_dtype.bool_),
+    "contiguous": F.contiguous, "cpu": lambda self, memory_format=None: self, "cuda": _cuda,
     "new_tensor": _new_tensor,
     "view_as": lambda self, other: F.reshape(self, *other.shape),
     "reshape_as": lambda self, other: F.reshape(self, *other.shape),
@@ -168,6 +265,8 @@ METHODS = {
 PROPERTIES = {
     "T": property(F.numpy_T),
     "mT": property(F.mT),
+    "is_cuda": property(lambda self: False),
+    "is_cpu": property(lambda self: True),
 }
 
 

@@ -1,9 +1,12 @@
 """Making tensors: from data, filled, ranges, random."""
+import functools
 import numbers
 
 import numpy as np
 
-from . import _dtype
+from . import _device, _dtype
+from ._promote import cast as _cast
+from ._promote import checked_cast
 from .tensor import Tensor
 
 _rng = np.random.default_rng()
@@ -74,20 +77,27 @@ def _check_nested(data, sizes, dim):
         _check_nested(item, sizes, dim + 1)
 
 
-def _scan_kinds(data, kinds):
-    if isinstance(data, (list, tuple)):
+def _scan_dtypes(data, found):
+    """Collect the dtype of every element of nested ``data``: a NumPy number or array and a
+    tensor bring their own, Python numbers bool, int64 or float64."""
+    kind = type(data)
+    if kind is float:   # the common cases first: this runs once per element
+        found.add(_dtype.float64)
+    elif kind is int:
+        found.add(_dtype.int64)
+    elif isinstance(data, (list, tuple)):
         for d in data:
-            _scan_kinds(d, kinds)
+            _scan_dtypes(d, found)
     elif isinstance(data, Tensor):
-        kinds.add(data._value.dtype.kind)
-    elif isinstance(data, np.ndarray):
-        kinds.add(data.dtype.kind)
-    elif isinstance(data, bool) or isinstance(data, np.bool_):
-        kinds.add("b")
+        found.add(data.dtype)
+    elif isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
+        found.add(_dtype.from_numpy_dtype(data.dtype))
+    elif isinstance(data, bool):
+        found.add(_dtype.bool_)
     elif isinstance(data, numbers.Integral):
-        kinds.add("i")
+        found.add(_dtype.int64)
     elif isinstance(data, numbers.Real):
-        kinds.add("f")
+        found.add(_dtype.float64)
     elif isinstance(data, complex):
         raise TypeError("tapegrad does not support complex numbers")
     else:
@@ -104,6 +114,8 @@ def _unwrap(data):
 
 def _to_array(data, dtype):
     """NumPy array for ``data`` with PyTorch's dtype inference (float64 default float)."""
+    if isinstance(data, np.generic):   # a NumPy number keeps its type, as an array would
+        data = np.asarray(data)
     if isinstance(data, np.ndarray):
         if data.dtype.kind in "cOSUV":
             raise TypeError(
@@ -111,28 +123,23 @@ def _to_array(data, dtype):
                 "types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
                 "and bool.")
         dt = dtype or _dtype.from_numpy_dtype(data.dtype)
-        return np.array(data, dtype=dt.np, copy=True, order="C")
+        return np.array(_cast(data, dt), copy=True, order="C")
     if isinstance(data, Tensor):
-        dt = dtype or _dtype.from_numpy_dtype(data._value.dtype)
-        return np.array(data._value, dtype=dt.np, copy=True, order="C")
+        dt = dtype or data.dtype
+        return np.array(_cast(data._value, dt), copy=True, order="C")
     if isinstance(data, str) or isinstance(data, bytes):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     _nested_shape(data)
-    kinds = set()
-    _scan_kinds(data, kinds)
-    if dtype is None:
-        if "f" in kinds:
-            dtype = _dtype.float64
-        elif "i" in kinds or "u" in kinds:
-            dtype = _dtype.int64
-        elif "b" in kinds:
-            dtype = _dtype.bool_
-        else:
-            dtype = _dtype.float64  # empty lists are float, as in PyTorch
-    return np.array(_unwrap(data), dtype=dtype.np, order="C")
+    found = set()
+    _scan_dtypes(data, found)
+    # the elements' common type, as PyTorch infers it ([np.uint8(1), np.int8(2)] is int16);
+    # empty lists are float, as in PyTorch
+    natural = functools.reduce(_dtype.promote_types, found) if found else _dtype.float64
+    value = np.array(_unwrap(data), dtype=natural.np, order="C")
+    return value if dtype is None else checked_cast(value, dtype, c_name=False)
 
 
-def tensor(data, dtype=None, requires_grad=False, device=None):
+def tensor(data, dtype=None, requires_grad=False, device=None, pin_memory=False):
     """A new leaf tensor holding a copy of ``data`` (nested lists, scalars, ndarrays).
 
     Its dtype follows the data as PyTorch's does (float64 for floats, int64 for integers,
@@ -147,10 +154,11 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         tensor(3)
     """
     dt = _dtype.resolve(dtype)
+    _device.check(device)
     return _leaf(_to_array(data, dt), requires_grad)
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor: ``data`` itself when it is already a tensor and ``dtype`` is None,
     else a copy as ``tensor(data, dtype)`` makes.
 
@@ -163,9 +171,11 @@ def as_tensor(data, dtype=None):
         >>> tg.as_tensor([[1, 2]]).shape
         tapegrad.Size([1, 2])
     """
-    if isinstance(data, Tensor) and dtype is None:
+    _device.check(device)
+    dt = _dtype.resolve(dtype)
+    if isinstance(data, Tensor) and (dt is None or dt.np == data._value.dtype):
         return data
-    return tensor(data, dtype)
+    return tensor(data, dt)
 
 
 def from_numpy(array):
@@ -186,7 +196,7 @@ def from_numpy(array):
     dt = _dtype.from_numpy_dtype(array.dtype)
     if array.dtype == dt.np and array.flags.c_contiguous:
         return Tensor._make(array)
-    return Tensor._make(np.ascontiguousarray(array, dtype=dt.np))
+    return Tensor._make(np.require(_cast(array, dt), requirements="C"))
 
 
 def _size(size):
@@ -201,9 +211,17 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
-def _filled(size, fill, dtype, requires_grad):
+def _filled(shape, fill, dt, requires_grad):
+    """A leaf of ``shape`` holding ``fill`` (a Python number) as ``dt``."""
+    if dt.np.kind in "iu":
+        fill = checked_cast(np.asarray(fill), dt)   # PyTorch's overflow check
+    return _leaf(np.full(shape, fill, dtype=dt.np), requires_grad)
+
+
+def _new(size, fill, dtype, requires_grad, device):
     dt = _dtype.resolve(dtype) or _dtype.float64
-    return _leaf(np.full(_size(size), fill, dtype=dt.np), requires_grad)
+    _device.check(device)
+    return _filled(_size(size), fill, dt, requires_grad)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
@@ -216,7 +234,7 @@ def zeros(*size, dtype=None, requires_grad=False, device=None):
         tensor([[0., 0., 0.],
                 [0., 0., 0.]])
     """
-    return _filled(size, 0, dtype, requires_grad)
+    return _new(size, 0, dtype, requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
@@ -229,7 +247,7 @@ def ones(*size, dtype=None, requires_grad=False, device=None):
         tensor([[1., 1.],
                 [1., 1.]], requires_grad=True)
     """
-    return _filled(size, 1, dtype, requires_grad)
+    return _new(size, 1, dtype, requires_grad, device)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
@@ -241,7 +259,7 @@ def empty(*size, dtype=None, requires_grad=False, device=None):
         >>> tg.empty(3).shape
         tapegrad.Size([3])
     """
-    return _filled(size, 0, dtype, requires_grad)
+    return _new(size, 0, dtype, requires_grad, device)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
@@ -262,72 +280,89 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
             dtype = _dtype.bool_
         elif isinstance(fill_value, numbers.Integral):
             dtype = _dtype.int64
-    return _filled((tuple(size),), fill_value, dtype, requires_grad)
+    return _new((tuple(size),), fill_value, dtype, requires_grad, device)
 
 
-def _like(x, fill, dtype, requires_grad):
+def _like(x, fill, dtype, requires_grad, device):
     dt = _dtype.resolve(dtype) or x.dtype
-    return _leaf(np.full(x._value.shape, fill, dtype=dt.np), requires_grad)
+    _device.check(device)
+    return _filled(x._value.shape, fill, dt, requires_grad)
 
 
-def zeros_like(x, dtype=None, requires_grad=False):
+def zeros_like(x, dtype=None, requires_grad=False, device=None):
     """A new leaf tensor of zeros with ``x``'s shape and dtype (or ``dtype``).
 
     Example:
         >>> tg.zeros_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
-    return _like(x, 0, dtype, requires_grad)
+    return _like(x, 0, dtype, requires_grad, device)
 
 
-def ones_like(x, dtype=None, requires_grad=False):
+def ones_like(x, dtype=None, requires_grad=False, device=None):
     """A new leaf tensor of ones with ``x``'s shape and dtype (or ``dtype``).
 
     Example:
         >>> tg.ones_like(tg.zeros(2))
         tensor([1., 1.])
     """
-    return _like(x, 1, dtype, requires_grad)
+    return _like(x, 1, dtype, requires_grad, device)
 
 
-def empty_like(x, dtype=None, requires_grad=False):
+def empty_like(x, dtype=None, requires_grad=False, device=None):
     """A new leaf tensor with ``x``'s shape and dtype, to be overwritten (filled with zeros).
 
     Example:
         >>> tg.empty_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
-    return _like(x, 0, dtype, requires_grad)
+    return _like(x, 0, dtype, requires_grad, device)
 
 
-def full_like(x, fill_value, dtype=None, requires_grad=False):
+def full_like(x, fill_value, dtype=None, requires_grad=False, device=None):
     """A new leaf tensor with ``x``'s shape and dtype (or ``dtype``), filled with ``fill_value``.
 
     Example:
         >>> tg.full_like(tg.zeros(3), 0.5)
         tensor([0.5000, 0.5000, 0.5000])
     """
-    return _like(x, fill_value, dtype, requires_grad)
+    return _like(x, fill_value, dtype, requires_grad, device)
 
 
-def rand_like(x, dtype=None, requires_grad=False):
+def _random_dtype(dtype, device, kernel, default=None):
+    """The floating dtype random floats are drawn in; PyTorch's error for an integer one."""
+    dt = _dtype.resolve(dtype) or default or _dtype.float64
+    _device.check(device)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{dt.scalar_name}\'')
+    return dt
+
+
+def rand_like(x, dtype=None, requires_grad=False, device=None):
     """Draws from U[0, 1) in a new leaf tensor of ``x``'s shape (float64).
 
     Example:
         >>> tg.rand_like(tg.zeros(2, 3)).shape
         tapegrad.Size([2, 3])
     """
+    _random_dtype(dtype, device, "check_uniform_bounds", x.dtype)
     return _leaf(_rng.random(x._value.shape), requires_grad)
 
 
-def randn_like(x, dtype=None, requires_grad=False):
+def randn_like(x, dtype=None, requires_grad=False, device=None):
     """Draws from N(0, 1) in a new leaf tensor of ``x``'s shape (float64).
 
     Example:
         >>> tg.randn_like(tg.zeros(4)).shape
         tapegrad.Size([4])
     """
+    _random_dtype(dtype, device, "normal_kernel_cpu", x.dtype)
     return _leaf(_rng.standard_normal(x._value.shape), requires_grad)
+
+
+def _no_bool(dt, kernel):
+    if dt is _dtype.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -352,6 +387,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
                        for a in args)
         dtype = _dtype.float64 if is_float else _dtype.int64
     dt = _dtype.resolve(dtype)
+    _device.check(device)
+    _no_bool(dt, "arange_cpu")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     return _leaf(np.arange(start, end, step, dtype=dt.np), requires_grad)
@@ -369,7 +406,9 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.resolve(dtype) or _dtype.float64
-    return _leaf(np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np),
+    _device.check(device)
+    _no_bool(dt, "linspace_cpu")
+    return _leaf(_cast(np.linspace(start, end, int(steps), dtype=np.float64), dt),
                  requires_grad)
 
 
@@ -384,6 +423,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
                 [0., 1.]])
     """
     dt = _dtype.resolve(dtype) or _dtype.float64
+    _device.check(device)
     return _leaf(np.eye(n, m, dtype=dt.np), requires_grad)
 
 
@@ -398,7 +438,7 @@ def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
         >>> x.shape, bool(((x >= 0) & (x < 1)).all())
         (tapegrad.Size([2, 3]), True)
     """
-    _dtype.resolve(dtype)
+    _random_dtype(dtype, device, "check_uniform_bounds")
     return _leaf(_rng.random(_size(size)), requires_grad)
 
 
@@ -413,11 +453,12 @@ def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
         >>> tg.randn(3, 2, requires_grad=True).shape
         tapegrad.Size([3, 2])
     """
-    _dtype.resolve(dtype)
+    _random_dtype(dtype, device, "normal_kernel_cpu")
     return _leaf(_rng.standard_normal(_size(size)), requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, requires_grad=False):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
+            device=None):
     """Integers drawn uniformly from ``[low, high)`` (``[0, low)`` when ``high`` is None), int64.
 
     Shape: ``size`` (a sequence; ``()`` for one number).
@@ -428,12 +469,19 @@ def randint(low, high=None, size=(), dtype=None, requires_grad=False):
         >>> y.dtype, y.shape, bool(((y >= 0) & (y < 3)).all())
         (tapegrad.int64, tapegrad.Size([5]), True)
     """
-    if high is None:
-        low, high = 0, low
-    return _leaf(_rng.integers(low, high, size=tuple(size), dtype=np.int64), requires_grad)
+    if size is None and not isinstance(high, int):
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    dt = _dtype.resolve(dtype) or _dtype.int64
+    _device.check(device)
+    if dt is _dtype.bool_:
+        raise RuntimeError("to - 1 is out of bounds for bool")
+    return _leaf(_cast(_rng.integers(low, high, size=_size((size,)), dtype=np.int64), dt),
+                 requires_grad)
 
 
-def randperm(n, dtype=None):
+def randperm(n, *, generator=None, dtype=None, requires_grad=False, device=None):
     """A random permutation of the integers ``range(n)``, int64.
 
     Shape: ``(n,)``.
@@ -443,4 +491,7 @@ def randperm(n, dtype=None):
         >>> sorted(tg.randperm(4).tolist())
         [0, 1, 2, 3]
     """
-    return _leaf(_rng.permutation(int(n)).astype(np.int64), False)
+    dt = _dtype.resolve(dtype) or _dtype.int64
+    _device.check(device)
+    _no_bool(dt, "randperm")
+    return _leaf(_cast(_rng.permutation(int(n)), dt), requires_grad)

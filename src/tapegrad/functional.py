@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _dtype, _promote
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
@@ -231,7 +232,10 @@ def _unary(code, x, fn, ip=0, fp=0.0):
     if not (x._rg and state.grad_enabled):
         if x._rg and state.trace is not None:
             state.trace.opaque("an op under no_grad on traced values")
-        return _plain(np.asarray(_quiet_call(fn, v, None)))
+        value = np.asarray(_quiet_call(fn, v, None))
+        if value.itemsize < 8 and value.dtype.kind == "f":  # NumPy's exp(int8) is float16
+            value = np.asarray(_quiet_call(fn, v.astype(np.float64), None))
+        return _plain(value)
     n = v.size
     tape = state.tape
     if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
@@ -263,6 +267,9 @@ def _binary(code, a, b, fn):
     if not ((a._rg or b._rg) and state.grad_enabled):
         if (a._rg or b._rg) and state.trace is not None:
             state.trace.opaque("an op under no_grad on traced values")
+        if va.dtype.kind != "f" and vb.dtype.kind != "f" and fn is not np.true_divide:
+            # (true division is of the values as floats, without a common integer type)
+            va, vb = _promote.values(a, b)
         return _plain(np.asarray(_quiet_call(fn, va, vb, None)))
     n = va.size if same else math.prod(shape)
     tape = state.tape
@@ -298,6 +305,8 @@ def _with_scalar(code, x, c, fn):
     if not (x._rg and state.grad_enabled):
         if x._rg and state.trace is not None:
             state.trace.opaque("an op under no_grad on traced values")
+        if v.dtype.kind != "f":
+            c = _promote.scalar_for(v, c)
         return _plain(np.asarray(_quiet_call(fn, v, c, None)))
     n = v.size
     tape = state.tape
@@ -328,7 +337,7 @@ def _arith(code, code_s, fn, a, b):
         return _binary(code, a, b, fn)
     if _is_scalar(b):
         if not a._rg and a._value.dtype.kind == "b" and isinstance(b, bool):
-            return _plain(np.asarray(fn(a._value, b, None)))
+            return _plain(np.asarray(_quiet_call(fn, a._value, b, None)))
         return _with_scalar(code_s, a, b, fn)
     _check_real(b, K.OPS[code].name)
     return _binary(code, a, as_tensor_arg(b), fn)
@@ -338,7 +347,21 @@ def add(a, b):
     return _arith(K.ADD, K.ADD_S, np.add, a, b)
 
 
+def _check_bool_sub(a, b):
+    a_bool = a._value.dtype.kind == "b" if isinstance(a, Tensor) else isinstance(a, bool)
+    b_bool = b._value.dtype.kind == "b" if isinstance(b, Tensor) else isinstance(b, bool)
+    if a_bool and b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead.")
+    if a_bool or b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def sub(a, b):
+    _check_bool_sub(a, b)
     return _arith(K.SUB, K.SUB_S, np.subtract, a, b)
 
 
@@ -358,6 +381,7 @@ def rsub(a, c):
     """c - a for a scalar c."""
     if not _is_scalar(c):
         return sub(as_tensor_arg(c), a)
+    _check_bool_sub(c, a)
     return _with_scalar(K.RSUB_S, a, c, lambda v, c, out: np.subtract(c, v, out=out))
 
 
@@ -381,26 +405,32 @@ def pow(a, b):
     if isinstance(b, Tensor) and _is_scalar(a):
         return rpow(b, a)
     if _is_scalar(b):
+        if a._value.dtype.kind == "b" and isinstance(b, (bool, np.bool_)):
+            return _plain(a._value | (not b))   # x ** True is x, x ** False is True
+        if a._value.dtype.kind != "f" and isinstance(b, (int, np.integer)) and b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
         return _with_scalar(K.POW_S, a, b, np.power if a._value.dtype.kind == "f" else _int_pow)
     b = as_tensor_arg(b)
     if not isinstance(a, Tensor):
         a = as_tensor_arg(a)
+    if a._value.dtype.kind == "b" and b._value.dtype.kind == "b":
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     return _binary(K.POW, a, b, np.power)
 
 
 def _int_pow(v, c, out):
     if isinstance(c, float) or (isinstance(c, np.generic) and c.dtype.kind == "f"):
         return np.power(v.astype(np.float64), c, out=out)
-    if c < 0:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return np.power(v, c, out=out)
+    return np.power(v, c, out=out)   # pow() refused negative integer exponents
 
 
 def rpow(a, c):
     """c ** a for a scalar c."""
     if not _is_scalar(c):
         return pow(as_tensor_arg(c), a)
-    return _with_scalar(K.RPOW_S, a, c, lambda v, c, out: np.power(float(c), v, out=out))
+    if a._value.dtype.kind == "b" and isinstance(c, (bool, np.bool_)):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    return _with_scalar(K.RPOW_S, a, c, lambda v, c, out: np.power(c, v, out=out))
 
 
 def reciprocal(x):
@@ -429,6 +459,8 @@ sinh = lambda x: _unary(K.SINH, x, np.sinh)  # noqa: E731
 
 
 def abs(x):
+    if x._value.dtype.kind == "b":
+        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return _unary(K.ABS, x, lambda v, out: np.abs(v, out=out))
 
 
@@ -447,7 +479,7 @@ def sigmoid(x):
 
 def relu(x):
     if x._value.dtype.kind == "b":
-        raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
+        raise RuntimeError("Boolean inputs not supported for relu")
     zero = x._value.dtype.type(0)
     return _unary(K.RELU, x, lambda v, out: np.maximum(v, zero, out=out))
 
@@ -487,7 +519,8 @@ def _clamp(code, x, min, max):
     hi = math.inf if max is None else max
 
     def run(v, out):
-        res = np.clip(v, lo, hi, out=out)
+        # a missing bound is None, not an infinity, which would make integers float
+        res = np.clip(v, min, max, out=out)
         if lo > hi:  # PyTorch sets everything but nan to max when min > max
             res[v == v] = hi
         return res
@@ -543,11 +576,14 @@ def where(condition, input=None, other=None):
     if condition._value.dtype.kind != "b":
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{condition.dtype.name.capitalize() if condition.dtype.name != 'float64' else 'Double'}")
-    a = input if isinstance(input, Tensor) else as_tensor_arg(
-        np.asarray(input, dtype=np.float64) if _is_scalar(input) else input)
-    b = other if isinstance(other, Tensor) else as_tensor_arg(
-        np.asarray(other, dtype=np.float64) if _is_scalar(other) else other)
+            f"{condition.dtype.scalar_name}")
+    a, b = (x if isinstance(x, Tensor) or _is_scalar(x) else as_tensor_arg(x)
+            for x in (input, other))
+    dt = _promote.result_dtype(a, b)
+    a, b = (_plain(_promote.checked_cast(np.asarray(x), dt)) if _is_scalar(x) else x
+            for x in (a, b))
+    if not dt.is_floating_point:
+        a, b = (_plain(v) for v in _promote.values(a, b))
     shape = broadcast_shape(broadcast_shape(condition._value.shape, a._value.shape),
                             b._value.shape)
     if not _records(a, b):
@@ -575,7 +611,13 @@ def _compare(fn, a, b):
         vb = b._value
     if isinstance(vb, np.ndarray):
         broadcast_shape(a._value.shape, vb.shape)
-    value = np.asarray(fn(a._value, vb))
+    va = a._value
+    if va.dtype.kind != "f":
+        if isinstance(b, Tensor) and vb.dtype.kind != "f":
+            va, vb = _promote.values(a, b)
+        elif _is_scalar(vb):
+            vb = _promote.scalar_for(va, vb)
+    value = np.asarray(fn(va, vb))
     trace = state.trace
     if trace is None or fn not in _CMP_VARIANT or not (
             a._rg or (isinstance(b, Tensor) and b._rg)):
@@ -671,21 +713,35 @@ def _float_value(x):
     return v if v.dtype.kind == "f" else v.astype(np.float64)
 
 
+def _reduce_as(x, dtype):
+    """x converted first, for a reduction's ``dtype=`` (PyTorch converts, then reduces)."""
+    dt = _dtype.resolve(dtype)
+    if dt is None or dt.np == x._value.dtype:
+        return x
+    if x._rg:
+        raise RuntimeError(f"Autograd not support dtype: {dt.scalar_name}")
+    return _plain(_promote.cast(x._value, dt))
+
+
 def sum(x, dim=None, keepdim=False, dtype=None):
+    x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
-    if v.dtype.kind == "b":
+    if v.dtype.kind in "bu":   # NumPy would sum unsigned ints as uint64; PyTorch as int64
         v = v.astype(np.int64)
     value = np.asarray(_quietly(np.sum, v, axis=dims, keepdims=True))
+    if dtype is not None:   # the sum wraps in a narrow type as PyTorch's does
+        value = _promote.cast(value, _dtype.resolve(dtype))
     code = K.SUM if dim is None else K.SUM_DIM
     return _reduce(code, x, dims, keepdim if dim is not None else False, value, 1.0)
 
 
 def mean(x, dim=None, keepdim=False, dtype=None):
+    x = _reduce_as(x, dtype)
     if x._value.dtype.kind != "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {x.dtype.name.capitalize() if x.dtype.name != 'int64' else 'Long'}")
+            f"or complex dtype. Got: {x.dtype.scalar_name}")
     dims = _dims(x, dim)
     count = int(np.prod([x._value.shape[d] for d in dims], dtype=np.int64))
     if count:
@@ -700,8 +756,13 @@ def mean(x, dim=None, keepdim=False, dtype=None):
 def prod(x, dim=None, keepdim=False, dtype=None):
     if dim is not None and isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
-    value = np.asarray(_quietly(np.prod, x._value, axis=dims, keepdims=True))
+    v = x._value
+    value = np.asarray(_quietly(np.prod, v.astype(np.int64) if v.dtype.kind in "bu" else v,
+                                axis=dims, keepdims=True))
+    if dtype is not None:
+        value = _promote.cast(value, _dtype.resolve(dtype))
     code = K.PROD if dim is None else K.PROD_DIM
     mode = 2 if x._value.ndim == 0 else (1 if dim is None else 0)
     return _reduce(code, x, dims, keepdim if dim is not None else False, value, extra=(mode,))
@@ -783,7 +844,13 @@ def _opaque_if_traced(x, what):
         state.trace.opaque(what)
 
 
+def _no_bool(x, name):
+    if x._value.dtype.kind == "b":
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
 def argmax(x, dim=None, keepdim=False):
+    _no_bool(x, "argmax")
     _opaque_if_traced(x, "argmax of traced values")
     v = x._value
     if dim is None:
@@ -793,6 +860,7 @@ def argmax(x, dim=None, keepdim=False):
 
 
 def argmin(x, dim=None, keepdim=False):
+    _no_bool(x, "argmin")
     _opaque_if_traced(x, "argmin of traced values")
     v = x._value
     if dim is None:
@@ -812,6 +880,8 @@ def _correction(unbiased, correction):
 def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     if isinstance(dim, bool):  # var(True): the legacy positional ``unbiased``
         unbiased, dim = dim, None
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     corr = _correction(unbiased, correction)
     dims = _dims(x, dim)
     v = _float_value(x)
@@ -874,6 +944,11 @@ def _softmax(code, x, dim, log):
         raise TypeError("softmax() missing required argument 'dim'")
     v = _float_value(x)
     d = _wrap_dim(dim, v.ndim)
+    if x._value.dtype.kind != "f":
+        kernel = ("log_softmax" if log else "softmax") + (
+            "_lastdim" if d == builtins.max(v.ndim - 1, 0) else "")
+        raise NotImplementedError(
+            f'"{kernel}_kernel_impl" not implemented for \'{x.dtype.scalar_name}\'')
     value = _quietly(_softmax_value, v, d if v.ndim else None, log) if v.size else v.copy()
     if not _records(x):
         return _plain(np.asarray(value))
@@ -903,12 +978,18 @@ def norm(x, p="fro", dim=None, keepdim=False):
     if isinstance(p, str):
         raise RuntimeError(f"norm: p = {p!r} is not supported")
     p = float(p)
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {x.dtype.scalar_name}")
     if p == 0.0:
         raise RuntimeError("norm: p = 0 is not supported by tapegrad")
     dims = _dims(x, dim)
     v = _float_value(x)
     a = np.abs(v)
-    if p == math.inf:
+    if builtins.all(v.shape[d] == 1 for d in dims):
+        # the norm of one element is |x| for every p, as PyTorch gives it (x**p could underflow)
+        value = a.copy()
+    elif p == math.inf:
         value = np.max(a, axis=dims, keepdims=True) if a.size else np.zeros(
             [1 if d in dims else s for d, s in enumerate(v.shape)])
     elif p == -math.inf:
@@ -1008,12 +1089,16 @@ def matmul(a, b):
             f"both arguments to matmul need to be at least 1D, but they are {len(sa)}D and "
             f"{len(sb)}D")
     if a._value.dtype != b._value.dtype:
-        ka, kb = a._value.dtype.kind, b._value.dtype.kind
-        if (ka == "f") != (kb == "f"):
-            names = {"f": "double", "i": "long int", "b": "bool"}
-            raise RuntimeError(
-                f"expected m1 and m2 to have the same dtype, but got: {names.get(ka, ka)} != "
-                f"{names.get(kb, kb)}")
+        names = {"float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+                 "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {names[a.dtype.name]} != "
+            f"{names[b.dtype.name]}")
+    if a._value.dtype.kind == "b":
+        # PyTorch names the kernel the operands fold into: (.., k) @ (k, n) is one addmm
+        kernel = ("dot" if len(sa) == 1 else "addmv_impl_cpu") if len(sb) == 1 else \
+            ("addmm_impl_cpu_" if len(sb) == 2 else "bmm")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     trace = state.trace
     if trace is None:
         form = _matmul_form(sa, sb, a._rg, b._rg)
@@ -1235,6 +1320,8 @@ view = reshape
 def flatten(x, start_dim=0, end_dim=-1):
     s = x._value.shape
     if not s:
+        _wrap_dim(start_dim, 0)   # PyTorch's range check, as for any dim
+        _wrap_dim(end_dim, 0)
         return _reshaped(x, (1,), V_VIEW)
     a = _wrap_dim(start_dim, len(s))
     b = _wrap_dim(end_dim, len(s))
@@ -1377,9 +1464,10 @@ def _index_key(key, shape):
         if isinstance(k, Tensor):
             read_value(k, "indexing with a tensor")
             kv = k._value
-            if kv.dtype.kind == "f":
+            if kv.dtype.kind == "f" or (kv.ndim and kv.dtype in (np.int8, np.int16)):
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors")
+            kv = _byte_mask(kv)
             if kv.ndim == 0 and kv.dtype.kind in "iu":
                 out.append(int(kv))
                 labels.append(V_SELECT)
@@ -1387,7 +1475,7 @@ def _index_key(key, shape):
             out.append(kv)
             advanced = True
         elif isinstance(k, (list, np.ndarray)):
-            arr = np.asarray(k)
+            arr = _byte_mask(np.asarray(k))
             if arr.dtype.kind == "f":
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors")
@@ -1433,6 +1521,15 @@ def _index_key(key, shape):
     last = [v for v in labels if v is not None]
     variant = V_INDEX if advanced else (last[-1] if last else V_ALIAS)
     return tuple(out), variant
+
+
+def _byte_mask(kv):
+    """A uint8 index is a mask, as it was before bool tensors existed (PyTorch warns)."""
+    if kv.dtype != np.uint8:
+        return kv
+    warnings.warn("indexing with dtype tapegrad.uint8 is now deprecated, please use a dtype "
+                  "tapegrad.bool instead.", UserWarning, stacklevel=4)
+    return kv.astype(np.bool_)
 
 
 def _key_width(k):

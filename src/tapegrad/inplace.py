@@ -20,6 +20,7 @@ import numpy as np
 
 from . import functional as F
 from . import ops as K
+from ._quiet import quiet_begin, quiet_end
 from .tape import state
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
@@ -173,7 +174,11 @@ def _arith_(name, out_of_place, ufunc):
         _check_cast(self, ov)
 
         def write():
-            ufunc(self._value, ov, out=self._value, casting="same_kind")
+            tok = quiet_begin()   # inf * 0 is nan without a NumPy warning, as in PyTorch
+            try:
+                ufunc(self._value, ov, out=self._value, casting="same_kind")
+            finally:
+                quiet_end(tok)
         return _apply(self, name, _Compute(lambda: out_of_place(self, other), other), write)
     method.__name__ = name
     return method

@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 
-from . import _dtype
+from . import _device, _dtype
 from .tape import state
 
 
@@ -84,7 +84,7 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        return _device.CPU
 
     def is_floating_point(self):
         return self._value.dtype.kind == "f"
@@ -334,7 +334,10 @@ class _HookHandle:
 
 
 def _typename(obj):
-    """An object's type as PyTorch names it in error messages (module-qualified)."""
+    """An object's type as PyTorch names it in error messages (module-qualified; a tensor by
+    its dtype, as ``tapegrad.DoubleTensor``)."""
+    if isinstance(obj, Tensor):
+        return f"tapegrad.{obj.dtype.scalar_name}Tensor"
     cls = type(obj)
     if cls.__module__ in ("builtins", None):
         return cls.__qualname__

@@ -1,12 +1,16 @@
 """Neural-network building blocks mirroring ``torch.nn``: ``Module``, ``Parameter``, layers,
-activations and losses; ``tapegrad.nn.functional`` and ``tapegrad.nn.init`` alongside."""
+containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.init`` and
+``tapegrad.nn.utils`` alongside."""
 from . import functional, init
-from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Identity, L1Loss,
-                      Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU, Sequential,
-                      Sigmoid, Softmax, Tanh)
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
+from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity,
+                      L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
+                      Sequential, Sigmoid, Softmax, Tanh, Unflatten)
+from . import utils
 
 __all__ = [
-    "functional", "init", "Module", "Parameter", "Sequential", "Identity", "Linear", "ReLU",
-    "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss",
-    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+    "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten",
+    "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss",
+    "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
 ]

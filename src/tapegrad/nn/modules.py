@@ -5,15 +5,17 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.tensor import Tensor, _typename
+from tapegrad import _device, _dtype
+from tapegrad._methods import parse_to
+from tapegrad.tensor import Tensor, _typename, _wrap_dim
 
 from . import functional as F
 from . import init
 
 __all__ = [
-    "Parameter", "Module", "Sequential", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid",
-    "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss",
-    "BCELoss", "BCEWithLogitsLoss",
+    "Parameter", "Module", "Sequential", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
+    "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss",
+    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
 ]
 
 
@@ -44,6 +46,9 @@ class Parameter(Tensor):
                 f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         p = Tensor._make(value, cls=cls)
         if requires_grad:
+            if value.dtype.kind != "f":
+                raise RuntimeError(
+                    "Only Tensors of floating point and complex dtype can require gradients")
             p.requires_grad_(True)
         return p
 
@@ -141,7 +146,9 @@ class Module:
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+            # PyTorch names the module in this one
+            got = f", got: {name}" if kind == "module" else ""
+            raise KeyError(f'{kind} name can\'t contain "."{got}')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
 
@@ -193,7 +200,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -207,7 +214,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -222,16 +229,18 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                    "(tapegrad Tensor or None expected)")
+                    "(tapegrad.Tensor or None expected)")
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
 
-    def _forget(self, name):
-        """Drop ``name`` wherever it was registered before, so it lives in one place."""
+    def _forget(self, name, keep):
+        """Drop ``name`` wherever else it was registered, so it lives in one place; in its
+        own dict (``keep``) a replaced member keeps its position, as in PyTorch."""
         self.__dict__.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[key].pop(name, None)
+            if key != keep:
+                self.__dict__[key].pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):
@@ -356,17 +365,31 @@ class Module:
                 p.grad.requires_grad_(False)
             p.grad.zero_()
 
-    # everything is float64 on the CPU already: these exist so ported scripts run unchanged
+    # everything is float64 on the CPU already: these exist so ported scripts run unchanged,
+    # and raise where a script asks for what tapegrad does not have
     def double(self):
         return self
 
     def float(self):
+        """Itself: tapegrad's floating type is float64 (its ``float`` names float64)."""
         return self
+
+    def half(self):
+        _dtype.resolve(_dtype.float16)   # raises: tapegrad has no float16
 
     def cpu(self):
         return self
 
+    def cuda(self, device=None):
+        _device.check("cuda")
+
     def to(self, *args, **kwargs):
+        """Itself, after checking the device and dtype asked for (PyTorch's forms: ``to(device,
+        dtype)``, ``to(dtype)``, ``to(tensor)``): parameters are float64 on the CPU already."""
+        _, dt, _, _ = parse_to(args, kwargs)
+        if dt is not None and not dt.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={dt!r}")
         return self
 
     # --- state_dict ---------------------------------------------------------------------
@@ -408,9 +431,11 @@ class Module:
                 value = source
             else:
                 errors.append(
-                    f'While copying the parameter named "{key}", expected Tensor or '
+                    f'While copying the parameter named "{key}", expected tapegrad.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(source)}")
                 continue
+            if target._value.ndim == 0 and value.ndim == 1 and value.size == 1:
+                value = value[0]   # PyTorch reads checkpoints that stored scalars as (1,)
             if value.shape != target._value.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape "
@@ -424,8 +449,10 @@ class Module:
                     target.copy_(tg.from_numpy(np.asarray(value)))
         for key in state_dict:
             if key.startswith(prefix):
-                head = key[len(prefix):].split(".", 1)[0]
-                if head not in self._modules and head not in local:
+                # a dotted rest must name a child module, a plain one a local member
+                parts = key[len(prefix):].split(".", 1)
+                if (parts[0] not in self._modules) if len(parts) > 1 else \
+                        (parts[0] not in local):
                     unexpected.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -554,6 +581,54 @@ class Identity(Module):
         return input
 
 
+class Flatten(Module):
+    """Flattens dims ``start_dim`` to ``end_dim`` into one (by default all but the batch
+    dim)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (which may hold one -1)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError("unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for i, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError("unflattened_size must be tuple of ints, but found element of "
+                                f"type {type(size).__name__} at pos {i}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input):
+        sizes = list(self.unflattened_size)
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        shape = input.shape
+        d = _wrap_dim(self.dim, len(shape))
+        known = math.prod(s for s in sizes if s != -1)
+        if (known != shape[d]) if -1 not in sizes else (known == 0 or shape[d] % known):
+            raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size "
+                               f"of dim {d} ({shape[d]}) in the input tensor")
+        # a reshape of the same elements: PyTorch's unflatten is a view (ViewBackward0) too
+        return input.reshape(*shape[:d], *sizes, *shape[d + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Layers
 # ---------------------------------------------------------------------------------------------
@@ -632,7 +707,6 @@ class Tanh(Module):
         >>> nn.Tanh()(tg.tensor([0.0, 1.0]))
         tensor([0.0000, 0.7616])
     """
-
     def forward(self, input):
         return F.tanh(input)
 
@@ -646,7 +720,6 @@ class Sigmoid(Module):
         >>> nn.Sigmoid()(tg.tensor([0.0, 2.0]))
         tensor([0.5000, 0.8808])
     """
-
     def forward(self, input):
         return F.sigmoid(input)
 
@@ -740,7 +813,6 @@ class MSELoss(_Loss):
         >>> nn.MSELoss()(tg.tensor([1.0, 2.0]), tg.zeros(2))
         tensor(2.5000)
     """
-
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
@@ -754,7 +826,6 @@ class L1Loss(_Loss):
         >>> nn.L1Loss(reduction="sum")(tg.tensor([1.0, -2.0]), tg.zeros(2))
         tensor(3.)
     """
-
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
@@ -770,7 +841,6 @@ class NLLLoss(_Loss):
         >>> nn.NLLLoss()(logp, tg.tensor([0]))
         tensor(0.2395)
     """
-
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -793,7 +863,6 @@ class CrossEntropyLoss(_Loss):
         >>> print(f"{loss.item():.4f}")
         0.2395
     """
-
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -814,7 +883,6 @@ class BCELoss(_Loss):
         >>> nn.BCELoss()(tg.tensor([0.9, 0.2]), tg.tensor([1.0, 0.0]))
         tensor(0.1643)
     """
-
     def __init__(self, weight=None, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -834,7 +902,6 @@ class BCEWithLogitsLoss(_Loss):
         >>> nn.BCEWithLogitsLoss()(tg.tensor([2.0, -1.0]), tg.tensor([1.0, 0.0]))
         tensor(0.2201)
     """
-
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
         self.register_buffer("weight", weight)

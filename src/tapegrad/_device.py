@@ -1,0 +1,110 @@
+"""Devices: ``tapegrad.device('cpu')``, printed and compared as PyTorch's ``torch.device``.
+
+tapegrad runs on the CPU only.  A device object for another type can be made (it is only a
+name, as in PyTorch), but creating a tensor there or moving one there raises: for CUDA the
+``AssertionError`` a CPU-only PyTorch raises, for the others a ``RuntimeError``.
+"""
+import re
+
+# PyTorch's device types, in the order its error message lists them
+_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+          "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+# an index is "0" or a number without leading zeros, as PyTorch parses it
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::(0|[1-9][0-9]*))?\Z")
+
+
+def _typename(x):
+    return type(x).__name__
+
+
+def _parse(text, index):
+    """(type, index) from a device string, with PyTorch's errors."""
+    if not text:
+        raise RuntimeError("Device string must not be empty")
+    found = _DEVICE_STRING.match(text)
+    if found is None:
+        raise RuntimeError(f"Invalid device string: '{text}'")
+    head = found.group(1)
+    if head not in _TYPES:
+        raise RuntimeError(
+            f"Expected one of {', '.join(_TYPES)} device type at start of device string: {text}")
+    if found.group(2) is not None:
+        if index is not None:
+            raise RuntimeError("type (string) must not include an index because index was "
+                               f"passed explicitly: {text}")
+        index = int(found.group(2))
+    if index is not None and index < 0:
+        raise RuntimeError("Device index must not be negative")
+    return head, index
+
+
+class device:
+    """A device type and an optional index: ``device('cpu')``, ``device('cpu', 0)``,
+    ``device('cpu:0')``.  Equal to another device of the same type and index only (as in
+    PyTorch, ``device('cpu') != 'cpu'``)."""
+
+    __slots__ = ("_type", "_index")
+
+    def __init__(self, type, index=None):  # noqa: A002 - PyTorch's keyword names
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("device(): argument 'type' (position 1) must be str, not "
+                                "tapegrad.device")
+            self._type, self._index = type._type, type._index
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            # PyTorch reads a bare number as an accelerator index; there is no accelerator
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({_typename(type)}), but expected one of: (tapegrad.device "
+                            "device) or (str type, int index = -1)")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device(): argument 'index' (position 2) must be int, not "
+                            f"{_typename(index)}")
+        self._type, self._index = _parse(type, index)
+
+    @property
+    def type(self):
+        return self._type
+
+    @property
+    def index(self):
+        return self._index
+
+    def __repr__(self):
+        if self._index is None:
+            return f"device(type='{self._type}')"
+        return f"device(type='{self._type}', index={self._index})"
+
+    def __str__(self):
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __eq__(self, other):
+        if not isinstance(other, device):
+            return NotImplemented
+        return self._type == other._type and self._index == other._index
+
+    def __hash__(self):
+        return hash((self._type, self._index))
+
+    def __reduce__(self):
+        return (device, (self._type, self._index))
+
+
+CPU = device("cpu")
+
+
+def check(where):
+    """The device a tensor is to live on, given as PyTorch takes it (None, 'cpu', 'cpu:0',
+    a device); raises for any device but the CPU."""
+    if where is None:
+        return CPU
+    d = where if isinstance(where, device) else device(where)
+    if d.type == "cuda":
+        # PyTorch's own error on a machine without CUDA
+        raise AssertionError("tapegrad not compiled with CUDA enabled (tapegrad runs on the "
+                             "CPU only)")
+    if d.type != "cpu":
+        raise RuntimeError(f"tapegrad runs on the CPU only: device '{d}' is not supported")
+    return d

@@ -1,0 +1,88 @@
+"""Questions about tensors, asked as PyTorch asks them: ``is_tensor``, ``is_floating_point``,
+``numel``, ``isclose``, ``allclose``, ``equal``.  None of them records anything: their
+results carry no gradient."""
+import numpy as np
+
+from ._quiet import quiet_begin, quiet_end
+from .functional import _opaque_if_traced, broadcast_shape
+from .tensor import Tensor, read_value
+
+__all__ = ["is_tensor", "is_floating_point", "numel", "isclose", "allclose", "equal"]
+
+
+def _require_tensor(fn, name, position, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def is_tensor(obj):
+    """Whether ``obj`` is a tapegrad tensor (a Parameter is one)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):  # noqa: A002 - PyTorch's argument name
+    _require_tensor("is_floating_point", "input", 1, input)
+    return input.is_floating_point()
+
+
+def numel(input):  # noqa: A002
+    _require_tensor("numel", "input", 1, input)
+    return input.numel()
+
+
+def _close_value(fn, input, other, rtol, atol, equal_nan):
+    """The bool array of ``isclose``, computed as PyTorch computes it: equal elements are
+    close; otherwise |input - other| <= atol + |rtol * other|, with integers and bools
+    converted to float64 first (so int8 differences do not wrap)."""
+    _require_tensor(fn, "input", 1, input)
+    _require_tensor(fn, "other", 2, other)
+    a, b = input._value, other._value
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{input.dtype.scalar_name} did not match {other.dtype.scalar_name}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    broadcast_shape(a.shape, b.shape)
+    tok = quiet_begin()
+    try:
+        close = a == b
+        if equal_nan and a.dtype.kind == "f":
+            close |= np.isnan(a) & np.isnan(b)
+        if rtol == 0 and atol == 0:
+            return close
+        if a.dtype.kind != "f":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        allowed = atol + np.abs(rtol * b)
+        actual = np.abs(a - b)
+        return close | (np.isfinite(actual) & (actual <= allowed))
+    finally:
+        quiet_end(tok)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """A bool tensor: where ``input`` and ``other`` (same dtype, broadcast) are close."""
+    for t in (input, other):
+        if isinstance(t, Tensor):
+            _opaque_if_traced(t, "isclose() of traced values")
+    return Tensor._make(np.asarray(_close_value("isclose", input, other, rtol, atol, equal_nan)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """Whether every element of ``input`` is close to ``other``'s (a Python bool)."""
+    for t in (input, other):
+        if isinstance(t, Tensor):
+            read_value(t, "allclose()")
+    return bool(np.all(_close_value("allclose", input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other):  # noqa: A002
+    """Whether ``input`` and ``other`` have the same shape and the same elements (NaN is
+    equal to nothing; the dtypes may differ)."""
+    _require_tensor("equal", "input", 1, input)
+    _require_tensor("equal", "other", 2, other)
+    read_value(input, "equal()")
+    read_value(other, "equal()")
+    return input._value.shape == other._value.shape and \
+        bool(np.array_equal(input._value, other._value))
