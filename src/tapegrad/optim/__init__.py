@@ -1,6 +1,8 @@
 """Optimizers, as in ``torch.optim``."""
-from .adam import Adam, AdamW
+from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .optimizer import Optimizer
+from .rmsprop import Adadelta, Adagrad, RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
+           "Adagrad", "Adadelta"]

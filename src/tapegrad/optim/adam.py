@@ -1,4 +1,5 @@
-"""Adam and AdamW, with PyTorch's update rules, hyperparameter checks and state layout."""
+"""The Adam family: Adam, AdamW, Adamax, NAdam and RAdam, with PyTorch's update rules,
+hyperparameter checks, param-group keys and state layout."""
 import math
 
 import numpy as np
@@ -6,9 +7,33 @@ import numpy as np
 import tapegrad as tg
 
 from .._config import kernel
-from .optimizer import _EMPTY, Optimizer, _buffer, _flat, _flat_grad
+from . import _kernels
+from .optimizer import (_EMPTY, Optimizer, _advance_step, _buffer, _check_flags, _check_lr,
+                        _fill_group_defaults, _flat, _flat_grad)
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
+
+
+def _check_betas_eps_decay(eps, betas, weight_decay):
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _moment_state(optimizer, p, second):
+    """The state of ``p`` for a step: ``step``, ``exp_avg`` and ``second`` (``exp_inf`` or
+    ``exp_avg_sq``), made on the first step."""
+    state = optimizer.state[p]
+    if len(state) == 0:
+        state["step"] = _buffer(())
+        state["exp_avg"] = _buffer(p._value.shape)
+        state[second] = _buffer(p._value.shape)
+    return state
 
 
 @kernel
@@ -62,16 +87,8 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, maximize=False, decoupled_weight_decay=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_lr(lr)
+        _check_betas_eps_decay(eps, betas, weight_decay)
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
@@ -88,9 +105,6 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = _buffer(shape)
             if amsgrad:
                 state["max_exp_avg_sq"] = _buffer(shape)
-        elif not isinstance(state["step"], tg.Tensor):
-            # state saved with a plain-number step count
-            state["step"] = tg.from_numpy(np.array(float(state["step"])))
         return state
 
     def step(self, closure=None):
@@ -104,11 +118,8 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                state = self._init_state(p, amsgrad)
-                step_value = state["step"]._value
-                step_value += 1.0
-                state["step"]._bump_version()
-                t = float(step_value)
+                t = _advance_step(self._init_state(p, amsgrad))
+                state = self.state[p]
                 bias_correction1 = 1 - beta1 ** t
                 bias_correction2 = 1 - beta2 ** t
                 vmax = _flat(state["max_exp_avg_sq"]) if amsgrad else _EMPTY
@@ -133,3 +144,154 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
+
+
+class Adamax(Optimizer):
+    """Adamax, Adam's infinity-norm variant (Kingma & Ba): ``m = lerp(m, g, 1 - beta1)``;
+    ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1**t) * m / u``."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _check_lr(lr)
+        _check_betas_eps_decay(eps, betas, weight_decay)
+        _check_flags("Adamax", differentiable, capturable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+                    "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _fill_group_defaults(self, foreach=None, maximize=False, differentiable=False,
+                             capturable=False)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps = float(group["lr"]), float(group["eps"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            weight_decay, maximize = float(group["weight_decay"]), bool(group["maximize"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = _moment_state(self, p, "exp_inf")
+                t = _advance_step(state)
+                clr = lr / (1 - beta1 ** t)
+                _kernels.adamax(_flat(p), _flat_grad(p), _flat(state["exp_avg"]),
+                                _flat(state["exp_inf"]), clr, beta1, beta2, eps, weight_decay,
+                                maximize)
+                p._bump_version()
+        return loss
+
+
+class NAdam(Optimizer):
+    """NAdam, Adam with Nesterov momentum (Dozat), with the momentum schedule
+    ``mu_t = beta1 * (1 - 0.5 * 0.96**(t * momentum_decay))`` and its running product.
+
+    The product is kept in float64 (``state["mu_product"]``); PyTorch keeps it in its default
+    dtype, so its numbers equal these under ``torch.set_default_dtype(torch.float64)``.
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check_lr(lr)
+        _check_betas_eps_decay(eps, betas, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_flags("NAdam", differentiable, capturable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "momentum_decay": momentum_decay,
+                    "decoupled_weight_decay": decoupled_weight_decay, "maximize": maximize,
+                    "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _fill_group_defaults(self, maximize=False, foreach=None, capturable=False,
+                             differentiable=False, decoupled_weight_decay=False)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps = float(group["lr"]), float(group["eps"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            weight_decay, momentum_decay = float(group["weight_decay"]), \
+                float(group["momentum_decay"])
+            decoupled, maximize = bool(group["decoupled_weight_decay"]), bool(group["maximize"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _buffer(())
+                    state["mu_product"] = tg.from_numpy(np.ones(()))
+                    state["exp_avg"] = _buffer(p._value.shape)
+                    state["exp_avg_sq"] = _buffer(p._value.shape)
+                elif not isinstance(state["mu_product"], tg.Tensor):
+                    state["mu_product"] = tg.from_numpy(np.array(float(state["mu_product"])))
+                t = _advance_step(state)
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * momentum_decay)))
+                product = state["mu_product"]
+                product._value *= mu
+                product._bump_version()
+                mu_product = float(product._value)
+                mu_product_next = mu_product * mu_next
+                _kernels.nadam(_flat(p), _flat_grad(p), _flat(state["exp_avg"]),
+                               _flat(state["exp_avg_sq"]), lr, beta1, beta2, eps, weight_decay,
+                               decoupled, maximize, 1 - beta2 ** t,
+                               -lr * (1.0 - mu) / (1.0 - mu_product),
+                               (-lr * mu_next) / (1.0 - mu_product_next))
+                p._bump_version()
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam, Adam with the variance of its adaptive step rectified (Liu et al.): while the
+    approximated moving-average length ``rho_t`` is at most 5 the step is plain momentum,
+    ``lr * m / (1 - beta1**t)``; after that it is Adam's step times the rectification."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _check_lr(lr)
+        _check_betas_eps_decay(eps, betas, weight_decay)
+        _check_flags("RAdam", differentiable, capturable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "decoupled_weight_decay": decoupled_weight_decay,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        _fill_group_defaults(self, foreach=None, maximize=False, differentiable=False,
+                             capturable=False, decoupled_weight_decay=False)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps = float(group["lr"]), float(group["eps"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            weight_decay, maximize = float(group["weight_decay"]), bool(group["maximize"])
+            decoupled = bool(group["decoupled_weight_decay"])
+            rho_inf = 2 / (1 - beta2) - 1
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = _moment_state(self, p, "exp_avg_sq")
+                t = _advance_step(state)
+                bias_correction1 = 1 - beta1 ** t
+                bias_correction2 = 1 - beta2 ** t
+                rho_t = rho_inf - 2 * t * (beta2 ** t) / bias_correction2
+                rectify = rho_t > 5.0
+                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5 if rectify else 0.0
+                _kernels.radam(_flat(p), _flat_grad(p), _flat(state["exp_avg"]),
+                               _flat(state["exp_avg_sq"]), lr, beta1, beta2, eps, weight_decay,
+                               decoupled, maximize, bias_correction1, bias_correction2 ** 0.5,
+                               rectify, rect)
+                p._bump_version()
+        return loss

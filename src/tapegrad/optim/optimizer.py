@@ -58,6 +58,44 @@ def _buffer(shape):
     return tg.from_numpy(np.zeros(shape, dtype=np.float64))
 
 
+def _advance_step(state):
+    """Count one more step in a parameter's 0-d ``step`` tensor (made a tensor first if it
+    was loaded as a plain number); returns the new count as a float."""
+    step = state["step"]
+    if not isinstance(step, tg.Tensor):
+        step = state["step"] = tg.from_numpy(np.array(float(step)))
+    step._value += 1.0
+    step._bump_version()
+    return float(step._value)
+
+
+def _check_lr(lr):
+    """PyTorch's checks of a learning rate, which may be a one-element tensor."""
+    if isinstance(lr, tg.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_flags(name, differentiable=False, capturable=False):
+    """Options of torch.optim that tapegrad's compiled steps do not have: a step recorded
+    for autograd (``differentiable``) and CUDA-graph capture (``capturable``)."""
+    if differentiable:
+        raise NotImplementedError(
+            f"{name}(differentiable=True): tapegrad's optimizers update parameters in "
+            "compiled code, outside autograd; a differentiable step is not supported")
+    if capturable:
+        raise NotImplementedError(
+            f"{name}(capturable=True) is for CUDA graphs; tapegrad runs on the CPU only")
+
+
+def _fill_group_defaults(optimizer, **defaults):
+    """Give every group the options a state dict saved by an older version may lack."""
+    for group in optimizer.param_groups:
+        for key, value in defaults.items():
+            group.setdefault(key, value)
+
+
 def _copy_state_value(value):
     """Deep copy of a loaded state entry: tensors get fresh float64 storage of their own, so
     the kernels' in-place updates never reach the dict they were loaded from."""
