@@ -256,3 +256,116 @@ def test_differentiable_step_is_refused(name):
     p = tg.tensor([1.0], requires_grad=True)
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         getattr(optim, name)([p], differentiable=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# LBFGS: a closure gives the loss and the gradients (from NumPy, the same numbers for both
+# libraries); its dot products are BLAS's on both sides, whose summation orders differ, so
+# iterates agree to rounding on a well-conditioned problem
+# ---------------------------------------------------------------------------------------------
+_lr_rng = np.random.default_rng(11)
+FEATURES = _lr_rng.standard_normal((40, 4))
+LABELS = (_lr_rng.random(40) < 0.5).astype(np.float64)
+THETA0 = _lr_rng.standard_normal(3)
+BIAS0 = np.array(0.3)
+
+
+def logistic_loss(theta, bias):
+    """L2-regularised logistic regression on the first three features: (loss, dtheta, dbias)."""
+    z = FEATURES[:, :3] @ theta + bias
+    p = 1.0 / (1.0 + np.exp(-z))
+    loss = np.mean(np.logaddexp(0.0, z) - LABELS * z) + 0.05 * theta @ theta
+    r = (p - LABELS) / LABELS.size
+    return loss, FEATURES[:, :3].T @ r + 0.1 * theta, r.sum()
+
+
+def lbfgs_run(lib, config, steps=STEPS):
+    """Parameters after each ``step(closure)`` and the losses of every closure call."""
+    theta, bias = lib.tensor(THETA0, requires_grad=True), lib.tensor(BIAS0, requires_grad=True)
+    opt = lib.optim.LBFGS([theta, bias], **config)
+    losses = []
+
+    def closure():
+        opt.zero_grad()
+        loss, g_theta, g_bias = logistic_loss(theta.detach().numpy(), float(bias.detach()))
+        theta.grad, bias.grad = lib.tensor(g_theta), lib.tensor(g_bias)
+        losses.append(loss)
+        return lib.tensor(loss)
+
+    out, returned = [], []
+    for _ in range(steps):
+        returned.append(float(opt.step(closure)))
+        out.append(values([theta, bias]))
+    return opt, out, losses, returned
+
+
+LBFGS_CONFIGS = st.fixed_dictionaries({
+    "lr": st.floats(0.1, 1.0), "max_iter": st.integers(1, 20),
+    "history_size": st.integers(1, 10), "line_search_fn": st.sampled_from([None, "strong_wolfe"]),
+    "tolerance_grad": st.sampled_from([1e-7, 1e-5]), "tolerance_change": st.sampled_from(
+        [1e-9, 1e-6])})
+
+
+def assert_lbfgs_matches_torch(config):
+    opt, actual, losses, returned = lbfgs_run(tg, config)
+    topt, expected, tlosses, treturned = lbfgs_run(torch, config)
+    assert len(losses) == len(tlosses)   # the same number of closure calls
+    np.testing.assert_allclose(losses, tlosses, rtol=RTOL)
+    np.testing.assert_allclose(returned, treturned, rtol=RTOL)
+    assert_same_trajectory(actual, expected)
+    state, tstate = opt.state_dict()["state"][0], topt.state_dict()["state"][0]
+    assert state.keys() == tstate.keys()
+    assert (state["n_iter"], state["func_evals"]) == (tstate["n_iter"], tstate["func_evals"])
+    assert len(state["old_dirs"]) == len(tstate["old_dirs"])
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_defaults_match_torch(line_search_fn):
+    assert_lbfgs_matches_torch({"line_search_fn": line_search_fn})
+
+
+@given(config=LBFGS_CONFIGS)
+def test_lbfgs_matches_torch(config):
+    assert_lbfgs_matches_torch(config)
+
+
+def test_lbfgs_with_autograd_closure_minimises_rosenbrock_as_torch_does():
+    """The usual program: a closure that calls ``backward()``.  Rosenbrock's valley is
+    ill-conditioned, which multiplies the rounding differences of the two libraries' own
+    gradients and dot products: the iterates agree to 1e-9 and both reach the minimum."""
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor([-1.2, 1.0, -0.5, 0.8], requires_grad=True)
+        opt = lib.optim.LBFGS([x], lr=1, max_iter=50, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+            loss.backward()
+            return loss
+
+        path = []
+        for _ in range(5):
+            opt.step(closure)
+            path.append(x.detach().numpy().copy())
+        results.append(np.array(path))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(results[0][-1], np.ones(4), atol=1e-6)
+
+
+def test_lbfgs_errors_match_torch():
+    for lib in (tg, torch):
+        a, b = lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)
+        with pytest.raises(ValueError, match=r"^LBFGS doesn't support per-parameter options "
+                                             r"\(parameter groups\)$"):
+            lib.optim.LBFGS([{"params": [a]}, {"params": [b]}])
+        opt = lib.optim.LBFGS([a], line_search_fn="backtracking")
+
+        def closure():
+            opt.zero_grad()
+            loss = (a * a).sum()
+            loss.backward()
+            return loss
+
+        with pytest.raises(RuntimeError, match="^only 'strong_wolfe' is supported$"):
+            opt.step(closure)

@@ -1,8 +1,9 @@
 """Optimizers, as in ``torch.optim``."""
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import Adadelta, Adagrad, RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "Adagrad", "Adadelta"]
+           "Adagrad", "Adadelta", "LBFGS"]
