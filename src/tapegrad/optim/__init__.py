@@ -1,4 +1,5 @@
-"""Optimizers, as in ``torch.optim``."""
+"""Optimizers and learning-rate schedulers, as in ``torch.optim``."""
+from . import lr_scheduler
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
@@ -6,4 +7,4 @@ from .rmsprop import Adadelta, Adagrad, RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "Adagrad", "Adadelta", "LBFGS"]
+           "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]
