@@ -44,7 +44,8 @@ from .replay import compile, per_sample_value_and_grad, vmap  # noqa: E402,A001
 from .tapefile import load_tape  # noqa: E402
 from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
-from . import nn, optim  # noqa: E402
+from . import nn, optim, utils  # noqa: E402
+from ._generator import Generator  # noqa: E402
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 
