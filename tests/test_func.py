@@ -255,6 +255,23 @@ def test_gradient_of_a_closure_stays_differentiable_for_its_parameters():
     assert_same(*results)
 
 
+@pytest.mark.parametrize("transform", [
+    lambda F_, f, x: F_.jacrev(f)(x), lambda F_, f, x: F_.jacfwd(f)(x),
+    lambda F_, f, x: F_.jvp(f, (x,), (x.cos(),))[1], lambda F_, f, x: F_.vjp(f, x)[1](x)[0],
+    lambda F_, f, x: F_.hessian(lambda t: f(t).sum())(x)],
+    ids=["jacrev", "jacfwd", "jvp", "vjp", "hessian"])
+def test_transforms_of_a_closure_stay_differentiable(transform):
+    rng = np.random.default_rng(10)
+    w0, x0 = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    results = []
+    for lib in (tg, torch):
+        w = lib.tensor(w0, requires_grad=True)
+        out = transform(FUNC[lib], lambda x: (x @ w).sin() * x, lib.tensor(x0))
+        (out * out).sum().backward()
+        results.append((out, w.grad))
+    assert_same(*results)
+
+
 def test_vmap_of_a_closure_stays_differentiable_for_its_parameters():
     rng = np.random.default_rng(4)
     w0, xs = rng.standard_normal((3, 2)), rng.standard_normal((5, 3))
