@@ -124,7 +124,9 @@ def test_radam_takes_both_branches():
 # ---------------------------------------------------------------------------------------------
 GROUP_OVERRIDES = {
     "RMSprop": {"lr": 0.02, "momentum": 0.5, "centered": True},
-    "Adagrad": {"lr": 0.3, "lr_decay": 0.01},
+    # (PyTorch fills every sum with the constructor's initial_accumulator_value, not the
+    # group's: the override here shows that tapegrad does the same)
+    "Adagrad": {"lr": 0.3, "lr_decay": 0.01, "initial_accumulator_value": 0.5},
     "Adadelta": {"lr": 0.5, "rho": 0.8},
     "Adamax": {"lr": 0.01, "betas": (0.5, 0.99)},
     "NAdam": {"lr": 0.01, "momentum_decay": 0.008},

@@ -101,15 +101,16 @@ class Adagrad(Optimizer):
             if foreach:
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         _check_flags("Adagrad", differentiable)
+        # every sum starts at the constructor's value, a group's own setting notwithstanding,
+        # as in PyTorch
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p, group)
+                self._init_state(p, initial_accumulator_value)
 
-    def _init_state(self, p, group):
+    def _init_state(self, p, initial_value):
         state = self.state[p]
         state["step"] = _buffer(())
-        state["sum"] = tg.from_numpy(
-            np.full(p._value.shape, float(group["initial_accumulator_value"])))
+        state["sum"] = tg.from_numpy(np.full(p._value.shape, float(initial_value)))
         return state
 
     def __setstate__(self, state):
@@ -132,7 +133,7 @@ class Adagrad(Optimizer):
                     continue
                 state = self.state[p]
                 if len(state) == 0:   # a group added after the constructor ran
-                    state = self._init_state(p, group)
+                    state = self._init_state(p, group["initial_accumulator_value"])
                 step = _advance_step(state)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 _kernels.adagrad(_flat(p), _flat_grad(p), _flat(state["sum"]), clr, eps,
