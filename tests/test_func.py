@@ -617,13 +617,16 @@ def test_create_graph_results_are_differentiable_again():
     lambda lib, A: A.jvp(lambda x: lib.ones(2), lib.ones(2), lib.ones(2), strict=True),
     lambda lib, A: A.hessian(lambda x: (x ** 3).sum(), lib.ones(2),
                              outer_jacobian_strategy="forward-mode"),
+    lambda lib, A: A.jacobian(lambda x: x * 2, lib.arange(3)),
+    lambda lib, A: A.jvp(lambda x: x * 2, lib.arange(3), lib.ones(3)),
+    lambda lib, A: A.hvp(lambda x: (x * 2).sum(), lib.arange(3), lib.ones(3)),
 ], ids=["list-inputs", "float-in-tuple", "float-output", "v-needed", "v-size", "v-length",
         "v-entry-size", "jvp-v-needed", "jvp-v-length", "hvp-not-scalar", "hvp-tuple",
         "hessian-not-scalar", "vhp-v-needed", "strategy", "forward-not-vectorized",
         "forward-create-graph", "forward-strict", "strict-unused-input",
         "strict-constant-output", "strict-vectorize", "strict-linear-hessian",
         "strict-vjp-unused", "strict-hvp-linear", "strict-jvp-constant",
-        "hessian-forward-not-vectorized"])
+        "hessian-forward-not-vectorized", "int-jacobian", "int-jvp", "int-hvp"])
 def test_autograd_functional_errors_match_torch(case):
     same_error(lambda lib: case(lib, AUTOGRAD_FUNCTIONAL[lib]))
 

@@ -39,20 +39,20 @@ def _outputs(value, fn_name):
     return _as_tuple(value, "outputs of the user-provided function", fn_name)
 
 
+def _check_float(inputs):
+    """``inputs``, checked to be floating point (the differentiated inputs must be)."""
+    core.check_inputs(inputs)
+    return inputs
+
+
 def _prepare(inputs, create_graph, need_graph=True):
     """What the function is called with (PyTorch's ``_grad_preprocess``): with
     ``create_graph``, a recorded copy of an input that requires grad (results stay
     differentiable with respect to it); otherwise a fresh tensor holding its value."""
-    out = []
-    for x in inputs:
-        if create_graph and x._rg:
-            out.append(F.clone(x))
-            continue
-        if need_graph and x._value.dtype.kind != "f":
-            raise RuntimeError(
-                "only Tensors of floating point and complex dtype can require gradients")
-        out.append(Tensor._make(x._value, need_graph))
-    return tuple(out)
+    if need_graph:
+        _check_float(inputs)
+    return tuple(F.clone(x) if create_graph and x._rg else Tensor._make(x._value, need_graph)
+                 for x in inputs)
 
 
 def _finish(values, create_graph):
@@ -196,7 +196,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             is_tuple, outs = _outputs(func(*pieces), "jvp")
             held["tuple"] = is_tuple
             return list(outs)
-        recorded = core.Recorded(flat_fn, list(inputs))
+        recorded = core.Recorded(flat_fn, list(_check_float(inputs)))
         products = recorded.jvp([t._value for t in v])
         return (_unpack(tuple(recorded.outputs), held["tuple"]),
                 _unpack(tuple(products), held["tuple"]))
@@ -259,7 +259,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             is_tuple, outs = _outputs(func(*pieces), "jacobian")
             held["tuple"] = is_tuple
             return list(outs)
-        recorded = core.Recorded(flat_fn, list(inputs))
+        recorded = core.Recorded(flat_fn, list(_check_float(inputs)))
         blocks = recorded.jacobian(forward)
         # PyTorch's forward-mode result is nested in lists, its reverse-mode one in tuples
         if not forward:
@@ -316,7 +316,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     if not (create_graph or strict):
         if forward and not vectorize:
             jacobian(func, inputs, strategy="forward-mode")   # PyTorch's error
-        inputs = list(inputs)
+        inputs = list(_check_float(inputs))
         n = sum(x._value.size for x in inputs)
         _, products = core.hessian_products(lambda *p: F.reshape(scalar(*p), ()), inputs,
                                             np.eye(n))
@@ -349,7 +349,7 @@ def _hessian_product(func, inputs, v, create_graph, strict, fn_name, transposed)
         v = _v_or_ones(v, fn_name, inputs, is_inputs_tuple, False,
                        "the input to the user-provided function is")
         seed = np.concatenate([t._value.reshape(-1) for t in v]).reshape(1, -1)
-        value, products = core.hessian_products(scalar, list(inputs), seed)
+        value, products = core.hessian_products(scalar, list(_check_float(inputs)), seed)
         result = core.split_flat(products[0], inputs)
         return Tensor._make(value), _unpack(tuple(result), is_inputs_tuple)
     with enable_grad():
