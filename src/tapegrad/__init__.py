@@ -4,6 +4,8 @@ The forward pass runs eagerly on NumPy values and appends one record per op to a
 struct-of-arrays tape; ``backward()`` replays the tape in reverse in one compiled sweep.
 The user-facing behaviour follows PyTorch's autograd.
 """
+import sys as _sys
+
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
 from ._blas import blas
@@ -48,13 +50,25 @@ concat = cat
 concatenate = cat
 
 from . import autograd  # noqa: E402
-from .replay import compile, per_sample_value_and_grad, vmap  # noqa: E402,A001
+from .replay import compile, per_sample_value_and_grad  # noqa: E402,A001
 from .tapefile import load_tape  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import cuda  # noqa: E402,F401
 from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
-from . import nn, optim  # noqa: E402
+from . import nn, optim, utils  # noqa: E402
+from ._generator import Generator  # noqa: E402
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap
+
+# tapegrad.autograd is a module, and torch.autograd.functional a submodule of a package:
+# registering the module under that name makes ``import tapegrad.autograd.functional`` and
+# ``from tapegrad.autograd.functional import jacobian`` work without turning autograd.py
+# into a package
+from . import _autograd_functional  # noqa: E402
+
+autograd.functional = _autograd_functional
+_sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 

@@ -726,7 +726,12 @@ def _curvature(tape, x, y, seeds):
 
 
 def _hessian_times(fn, x, seeds):
-    """H t for each row t of ``seeds`` (k, x.size).
+    """H t for each row t of ``seeds`` (k, x.size) (see _value_and_hessian_times)."""
+    return _value_and_hessian_times(fn, x, seeds)[1]
+
+
+def _value_and_hessian_times(fn, x, seeds):
+    """(fn(x) as an array, H t for each row t of ``seeds`` (k, x.size)).
 
     Forward over reverse on the tape of fn alone (the compiled ``curvature`` sweep) where it
     has a rule for every op; otherwise a tangent sweep over the recorded create_graph
@@ -734,8 +739,9 @@ def _hessian_times(fn, x, seeds):
     k, n = seeds.shape
     tape, y = _run(fn, [x])
     _single_element(y)
+    value = np.array(y._value)
     if not y._rg or y._tape is not tape:
-        return np.zeros((k, n))
+        return value, np.zeros((k, n))
     out = np.zeros((k, n))
     chunk = max(1, min(k, _TANGENT_BUDGET // max(tape.top + len(tape), 1)))
     for lo in range(0, k, chunk):
@@ -744,16 +750,16 @@ def _hessian_times(fn, x, seeds):
             break
         out[lo:lo + chunk] = hv
     else:
-        return out
+        return value, out
     del tape, y
     tape, g = _record_gradient(fn, x)
     if g is None:
-        return np.zeros((k, n))
+        return value, np.zeros((k, n))
     chunk = _seeds_per_sweep(tape, k)
     for lo in range(0, k, chunk):
         (out[lo:lo + chunk],) = _tangents(tape, [(x, seeds[lo:lo + chunk])], [g],
                                           min(chunk, k - lo))
-    return out
+    return value, out
 
 
 def hvp(fn, x, v):

@@ -1,0 +1,65 @@
+"""``tapegrad.Generator``: a random number generator of its own, to pass as ``generator=``
+(``DataLoader``, ``random_split``, samplers), as ``torch.Generator`` is.
+
+It draws from a NumPy PCG64 generator, so its numbers are not PyTorch's (no program can get
+PyTorch's random numbers without PyTorch's generator); what carries over is the contract:
+the same seed gives the same numbers, and a generator's draws do not disturb the global
+generator behind ``tapegrad.manual_seed``.
+"""
+import copy
+import secrets
+
+import numpy as np
+
+from . import creation
+
+# torch.Generator()'s seed before manual_seed (c10's default_rng_seed_val)
+_DEFAULT_SEED = 67280421310721
+
+
+class Generator:
+    """A random number generator: ``Generator().manual_seed(42)``."""
+
+    def __init__(self, device="cpu"):
+        if str(device) != "cpu":
+            raise RuntimeError(f"tapegrad.Generator: device {str(device)!r} is not available; "
+                               "tapegrad runs on the CPU only")
+        self.device = "cpu"
+        self.manual_seed(_DEFAULT_SEED)
+
+    def manual_seed(self, seed):
+        """Reseed from ``seed`` (an int; negative seeds wrap modulo 2**64); returns self."""
+        self._seed = int(seed) % (1 << 64)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self):
+        """Reseed from the operating system's entropy; returns the new seed."""
+        self.manual_seed(secrets.randbits(63))
+        return self._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        """An opaque copy of the generator's state, for ``set_state``."""
+        return copy.deepcopy(self._rng.bit_generator.state)
+
+    def set_state(self, new_state):
+        self._rng.bit_generator.state = copy.deepcopy(new_state)
+        return self
+
+    def __repr__(self):
+        return f"<tapegrad.Generator object at {hex(id(self))}>"
+
+
+def numpy_rng(generator=None):
+    """The NumPy generator to draw from: ``generator``'s, or (None) the global one that
+    ``tapegrad.manual_seed`` seeds."""
+    if generator is None:
+        return creation.generator()
+    if isinstance(generator, Generator):
+        return generator._rng
+    if isinstance(generator, np.random.Generator):
+        return generator
+    raise TypeError(f"generator must be a tapegrad.Generator, not {type(generator).__name__}")

@@ -1,0 +1,10 @@
+"""Optimizers and learning-rate schedulers, as in ``torch.optim``."""
+from . import lr_scheduler
+from .adam import Adam, Adamax, AdamW, NAdam, RAdam
+from .lbfgs import LBFGS
+from .optimizer import Optimizer
+from .rmsprop import Adadelta, Adagrad, RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
+           "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]

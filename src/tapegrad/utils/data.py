@@ -1,0 +1,485 @@
+"""Datasets, samplers and ``DataLoader``, as in ``torch.utils.data``.
+
+A ``DataLoader`` draws indices from a sampler, groups them into batches and collates each
+batch (``default_collate`` stacks tensors, NumPy arrays and numbers, and recurses into
+tuples, lists and dicts).  Shuffling draws a fresh permutation for every epoch from the
+loader's ``generator`` (a ``tapegrad.Generator``) or, without one, from a seed taken from the
+global generator that ``tapegrad.manual_seed`` seeds: the same seed gives the same orders.
+The orders are not PyTorch's, whose generator is not NumPy's.
+
+Batches are loaded in the calling process: ``num_workers > 0`` is accepted and gives the same
+batches, without worker processes.
+"""
+import bisect
+import collections
+import copy
+import itertools
+import math
+import re
+import warnings
+
+import numpy as np
+
+from .. import _generator, creation, functional
+from .._dtype import float64
+from ..tensor import Tensor
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
+           "random_split", "Sampler", "SequentialSampler", "RandomSampler",
+           "SubsetRandomSampler", "BatchSampler", "DataLoader", "default_collate",
+           "default_convert", "get_worker_info"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+# ---------------------------------------------------------------------------------------------
+class Dataset:
+    """A map-style dataset: ``dataset[i]`` is a sample; subclasses also define ``__len__``
+    for the samplers."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is a stream: ``iter(dataset)`` yields the samples."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+    def __add__(self, other):
+        raise TypeError("ConcatDataset does not support IterableDataset")
+
+
+class TensorDataset(Dataset):
+    """Samples ``(t[i] for t in tensors)`` of tensors that share their first dimension."""
+
+    def __init__(self, *tensors):
+        if any(tensors[0].size(0) != t.size(0) for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].size(0)
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Datasets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if len(self.datasets) == 0:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[which - 1] if which > 0 else 0
+        return self.datasets[which][idx - start]
+
+
+def random_split(dataset, lengths, generator=None):
+    """Non-overlapping ``Subset``s of the given lengths (or fractions summing to 1: each gets
+    ``floor(frac * len)``, the remainder dealt out one by one from the first) of a random
+    permutation of ``dataset``."""
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        subset_lengths = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            subset_lengths.append(math.floor(len(dataset) * frac))
+        for i in range(len(dataset) - sum(subset_lengths)):
+            subset_lengths[i % len(subset_lengths)] += 1
+        lengths = subset_lengths
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. "
+                              "This might result in an empty dataset.", stacklevel=2)
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = _generator.numpy_rng(generator).permutation(sum(lengths)).tolist()
+    return [Subset(dataset, indices[offset - length:offset])
+            for offset, length in zip(itertools.accumulate(lengths), lengths)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Samplers
+# ---------------------------------------------------------------------------------------------
+class Sampler:
+    """Yields dataset indices (or, for a batch sampler, lists of them)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+def _epoch_rng(generator):
+    """The generator of one pass: ``generator``'s own, or a fresh one seeded from the global
+    generator (so that each epoch is shuffled anew, and reproducibly after manual_seed)."""
+    if generator is not None:
+        return _generator.numpy_rng(generator)
+    seed = int(creation.generator().integers(0, 1 << 63))
+    return np.random.default_rng(seed)
+
+
+class RandomSampler(Sampler):
+    """Indices in a random order (a permutation per pass over the data), or drawn with
+    ``replacement``; ``num_samples`` of them (default: the dataset's length)."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError("replacement should be a boolean value, but got replacement="
+                            f"{self.replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        rng = _epoch_rng(self.generator)
+        if self.replacement:
+            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        yield from rng.permutation(n).tolist()[:self.num_samples % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices, in a random order each pass."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in _epoch_rng(self.generator).permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Lists of ``batch_size`` indices from ``sampler``; the last one shorter unless
+    ``drop_last``."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        it = iter(self.sampler)
+        while True:
+            batch = list(itertools.islice(it, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+# ---------------------------------------------------------------------------------------------
+# Collation
+# ---------------------------------------------------------------------------------------------
+_STRING_ARRAY = re.compile(r"[SaUO]")   # NumPy dtypes of strings and objects
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+    "found {}")
+
+
+def _is_named_tuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def default_convert(data):
+    """NumPy arrays (and numbers) in ``data`` become tensors; containers are rebuilt around
+    them.  What ``DataLoader`` applies to samples when it does not batch them."""
+    if isinstance(data, Tensor):
+        return data
+    if type(data).__module__ == "numpy" and not isinstance(data, (np.str_, np.bytes_)):
+        if isinstance(data, np.ndarray) and _STRING_ARRAY.search(data.dtype.str):
+            return data
+        return creation.as_tensor(data)
+    if isinstance(data, collections.abc.Mapping):
+        return _rebuild_mapping(data, {key: default_convert(data[key]) for key in data})
+    if _is_named_tuple(data):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        return _rebuild_sequence(data, [default_convert(d) for d in data])
+    return data
+
+
+def _rebuild_mapping(like, items):
+    """A mapping of ``like``'s type holding ``items`` (a plain dict if that type cannot be
+    made from one)."""
+    try:
+        if isinstance(like, collections.abc.MutableMapping):
+            clone = copy.copy(like)
+            clone.update(items)
+            return clone
+        return type(like)(items)
+    except TypeError:
+        return items
+
+
+def _rebuild_sequence(like, items):
+    try:
+        if isinstance(like, collections.abc.MutableSequence):
+            clone = copy.copy(like)
+            for i, item in enumerate(items):
+                clone[i] = item
+            return clone
+        return type(like)(items)
+    except TypeError:
+        return items
+
+
+def default_collate(batch):
+    """Put a list of samples together with a new leading batch dimension: tensors are
+    stacked, NumPy arrays and numbers become tensors (Python floats float64, ints int64),
+    strings stay a list, and dicts, named tuples, tuples and lists are collated field by
+    field (a tuple of fields comes back as a list, as in PyTorch)."""
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return functional.stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        if _STRING_ARRAY.search(elem.dtype.str):
+            raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+        return default_collate([creation.as_tensor(b) for b in batch])
+    if isinstance(elem, (np.bool_, np.number, np.object_)):
+        return creation.as_tensor(np.array(batch))
+    if isinstance(elem, float):
+        return creation.tensor(batch, dtype=float64)
+    if isinstance(elem, int):   # bool is an int: a batch of bools is a bool tensor
+        return creation.tensor(batch)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        return _rebuild_mapping(elem, {key: default_collate([d[key] for d in batch])
+                                       for key in elem})
+    if _is_named_tuple(elem):
+        return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if any(len(e) != size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        columns = [default_collate(samples) for samples in zip(*batch)]
+        if isinstance(elem, tuple):
+            return columns
+        return _rebuild_sequence(elem, columns)
+    raise TypeError(default_collate_err_msg_format.format(type(elem)))
+
+
+def get_worker_info():
+    """None: batches are always loaded in the calling process."""
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# DataLoader
+# ---------------------------------------------------------------------------------------------
+class DataLoader:
+    """Iterate over ``dataset`` in batches of ``batch_size`` (None: samples one by one,
+    unbatched), in order or, with ``shuffle=True``, in a fresh random order each epoch.
+
+    The arguments are PyTorch's, with its checks; ``pin_memory`` changes nothing on the CPU,
+    and ``num_workers``, ``prefetch_factor``, ``persistent_workers`` and ``timeout`` are
+    accepted but batches are loaded in this process.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 "
+                             "to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in "
+                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                             "otherwise set prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if worker_init_fn is not None and num_workers > 0:
+            raise NotImplementedError(
+                "DataLoader(worker_init_fn=...): tapegrad loads batches in the calling "
+                "process, with no workers to initialise")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+
+        if isinstance(dataset, IterableDataset):
+            if shuffle not in (None, False):
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
+                                 f"option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
+                                 f"option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+
+        if sampler is None and not isinstance(dataset, IterableDataset):
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else \
+                SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and sampler is not None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None or (
+            isinstance(self.dataset, IterableDataset) and self.batch_size is not None)
+
+    def __len__(self):
+        if isinstance(self.dataset, IterableDataset):
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                length = length // self.batch_size if self.drop_last else \
+                    math.ceil(length / self.batch_size)
+            return length
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        return len(self.sampler)
+
+    def __iter__(self):
+        if isinstance(self.dataset, IterableDataset):
+            return self._iterate_stream()
+        return self._iterate_map()
+
+    def _iterate_map(self):
+        if self.batch_sampler is None:
+            for i in self.sampler:
+                yield self.collate_fn(self.dataset[i])
+            return
+        gather = self._tensor_gather()
+        for indices in self.batch_sampler:
+            if gather is not None:
+                yield gather(indices)
+            else:
+                yield self.collate_fn([self.dataset[i] for i in indices])
+
+    def _tensor_gather(self):
+        """For a TensorDataset collated by default_collate, each batch as one indexing of
+        each tensor: the stacked rows, without a tensor per sample.  Only for tensors that
+        require no grad (stacking records a StackBackward0 for those, indexing would not)."""
+        dataset = self.dataset
+        if self.collate_fn is not default_collate or type(dataset) is not TensorDataset or \
+                any(t.requires_grad for t in dataset.tensors):
+            return None
+
+        def gather(indices):
+            rows = np.asarray(indices, dtype=np.int64)
+            return [creation.from_numpy(t._value[rows]) for t in dataset.tensors]
+        return gather
+
+    def _iterate_stream(self):
+        it = iter(self.dataset)
+        if self.batch_size is None:
+            for sample in it:
+                yield self.collate_fn(sample)
+            return
+        while True:
+            batch = list(itertools.islice(it, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield self.collate_fn(batch)
