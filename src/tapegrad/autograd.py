@@ -11,6 +11,7 @@ import numpy as np
 
 from . import ops as K
 from .tape import aligned_empty, finish, state
+from . import tensor as _tensor_module
 from .tensor import Tensor
 
 _SAVED_FREED = (
@@ -585,15 +586,13 @@ def _check_freed(tape, need, op):
 
 def _check_versions(tape, need, op, a0, a1):
     if tape.inplace:
-        from .inplace import check_saved_versions
-        check_saved_versions(tape, need, op, a0, a1)
+        ABOVE.check_saved_versions(tape, need, op, a0, a1)
     # leaves changed in place after they were brought onto this tape
     for r, leaf in tape.leaves.items():
         rec_version = tape.leaf_rec.get(id(leaf), (None, None))
         if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
                 tape, r, need, op, a0, a1):
-            from .inplace import leaf_site
-            site = leaf_site(leaf)
+            site = ABOVE.leaf_site(leaf)
             where = f" It was modified by {site[0]} at {site[1]}." if site else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
@@ -633,8 +632,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     if create_graph:
-        from .higher import backward_create_graph
-        backward_create_graph(tensors, tuple(grad_tensors), inputs)
+        ABOVE.backward_create_graph(tensors, tuple(grad_tensors), inputs)
         return
     if inputs is not None:
         for x in inputs:
@@ -657,9 +655,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not x._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if create_graph:
-        from .higher import grad_create_graph
-        return grad_create_graph(outputs, inputs, tuple(grad_outputs), allow_unused,
-                                 materialize_grads)
+        return ABOVE.grad_create_graph(outputs, inputs, tuple(grad_outputs), allow_unused,
+                                       materialize_grads)
     results = run_backward(outputs, tuple(grad_outputs), bool(retain_graph), inputs,
                            accumulate=False)
     out = []
@@ -675,3 +672,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             out.append(Tensor._make(np.array(g).reshape(x._value.shape)))
     return tuple(out)
 
+
+class _Above:
+    """What the driver calls in the modules above it, which install themselves here when they
+    are imported (``tapegrad/__init__`` imports them all): the checks of values changed in
+    place (inplace.py) and the differentiable backward of ``create_graph`` (higher.py)."""
+
+    check_saved_versions = None
+    leaf_site = None
+    backward_create_graph = None
+    grad_create_graph = None
+
+
+ABOVE = _Above()
+# the tensor handle's seam (tensor.py)
+_tensor_module.AUTOGRAD.node_for = node_for
+_tensor_module.AUTOGRAD.retained = _RETAINED

@@ -336,6 +336,17 @@ def _fetch(args, kwargs, key):
     return a
 
 
+
+class _Files:
+    """Tape files (tapefile.py) sit above this module, which they replay; they install their
+    writer here when imported (``tapegrad/__init__`` imports them)."""
+
+    save_variant = None
+
+
+FILES = _Files()
+
+
 class Variant:
     """One recorded tape for one signature, and everything needed to replay it."""
 
@@ -430,8 +441,7 @@ class Variant:
 
     def save(self, path):
         """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
-        from .tapefile import save_variant
-        save_variant(self, path)
+        FILES.save_variant(self, path)
 
     def stats(self):
         """Records before and after optimisation, arena bytes, op histogram."""

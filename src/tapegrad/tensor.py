@@ -25,6 +25,19 @@ class Size(tuple):
 _new_object = object.__new__
 
 
+
+class _AutogradSeam:
+    """What the tensor handle asks of the autograd driver, which sits above it and fills these
+    in when it is imported (autograd.py): the grad_fn node of a record, and the registry of
+    tensors whose ``.grad`` is retained."""
+
+    node_for = None
+    retained = None
+
+
+AUTOGRAD = _AutogradSeam()
+
+
 class Tensor:
     """A thin handle: ``_value`` (a NumPy array) and, for recorded results, ``(_tape, _r)``.
 
@@ -146,8 +159,7 @@ class Tensor:
     def grad_fn(self):
         if self._tape is None:
             return None
-        from .autograd import node_for
-        return node_for(self._tape, self._r)
+        return AUTOGRAD.node_for(self._tape, self._r)
 
     @property
     def _base_version(self):
@@ -161,9 +173,8 @@ class Tensor:
         if not self._rg:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._tape is not None and not self._retains:
-            from .autograd import _RETAINED
             self._retains = True
-            _RETAINED.add(self)
+            AUTOGRAD.retained.add(self)
 
     @property
     def retains_grad(self):
