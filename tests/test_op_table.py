@@ -123,7 +123,7 @@ def test_an_unknown_opcode_is_an_error_in_every_pass(n):
             -2 - y._r
         tans = np.zeros(len(vals))
         dep = np.zeros(m, dtype=np.uint8)
-        dep[x._r] = 1
+        dep[a0[y._r]] = 1    # the leaf x's record
         assert K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, 1, len(vals),
                          dep, 0, m) == y._r
         dg = np.zeros((1, len(grads)))

@@ -182,8 +182,8 @@ def _check_op_table(arrays):
         if info is None:
             _fail(f"opcode {code} ({name}) is not known to this tapegrad")
         if info.name != name or info.layout != layout:
-            _fail(f"opcode {code} was {name} (layout {layout}) when written; here it is "
-                  f"{info.name} (layout {info.layout})")
+            _fail(f"its op table differs: opcode {code} was {name} (layout {layout}) when "
+                  f"written; here it is {info.name} (layout {info.layout})")
         listed[code] = name
     if not set(np.asarray(arrays["op"]).tolist()) <= set(listed):
         _fail("records use opcodes its op table does not list")

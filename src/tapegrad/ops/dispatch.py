@@ -110,6 +110,11 @@ def _array_call(info, pass_, ref):
     return f"{ref(fn)}(r, {_ARRAY[pass_]}{extra})"
 
 
+def has_entry(info, pass_):
+    """Whether op ``info`` has an entry (a whole-record rule) for ``pass_``."""
+    return _array_call(info, pass_, _Names()) is not None
+
+
 # The family's one-element paths, written out per op with its rules: called directly, the
 # scalar rules inline cheaply, where passing them as function arguments to a shared helper
 # made numba take twenty seconds to compile the sweep.

@@ -51,6 +51,10 @@ _CURVATURE = np.array([
     for c in range(max(T.OPS) + 1)], dtype=np.int8)
 _CURVATURE.flags.writeable = False
 _SCALAR_CURVATURE = _flags(lambda i: "d2" in i.rules)
+# _CALLS[pass, o]: the pass calls op o's entry for a record of it (of more than one value,
+# for elementwise ops)
+_CALLS = np.stack([_flags(lambda i, p=p: dispatch.has_entry(i, p)) for p in E.PASSES])
+_CALLS.flags.writeable = False
 
 
 @inline
@@ -241,13 +245,14 @@ def _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
 
 
 @inline
-def _missing(table, pass_, op, size, need, hi, lo, all_records):
-    """E.MISSING - r for the first record in [lo, hi) whose entry for ``pass_`` is not
-    compiled yet (a needed one, or any with ``all_records``), else 0."""
+def _missing(table, pass_, op, size, need, hi, lo, all_records, one):
+    """E.MISSING - r for the first record in [lo, hi) whose entry for ``pass_`` the pass
+    would call and that is not compiled yet (a needed record, or any with ``all_records``),
+    else 0.  ``one``: the ops whose one-value records the pass runs inline instead."""
     for r in range(lo, hi):
         o = op[r]
-        if not (all_records or need[r]) or not _known(o) or _NO_RULE[o] or \
-                (size[r] == 1 and _ONE[o]):
+        if not (all_records or need[r]) or not _known(o) or not _CALLS[pass_, o] or \
+                (size[r] == 1 and one[o]):
             continue
         if table[pass_, o] == 0:
             return E.MISSING - r
@@ -267,7 +272,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
     ``ext``: arguments read in place (see ``linalg.value_at``; empty: none).
     Returns -1, the first record whose opcode has no backward rule, or E.MISSING - r.
     """
-    missing = _missing(table, E.BACKWARD, op, size, need, hi, lo, False)
+    missing = _missing(table, E.BACKWARD, op, size, need, hi, lo, False, _ONE)
     if missing:
         return missing
     context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
@@ -293,7 +298,7 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
         if size[r] == 1 and _ONE[o]:
             if not D.backward_one(o, r, a0, a1, voff, goff, ip, fp, faux, vals, grads, need):
                 return r
-        elif table[E.BACKWARD, o] < 0:
+        elif table[E.BACKWARD, o] <= 0:
             return r
         else:
             E.call(table[E.BACKWARD, o], r, context, beta0, beta1, 0, 0)
@@ -311,7 +316,7 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table)
     Returns -1, the index of the first GUARD whose value differs from the recorded one,
     -2 - r for the first record r whose opcode has no forward rule, or E.MISSING - r.
     """
-    missing = _missing(table, E.FORWARD, op, size, op, hi, lo, True)
+    missing = _missing(table, E.FORWARD, op, size, op, hi, lo, True, _ONE)
     if missing:
         return missing
     context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, ext, vals, op)
@@ -327,7 +332,7 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table)
             continue
         if size[r] == 1 and _ONE[o]:
             D.forward_one(o, r, a0, a1, voff, ip, fp, faux, vals)
-        elif table[E.FORWARD, o] < 0:
+        elif table[E.FORWARD, o] <= 0:
             return -2 - r
         else:
             E.call(table[E.FORWARD, o], r, context, 0.0, 0.0, 0, 0)
@@ -417,7 +422,7 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
     tangents; the rest keep the zeros the caller filled in.  Returns -1, the first record
     whose opcode has no tangent rule, or E.MISSING - r.
     """
-    missing = _missing(table, E.TANGENT, op, size, dep, hi, lo, True)
+    missing = _missing(table, E.TANGENT, op, size, dep, hi, lo, True, _ONE)
     if missing:
         return missing
     context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, op, vals, dep)
@@ -446,7 +451,7 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
                                  stride, d0, d1):
                 return r
             continue
-        if table[E.TANGENT, o] < 0:
+        if table[E.TANGENT, o] <= 0:
             return r
         bits = (1 if d0 else 0) | (2 if d1 else 0)
         for s in range(n_seeds):
@@ -470,11 +475,10 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
     Sweeping each row afterwards leaves H t at the leaves.  Returns -1, the first record
     whose op has no rule here (the caller takes another route), or E.MISSING - r.
     """
-    for r in range(lo, hi):
-        o = op[r]
-        if need[r] and _known(o) and _CURVATURE[o] > 0 and \
-                not (size[r] == 1 and _SCALAR_CURVATURE[o]) and table[E.CURVATURE, o] == 0:
-            return E.MISSING - r
+    missing = _missing(table, E.CURVATURE, op, size, need, hi, lo, False,
+                       _SCALAR_CURVATURE)
+    if missing:
+        return missing
     context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, op, grads, need)
     E.put(context, E.TANS, tans)
     for r in range(hi - 1, lo - 1, -1):
@@ -492,6 +496,8 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
             D.curvature_one(o, r, a0, voff, goff, ip, fp, faux, vals, grads, tans, stride,
                             dgrads)
             continue
+        if table[E.CURVATURE, o] <= 0:
+            return r
         for s in range(dgrads.shape[0]):
             E.put(context, E.DG, dgrads[s])
             E.call(table[E.CURVATURE, o], r, context, 0.0, 0.0, s * stride, 0)
