@@ -3,9 +3,9 @@
 Two generated modules:
 
 * the one-element chains (``one_element_module``): for records of one value, which scalar
-  code and per-op loops are made of, ``backward_one``, ``forward_one``, ``tangent_one`` and
-  ``curvature_one`` -- ``if o == CODE: <the family's scalar path with the op's rules>`` --
-  inlined into the sweeps: such a record costs a few nanoseconds and no call;
+  code and per-op loops are made of, ``vjp_one``, ``forward_one`` and ``d2_one`` --
+  ``if o == CODE: return <the op's scalar rule>(numbers)`` -- inlined into the sweeps: such
+  a record costs a few nanoseconds and no call;
 * the entries (``entries_module``): one function per op and pass, ``backward_39(r, context,
   x, y, b, flags)``, that views the columns again and calls the op's whole-record rule.
   ``entries.ensure`` compiles one of them as a C entry point the first time a tape holds a
@@ -42,10 +42,6 @@ _EW = {
     "forward": "a0, a1, voff, size, ip, fp, faux, vals",
     "tangent": "a0, a1, voff, size, ip, fp, faux, vals, tans, b, d0, d1",
     "curvature": "a0, voff, goff, size, ip, fp, faux, vals, grads, tans, b, dg",
-    "backward_one": "a0, a1, voff, goff, ip, fp, faux, vals, grads, need",
-    "forward_one": "a0, a1, voff, ip, fp, faux, vals",
-    "tangent_one": "a0, a1, voff, ip, fp, faux, vals, tans, n_seeds, stride, d0, d1",
-    "curvature_one": "a0, voff, goff, ip, fp, faux, vals, grads, tans, stride, dgrads",
 }
 
 
@@ -115,80 +111,46 @@ def has_entry(info, pass_):
     return _array_call(info, pass_, _Names()) is not None
 
 
-# The family's one-element paths, written out per op with its rules: called directly, the
-# scalar rules inline cheaply, where passing them as function arguments to a shared helper
-# made numba take twenty seconds to compile the sweep.
-_LOAD_ONE = """\
-s0 = a0[r]
-x0 = vals[voff[s0]]
-x1 = {x1}
-x2 = {x2}
-c = fp[r]
-p0, p1 = {params}
-out = vals[voff[r]]"""
-_ONE_PATH = {
-    "backward_one": """\
-g = grads[goff[r]]
-if need[s0]:
-    grads[goff[s0]] += {vjp0}(g, x0, x1, x2, out, c, p0, p1)
-{binary}""",
-    "forward_one": "vals[voff[r]] = {forward}(x0, x1, x2, c, p0, p1)",
-    "tangent_one": """\
-for s in range(n_seeds):
-    b = s * stride
-    {tangent}""",
-    "curvature_one": """\
-d = {d2}(x0, out, c, p0, p1)
-for s in range(dgrads.shape[0]):
-    dgrads[s, goff[s0]] += grads[goff[r]] * d * tans[s * stride + voff[s0]]""",
+# The one-element chains take and return numbers only: a chain that took the arenas paid
+# numba's reference counting of every array on every record (50 ns a record, against 7 for
+# the arithmetic), and one that passed the rules as function arguments to a shared helper
+# took numba twenty seconds to compile.
+_ONE_CHAINS = {
+    # name: (parameters, what the op's branch returns, what an unknown op returns)
+    "vjp_one": ("g, x0, x1, x2, out, c, p0, p1",
+                "{vjp0}(g, x0, x1, x2, out, c, p0, p1), {vjp1}(g, x0, x1, x2, out, c, p0, p1)",
+                "nan, nan"),
+    "forward_one": ("x0, x1, x2, c, p0, p1", "{forward}(x0, x1, x2, c, p0, p1)", "nan"),
+    "d2_one": ("x0, out, c, p0, p1", "{d2}(x0, out, c, p0, p1)", "nan"),
 }
 
 
-def _one_element_body(info, name, ref):
-    """The source of op ``info``'s one-element path in chain ``name``, or None."""
-    if info.family != T.ELEMENTWISE or (name == "curvature_one" and "d2" not in info.rules):
+def _one_element_return(info, name, ref):
+    """What op ``info``'s branch of chain ``name`` returns, or None (no branch)."""
+    if info.family != T.ELEMENTWISE or (name == "d2_one" and "d2" not in info.rules):
         return None
-    rules, binary = info.rules, info.arity == 2
-    load = _LOAD_ONE.format(
-        x1="vals[voff[a1[r]]]" if binary else "x0",
-        x2="vals[voff[ip[r]]]" if info.condition else "x0",
-        params="faux[ip[r]], faux[ip[r] + 1]" if info.params else "0.0, 0.0")
-    if name == "forward_one":
-        load = load.replace("out = vals[voff[r]]", "")
-    fields = dict(forward=ref(rules["forward"]), vjp0=ref(rules["vjp0"]), binary="",
-                  d2=ref(rules["d2"]) if "d2" in rules else "")
-    if binary:
-        fields["binary"] = ("s1 = a1[r]\nif need[s1]:\n    grads[goff[s1]] += "
-                            f"{ref(rules['vjp1'])}(g, x0, x1, x2, out, c, p0, p1)")
-        fields["tangent"] = (
-            "acc = 0.0\n    if d0:\n        acc += "
-            f"{ref(rules['vjp0'])}(tans[b + voff[s0]], x0, x1, x2, out, c, p0, p1)\n"
-            "    if d1:\n        acc += "
-            f"{ref(rules['vjp1'])}(tans[b + voff[a1[r]]], x0, x1, x2, out, c, p0, p1)\n"
-            "    tans[b + voff[r]] = acc")
-    else:
-        fields["tangent"] = (f"tans[b + voff[r]] = {ref(rules['vjp0'])}(tans[b + voff[s0]], "
-                             "x0, x1, x2, out, c, p0, p1)")
-    return load + "\n" + _ONE_PATH[name].format(**fields)
+    rules = info.rules
+    return _ONE_CHAINS[name][1].format(
+        vjp0=ref(rules["vjp0"]), vjp1=ref(rules.get("vjp1", _ew().no_vjp)),
+        forward=ref(rules["forward"]), d2=ref(rules["d2"]) if "d2" in rules else "")
 
 
 def one_element_source():
-    """The one-element chains' module source, from the table as declared now."""
+    """The one-element chains' module source, from the table as declared now: for each
+    elementwise op, its scalar rules on the record's numbers (``vjp_one`` gives both inputs'
+    contributions, also the tangent's terms; ``forward_one`` the value; ``d2_one`` the second
+    derivative).  The sweeps load the numbers and store the results."""
     ref = _Names()
     body = []
-    for name in ("backward_one", "forward_one", "tangent_one", "curvature_one"):
-        body += ["", "", "@inline", f"def {name}(o, r, {_EW[name]}):"]
-        first = True
-        for code in T.codes():
-            text = _one_element_body(T.OPS[code], name, ref)
-            if text is None:
-                continue
-            body.append(f"    {'if' if first else 'elif'} o == {code}:  # {T.OPS[code].const}")
-            body += ["        " + line for line in text.split("\n") if line.strip()]
-            first = False
-        body += ["    else:", "        return False", "    return True"]
+    for name, (params, _, unknown) in _ONE_CHAINS.items():
+        body += ["", "", "@inline", f"def {name}(o, {params}):"]
+        for k, code in enumerate(c for c in T.codes()
+                                 if _one_element_return(T.OPS[c], name, ref) is not None):
+            body += [f"    {'if' if k == 0 else 'elif'} o == {code}:  # {T.OPS[code].const}",
+                     f"        return {_one_element_return(T.OPS[code], name, ref)}"]
+        body += [f"    return {unknown}"]
     head = ['"""tapegrad\'s one-element dispatchers, generated by tapegrad/ops/dispatch.py."""',
-            "from tapegrad._config import inline"]
+            "from numpy import nan", "from tapegrad._config import inline"]
     return "\n".join(head + ref.imports() + body) + "\n"
 
 

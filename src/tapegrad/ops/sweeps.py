@@ -51,6 +51,11 @@ _CURVATURE = np.array([
     for c in range(max(T.OPS) + 1)], dtype=np.int8)
 _CURVATURE.flags.writeable = False
 _SCALAR_CURVATURE = _flags(lambda i: "d2" in i.rules)
+# what an elementwise record's scalar rules read: a second input, where's condition (the
+# record ``ip`` names), two faux parameters
+_BINARY = _flags(lambda i: i.family == T.ELEMENTWISE and i.arity == 2)
+_COND = _flags(lambda i: i.condition)
+_PARAMS = _flags(lambda i: i.params > 0)
 # _CALLS[pass, o]: the pass calls op o's entry for a record of it (of more than one value,
 # for elementwise ops)
 _CALLS = np.stack([_flags(lambda i, p=p: dispatch.has_entry(i, p)) for p in E.PASSES])
@@ -296,8 +301,21 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
                 grads[start:fresh] = 0.0
             fresh = start
         if size[r] == 1 and _ONE[o]:
-            if not D.backward_one(o, r, a0, a1, voff, goff, ip, fp, faux, vals, grads, need):
-                return r
+            # one value: the op's scalar rules on the arenas' numbers, written out here (a
+            # helper taking the arrays costs their reference counting on every record)
+            s0 = a0[r]
+            x0 = vals[voff[s0]]
+            x1 = vals[voff[a1[r]]] if _BINARY[o] else x0
+            x2 = vals[voff[ip[r]]] if _COND[o] else x0
+            p0 = faux[ip[r]] if _PARAMS[o] else 0.0
+            p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
+            gx0, gx1 = D.vjp_one(o, grads[goff[r]], x0, x1, x2, vals[voff[r]], fp[r], p0, p1)
+            if need[s0]:
+                grads[goff[s0]] += gx0
+            if _BINARY[o]:
+                s1 = a1[r]
+                if need[s1]:
+                    grads[goff[s1]] += gx1
         elif table[E.BACKWARD, o] <= 0:
             return r
         else:
@@ -331,7 +349,12 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table)
                 return r
             continue
         if size[r] == 1 and _ONE[o]:
-            D.forward_one(o, r, a0, a1, voff, ip, fp, faux, vals)
+            x0 = vals[voff[a0[r]]]
+            x1 = vals[voff[a1[r]]] if _BINARY[o] else x0
+            x2 = vals[voff[ip[r]]] if _COND[o] else x0
+            p0 = faux[ip[r]] if _PARAMS[o] else 0.0
+            p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
+            vals[voff[r]] = D.forward_one(o, x0, x1, x2, fp[r], p0, p1)
         elif table[E.FORWARD, o] <= 0:
             return -2 - r
         else:
@@ -447,9 +470,28 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
         d0 = a0[r] >= 0 and dep[a0[r]] != 0
         d1 = a1[r] >= 0 and dep[a1[r]] != 0
         if size[r] == 1 and _ONE[o]:
-            if not D.tangent_one(o, r, a0, a1, voff, ip, fp, faux, vals, tans, n_seeds,
-                                 stride, d0, d1):
-                return r
+            s0 = a0[r]
+            x0 = vals[voff[s0]]
+            x1 = vals[voff[a1[r]]] if _BINARY[o] else x0
+            x2 = vals[voff[ip[r]]] if _COND[o] else x0
+            p0 = faux[ip[r]] if _PARAMS[o] else 0.0
+            p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
+            out = vals[voff[r]]
+            c = fp[r]
+            for s in range(n_seeds):
+                b = s * stride
+                if _BINARY[o]:
+                    # an input that depends on no seed adds no term (inf * 0 stays out)
+                    acc = 0.0
+                    if d0:
+                        acc += D.vjp_one(o, tans[b + voff[s0]], x0, x1, x2, out, c, p0, p1)[0]
+                    if d1:
+                        acc += D.vjp_one(o, tans[b + voff[a1[r]]], x0, x1, x2, out, c, p0,
+                                         p1)[1]
+                    tans[b + voff[r]] = acc
+                else:
+                    tans[b + voff[r]] = D.vjp_one(o, tans[b + voff[s0]], x0, x1, x2, out, c,
+                                                  p0, p1)[0]
             continue
         if table[E.TANGENT, o] <= 0:
             return r
@@ -493,8 +535,13 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
         if kind < 0:
             return r
         if size[r] == 1 and _SCALAR_CURVATURE[o]:
-            D.curvature_one(o, r, a0, voff, goff, ip, fp, faux, vals, grads, tans, stride,
-                            dgrads)
+            s0 = a0[r]
+            p0 = faux[ip[r]] if _PARAMS[o] else 0.0
+            p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
+            d = D.d2_one(o, vals[voff[s0]], vals[voff[r]], fp[r], p0, p1)
+            g = grads[goff[r]]
+            for s in range(dgrads.shape[0]):
+                dgrads[s, goff[s0]] += g * d * tans[s * stride + voff[s0]]
             continue
         if table[E.CURVATURE, o] <= 0:
             return r
