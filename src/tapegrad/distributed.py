@@ -162,6 +162,8 @@ class _Map:
                                   self._default_chunk(args))
             self.inputs = [[a[lo:hi] for a in args] for lo, hi in self.bounds]
         self.out_shape = None
+        self.n_args = len(args)
+        self.local = {}   # chunk -> its latest result, gathered (NumPy inputs only)
 
     def _default_chunk(self, args):
         workers = max(1, len(self.client.scheduler_info()["workers"]))
@@ -209,15 +211,33 @@ class _Map:
             return None
         return self.client.scatter(variant.to_bytes(), broadcast=True, hash=False)
 
-    def _submit(self, round_, c, tape, previous):
-        return self.client.submit(
-            _replay_chunk, tape, self.nums, previous, *self.inputs[c],
-            key=f"tapegrad-replay-{self.token}-{round_}-{c}", pure=False)
+    def _submit(self, round_, chunks, tape, previous):
+        """The replay tasks of ``chunks`` in this round, sent as few graphs as the
+        large-graph limit allows (one message to the scheduler per task costs milliseconds);
+        ``previous``: each chunk's result of the round before, or None."""
+        futures, group, carried = [], [], 0
+        for c in chunks:
+            group.append(c)
+            if not self.lazy:
+                carried += sum(x.nbytes for x in self.inputs[c])
+            if carried >= 2 * _CHUNK_BYTES or c == chunks[-1]:
+                futures += self.client.map(
+                    _replay_chunk, [tape] * len(group), [self.nums] * len(group),
+                    [previous[c] if previous else None for c in group],
+                    *[[self.inputs[c][j] for c in group] for j in range(self.n_args)],
+                    key=[f"tapegrad-replay-{self.token}-{round_}-{c}" for c in group],
+                    pure=False)
+                group, carried = [], 0
+        return futures
 
-    def _summaries(self, futures):
-        """(samples still pending, the first of them) per chunk, gathered."""
-        return self.client.gather([self.client.submit(_pending, f, pure=False)
-                                   for f in futures])
+    def _summaries(self, chunks, futures):
+        """(samples still pending, the first of them) per chunk.  NumPy results come back
+        to the driver anyway and are kept; Dask ones stay on the cluster."""
+        if self.lazy:
+            return self.client.gather(self.client.map(_pending, futures, pure=False))
+        results = self.client.gather(futures)
+        self.local.update(zip(chunks, results))
+        return [_pending(r) for r in results]
 
     def results(self):
         tape = self._tape(self._sample(0))
@@ -228,9 +248,9 @@ class _Map:
                 "its result is not computed from its arguments"
             raise ValueError("map_value_and_grad needs a function tapegrad.compile can replay; "
                              f"this one runs eagerly ({reasons})")
-        chunks = range(len(self.bounds))
-        current = [self._submit(0, c, tape, None) for c in chunks]
-        summary = self._summaries(current)
+        chunks = list(range(len(self.bounds)))
+        current = self._submit(0, chunks, tape, None)
+        summary = self._summaries(chunks, current)
         replayed = self.bsz - sum(n for n, _ in summary)
         for round_ in range(1, _BATCH_VARIANTS):
             waiting = [c for c in chunks if summary[c][0]]
@@ -242,11 +262,13 @@ class _Map:
             tape = self._tape(self._sample(b))
             if tape is None:
                 break
-            trial = {c: self._submit(round_, c, tape, current[c]) for c in waiting}
-            new = dict(zip(waiting, self._summaries([trial[c] for c in waiting])))
+            trial = dict(zip(waiting, self._submit(round_, waiting, tape, current)))
+            kept = {c: self.local.get(c) for c in waiting}
+            new = dict(zip(waiting, self._summaries(waiting, [trial[c] for c in waiting])))
             if new[first_chunk][1] == summary[first_chunk][1]:
                 # the tape picked for that sample does not replay it: no progress, and (as
                 # vmap does) this round's results are dropped and the rest runs eagerly
+                self.local.update(kept)
                 break
             for c in waiting:
                 replayed += summary[c][0] - new[c][0]
@@ -260,7 +282,8 @@ class _Map:
         for c, (n, _) in enumerate(summary):
             if not n:
                 continue
-            local = self.client.submit(_pending_rows, current[c], pure=False).result()
+            local = _pending_rows(self.local[c]) if not self.lazy else \
+                self.client.submit(_pending_rows, current[c], pure=False).result()
             if self.lazy:
                 rows = self.client.gather([self.client.submit(operator.getitem, f, local)
                                            for f in self.inputs[c]])
@@ -274,12 +297,15 @@ class _Map:
                 for i in self.nums:
                     grads[i].append(g[i])
             patch = (local, np.array(values), tuple(np.array(grads[i]) for i in self.nums))
-            current[c] = self.client.submit(_patched, current[c], patch, pure=False)
+            if self.lazy:
+                current[c] = self.client.submit(_patched, current[c], patch, pure=False)
+            else:
+                self.local[c] = _patched(self.local[c], patch)
         return current
 
     def _collect(self, current):
         if not self.lazy:
-            parts = self.client.gather(current)
+            parts = [self.local[c] for c in range(len(self.bounds))]
             values = np.concatenate([p[0] for p in parts])
             grads = [np.concatenate([p[1][j] for p in parts]) for j in range(len(self.nums))]
             return values, grads

@@ -1,0 +1,205 @@
+"""Parameter sweeps on a local Dask cluster: ``python -m bench.distributed``.
+
+W5's model (Lotka-Volterra, explicit Euler, 1000 steps; ``workloads.py``) with its four
+parameters drawn per sample within 20% of W5's, value and gradient per sample, timed as
+
+* ``map_value_and_grad`` on a local cluster of 1 and of 2 single-threaded worker processes
+  (the cluster started, warmed and given the tape once before timing: a sweep's time is
+  what a second sweep with the same compiled function costs, and the first sweep's time,
+  recording included, is reported beside it);
+* ``per_sample_value_and_grad`` in this process, on one thread and on numba's threads;
+* a Python loop over a subset of samples, eager and ``tapegrad.compile``d, extrapolated;
+
+and the per-task overhead: the same sweep cut into chunks of different sizes, and a map of
+a one-op function with one sample per task.  The distributed results are checked against
+``per_sample_value_and_grad`` bit for bit before anything is reported.
+
+Not part of ``python -m bench --quick``: a 10^5 sweep takes tens of seconds per row.
+"""
+import os
+
+# one thread per process everywhere (workers inherit the environment), before NumPy loads;
+# numba's threads only where a row asks for them (numba.set_num_threads)
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from bench.machine import REPO_DIR  # noqa: E402
+from bench.workloads import W5_DT, W5_PARAMS, W5_TARGET, W5_U0, W5_V0  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO_DIR, "src"))
+import tapegrad as tg  # noqa: E402
+from tapegrad.distributed import map_value_and_grad  # noqa: E402
+
+STEPS = 1000
+
+
+def lotka_volterra(a, b, c, d):
+    u, v = tg.tensor(W5_U0), tg.tensor(W5_V0)
+    for _ in range(STEPS):
+        uv = u * v
+        du = a * u - b * uv
+        dv = d * uv - c * v
+        u = u + W5_DT * du
+        v = v + W5_DT * dv
+    return (u - W5_TARGET[0]) ** 2 + (v - W5_TARGET[1]) ** 2
+
+
+def parameter_sets(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return tuple(p * rng.uniform(0.8, 1.2, n) for p in W5_PARAMS)
+
+
+ARGNUMS = (0, 1, 2, 3)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def local_sweep(compiled, batch, threads):
+    import numba
+    numba.set_num_threads(threads)
+    run = tg.per_sample_value_and_grad(compiled, argnums=ARGNUMS, parallel=threads > 1)
+    seconds, (v, g) = timed(lambda: run(*[tg.tensor(p) for p in batch]))
+    return seconds, (v.numpy(), [x.numpy() for x in g])
+
+
+def loop_per_sample(fn, batch, k):
+    """Seconds per sample of value and gradient in a Python loop over k samples."""
+    def run():
+        for j in range(k):
+            leaves = [tg.tensor(float(p[j]), requires_grad=True) for p in batch]
+            fn(*leaves).backward()
+    if isinstance(fn, tg.replay.Compiled):
+        run()   # records, and builds generated code on the fourth call
+    seconds, _ = timed(run)
+    return seconds / k
+
+
+def same_bits(got, want):
+    v, g = got
+    return np.array_equal(v, want[0]) and all(np.array_equal(a, b) for a, b in zip(g, want[1]))
+
+
+def cluster_rows(sizes, workers, reference, chunks_for_overhead):
+    from distributed import Client, LocalCluster
+    rows, overhead = [], []
+    cluster = LocalCluster(processes=True, n_workers=workers, threads_per_worker=1,
+                           host="127.0.0.1", dashboard_address=None)
+    with Client(cluster) as client:
+        compiled = tg.compile(lotka_volterra)
+        warm = parameter_sets(4 * workers, seed=99)
+        first, _ = timed(lambda: map_value_and_grad(compiled, warm, argnums=ARGNUMS,
+                                                    client=client))
+        for n in sizes:
+            batch = parameter_sets(n)
+            seconds, got = timed(lambda: map_value_and_grad(compiled, batch, argnums=ARGNUMS,
+                                                            client=client))
+            if not same_bits(got, reference[n]):
+                raise SystemExit(f"distributed results differ from vmap's at n={n}")
+            rows.append({"n": n, "workers": workers, "seconds": seconds,
+                         "first_map_seconds": first})
+            print(f"  {workers} worker(s), n={n}: {seconds:.2f} s", flush=True)
+        if chunks_for_overhead:
+            n = chunks_for_overhead[0]
+            batch = parameter_sets(n, seed=1)
+            for chunk in chunks_for_overhead[1]:
+                seconds, _ = timed(lambda: map_value_and_grad(
+                    compiled, batch, argnums=ARGNUMS, client=client, chunk=chunk))
+                overhead.append({"n": n, "workers": workers, "chunk": chunk,
+                                 "tasks": -(-n // chunk), "seconds": seconds})
+                print(f"  {workers} worker(s), n={n}, chunk={chunk}: {seconds:.2f} s",
+                      flush=True)
+            tiny = tg.compile(lambda x: (x * x).sum())
+            xs = np.random.default_rng(2).normal(size=(400, 2))
+            map_value_and_grad(tiny, xs, client=client, chunk=1)
+            seconds, _ = timed(lambda: map_value_and_grad(tiny, xs, client=client, chunk=1))
+            overhead.append({"n": 400, "workers": workers, "chunk": 1, "tasks": 400,
+                             "seconds": seconds, "model": "(x * x).sum()"})
+            print(f"  {workers} worker(s), 400 one-sample tasks of a one-op model: "
+                  f"{seconds:.2f} s", flush=True)
+    cluster.close()
+    return rows, overhead
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.distributed", description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="batch sizes, comma-separated (default: %(default)s)")
+    parser.add_argument("--workers", default="1,2", help="local cluster sizes")
+    parser.add_argument("--loop-samples", type=int, default=20,
+                        help="samples timed in the Python loops (default: %(default)s)")
+    parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results",
+                                                       "distributed.json"))
+    args = parser.parse_args(argv)
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    workers = [int(w) for w in args.workers.split(",")]
+    compiled = tg.compile(lotka_volterra)
+    local_sweep(compiled, parameter_sets(8), 1)   # record, load the kernels
+    report = {"steps": STEPS, "cpus": os.cpu_count(), "local": [], "cluster": [],
+              "overhead": []}
+    reference = {}
+    for n in sizes:
+        batch = parameter_sets(n)
+        for threads in sorted({1, os.cpu_count() or 1}):
+            seconds, out = local_sweep(compiled, batch, threads)
+            if threads == 1:
+                reference[n] = out
+            elif not same_bits(out, reference[n]):
+                raise SystemExit("numba's threads changed the results")
+            report["local"].append({"n": n, "threads": threads, "seconds": seconds})
+            print(f"vmap in one process, {threads} thread(s), n={n}: {seconds:.2f} s",
+                  flush=True)
+    small = parameter_sets(args.loop_samples, seed=3)
+    report["eager_loop_per_sample"] = loop_per_sample(lotka_volterra, small, args.loop_samples)
+    report["compiled_loop_per_sample"] = loop_per_sample(tg.compile(lotka_volterra), small,
+                                                         args.loop_samples)
+    print(f"eager loop: {report['eager_loop_per_sample'] * 1e3:.2f} ms per sample; compiled "
+          f"loop: {report['compiled_loop_per_sample'] * 1e6:.1f} us per sample", flush=True)
+    for w in workers:
+        overhead_plan = (10000, (10, 100, 1000)) if w == max(workers) else None
+        rows, overhead = cluster_rows(sizes, w, reference, overhead_plan)
+        report["cluster"] += rows
+        report["overhead"] += overhead
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(report, fh, indent=1)
+    print(markdown(report))
+
+
+def markdown(report):
+    lines = ["| samples | vmap, 1 thread | vmap, numba threads | "
+             + " | ".join(f"{w} worker(s)" for w in sorted({r['workers'] for r in
+                                                           report['cluster']}))
+             + " | eager loop (extrapolated) | compiled loop (extrapolated) |",
+             "|---" * (5 + len({r['workers'] for r in report['cluster']})) + "|"]
+    for n in sorted({r["n"] for r in report["local"]}):
+        local = {r["threads"]: r["seconds"] for r in report["local"] if r["n"] == n}
+        cells = [f"{n:,}", f"{local[1]:.2f} s", f"{local[max(local)]:.2f} s"]
+        for r in sorted((r for r in report["cluster"] if r["n"] == n),
+                        key=lambda r: r["workers"]):
+            cells.append(f"{r['seconds']:.2f} s")
+        cells.append(f"{report['eager_loop_per_sample'] * n:.0f} s")
+        cells.append(f"{report['compiled_loop_per_sample'] * n:.2f} s")
+        lines.append("| " + " | ".join(cells) + " |")
+    for r in report["overhead"]:
+        lines.append(f"- {r['workers']} worker(s), {r['n']} samples in {r['tasks']} tasks "
+                     f"(chunk {r['chunk']}{', ' + r['model'] if 'model' in r else ''}): "
+                     f"{r['seconds']:.2f} s")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
