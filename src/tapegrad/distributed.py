@@ -20,6 +20,7 @@ elsewhere by the scheduler and the result is complete and the same.
 import hashlib
 import math
 import operator
+import os
 import threading
 import uuid
 from collections import OrderedDict
@@ -55,10 +56,14 @@ def map_value_and_grad(fn, batch, argnums=0, client=None, chunk=None):
     tensors or Dask arrays, sharing a leading batch axis.  ``argnums`` as for
     ``per_sample_value_and_grad``.  Returns ``(values, grads)``: NumPy arrays, or Dask arrays
     (chunked along the batch axis as the tasks were) when any argument is a Dask array; then
-    nothing but a few scalars per chunk comes back to the driver.
+    what comes back to the driver is two numbers per chunk and round, and the inputs of the
+    samples it records a tape for or runs eagerly.  An empty batch records nothing: its
+    values have shape (0,).
 
     ``client``: a ``distributed.Client``; None takes the current default client, or starts a
-    local cluster (one single-threaded worker process per core) kept for later calls.
+    local cluster (one single-threaded worker process per core) kept for later calls (its
+    workers are new processes: a script calling this needs the usual
+    ``if __name__ == "__main__":`` guard).
     ``chunk``: samples per task; by default about four tasks per worker, each with at most
     4 MB of inputs (a Dask array keeps its own chunks unless ``chunk`` is given).
     """
@@ -134,7 +139,6 @@ def _client(dist, client):
     except ValueError:   # no client yet
         pass
     if not _LOCAL:
-        import os
         cluster = dist.LocalCluster(processes=True, n_workers=os.cpu_count() or 1,
                                     threads_per_worker=1, dashboard_address=None)
         _LOCAL.extend([cluster, dist.Client(cluster)])

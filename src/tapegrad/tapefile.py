@@ -17,6 +17,7 @@ import hashlib
 import io
 import math
 import os
+import threading
 import zipfile
 
 import numpy as np
@@ -459,7 +460,7 @@ class LoadedTape:
                                                 arrays["arg_shape"].tolist())}
         self._variant = Variant(tape, arg_records, outputs, treedef, {})
         self._variant.arg_shapes = self.arg_shapes
-        self._batch_variants = {}   # which arguments get gradients -> Variant
+        self._batch_variants = {}   # (arguments that get gradients, thread) -> Variant
 
     def save(self, target):
         """Write the tape again (a path or a binary file object), as it was loaded."""
@@ -541,16 +542,19 @@ class LoadedTape:
 
     def _batch_variant(self, grad_args):
         """The tape's variant whose arguments outside ``grad_args`` are constants to the
-        sweep, as ``vmap`` replays a recorded function's (no gradient planned for them)."""
+        sweep, as ``vmap`` replays a recorded function's (no gradient planned for them).
+        One per thread: the forward of max(dim) writes its argmax into the variant's copy of
+        ``aux`` (a Dask worker may run two tasks on one tape at once)."""
         from .replay import Variant
-        variant = self._batch_variants.get(grad_args)
+        key = (grad_args, threading.get_ident())
+        variant = self._batch_variants.get(key)
         if variant is None:
             v = self._variant
             variant = Variant(v.template, v.arg_records, v.outputs, v.treedef, {})
             for i, r in v.arg_records.items():
                 if i not in grad_args:
                     variant.cols[0][r] = K.CONST
-            self._batch_variants[grad_args] = variant
+            self._batch_variants[key] = variant
         return variant
 
     def _batched_run(self, argnums, want_grad, parallel):
