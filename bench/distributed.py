@@ -78,12 +78,12 @@ def local_sweep(compiled, batch, threads):
 
 def loop_per_sample(fn, batch, k):
     """Seconds per sample of value and gradient in a Python loop over k samples."""
-    def run():
-        for j in range(k):
-            leaves = [tg.tensor(float(p[j]), requires_grad=True) for p in batch]
+    def run(calls=k):
+        for j in range(calls):
+            leaves = [tg.tensor(float(p[j % k]), requires_grad=True) for p in batch]
             fn(*leaves).backward()
     if isinstance(fn, tg.replay.Compiled):
-        run()   # records, and builds generated code on the fourth call
+        run(8)   # records, and builds generated code on the fourth call
     seconds, _ = timed(run)
     return seconds / k
 
@@ -116,22 +116,34 @@ def cluster_rows(sizes, workers, reference, chunks_for_overhead):
             n = chunks_for_overhead[0]
             batch = parameter_sets(n, seed=1)
             for chunk in chunks_for_overhead[1]:
-                seconds, _ = timed(lambda: map_value_and_grad(
-                    compiled, batch, argnums=ARGNUMS, client=client, chunk=chunk))
-                overhead.append({"n": n, "workers": workers, "chunk": chunk,
-                                 "tasks": -(-n // chunk), "seconds": seconds})
-                print(f"  {workers} worker(s), n={n}, chunk={chunk}: {seconds:.2f} s",
-                      flush=True)
+                overhead.append(overhead_row(client, workers, compiled, batch, chunk))
             tiny = tg.compile(lambda x: (x * x).sum())
             xs = np.random.default_rng(2).normal(size=(400, 2))
             map_value_and_grad(tiny, xs, client=client, chunk=1)
-            seconds, _ = timed(lambda: map_value_and_grad(tiny, xs, client=client, chunk=1))
-            overhead.append({"n": 400, "workers": workers, "chunk": 1, "tasks": 400,
-                             "seconds": seconds, "model": "(x * x).sum()"})
-            print(f"  {workers} worker(s), 400 one-sample tasks of a one-op model: "
-                  f"{seconds:.2f} s", flush=True)
+            overhead.append(overhead_row(client, workers, tiny, (xs,), 1, "(x * x).sum()"))
     cluster.close()
     return rows, overhead
+
+
+def overhead_row(client, workers, compiled, batch, chunk, model="W5"):
+    """A sweep cut into chunks of ``chunk`` samples: its wall time, the time the workers'
+    tasks computed (Dask's task stream), and what is left per task."""
+    from distributed import get_task_stream
+    n = len(batch[0])
+    with get_task_stream(client) as stream:
+        seconds, _ = timed(lambda: map_value_and_grad(
+            compiled, batch, argnums=tuple(range(len(batch))), client=client, chunk=chunk))
+    computed = sum(s["stop"] - s["start"] for task in stream.data
+                   for s in task["startstops"] if s["action"] == "compute")
+    tasks = len(stream.data)
+    row = {"model": model, "n": n, "workers": workers, "chunk": chunk, "tasks": tasks,
+           "seconds": seconds, "computed_seconds": computed,
+           # workers left idle (fewer tasks than workers) are not overhead
+           "overhead_per_task": (seconds * min(workers, tasks) - computed) / tasks}
+    print(f"  {workers} worker(s), {model}, n={n}, chunk={chunk}: {seconds:.2f} s, tasks "
+          f"computed {computed:.2f} s, {row['overhead_per_task'] * 1e3:.2f} ms per task "
+          "besides", flush=True)
+    return row
 
 
 def main(argv=None):
@@ -143,13 +155,15 @@ def main(argv=None):
                         help="samples timed in the Python loops (default: %(default)s)")
     parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results",
                                                        "distributed.json"))
+    parser.add_argument("--overhead-samples", type=int, default=10000,
+                        help="samples of the chunk-size sweep (default: %(default)s)")
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     workers = [int(w) for w in args.workers.split(",")]
     compiled = tg.compile(lotka_volterra)
     local_sweep(compiled, parameter_sets(8), 1)   # record, load the kernels
-    report = {"steps": STEPS, "cpus": os.cpu_count(), "local": [], "cluster": [],
-              "overhead": []}
+    report = {"steps": STEPS, "cpus": os.cpu_count(), "load_before": os.getloadavg(),
+              "local": [], "cluster": [], "overhead": []}
     reference = {}
     for n in sizes:
         batch = parameter_sets(n)
@@ -169,10 +183,12 @@ def main(argv=None):
     print(f"eager loop: {report['eager_loop_per_sample'] * 1e3:.2f} ms per sample; compiled "
           f"loop: {report['compiled_loop_per_sample'] * 1e6:.1f} us per sample", flush=True)
     for w in workers:
-        overhead_plan = (10000, (10, 100, 1000)) if w == max(workers) else None
+        overhead_plan = ((args.overhead_samples, (10, 100, 1000)) if w == max(workers)
+                         else None)
         rows, overhead = cluster_rows(sizes, w, reference, overhead_plan)
         report["cluster"] += rows
         report["overhead"] += overhead
+    report["load_after"] = os.getloadavg()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1)
@@ -195,9 +211,12 @@ def markdown(report):
         cells.append(f"{report['compiled_loop_per_sample'] * n:.2f} s")
         lines.append("| " + " | ".join(cells) + " |")
     for r in report["overhead"]:
-        lines.append(f"- {r['workers']} worker(s), {r['n']} samples in {r['tasks']} tasks "
-                     f"(chunk {r['chunk']}{', ' + r['model'] if 'model' in r else ''}): "
-                     f"{r['seconds']:.2f} s")
+        lines.append(f"- {r['workers']} worker(s), {r['model']}, {r['n']} samples in "
+                     f"{r['tasks']} tasks (chunk {r['chunk']}): {r['seconds']:.2f} s, of "
+                     f"which the tasks computed {r['computed_seconds']:.2f} s; "
+                     f"{r['overhead_per_task'] * 1e3:.2f} ms per task besides")
+    lines.append(f"- load average before / after: {report['load_before'][0]:.1f} / "
+                 f"{report['load_after'][0]:.1f} on {report['cpus']} CPUs")
     return "\n".join(lines)
 
 
