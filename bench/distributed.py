@@ -4,15 +4,16 @@ W5's model (Lotka-Volterra, explicit Euler, 1000 steps; ``workloads.py``) with i
 parameters drawn per sample within 20% of W5's, value and gradient per sample, timed as
 
 * ``map_value_and_grad`` on a local cluster of 1 and of 2 single-threaded worker processes
-  (the cluster started, warmed and given the tape once before timing: a sweep's time is
-  what a second sweep with the same compiled function costs, and the first sweep's time,
-  recording included, is reported beside it);
+  (the cluster started and warmed by a small sweep before timing, whose time, recording
+  included, is reported beside);
 * ``per_sample_value_and_grad`` in this process, on one thread and on numba's threads;
 * a Python loop over a subset of samples, eager and ``tapegrad.compile``d, extrapolated;
 
 and the per-task overhead: the same sweep cut into chunks of different sizes, and a map of
 a one-op function with one sample per task.  The distributed results are checked against
-``per_sample_value_and_grad`` bit for bit before anything is reported.
+``per_sample_value_and_grad`` bit for bit before anything is reported.  Each row is timed
+``--repeat`` times, interleaved with the others, and the fastest run is reported: on a
+shared machine the slower runs measure the neighbours.
 
 Not part of ``python -m bench --quick``: a 10^5 sweep takes tens of seconds per row.
 """
@@ -93,42 +94,35 @@ def same_bits(got, want):
     return np.array_equal(v, want[0]) and all(np.array_equal(a, b) for a, b in zip(g, want[1]))
 
 
-def cluster_rows(sizes, workers, reference, chunks_for_overhead):
-    from distributed import Client, LocalCluster
-    rows, overhead = [], []
-    cluster = LocalCluster(processes=True, n_workers=workers, threads_per_worker=1,
-                           host="127.0.0.1", dashboard_address=None)
-    with Client(cluster) as client:
-        compiled = tg.compile(lotka_volterra)
+class Cluster:
+    """A local cluster of ``workers`` single-threaded processes, warmed: numba's kernels
+    loaded and W5 recorded by one small map, whose time is kept (``first_map_seconds``)."""
+
+    def __init__(self, workers):
+        from distributed import Client, LocalCluster
+        self.workers = workers
+        self.cluster = LocalCluster(processes=True, n_workers=workers, threads_per_worker=1,
+                                    host="127.0.0.1", dashboard_address=None)
+        self.client = Client(self.cluster, set_as_default=False)
+        self.compiled = tg.compile(lotka_volterra)
         warm = parameter_sets(4 * workers, seed=99)
-        first, _ = timed(lambda: map_value_and_grad(compiled, warm, argnums=ARGNUMS,
-                                                    client=client))
-        for n in sizes:
-            batch = parameter_sets(n)
-            seconds, got = timed(lambda: map_value_and_grad(compiled, batch, argnums=ARGNUMS,
-                                                            client=client))
-            if not same_bits(got, reference[n]):
-                raise SystemExit(f"distributed results differ from vmap's at n={n}")
-            rows.append({"n": n, "workers": workers, "seconds": seconds,
-                         "first_map_seconds": first})
-            print(f"  {workers} worker(s), n={n}: {seconds:.2f} s", flush=True)
-        if chunks_for_overhead:
-            n = chunks_for_overhead[0]
-            batch = parameter_sets(n, seed=1)
-            for chunk in chunks_for_overhead[1]:
-                overhead.append(overhead_row(client, workers, compiled, batch, chunk))
-            tiny = tg.compile(lambda x: (x * x).sum())
-            xs = np.random.default_rng(2).normal(size=(400, 2))
-            map_value_and_grad(tiny, xs, client=client, chunk=1)
-            overhead.append(overhead_row(client, workers, tiny, (xs,), 1, "(x * x).sum()"))
-    cluster.close()
-    return rows, overhead
+        self.first_map_seconds, _ = timed(lambda: self.sweep(warm))
+
+    def sweep(self, batch, chunk=None):
+        return map_value_and_grad(self.compiled, batch, argnums=ARGNUMS, client=self.client,
+                                  chunk=chunk)
+
+    def close(self):
+        self.client.close()
+        self.cluster.close()
 
 
-def overhead_row(client, workers, compiled, batch, chunk, model="W5"):
+def overhead_row(cluster, batch, chunk, compiled=None, model="W5"):
     """A sweep cut into chunks of ``chunk`` samples: its wall time, the time the workers'
     tasks computed (Dask's task stream), and what is left per task."""
     from distributed import get_task_stream
+    client, workers = cluster.client, cluster.workers
+    compiled = compiled or cluster.compiled
     n = len(batch[0])
     with get_task_stream(client) as stream:
         seconds, _ = timed(lambda: map_value_and_grad(
@@ -151,43 +145,73 @@ def main(argv=None):
     parser.add_argument("--sizes", default="10000,100000",
                         help="batch sizes, comma-separated (default: %(default)s)")
     parser.add_argument("--workers", default="1,2", help="local cluster sizes")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed runs of each row, interleaved; the fastest is reported "
+                             "(default: %(default)s)")
     parser.add_argument("--loop-samples", type=int, default=20,
                         help="samples timed in the Python loops (default: %(default)s)")
-    parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results",
-                                                       "distributed.json"))
     parser.add_argument("--overhead-samples", type=int, default=10000,
                         help="samples of the chunk-size sweep (default: %(default)s)")
+    parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results",
+                                                       "distributed.json"))
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     workers = [int(w) for w in args.workers.split(",")]
+    threads = sorted({1, os.cpu_count() or 1})
     compiled = tg.compile(lotka_volterra)
     local_sweep(compiled, parameter_sets(8), 1)   # record, load the kernels
-    report = {"steps": STEPS, "cpus": os.cpu_count(), "load_before": os.getloadavg(),
-              "local": [], "cluster": [], "overhead": []}
-    reference = {}
-    for n in sizes:
-        batch = parameter_sets(n)
-        for threads in sorted({1, os.cpu_count() or 1}):
-            seconds, out = local_sweep(compiled, batch, threads)
-            if threads == 1:
-                reference[n] = out
-            elif not same_bits(out, reference[n]):
-                raise SystemExit("numba's threads changed the results")
-            report["local"].append({"n": n, "threads": threads, "seconds": seconds})
-            print(f"vmap in one process, {threads} thread(s), n={n}: {seconds:.2f} s",
-                  flush=True)
-    small = parameter_sets(args.loop_samples, seed=3)
-    report["eager_loop_per_sample"] = loop_per_sample(lotka_volterra, small, args.loop_samples)
-    report["compiled_loop_per_sample"] = loop_per_sample(tg.compile(lotka_volterra), small,
-                                                         args.loop_samples)
-    print(f"eager loop: {report['eager_loop_per_sample'] * 1e3:.2f} ms per sample; compiled "
-          f"loop: {report['compiled_loop_per_sample'] * 1e6:.1f} us per sample", flush=True)
-    for w in workers:
-        overhead_plan = ((args.overhead_samples, (10, 100, 1000)) if w == max(workers)
-                         else None)
-        rows, overhead = cluster_rows(sizes, w, reference, overhead_plan)
-        report["cluster"] += rows
-        report["overhead"] += overhead
+    clusters = [Cluster(w) for w in workers]
+    report = {"steps": STEPS, "cpus": os.cpu_count(), "repeat": args.repeat,
+              "load_before": os.getloadavg(), "local": [], "cluster": [], "overhead": [],
+              "first_map_seconds": {c.workers: c.first_map_seconds for c in clusters}}
+    try:
+        for n in sizes:
+            batch = parameter_sets(n)
+            times = {("vmap", t): [] for t in threads}
+            times.update({("map", c.workers): [] for c in clusters})
+            reference = None
+            for _ in range(args.repeat):
+                for t in threads:
+                    seconds, out = local_sweep(compiled, batch, t)
+                    reference = reference or out
+                    if not same_bits(out, reference):
+                        raise SystemExit("numba's threads changed the results")
+                    times["vmap", t].append(seconds)
+                for c in clusters:
+                    seconds, out = timed(lambda: c.sweep(batch))
+                    if not same_bits(out, reference):
+                        raise SystemExit(f"distributed results differ from vmap's at n={n}")
+                    times["map", c.workers].append(seconds)
+            for (kind, k), runs in times.items():
+                row = {"n": n, "seconds": min(runs), "runs": runs}
+                if kind == "vmap":
+                    report["local"].append(dict(row, threads=k))
+                else:
+                    report["cluster"].append(dict(row, workers=k))
+                print(f"n={n}, {kind} {k}: fastest {min(runs):.2f} s of "
+                      f"{', '.join(f'{r:.2f}' for r in runs)}", flush=True)
+        small = parameter_sets(args.loop_samples, seed=3)
+        report["eager_loop_per_sample"] = loop_per_sample(lotka_volterra, small,
+                                                          args.loop_samples)
+        report["compiled_loop_per_sample"] = loop_per_sample(tg.compile(lotka_volterra),
+                                                             small, args.loop_samples)
+        print(f"eager loop: {report['eager_loop_per_sample'] * 1e3:.2f} ms per sample; "
+              f"compiled loop: {report['compiled_loop_per_sample'] * 1e6:.1f} us per sample",
+              flush=True)
+        biggest = clusters[-1]
+        for c in clusters[:-1]:
+            c.close()   # idle clusters' heartbeats would count as overhead below
+        clusters = [biggest]
+        batch = parameter_sets(args.overhead_samples, seed=1)
+        for chunk in (10, 100, 1000):
+            report["overhead"].append(overhead_row(biggest, batch, chunk))
+        tiny = tg.compile(lambda x: (x * x).sum())
+        xs = np.random.default_rng(2).normal(size=(400, 2))
+        map_value_and_grad(tiny, xs, client=biggest.client, chunk=1)
+        report["overhead"].append(overhead_row(biggest, (xs,), 1, tiny, "(x * x).sum()"))
+    finally:
+        for c in clusters:
+            c.close()
     report["load_after"] = os.getloadavg()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as fh:
@@ -215,6 +239,9 @@ def markdown(report):
                      f"{r['tasks']} tasks (chunk {r['chunk']}): {r['seconds']:.2f} s, of "
                      f"which the tasks computed {r['computed_seconds']:.2f} s; "
                      f"{r['overhead_per_task'] * 1e3:.2f} ms per task besides")
+    lines.append(f"- first map on a fresh cluster (recording, tape to the workers): "
+                 + ", ".join(f"{w} worker(s) {t:.2f} s"
+                             for w, t in report["first_map_seconds"].items()))
     lines.append(f"- load average before / after: {report['load_before'][0]:.1f} / "
                  f"{report['load_after'][0]:.1f} on {report['cpus']} CPUs")
     return "\n".join(lines)
