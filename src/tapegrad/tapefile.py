@@ -544,7 +544,8 @@ class LoadedTape:
         """The tape's variant whose arguments outside ``grad_args`` are constants to the
         sweep, as ``vmap`` replays a recorded function's (no gradient planned for them).
         One per thread: the forward of max(dim) writes its argmax into the variant's copy of
-        ``aux`` (a Dask worker may run two tasks on one tape at once)."""
+        ``aux``, and a Dask worker may run two tasks on one tape at once (``compile`` runs
+        max(dim) eagerly, but a file may hold such records)."""
         from .replay import Variant
         key = (grad_args, threading.get_ident())
         variant = self._batch_variants.get(key)
