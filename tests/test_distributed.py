@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -227,6 +228,22 @@ def test_without_a_client_a_local_cluster_is_started(tmp_path):
     assert done.returncode == 0, done.stderr
     equal, workers = done.stdout.split()
     assert equal == "True" and int(workers) == (os.cpu_count() or 1)
+
+
+def test_dask_results_survive_a_worker_lost_after_the_map(client):
+    # the result chunks stay on the workers; one whose worker dies is computed again, which
+    # needs the tape and the inputs it came from long after the map returned
+    a, b, c, d = parameter_sets(40, seed=8)
+    lazy = tuple(da.from_array(x, chunks=10) for x in (a, b, c, d))
+    values, grads = TD.map_value_and_grad(lotka_volterra, lazy, argnums=(0, 1, 2, 3),
+                                          client=client)
+    time.sleep(1.0)   # the scheduler forgets whatever no client holds any more
+    holdings = client.has_what()
+    victim = max(holdings, key=lambda w: len(holdings[w]))
+    os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    client.wait_for_workers(2)
+    assert_same((values.compute(), tuple(g.compute() for g in grads)),
+                local(lotka_volterra, (a, b, c, d), (0, 1, 2, 3)))
 
 
 class KillWhileReplaying(distributed.WorkerPlugin):

@@ -14,8 +14,10 @@ all; whatever is left runs eagerly on the driver, one sample at a time.  The res
 those of ``per_sample_value_and_grad`` bit for bit.
 
 Faults: inputs are part of each task (NumPy chunks) or computed by the cluster (Dask
-arrays), and the tape is held by every worker, so a task whose worker dies is run again
-elsewhere by the scheduler and the result is complete and the same.
+arrays), and the tape is a task of its own (not scattered data), so anything a dead worker
+held is computed again elsewhere by the scheduler, and the result is complete and the same,
+also for Dask-array results lost after the map returned (the scheduler keeps the tasks they
+were computed from; scattered data it would have forgotten).
 """
 import hashlib
 import math
@@ -23,6 +25,7 @@ import operator
 import os
 import threading
 import uuid
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -213,7 +216,18 @@ class _Map:
         if variant is None or variant.outputs[0][0] is None or \
                 variant.cols[4][variant.outputs[0][0]] != 1:
             return None
-        return self.client.scatter(variant.to_bytes(), broadcast=True, hash=False)
+        raw = variant.to_bytes()
+        # a task holding the bytes, not scattered data: if every worker holding it dies (Dask
+        # also drops replicas it thinks redundant) the scheduler recomputes it from the
+        # graph, where scattered data would be lost for good.  Each worker fetches it once,
+        # from whichever has it; the same tape in a later map has the same key.
+        with warnings.catch_warnings():
+            # that is what the large-graph warning advises against for data sent once per
+            # chunk; this is sent once per map (W3's tape is 12 MB)
+            warnings.filterwarnings("ignore", message="Sending large graph",
+                                    category=UserWarning)
+            return self.client.submit(
+                _tape_bytes, raw, key=f"tapegrad-tape-{hashlib.sha256(raw).hexdigest()[:32]}")
 
     def _submit(self, round_, chunks, tape, previous):
         """The replay tasks of ``chunks`` in this round, sent as few graphs as the
@@ -315,15 +329,18 @@ class _Map:
             return values, grads
         import dask.array as da
         out_shape = self.out_shape
-        values, grads = [], [[] for _ in self.nums]
-        for c, (lo, hi) in enumerate(self.bounds):
-            part = self.client.submit(operator.getitem, current[c], 0, pure=False)
-            values.append(da.from_delayed(part, (hi - lo,) + out_shape, dtype=np.float64))
-            for j, i in enumerate(self.nums):
-                g = self.client.submit(_grad_of, current[c], j, pure=False)
-                grads[j].append(da.from_delayed(g, (hi - lo,) + self.sample_shapes[i],
-                                                dtype=np.float64))
-        return da.concatenate(values), [da.concatenate(g) for g in grads]
+        k = len(self.bounds)
+        parts = [self.client.map(operator.getitem, current, [0] * k, pure=False)]
+        parts += [self.client.map(_grad_of, current, [j] * k, pure=False)
+                  for j in range(len(self.nums))]
+        shapes = [out_shape] + [self.sample_shapes[i] for i in self.nums]
+        arrays = []
+        for futures, shape in zip(parts, shapes):
+            blocks = []
+            for (lo, hi), part in zip(self.bounds, futures):
+                blocks.append(da.from_delayed(part, (hi - lo,) + shape, dtype=np.float64))
+            arrays.append(da.concatenate(blocks))
+        return arrays[0], arrays[1:]
 
 
 def _bounds(n, chunk):
@@ -391,6 +408,10 @@ def _replay_chunk(raw, grad_args, previous, *inputs):
         full[rows[done]] = part[done]
     status[rows] = s
     return values, tuple(grads), status
+
+
+def _tape_bytes(raw):
+    return raw
 
 
 def _pending(result):
