@@ -204,9 +204,9 @@ class _Map:
         return [Tensor._make(np.array(r), i in self.nums) for i, r in enumerate(rows)]
 
     def _tape(self, sample):
-        """The tape ``compiled`` replays (or records) for ``sample``, as bytes on every
-        worker; None where it has no replayable tape for it, or one whose output is not a
-        single value."""
+        """The tape ``compiled`` replays (or records) for ``sample``: a future of its file's
+        bytes on the cluster; None where it has no replayable tape for it, or one whose
+        output is not a single value."""
         out = self.compiled(*sample)
         if not isinstance(out, Tensor):
             raise TypeError("the function must return one tensor")
