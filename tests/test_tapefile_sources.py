@@ -130,6 +130,29 @@ def test_a_stream_that_cannot_seek(recorded):
         tg.load_tape(r)
 
 
+def test_a_raw_stream_that_returns_short_reads(recorded):
+    _, raw = recorded
+
+    class Trickle(io.RawIOBase):
+        """Hands out at most 100 bytes per read, as a socket may."""
+
+        def __init__(self):
+            self.pos = 0
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            n = min(len(buffer), 100, len(raw) - self.pos)
+            buffer[:n] = raw[self.pos:self.pos + n]
+            self.pos += n
+            return n
+
+    tg.load_tape(Trickle())
+    with pytest.raises(ValueError, match="max_bytes"):
+        tg.load_tape(Trickle(), max_bytes=len(raw) // 2)
+
+
 def test_a_text_file_is_a_type_error(recorded, tmp_path):
     _, raw = recorded
     (tmp_path / "t.npz").write_bytes(raw)

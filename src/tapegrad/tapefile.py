@@ -131,10 +131,18 @@ def _open_source(source, max_bytes):
         return fh, os.fstat(fh.fileno()).st_size, True
     if hasattr(source, "read"):
         # from its current position, as numpy.load reads a file object; it may be a pipe or
-        # a socket, so it is read (at most one byte past the limit) rather than sought
-        data = source.read(max_bytes + 1)
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError("load_tape() needs a file opened in binary mode ('rb')")
+        # a socket, so it is read to its end (or one byte past the limit) rather than sought,
+        # in as many reads as a raw stream needs
+        data = bytearray()
+        while len(data) <= max_bytes:
+            part = source.read(max_bytes + 1 - len(data))
+            if not isinstance(part, (bytes, bytearray)):
+                if part is None:   # a non-blocking stream with nothing to read yet
+                    raise TypeError("load_tape() needs a blocking binary file object")
+                raise TypeError("load_tape() needs a file opened in binary mode ('rb')")
+            if not part:
+                break
+            data += part
         return io.BytesIO(data), len(data), True
     raise TypeError(f"load_tape() takes a path, bytes or a binary file object, not "
                     f"{type(source).__name__}")
