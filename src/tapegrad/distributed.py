@@ -223,7 +223,7 @@ class _Map:
         # from whichever has it; the same tape in a later map has the same key.
         with warnings.catch_warnings():
             # that is what the large-graph warning advises against for data sent once per
-            # chunk; this is sent once per map (W3's tape is 12 MB)
+            # chunk; this is sent once per map (W3's tape is 8 MB)
             warnings.filterwarnings("ignore", message="Sending large graph",
                                     category=UserWarning)
             return self.client.submit(

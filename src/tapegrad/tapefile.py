@@ -28,7 +28,7 @@ from .tensor import Tensor
 
 FORMAT_VERSION = 2   # 2: digest, argument shapes; PROD and VAR/STD records carry mode flags
 # What a tape file may make ``load_tape`` hold, by default: its own bytes, and the gradient
-# arena one backward sweep of it allocates.  W3's tape (a 784-256-256-10 MLP step) is 12 MB.
+# arena one backward sweep of it allocates.  W3's tape (a 784-256-256-10 MLP step) is 8 MB.
 MAX_TAPE_BYTES = 1 << 30
 _COLUMNS = ("op", "a0", "a1", "voff", "size", "ip")
 
