@@ -342,6 +342,7 @@ class _Files:
     writer here when imported (``tapegrad/__init__`` imports them)."""
 
     save_variant = None
+    variant_bytes = None
 
 
 FILES = _Files()
@@ -439,9 +440,14 @@ class Variant:
         would keep its arenas until the garbage collector's next full pass."""
         self.replay_args = _no_fast_path
 
-    def save(self, path):
-        """Write this tape to ``path`` (.npz); ``tapegrad.load_tape`` replays it."""
-        FILES.save_variant(self, path)
+    def save(self, target):
+        """Write this tape to ``target`` (.npz): a path or a binary file object;
+        ``tapegrad.load_tape`` replays it."""
+        FILES.save_variant(self, target)
+
+    def to_bytes(self):
+        """This tape's ``.npz`` file as bytes, for ``tapegrad.load_tape``."""
+        return FILES.variant_bytes(self)
 
     def stats(self):
         """Records before and after optimisation, arena bytes, op histogram."""
@@ -1177,6 +1183,9 @@ _BATCH_VARIANTS = 8   # tapes recorded per batch for samples whose guards fail, 
 
 
 def _batched(fn, argnums, want_grad, parallel=None):
+    loaded = getattr(fn, "_batched_run", None)
+    if loaded is not None:
+        return loaded(argnums, want_grad, parallel)   # a tape from a file (tapefile.py)
     compiled = fn if isinstance(fn, Compiled) else Compiled(fn)
     nums = None if argnums is None else ((argnums,) if isinstance(argnums, int)
                                          else tuple(argnums))

@@ -1,14 +1,25 @@
 """Saving a recorded tape to ``.npz`` and replaying it in another process.
 
-The file holds plain arrays only (loaded with ``allow_pickle=False``): the record columns,
-the side arrays, the value arena (constants live there), which records are the arguments and
-the outputs (and their shapes), the file format's version, what each opcode the tape uses
-meant when it was written (name and record layout), and a SHA-256 digest of all of it.  Loading checks the digest, then every index a kernel would follow before anything
+The file holds plain arrays only (read without pickle): the record columns, the side arrays,
+the value arena (constants live there), which records are the arguments and the outputs (and
+their shapes), the file format's version, what each opcode the tape uses meant when it was
+written (name and record layout), and a SHA-256 digest of all of it.  Loading checks the
+digest, then every index a kernel would follow before anything
 runs, so a corrupted, truncated, edited or foreign file is refused with a ValueError instead
 of crashing the compiled replay or computing something else.
+
+A file is read from a path, from bytes or from a binary file object, and never asks for more
+memory than it holds: members are stored uncompressed (as ``save`` writes them), and every
+size a zip header or an array header declares is checked against the bytes really there
+before anything is allocated; the whole file, and the gradient arena a replay of it would
+need, may not exceed ``max_bytes`` (``MAX_TAPE_BYTES``, 1 GiB, unless raised).
 """
 import hashlib
+import io
 import math
+import os
+import threading
+import zipfile
 
 import numpy as np
 
@@ -21,6 +32,9 @@ from .tensor import Tensor
 # 2: digest, argument shapes; PROD and VAR/STD records carry mode flags
 # 3: the opcodes the tape uses, with their names and layouts, instead of a digest of the table
 FORMAT_VERSION = 3
+# What a tape file may make ``load_tape`` hold, by default: its own bytes, and the gradient
+# arena one backward sweep of it allocates.  W3's tape (a 784-256-256-10 MLP step) is 8 MB.
+MAX_TAPE_BYTES = 1 << 30
 _COLUMNS = ("op", "a0", "a1", "voff", "size", "ip")
 # Version 2 files name the whole op table by a digest.  Opcodes are append-only, so a file
 # written with a table still known here means today what it meant then (every op of it has
@@ -35,8 +49,9 @@ def _op_table_rows(op):
             np.array([K.OPS[c].layout for c in used], dtype=np.int64))
 
 
-def save_variant(variant, path):
-    """Write one recorded variant of a compiled function."""
+def save_variant(variant, target):
+    """Write one recorded variant of a compiled function to ``target``: a path, or a binary
+    file object (written from its current position, left open)."""
     tape = variant.template
     outs = variant.outputs
     td = variant.treedef
@@ -66,8 +81,18 @@ def save_variant(variant, path):
     arrays["format_version"] = np.array([FORMAT_VERSION], dtype=np.int64)
     arrays["opcodes"], arrays["opnames"], arrays["oplayouts"] = _op_table_rows(arrays["op"])
     arrays["digest"] = np.array([digest(arrays)])
-    with open(path, "wb") as fh:
+    if hasattr(target, "write"):
+        np.savez(target, **arrays)
+        return
+    with open(target, "wb") as fh:
         np.savez(fh, **arrays)
+
+
+def variant_bytes(variant):
+    """The ``.npz`` file ``save_variant`` would write, as bytes."""
+    buffer = io.BytesIO()
+    save_variant(variant, buffer)
+    return buffer.getvalue()
 
 
 def _padded(shapes):
@@ -90,28 +115,127 @@ def digest(arrays):
     return h.hexdigest()
 
 
+class _Refused(ValueError):
+    """A file ``load_tape`` refuses (raised as the ValueError it is)."""
+
+
 def _fail(why):
-    raise ValueError(f"not a valid tapegrad tape file: {why}")
+    raise _Refused(f"not a valid tapegrad tape file: {why}")
 
 
-def _load_arrays(path):
-    with open(path, "rb") as fh:   # a missing file is an OSError, as for open()
+# Arrays a tape file holds; an archive with more members than this is not one
+_MAX_MEMBERS = 32
+
+
+def _open_source(source, max_bytes):
+    """``source`` as a seekable binary file, its size, and whether to close it after."""
+    if isinstance(source, (bool, int)):
+        # open(fd) would close the caller's descriptor when done; numpy.load refuses ints too
+        raise TypeError("load_tape() takes a path, bytes or a binary file object, not an int "
+                        "(for a file descriptor pass os.fdopen(fd, 'rb', closefd=False))")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = memoryview(source).cast("B")
+        return io.BytesIO(data), data.nbytes, True
+    if isinstance(source, (str, os.PathLike)):
+        fh = open(source, "rb")   # a missing file is an OSError, as for open()
+        return fh, os.fstat(fh.fileno()).st_size, True
+    if hasattr(source, "read"):
+        # from its current position, as numpy.load reads a file object; it may be a pipe or
+        # a socket, so it is read to its end (or one byte past the limit) rather than sought,
+        # in as many reads as a raw stream needs
+        data = bytearray()
+        while len(data) <= max_bytes:
+            part = source.read(max_bytes + 1 - len(data))
+            if not isinstance(part, (bytes, bytearray)):
+                if part is None:   # a non-blocking stream with nothing to read yet
+                    raise TypeError("load_tape() needs a blocking binary file object")
+                raise TypeError("load_tape() needs a file opened in binary mode ('rb')")
+            if not part:
+                break
+            data += part
+        return io.BytesIO(data), len(data), True
+    raise TypeError(f"load_tape() takes a path, bytes or a binary file object, not "
+                    f"{type(source).__name__}")
+
+
+def _load_arrays(source, max_bytes):
+    fh, size, owned = _open_source(source, max_bytes)
+    try:
+        if size > max_bytes:
+            _fail(f"it holds more than max_bytes={max_bytes} bytes")
         try:
-            z = np.load(fh, allow_pickle=False)
-            if isinstance(z, np.lib.npyio.NpzFile):
-                with z:
-                    return {k: z[k] for k in z.files}
-        except Exception as e:  # noqa: BLE001 - whatever a damaged archive makes NumPy raise
+            return _read_archive(fh, size)
+        except _Refused:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever a damaged archive makes zipfile raise
             _fail(f"{type(e).__name__}: {e}")
-    _fail("not an .npz archive")
+    finally:
+        if owned:
+            fh.close()
+
+
+def _read_archive(fh, size):
+    """The arrays of an uncompressed ``.npz`` archive, each checked against the bytes its
+    member really holds before it is read."""
+    if not zipfile.is_zipfile(fh):
+        _fail("not an .npz archive")
+    with zipfile.ZipFile(fh) as archive:
+        members = archive.infolist()
+        if len(members) > _MAX_MEMBERS:
+            _fail(f"{len(members)} members (a tape has {len(_ALL_ARRAYS)})")
+        names = [m.filename for m in members]
+        if len(set(names)) != len(names):
+            _fail("a member name appears twice")
+        for m in members:
+            if not m.filename.endswith(".npy"):
+                _fail(f"member {m.filename!r} is not an array")
+            if m.compress_type != zipfile.ZIP_STORED:
+                # a compressed member can ask for a thousand times its size: a zip bomb
+                _fail(f"member {m.filename!r} is compressed (tape files store arrays "
+                      "uncompressed, as save writes them)")
+            if m.flag_bits & 1:
+                _fail(f"member {m.filename!r} is encrypted")
+            if m.file_size != m.compress_size:
+                _fail(f"member {m.filename!r} declares {m.file_size} bytes but stores "
+                      f"{m.compress_size}")
+        if sum(m.file_size for m in members) > size:
+            _fail("its members declare more bytes than the file holds")
+        arrays = {}
+        for m in members:
+            with archive.open(m) as member:
+                arrays[m.filename[:-4]] = _read_npy(member, m.file_size, m.filename)
+        return arrays
+
+
+def _read_npy(member, nbytes, name):
+    """One ``.npy`` member of ``nbytes`` bytes, whose header must describe exactly the data
+    that follows it (numpy.load allocates what the header says before reading)."""
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+    else:
+        _fail(f"array {name!r} has .npy version {version}")
+    if dtype.kind not in "biufU" or dtype.fields is not None or dtype.itemsize == 0:
+        _fail(f"array {name!r} has dtype {dtype}")
+    data_bytes = nbytes - member.tell()
+    if math.prod(shape) * dtype.itemsize != data_bytes:   # Python ints: no wrap-around
+        _fail(f"array {name!r} declares shape {shape} of {dtype} but holds {data_bytes} bytes")
+    data = member.read(data_bytes)
+    if len(data) != data_bytes:
+        _fail(f"array {name!r} is truncated")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
 
 
 _INT_ARRAYS = _COLUMNS + ("aux", "arg_pos", "arg_rec", "arg_shape", "out_rec", "out_shape")
 _MATRICES = ("arg_shape", "out_shape")
 _FLOAT_ARRAYS = ("fp", "faux", "vals")
+_ALL_ARRAYS = _INT_ARRAYS + _FLOAT_ARRAYS + ("tuple_out", "opcodes", "opnames", "oplayouts",
+                                             "digest", "format_version")
 
 
-def _check(arrays):
+def _check(arrays, max_bytes):
     fv = arrays.get("format_version")
     if fv is None:
         _fail("no format version")
@@ -163,6 +287,12 @@ def _check(arrays):
     if any(p < 0 for p in pos) or len(set(pos)) != len(pos) or len(set(recs)) != len(recs):
         _fail("argument positions must be distinct and non-negative, records distinct")
     _check_records(arrays)
+    # a backward sweep gives each record's values a gradient: a few records claiming the
+    # whole arena each must not make it allocate what the file never held
+    gradient_bytes = 8 * sum(arrays["size"].tolist())
+    if gradient_bytes > max_bytes:
+        _fail(f"its records need a gradient arena of {gradient_bytes} bytes, over "
+              f"max_bytes={max_bytes}")
     size = arrays["size"]
     for what in ("arg", "out"):
         for r, row in zip(arrays[f"{what}_rec"].tolist(), arrays[f"{what}_shape"].tolist()):
@@ -317,6 +447,16 @@ class LoadedTape:
                                                 arrays["arg_rec"].tolist(),
                                                 arrays["arg_shape"].tolist())}
         self._variant = Variant(tape, arg_records, outputs, treedef, {})
+        self._variant.arg_shapes = self.arg_shapes
+        self._batch_variants = {}   # (arguments that get gradients, thread) -> Variant
+
+    def save(self, target):
+        """Write the tape again (a path or a binary file object), as it was loaded."""
+        save_variant(self._variant, target)
+
+    def to_bytes(self):
+        """The tape's ``.npz`` file as bytes: what ``load_tape`` reads back."""
+        return variant_bytes(self._variant)
 
     def __call__(self, *args):
         if len(args) < self.n_args:
@@ -337,28 +477,114 @@ class LoadedTape:
         tape_stats = replay.tape_stats
         return tape_stats(self._variant.template)
 
+    def replay_batch(self, *arrays, grad_args=(), parallel=None):
+        """Replay the tape for every sample (leading axis) of ``arrays`` in one compiled call.
 
-def load_tape(path):
-    """Read a tape written by ``tape.save(path)`` / ``Compiled.save(path)``.
+        ``arrays`` are the positional arguments, each with a leading batch axis; the tape
+        must have one output, of one element when ``grad_args`` (the positions of the
+        arguments to differentiate) is not empty.  Returns ``(values, grads, status)``:
+        NumPy arrays of the per-sample values (batch size + output shape), one gradient array
+        per entry of ``grad_args``, and per sample -1 where the tape replayed it, else the
+        GUARD record that failed (its control flow takes another branch than the recorded
+        one): for those samples nothing was computed, and values and gradients are NaN.
+        ``parallel`` as for ``tapegrad.vmap``.
+        """
+        _replay_variant = replay._replay_variant
+        grad_args = tuple(grad_args)
+        args = self._batch_args(arrays, grad_args)
+        bsz = args[0].shape[0] if args else 0
+        variant = self._batch_variant(grad_args)
+        out_rec, out_shape, _ = variant.outputs[0]
+        values = np.full((bsz,) + out_shape, np.nan)
+        per_arg = {i: np.full(a.shape, np.nan) for i, a in enumerate(args)}
+        if bsz:
+            status = _replay_variant(variant, [Tensor._make(a) for a in args],
+                                     np.arange(bsz), bool(grad_args), parallel, values, per_arg)
+        else:
+            status = np.empty(0, dtype=np.int64)
+        return values, tuple(per_arg[i] for i in grad_args), status
 
-    The result is callable like the function the tape was recorded from, for arguments of
-    the recorded shapes, and gradients flow to them.
+    def _batch_args(self, arrays, grad_args):
+        if self._variant.treedef is not None:
+            raise ValueError("batched replay needs a tape with one output, not a tuple")
+        if len(arrays) < self.n_args:
+            raise TypeError(f"the tape takes {self.n_args} tensor arguments, got {len(arrays)}")
+        args = [np.asarray(a._value if isinstance(a, Tensor) else a) for a in arrays]
+        sizes = {a.shape[0] for a in args if a.ndim}
+        if len(sizes) > 1 or any(a.ndim == 0 for a in args):
+            raise ValueError("every argument needs the same leading batch size; got shapes "
+                             f"{[list(a.shape) for a in args]}")
+        for i, a in enumerate(args):
+            if a.dtype.kind != "f":
+                raise TypeError("batched arguments must be float tensors")
+            shape = self.arg_shapes.get(i)
+            if shape is not None and a.shape[1:] != shape:
+                raise ValueError(f"argument {i} must hold samples of shape {list(shape)}, got "
+                                 f"{list(a.shape[1:])}")
+        for i in grad_args:
+            if i not in self.arg_shapes:
+                raise ValueError(f"argument {i} is not an argument the tape reads")
+        if grad_args and self._variant.cols[4][self._variant.outputs[0][0]] != 1:
+            raise RuntimeError("per-sample gradients need a one-element output")
+        return [a.astype(np.float64, copy=False) for a in args]
 
-    Example:
-        >>> import os, tempfile
-        >>> f = tg.compile(lambda x: (x.sin() * x).sum())
-        >>> x = tg.tensor([0.5, 1.0], requires_grad=True)
-        >>> _ = f(x)
-        >>> path = os.path.join(tempfile.mkdtemp(), "f.npz")
-        >>> f.tape.save(path)
-        >>> g = tg.load_tape(path)
-        >>> g(x).backward(); x.grad
-        tensor([0.9182, 1.3818])
+    def _batch_variant(self, grad_args):
+        """The tape's variant whose arguments outside ``grad_args`` are constants to the
+        sweep, as ``vmap`` replays a recorded function's (no gradient planned for them).
+        One per thread: the forward of max(dim) writes its argmax into the variant's copy of
+        ``aux``, and a Dask worker may run two tasks on one tape at once (``compile`` runs
+        max(dim) eagerly, but a file may hold such records)."""
+        Variant = replay.Variant
+        key = (grad_args, threading.get_ident())
+        variant = self._batch_variants.get(key)
+        if variant is None:
+            v = self._variant
+            variant = Variant(v.template, v.arg_records, v.outputs, v.treedef, {})
+            for i, r in v.arg_records.items():
+                if i not in grad_args:
+                    variant.cols[0][r] = K.CONST
+            self._batch_variants[key] = variant
+        return variant
+
+    def _batched_run(self, argnums, want_grad, parallel):
+        """``vmap`` / ``per_sample_value_and_grad`` of a loaded tape: there is no function to
+        record again, so samples whose guards fail are an error naming them."""
+        nums = () if not want_grad else ((argnums,) if isinstance(argnums, int) else
+                                         tuple(argnums) if argnums is not None else
+                                         tuple(sorted(self.arg_shapes)))
+
+        def run(*batched):
+            values, grads, status = self.replay_batch(*batched, grad_args=nums,
+                                                      parallel=parallel)
+            failed = np.flatnonzero(status != -1)
+            if failed.size:
+                raise RuntimeError(
+                    f"a guard recorded with the tape failed for {failed.size} of "
+                    f"{status.size} samples (the first: {failed[:5].tolist()}): their control "
+                    "flow takes another branch; record the function for them")
+            if not want_grad:
+                return Tensor._make(values)
+            gs = tuple(Tensor._make(g) for g in grads)
+            return Tensor._make(values), (gs[0] if isinstance(argnums, int) else gs)
+        return run
+
+
+def load_tape(source, *, max_bytes=MAX_TAPE_BYTES):
+    """Read a tape written by ``tape.save(target)`` / ``tape.to_bytes()``.
+
+    ``source`` is a path, the file's bytes (``bytes``, ``bytearray``, ``memoryview``) or a
+    binary file object, read from its current position and left open.  A file descriptor
+    (an int) is refused with a TypeError, as ``numpy.load`` refuses it: wrap it with
+    ``os.fdopen(fd, "rb", closefd=False)``.
+
+    A file larger than ``max_bytes``, or whose replay would need a gradient arena larger than
+    that, is refused; so is any damaged, edited or foreign file (ValueError).
     """
-    arrays = _load_arrays(path)
-    _check(arrays)
+    arrays = _load_arrays(source, max_bytes)
+    _check(arrays, max_bytes)
     return LoadedTape(arrays)
 
 
 # compiled functions save through replay's seam (replay.FILES): this module sits above it
 replay.FILES.save_variant = save_variant
+replay.FILES.variant_bytes = variant_bytes
