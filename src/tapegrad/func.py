@@ -532,6 +532,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None, pa
     ``"same"`` is not supported).  ``chunk_size`` is accepted and changes nothing.
     """
     _check_randomness(randomness)
+    if getattr(func, "_batched_run", None) is not None and in_dims == 0 and out_dims == 0:
+        # a tape loaded from a file: its own batched replay (there is no function to call
+        # per sample, and samples it cannot replay are named in the error)
+        return _batched(func, None, False, parallel)
     return _Vmapped(func, in_dims, out_dims, parallel)
 
 
