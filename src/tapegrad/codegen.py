@@ -17,8 +17,10 @@ to a file named by its hash, so ``cache=True`` keeps the machine code across pro
 import hashlib
 import importlib.util
 import os
+import pathlib
 import re
 import sys
+import threading
 
 import numpy as np
 
@@ -593,25 +595,54 @@ class Program:
             self.freed.flags.writeable = False
 
 
+def module_name(source):
+    """The name generated ``source`` is imported under: named by its hash."""
+    return "tapegrad_gen_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def module_path(source):
+    """The file generated ``source`` is written to, beside numba's cache."""
+    return os.path.join(generated_dir(), module_name(source) + ".py")
+
+
+# One import at a time: a module is registered in sys.modules only once it has loaded, and
+# threads that want the same module wait for the first to finish (without this, a thread
+# found the half-loaded module of another: "has no attribute 'forward'").
+_IMPORT_LOCK = threading.Lock()
+
+
 def _import(source):
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    name = f"tapegrad_gen_{digest}"
+    name = module_name(source)
     mod = sys.modules.get(name)
-    if mod is not None:
-        return mod, mod.__file__
-    folder = generated_dir()
-    path = os.path.join(folder, name + ".py")
+    if mod is None:
+        with _IMPORT_LOCK:
+            mod = _load_module(name, source)
+    return mod, mod.__file__
+
+
+def _load_module(name, source):
+    """The module of generated ``source``, loaded (and written first if it is not on disk
+    yet); called with _IMPORT_LOCK held."""
+    mod = sys.modules.get(name)
+    if mod is not None:   # another thread loaded it while this one waited
+        return mod
+    path = module_path(source)
     if not os.path.exists(path):
-        # written whole, then renamed: another process may be importing the same file
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
+        # written whole, then renamed: another process may be importing the same file.  The
+        # temporary name is the process's and the thread's own (two threads of one process
+        # once wrote one file, and the second rename found it gone)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            pathlib.Path(tmp).write_text(source)   # (closes the file on every path)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
     spec.loader.exec_module(mod)
-    return mod, path
+    sys.modules[name] = mod
+    return mod
 
 
 def build(cols, vals, seeds, plan):
