@@ -21,13 +21,14 @@ eager mode, and gradients reach the arguments and the parameters the function cl
 """
 import array
 import functools
+import random
 import sys
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
-from . import _fastcall
+from . import _fastcall, pystate
 from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
@@ -373,6 +374,7 @@ class Variant:
         self.instances = _PerThread()     # each thread's replay tapes (_instance)
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
+        self.state = None                  # the pystate.Snapshot of what Python state it read
         self.steps = forward_plan(self.cols)
         self.n = len(tape)
         self.codegen = None        # True: generate at once; False: never; None: when hot
@@ -513,6 +515,10 @@ class Variant:
 
     def replay(self, args, kwargs=None):
         """Run the recorded forward for new arguments; a _Miss when it cannot."""
+        if self.state is not None:
+            changed = self.state.check()
+            if changed is not None:
+                return _Miss(self.state.describe(changed))
         if self.closure:
             for r, (leaf, shape, rg) in self.closure.items():
                 if leaf._value.shape != shape or leaf._rg != rg:
@@ -737,21 +743,47 @@ def _requires_grad(tape):
     return req
 
 
+def _object_arguments(args, kwargs):
+    """(value, name) of the arguments the signature keys by identity, not by value: objects
+    other than tensors, arrays and plain data (inside lists, tuples and dicts too)."""
+    found = []
+
+    def visit(a, name):
+        if isinstance(a, (Tensor, np.ndarray)) or pystate.is_plain(a):
+            return
+        if isinstance(a, (list, tuple)):
+            for j, x in enumerate(a):
+                visit(x, f"{name}[{j}]")
+        elif type(a) is dict:
+            for k, x in a.items():
+                visit(x, f"{name}[{k!r}]")
+        else:
+            found.append((a, name))
+
+    for i, a in enumerate(args):
+        visit(a, f"argument {i}")
+    for k, a in kwargs.items():
+        visit(a, f"argument {k}")
+    return found
+
+
 def _random_state():
-    """tapegrad's generator and NumPy's global one, to tell whether a call drew numbers."""
+    """tapegrad's generator, NumPy's global one and Python's (the random module's), to tell
+    whether a call drew numbers."""
     from . import creation
     rng = creation._rng
     legacy = np.random.get_state()
-    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:]
+    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:], random.getstate()
 
 
 def _same_random_state(before):
     from . import creation
-    rng, gen_state, key, rest = before
+    rng, gen_state, key, rest, python = before
     if creation._rng is not rng or rng.bit_generator.state != gen_state:
         return False
     legacy = np.random.get_state()
-    return legacy[2:] == rest and np.array_equal(legacy[1], key)
+    return (legacy[2:] == rest and np.array_equal(legacy[1], key)
+            and random.getstate() == python)
 
 
 class Compiled:
@@ -832,6 +864,15 @@ class Compiled:
     def _record(self, sig, args, kwargs):
         st = self.stats
         st.records += 1
+        reasons = []
+        try:
+            # the Python state the function reads, as the call starts: a replay is valid
+            # while it is the same
+            snapshot = pystate.capture(self.fn, _object_arguments(args, kwargs))
+        except pystate.TooMuchState as exc:
+            snapshot = None
+            reasons.append((f"reads more Python state than compile keeps guards for (at {exc})",
+                            "?"))
         capacity = _TRACE_CAPACITY
         while True:
             tape = Tape(capacity)
@@ -856,7 +897,7 @@ class Compiled:
         # the recorded results are real: gradients go to the caller's tensors
         arg_records = {}
         arg_shapes = {}
-        reasons = list(trace.opaque_reasons)
+        reasons += trace.opaque_reasons
         for path, p, a in proxies:
             if p is None:
                 reasons.append(((f"a tensor inside a {type(a).__name__} argument (only "
@@ -869,7 +910,17 @@ class Compiled:
                 tape.leaves[hit[0]] = a
         if not _same_random_state(random_before):
             # a replay would return the same numbers again
-            reasons.append(("draws random numbers (rand, randn, dropout, ...)", "?"))
+            reasons.append(("draws random numbers (rand, randn, dropout, random.random(), "
+                            "np.random, ...)", "?"))
+        if snapshot is not None:
+            drew = snapshot.drew_random()
+            if drew is not None:
+                reasons.append((f"draws random numbers from a {drew} it can see", "?"))
+            changed = snapshot.changed()
+            if changed is not None:
+                # a counter, a cache, a list it appends to: a replay would not change it
+                reasons.append((f"changes Python state it reads ({changed} during the call)",
+                                "?"))
         if finished_inside or ended_on is not tape:
             reasons.append(("backward() or a tape larger than the trace arena inside the call",
                             "?"))
@@ -928,6 +979,7 @@ class Compiled:
             variant.codegen = self.codegen
             variant.owner = st
             variant.constants = trace.constants
+            variant.state = snapshot
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
             variant.use_signature(sig)
