@@ -509,3 +509,58 @@ def test_reading_too_much_state_runs_eagerly(monkeypatch):
         same_as_eager(compiled, f, (x_arg(),))
     assert compiled.stats.replays == 0
     assert any("more Python state" in why for why, _ in compiled.stats.eager_reasons)
+
+
+# ---------------------------------------------------------------------------------------------
+# What eager mode accepts, a compiled function accepts
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("read", ["numpy", "asarray", "derived"])
+def test_numpy_of_an_argument_that_requires_no_grad(read):
+    def f(x, y):
+        if read == "numpy":
+            scale = float(y.numpy()[0])
+        elif read == "asarray":
+            scale = float(np.asarray(y).sum())
+        else:
+            scale = float((y * 2.0).numpy().max())
+        return (x * scale).sum()
+
+    compiled = tg.compile(f)
+    x = x_arg()
+    for y in ([1.0, 2.0], [1.0, 2.0], [3.0, -1.0], [1.0, 2.0]):
+        same_as_eager(compiled, f, (x, tg.tensor(y)))
+    # guarded by the values read: the second call replays, the third records again
+    assert compiled.stats.records == 2 and compiled.stats.replays == 2
+    # a tensor that requires grad is refused, as in eager mode
+    for fn in (f, compiled):
+        with pytest.raises(RuntimeError, match="requires grad"):
+            fn(x, tg.tensor([1.0, 2.0], requires_grad=True))
+
+
+def test_requires_grad_inside_a_compiled_function_is_eager_modes():
+    seen = []
+
+    def f(x, y):
+        z = x * y
+        seen.append((x.requires_grad, y.requires_grad, (y * 2.0).requires_grad,
+                     z.requires_grad))
+        return z.sum()
+
+    compiled = tg.compile(f)
+    compiled(x_arg(), tg.tensor([1.0, 2.0, 3.0]))
+    f(x_arg(), tg.tensor([1.0, 2.0, 3.0]))
+    assert seen[0] == seen[1] == (True, False, False, True)
+
+
+def test_data_of_a_traced_value_runs_eagerly():
+    w = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def f(x):
+        return (x * w.data).sum()
+
+    compiled = tg.compile(f)
+    compiled(x_arg())
+    with tg.no_grad():
+        w.mul_(2.0)
+    same_as_eager(compiled, f, (x_arg(),))
+    assert any(".data" in why for why, _ in compiled.stats.eager_reasons)

@@ -120,7 +120,7 @@ class _Miss:
 class Trace:
     """Bookkeeping while a function is being recorded for replay."""
 
-    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked")
+    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked", "eager_rg")
 
     def __init__(self, tape):
         self.tape = tape
@@ -132,6 +132,18 @@ class Trace:
         # ids of argument proxies whose tensors require no grad: ops that choose their
         # PyTorch node by requires_grad (matmul) must see what eager mode sees
         self.untracked = set()
+        self.eager_rg = None   # requires_grad_eagerly's per-record flags, so far
+
+    def requires_grad_eagerly(self, t):
+        """Whether ``t`` requires grad in eager mode: a traced argument that does not is
+        traced as if it did (its proxy requires grad), and so is what is computed from it."""
+        if t._tape is None:
+            return t._rg and id(t) not in self.untracked
+        if t._tape is not self.tape:
+            return t._rg
+        self.eager_rg = _requires_grad(
+            self.tape, lambda leaf: leaf._rg and id(leaf) not in self.untracked, self.eager_rg)
+        return bool(self.eager_rg[t._r])
 
     def guard(self, t, kind):
         from .functional import _ref
@@ -722,24 +734,30 @@ def _input_key(path):
     return path[0] if len(path) == 1 and type(path[0]) is int else path
 
 
-def _requires_grad(tape):
+def _requires_grad(tape, leaf_requires_grad=None, req=None):
     """Per record: whether eager mode's result would require grad (it reaches a leaf that
-    requires grad through ops other than comparisons)."""
+    requires grad through ops other than comparisons).  ``leaf_requires_grad(leaf)`` tells
+    it of a leaf (default: its flag); ``req``, an earlier result for the tape's first
+    records, is extended to the rest."""
     op, a0, a1, ip, aux = tape.op, tape.a0, tape.a1, tape.ip, tape.aux
     n = len(op)
-    req = bytearray(n)
-    for r in range(n):
+    if req is None:
+        req = bytearray()
+    for r in range(len(req), n):
         code = op[r]
+        flag = False
         if code == K.LEAF:
-            req[r] = tape.leaves[r]._rg
+            leaf = tape.leaves[r]
+            flag = leaf._rg if leaf_requires_grad is None else leaf_requires_grad(leaf)
         elif code in (K.CONST, K.EXTERN, K.CMP, K.GUARD):
-            continue
+            pass
         elif code in (K.CAT, K.STACK):
             k = aux[ip[r]]
-            req[r] = any(req[aux[ip[r] + 1 + 3 * j]] for j in range(k))
+            flag = any(req[aux[ip[r] + 1 + 3 * j]] for j in range(k))
         else:
             # a WHERE's condition (ip) carries no gradient
-            req[r] = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
+            flag = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
+        req.append(bool(flag))
     return req
 
 
