@@ -564,3 +564,14 @@ def test_data_of_a_traced_value_runs_eagerly():
         w.mul_(2.0)
     same_as_eager(compiled, f, (x_arg(),))
     assert any(".data" in why for why, _ in compiled.stats.eager_reasons)
+
+
+def test_a_tensor_made_from_a_traced_value_is_guarded():
+    def f(x):
+        c = tg.tensor(x * 2.0)   # a copy that requires no grad: its values were baked in
+        return (x * c).sum()
+
+    compiled = tg.compile(f)
+    for v in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]):
+        same_as_eager(compiled, f, (tg.tensor(v, requires_grad=True),))
+    assert compiled.stats.records == 2 and compiled.stats.replays == 1

@@ -107,6 +107,16 @@ def _logical(fn, self, dim, keepdim):
     return Tensor._make(np.asarray(fn(self._value, axis=axis, keepdims=keepdim)))
 
 
+def _invert(self):
+    trace = state.trace
+    if trace is not None and self._rg:
+        if self._value.dtype.kind == "b":
+            # not of traced bool data (a comparison's result): recorded as == False
+            return F._compare(np.equal, self, False)
+        trace.opaque("~ of traced integer values")
+    return Tensor._make(np.invert(self._value))
+
+
 def _new_tensor(self, data, dtype=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
@@ -128,7 +138,7 @@ METHODS = {
     "__and__": lambda a, b: F._compare(np.bitwise_and, a, b),
     "__or__": lambda a, b: F._compare(np.bitwise_or, a, b),
     "__xor__": lambda a, b: F._compare(np.bitwise_xor, a, b),
-    "__invert__": lambda a: Tensor._make(np.invert(a._value)),
+    "__invert__": _invert,
     "__getitem__": F.getitem,
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
     "subtract": F.sub, "multiply": F.mul, "divide": F.div, "true_divide": F.div,

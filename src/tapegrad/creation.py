@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from . import _dtype
-from .tensor import Tensor
+from .tensor import Tensor, read_value
 
 _rng = np.random.default_rng()
 
@@ -89,6 +89,7 @@ def _scan_kinds(data, kinds):
 
 def _unwrap(data):
     if isinstance(data, Tensor):
+        read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
         return data._value
     if isinstance(data, (list, tuple)):
         return [_unwrap(d) for d in data]
@@ -106,6 +107,7 @@ def _to_array(data, dtype):
         dt = dtype or _dtype.from_numpy_dtype(data.dtype)
         return np.array(data, dtype=dt.np, copy=True, order="C")
     if isinstance(data, Tensor):
+        read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
         dt = dtype or _dtype.from_numpy_dtype(data._value.dtype)
         return np.array(data._value, dtype=dt.np, copy=True, order="C")
     if isinstance(data, str) or isinstance(data, bytes):

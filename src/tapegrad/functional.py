@@ -546,6 +546,8 @@ def where(condition, input=None, other=None):
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
     condition = as_tensor_arg(condition)
     if input is None and other is None:
+        # the indices (and their number) depend on the values: a compiled call guards them
+        read_value(condition, "where(condition)")
         return tuple(_plain(i) for i in np.nonzero(condition._value))
     if condition._value.dtype.kind != "b":
         raise RuntimeError(
@@ -557,7 +559,9 @@ def where(condition, input=None, other=None):
         np.asarray(other, dtype=np.float64) if _is_scalar(other) else other)
     shape = broadcast_shape(broadcast_shape(condition._value.shape, a._value.shape),
                             b._value.shape)
-    if not _records(a, b):
+    # recorded when the condition is traced too (a comparison of a compiled function's
+    # input), even if neither branch requires grad: the mask must be recomputed on replay
+    if not _records(a, b, condition):
         return _plain(np.where(condition._value, a._value, b._value))
     n = int(np.prod(shape, dtype=np.int64))
     tape = recording_tape(5 * n + a._value.size + b._value.size + condition._value.size)
