@@ -1118,7 +1118,9 @@ def _reshaped(x, shape, variant):
     ip = tape.put_aux((variant,))
     off, out = _out(tape, shape, n)
     np.copyto(out, value)
-    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip), out)
+    # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
+    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip),
+                   out if value.dtype.kind == "f" else value)
 
 
 def _infer_shape(shape, numel):
@@ -1281,7 +1283,8 @@ def _gathered(x, idx, variant):
     tape = recording_tape(3 * idx.size + x._value.size)
     r0 = _ref(tape, x)
     r, out = _gather_record(tape, r0, idx, idx.shape, variant)
-    return _result(tape, r, out)
+    # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
+    return _result(tape, r, out if value.dtype.kind == "f" else value)
 
 
 def _flat_index(x):

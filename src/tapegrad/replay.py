@@ -120,7 +120,8 @@ class _Miss:
 class Trace:
     """Bookkeeping while a function is being recorded for replay."""
 
-    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked", "eager_rg")
+    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked", "eager_rg",
+                 "float_records")
 
     def __init__(self, tape):
         self.tape = tape
@@ -133,6 +134,8 @@ class Trace:
         # PyTorch node by requires_grad (matmul) must see what eager mode sees
         self.untracked = set()
         self.eager_rg = None   # requires_grad_eagerly's per-record flags, so far
+        # records made by converting traced integer or bool arguments to floats (as_float)
+        self.float_records = set()
 
     def requires_grad_eagerly(self, t):
         """Whether ``t`` requires grad in eager mode: a traced argument that does not is
@@ -144,6 +147,17 @@ class Trace:
         self.eager_rg = _requires_grad(
             self.tape, lambda leaf: leaf._rg and id(leaf) not in self.untracked, self.eager_rg)
         return bool(self.eager_rg[t._r])
+
+    def as_float(self, t, dtype):
+        """``t`` (traced integer or bool data) converted to the float ``dtype``.  The tape
+        holds such data as floats already; an argument (a leaf) gets a record of its own, so
+        that what reads the floats is told from what reads the integers
+        (``_integer_misuse``); a recorded value (a comparison's result) keeps its record."""
+        from .functional import V_ALIAS, _reshaped
+        if t._tape is None:
+            t = _reshaped(t, t._value.shape, V_ALIAS)
+            self.float_records.add(t._r)
+        return _result(t._tape, t._r, t._value.astype(dtype))
 
     def guard(self, t, kind):
         from .functional import _ref
@@ -184,8 +198,8 @@ class Stats:
 
 
 def _signature(args, kwargs):
-    """A hashable key: tensor shapes/dtypes (and the bytes of integer tensors, which may end
-    up baked into index tables), plain values as they are."""
+    """A hashable key: tensor shapes and dtypes (and whether they require grad), plain values
+    as they are."""
     key = []
     for a in args:
         # the common case first, inline: a call's fixed cost is this loop
@@ -203,7 +217,8 @@ def _arg_key(a):
         v = a._value
         if v.dtype.kind == "f":
             return ("T", v.shape, a._rg)
-        return ("D", v.shape, v.dtype.str, v.tobytes())
+        # integer and bool tensors are data too: traced, their values are not part of the key
+        return ("D", v.shape, v.dtype.str)
     if isinstance(a, np.ndarray):
         return ("A", a.shape, a.dtype.str, a.tobytes())
     if isinstance(a, float):
@@ -694,10 +709,9 @@ def _traced_inputs(a, path, found):
     """``a`` with each float tensor in it (also inside lists, tuples and dicts) replaced by a
     proxy that records as a LEAF; ``found`` collects (path, proxy, tensor)."""
     if isinstance(a, Tensor):
-        if a._value.dtype.kind != "f":
-            return a
-        # every float argument is traced, even one that needs no gradient: what is computed
-        # from it must be recomputed on replay
+        # every tensor argument is traced, even one that needs no gradient (data, integer
+        # labels, bool masks): what is computed from it must be recomputed on replay, and
+        # what Python reads of it is guarded
         p = Tensor._make(a._value, True)
         found.append((path, p, a))
         if not a._rg and state.trace is not None:
@@ -721,7 +735,7 @@ def _traced_inputs(a, path, found):
 
 def _holds_tensor(a):
     if isinstance(a, Tensor):
-        return a._value.dtype.kind == "f"
+        return True
     if isinstance(a, (list, tuple)):
         return any(_holds_tensor(v) for v in a)
     if isinstance(a, dict):
@@ -759,6 +773,70 @@ def _requires_grad(tape, leaf_requires_grad=None, req=None):
             flag = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
         req.append(bool(flag))
     return req
+
+
+# How records read traced integer or bool arguments (labels, masks).  The tape holds them as
+# floats, and so are the handles of most ops' results while tracing, where eager mode keeps an
+# integer dtype: such results would not be eager mode's.  These keep integer data, with eager
+# mode's dtype on the handle (functional.py: _reshaped, _gathered, _reduce)...
+_INTEGER_DATA = frozenset({K.RESHAPE, K.GATHER, K.BCAST, K.EXPAND_S, K.SUM, K.SUM_DIM, K.MAX,
+                           K.MIN, K.AMAX, K.AMIN})
+# ... these read it as eager mode does: comparisons (bool results), guards, functions whose
+# eager result is a float anyway (true division among them) ...
+_INTEGER_READERS = frozenset({K.CMP, K.GUARD, K.EXP, K.LOG, K.LOG1P, K.EXPM1, K.SQRT, K.SIN,
+                              K.COS, K.TAN, K.TANH, K.SIGMOID, K.RECIPROCAL, K.DIV_S, K.DIV,
+                              K.SOFTMAX, K.LOG_SOFTMAX, K.LOGSUMEXP, K.VAR, K.STD, K.NORM})
+# ... and these give a float when their other operand is one.
+_WITH_A_FLOAT = frozenset({K.ADD, K.SUB, K.MUL, K.POW, K.MAXIMUM, K.MINIMUM, K.MATMUL, K.WHERE})
+
+
+def _integer_leaves(tape, proxies):
+    """The LEAF records of the integer and bool tensor arguments."""
+    found = set()
+    for _, p, a in proxies:
+        if p is not None and a._value.dtype.kind != "f":
+            hit = tape.leaf_rec.get(id(p))
+            if hit is not None:
+                found.add(hit[0])
+    return found
+
+
+def _integer_misuse(tape, int_leaves, float_records):
+    """The first record computed from integer or bool arguments whose eager result would be
+    integers too (``labels + 1``, ``-mask``, ``cat([labels, labels])``), or None.  While
+    tracing, its handle was a float view of the arena.  Conservative: where a dtype is not
+    known (a constant), the record counts."""
+    if not int_leaves:
+        return None
+    op, a0, a1 = tape.op, tape.a0, tape.a1
+    data = set(int_leaves)                  # records holding integer data
+    floats = bytearray(len(op))             # records eager mode holds as floats
+    for r in range(len(op)):
+        code = op[r]
+        if code == K.LEAF:
+            floats[r] = r not in data and tape.leaves[r]._value.dtype.kind == "f"
+            continue
+        if code == K.EXTERN or r in float_records:
+            floats[r] = True
+            continue
+        if code in (K.CONST, K.CMP, K.GUARD):
+            continue
+        ins = _inputs_of(tape, r)
+        # a where's condition is read as a mask, as eager mode reads it
+        values = [s for s in (a0[r], a1[r]) if s >= 0] if code == K.WHERE else ins
+        reads = [s for s in values if s in data]
+        if not reads:
+            floats[r] = any(floats[s] for s in values)
+        elif code in _INTEGER_DATA:
+            data.add(r)
+        elif code in _INTEGER_READERS:
+            floats[r] = code != K.CMP and code != K.GUARD
+        elif code in _WITH_A_FLOAT and len(reads) < len(values) and all(
+                floats[s] for s in values if s not in data):
+            floats[r] = True
+        else:
+            return r
+    return None
 
 
 def _object_arguments(args, kwargs):
@@ -898,6 +976,7 @@ class Compiled:
             prev_tape, prev_trace = state.tape, state.trace
             proxies = []
             random_before = _random_state()
+            failure = None
             try:
                 # set inside the try: an interrupt just before it must not leave the trace on
                 state.tape, state.trace = tape, trace
@@ -905,8 +984,17 @@ class Compiled:
                 call_kwargs = {k: _traced_inputs(v, (k,), proxies) for k, v in kwargs.items()}
                 out = self.fn(*call_args, **call_kwargs)
                 ended_on = state.tape
+            except Exception as exc:
+                failure = exc
             finally:
                 state.tape, state.trace = prev_tape, prev_trace
+            if failure is not None:
+                if _integer_misuse(tape, _integer_leaves(tape, proxies),
+                                   trace.float_records) is None:
+                    raise failure
+                # integer arguments became floats in integer arithmetic (see
+                # _integer_misuse), which may be what failed: eager mode decides
+                return self._eager_after_tracing(sig, args, kwargs)
             if ended_on is tape or tape.finished or capacity >= (1 << 28):
                 break
             capacity *= 4   # the trace outgrew its arena: record again with more room
@@ -946,6 +1034,11 @@ class Compiled:
             reasons.append(("uses a tensor recorded before the call", "?"))
         if tape.inplace:
             reasons.append(("in-place operations", tape.inplace[0][3]))
+        int_leaves = _integer_leaves(tape, proxies)
+        if int_leaves and _integer_misuse(tape, int_leaves, trace.float_records) is not None:
+            # the call computed with floats where eager mode has integers: its result may
+            # differ from eager mode's (a dtype, an index), so eager mode gives it
+            return self._eager_after_tracing(sig, args, kwargs)
         flat, treedef = _flatten(out)
         outputs = []
         plain = []
@@ -1013,6 +1106,21 @@ class Compiled:
             if isinstance(dropped, list):
                 self._drop(dropped)
         return out
+
+    def _eager_after_tracing(self, sig, args, kwargs):
+        """Run a call eagerly whose recording did integer arithmetic on an integer tensor
+        argument (``labels + 1``): its Python runs twice this once, and this signature runs
+        eagerly from now on."""
+        self.stats.eager_reasons.append(
+            ("integer arithmetic on an integer or bool tensor argument (the recording saw "
+             "floats; the call ran again eagerly)", "?"))
+        self._cache[sig] = "eager"
+        self._cache.move_to_end(sig)
+        while len(self._cache) > self.max_signatures:
+            _, dropped = self._cache.popitem(last=False)
+            if isinstance(dropped, list):
+                self._drop(dropped)
+        return self.fn(*args, **kwargs)
 
     def _drop(self, variants):
         for v in variants:
