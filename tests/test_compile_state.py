@@ -374,13 +374,20 @@ def test_dropout_in_training_mode_runs_eagerly_and_in_eval_mode_replays():
     for _ in range(2):
         same_as_eager(compiled, lambda x: m(x).sum(), (_module_input(),), list(m.parameters()))
     assert compiled.stats.replays == 1
-    m.train()
-    tg.manual_seed(5)
-    got = compiled(_module_input())
-    tg.manual_seed(5)
-    want = m(_module_input()).sum()
-    assert got.item() == want.item()
+    for _ in range(2):
+        m.train()
+        for _ in range(2):
+            tg.manual_seed(5)
+            got = compiled(_module_input())
+            tg.manual_seed(5)
+            want = m(_module_input()).sum()
+            assert got.item() == want.item()
+        m.eval()
+        same_as_eager(compiled, lambda x: m(x).sum(), (_module_input(),), list(m.parameters()))
     assert any("random" in why for why, _ in compiled.stats.eager_reasons)
+    # training mode runs eagerly, eval mode keeps replaying its recording
+    assert compiled.stats.records == 2 and compiled.stats.eager == 3
+    assert compiled.stats.replays == 3
 
 
 def test_parameter_replaced_by_a_new_parameter():

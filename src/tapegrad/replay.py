@@ -639,6 +639,20 @@ def _no_fast_path(args):
     return None
 
 
+class _EagerWhile:
+    """In a signature's list of variants: calls made while the Python state is as ``state``
+    (a pystate.Snapshot) holds it run eagerly -- a recording in that state found a reason to
+    (dropout in training mode) -- while in another state the other variants are tried."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state):
+        self.state = state
+
+    def drop(self):
+        pass
+
+
 def _reset(inst):
     # a fresh id keeps "a tape only references older tapes", which backward relies on
     inst.id = next(_tape_ids)
@@ -933,6 +947,11 @@ class Compiled:
             if len(cache) > 1:
                 cache.move_to_end(sig)
             for v in variants:
+                if type(v) is _EagerWhile:
+                    if v.state.check() is None:
+                        st.eager += 1
+                        return self.fn(*args, **kwargs)
+                    continue
                 if missed is not None and v is last:
                     res = missed
                 else:
@@ -1018,11 +1037,13 @@ class Compiled:
             # a replay would return the same numbers again
             reasons.append(("draws random numbers (rand, randn, dropout, random.random(), "
                             "np.random, ...)", "?"))
+        changed_state = False
         if snapshot is not None:
             drew = snapshot.drew_random()
             if drew is not None:
                 reasons.append((f"draws random numbers from a {drew} it can see", "?"))
             changed = snapshot.changed()
+            changed_state = changed is not None
             if changed is not None:
                 # a counter, a cache, a list it appends to: a replay would not change it
                 reasons.append((f"changes Python state it reads ({changed} during the call)",
@@ -1083,7 +1104,12 @@ class Compiled:
             out = _unflatten(treedef, flat)
         if reasons:
             st.eager_reasons.extend(reasons)
-            self._cache[sig] = "eager"
+            if snapshot is not None and snapshot.count and not changed_state:
+                # eager while the Python state is as now: a module in training mode draws
+                # dropout masks, the same module in eval mode replays
+                self._add_variant(sig, _EagerWhile(snapshot))
+            else:
+                self._cache[sig] = "eager"
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
             variant = Variant(small, args_, outs_, treedef, guards_, plain)
@@ -1094,18 +1120,21 @@ class Compiled:
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
             variant.use_signature(sig)
-            variants = self._cache.get(sig)
-            if not isinstance(variants, list):
-                variants = self._cache[sig] = []
-            variants.insert(0, variant)
-            self._drop(variants[self.max_variants:])
-            del variants[self.max_variants:]
+            self._add_variant(sig, variant)
         self._cache.move_to_end(sig)
         while len(self._cache) > self.max_signatures:
             _, dropped = self._cache.popitem(last=False)
             if isinstance(dropped, list):
                 self._drop(dropped)
         return out
+
+    def _add_variant(self, sig, variant):
+        variants = self._cache.get(sig)
+        if not isinstance(variants, list):
+            variants = self._cache[sig] = []
+        variants.insert(0, variant)
+        self._drop(variants[self.max_variants:])
+        del variants[self.max_variants:]
 
     def _eager_after_tracing(self, sig, args, kwargs):
         """Run a call eagerly whose recording did integer arithmetic on an integer tensor
@@ -1130,7 +1159,8 @@ class Compiled:
 
     def variants(self):
         """The recorded variants, most recently used first."""
-        return [v for vs in reversed(self._cache.values()) if isinstance(vs, list) for v in vs]
+        return [v for vs in reversed(self._cache.values()) if isinstance(vs, list) for v in vs
+                if type(v) is Variant]
 
     @property
     def tape(self):
@@ -1423,7 +1453,7 @@ def _last_variant(compiled, args):
     """The variant the last call of ``compiled`` with ``args`` ran (None if it ran eagerly):
     a replayed or newly recorded variant goes to the front of its signature's list."""
     found = compiled._cache.get(_signature(args, {}))
-    return found[0] if isinstance(found, list) and found else None
+    return found[0] if isinstance(found, list) and found and type(found[0]) is Variant else None
 
 
 def _replay_variant(variant, args, rows, want_grad, parallel, values, per_arg):
