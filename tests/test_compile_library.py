@@ -112,6 +112,10 @@ CASES = [
          lambda lib, x, a, b: lib.where(x > a, a, b) * x,
          [Arg((N, C), "real", True), Arg((N, C), "real", False), Arg((C,), "real", False)],
          True, None),
+    # (PyTorch compares with tensors only)
+    Case("where(x > array, x, 0)", lambda lib, x: lib.where(
+        x > (np.array([0.0, 1.0, -1.0]) if lib is tg else lib.tensor([0.0, 1.0, -1.0])),
+        x, 0.0), [Arg((N, C), "real", True)], True, None),
     Case("where(cond, x, y)", lambda lib, x, y: lib.where(x < y, x * y, y - x),
          [Arg((N, C), "real", True), Arg((C,), "real", True)], True, None),
     Case("where(cond) indices", lambda lib, x: x[lib.where(x > 0.5)] * 2.0,

@@ -581,7 +581,9 @@ _CMP_VARIANT = {np.less: 0, np.less_equal: 1, np.greater: 2, np.greater_equal: 3
 # ``compile`` traces a function they are (CMP records), so that replay recomputes them.
 def _compare(fn, a, b):
     vb = b._value if isinstance(b, Tensor) else b
-    if not _is_scalar(vb) and not isinstance(vb, np.ndarray):
+    if not _is_scalar(vb) and not isinstance(b, Tensor):
+        # a list or an array: a tensor, which a compiled call records as a constant (a
+        # traced comparison once took an array for one number)
         b = as_tensor_arg(vb)
         vb = b._value
     if isinstance(vb, np.ndarray):
