@@ -582,3 +582,39 @@ def test_a_tensor_made_from_a_traced_value_is_guarded():
     for v in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]):
         same_as_eager(compiled, f, (tg.tensor(v, requires_grad=True),))
     assert compiled.stats.records == 2 and compiled.stats.replays == 1
+
+
+@pytest.mark.parametrize("make", [lambda: iter([1.0, 2.0, 3.0, 4.0]),
+                                  lambda: (v for v in (1.0, 2.0, 3.0, 4.0)),
+                                  lambda: map(float, [1, 2, 3, 4])],
+                         ids=["list iterator", "generator", "map"])
+def test_a_closed_over_iterator_advanced_by_the_call_runs_eagerly(make):
+    batches = make()
+
+    def f(x):
+        return (x * next(batches)).sum()
+
+    compiled = tg.compile(f)
+    got = [compiled(x_arg()).item() for _ in range(4)]
+    assert got == [x_arg().sum().item() * k for k in (1.0, 2.0, 3.0, 4.0)]
+    assert any("iterates over" in why for why, _ in compiled.stats.eager_reasons)
+
+
+def test_state_behind_a_property_of_a_user_class_is_seen():
+    class Config:
+        def __init__(self):
+            self._scale = 2.0
+
+        @property
+        def scale(self):
+            return self._scale
+
+    cfg = Config()
+
+    def f(x):
+        return (x * cfg.scale).sum()
+
+    def change():
+        cfg._scale = -1.0
+
+    record_change_check(f, change, expect="cfg._scale")

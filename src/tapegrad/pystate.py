@@ -168,12 +168,31 @@ def _random_state(gen):
     return gen.getstate()   # random.Random
 
 
+def _progress(it):
+    """How far iterator ``it`` has gone, comparable before and after a call (None when that
+    cannot be read): a generator's position, or what ``__reduce__`` tells of a builtin
+    iterator (a list's or a range's: its index)."""
+    if isinstance(it, types.GeneratorType):
+        return -1 if it.gi_frame is None else it.gi_frame.f_lasti
+    try:
+        reduced = it.__reduce__()
+    except Exception:  # noqa: BLE001 - not every iterator can say
+        return None
+    # the parts that are plain data (an index); nested iterators cannot be compared
+    parts = reduced[1:] if isinstance(reduced, tuple) else ()
+    if not all(is_plain(p) or isinstance(p, (tuple, list)) for p in parts):
+        return None
+    flat = [p for p in parts if is_plain(p)]
+    return None if len(flat) == 0 else tuple(flat)
+
+
 class Snapshot:
     """What one recording read of Python state, as it was before the call."""
 
-    def __init__(self, tests, descriptions, namespace, generators):
+    def __init__(self, tests, descriptions, namespace, generators, iterators=()):
         self.descriptions = descriptions
         self.generators = generators    # (generator, its state before the call)
+        self.iterators = iterators      # (iterator, how far it was before the call)
         self.count = len(tests)
         lines = ["def changed():"]
         if tests:
@@ -200,6 +219,15 @@ class Snapshot:
             return "Python state it reads could not be read again"
         return f"{self.descriptions[found]}: changed"
 
+    def advanced_iterator(self):
+        """The type of an iterator found in the state that the call advanced (or may have:
+        its progress cannot be read), or None."""
+        for it, before in self.iterators:
+            now = _progress(it)
+            if before is None or now != before:
+                return type(it).__name__
+        return None
+
     def drew_random(self):
         """The random generator found in the state that the call drew from, or None."""
         for gen, state in self.generators:
@@ -221,6 +249,7 @@ class _Walker:
         self.walked = set()      # ids of objects whose contents are guarded (all are bound
                                  # in the namespace: their ids stay theirs)
         self.generators = []
+        self.iterators = []
 
     def bind(self, value, prefix="O"):
         name = f"{prefix}{len(self.namespace)}"
@@ -273,6 +302,9 @@ class _Walker:
                 self.slot(f"{name}[{self.bind(key, 'K')}]", item, description.child(f"[{key!r}]"))
         elif isinstance(value, (np.random.Generator, np.random.RandomState, random.Random)):
             self.generators.append((value, _random_state(value)))
+        elif hasattr(type(value), "__next__"):
+            # an iterator: next() on it during the recording is a change of state
+            self.iterators.append((value, _progress(value)))
         elif isinstance(value, types.FunctionType):
             self.function(value, name, description)
         elif isinstance(value, types.MethodType):
@@ -388,8 +420,15 @@ class _Walker:
             self.method(cls, "forward", _Where(f"{cls.__name__}.forward", "a method"))
 
     def method(self, cls, attr, description):
+        """A method (or a property's getter) of ``cls`` named by the walked code."""
         fn = getattr(cls, attr, None)
-        if isinstance(fn, types.FunctionType) and (id(cls), attr) not in self.attrs_read:
+        if (id(cls), attr) in self.attrs_read or _is_library(cls):
+            return
+        if isinstance(fn, property) and isinstance(fn.fget, types.FunctionType):
+            self.attrs_read.add((id(cls), attr))
+            self.slot(f"getattr({self.bind(cls)}, {attr!r}, MISSING)", fn, description)
+            self.contents(fn.fget, self.bind(fn.fget), description)
+        elif isinstance(fn, types.FunctionType):
             self.attrs_read.add((id(cls), attr))
             self.slot(f"getattr({self.bind(cls)}, {attr!r}, MISSING)", fn, description)
 
@@ -461,4 +500,5 @@ def capture(fn, arguments=()):
     for value, what in arguments:
         walker.contents(value, walker.bind(value), _Where(what, "an argument"))
     walker.attributes()
-    return Snapshot(walker.tests, walker.descriptions, walker.namespace, walker.generators)
+    return Snapshot(walker.tests, walker.descriptions, walker.namespace, walker.generators,
+                    walker.iterators)

@@ -1043,6 +1043,9 @@ class Compiled:
             if drew is not None:
                 reasons.append((f"draws random numbers from a {drew} it can see", "?"))
             changed = snapshot.changed()
+            advanced = snapshot.advanced_iterator()
+            if advanced is not None:
+                changed = f"a {advanced} it iterates over"
             changed_state = changed is not None
             if changed is not None:
                 # a counter, a cache, a list it appends to: a replay would not change it
