@@ -69,8 +69,9 @@ class _Where(namedtuple("_Where", "path origin")):
         return f"{self.path} ({self.origin})"
 
 
-class TooMuchState(Exception):
-    """More state than guards are kept for."""
+class Unguarded(Exception):
+    """State that cannot be guarded: too much of it, nested too deeply, or an object that
+    fails when looked into.  Its text says which."""
 
 
 def _is_library(obj):
@@ -258,7 +259,7 @@ class _Walker:
 
     def test(self, source, description):
         if len(self.tests) >= _MAX_TESTS:
-            raise TooMuchState(description)
+            raise Unguarded(f"more than {_MAX_TESTS} items of Python state (at {description})")
         self.tests.append(source)
         self.descriptions.append(description)
 
@@ -433,14 +434,17 @@ class _Walker:
             self.slot(f"getattr({self.bind(cls)}, {attr!r}, MISSING)", fn, description)
 
     def attributes(self):
-        """Guard the attributes the walked code names on the objects found.  The methods
-        found so bring code, and with it names, of their own: repeat until nothing is new."""
+        """Guard the attributes the walked code names on the objects found.  Guarding them
+        finds more objects, and the methods found bring code, and with it names, of their
+        own: scan each new object once, and all of them again only when new names came."""
+        scanned, names = 0, len(self.names)
         while True:
-            before = len(self.tests)
-            for obj, name, description in list(self.objects):
-                self.object_attributes(obj, name, description)
-            if len(self.tests) == before:
+            while scanned < len(self.objects):
+                self.object_attributes(*self.objects[scanned])
+                scanned += 1
+            if len(self.names) == names:
                 return
+            scanned, names = 0, len(self.names)
 
     def object_attributes(self, obj, name, description):
         d = _attribute_dict(obj)
@@ -491,14 +495,22 @@ def _is_module(value):
 def capture(fn, arguments=()):
     """The Python state ``fn`` reads, as it is now: a Snapshot.  ``arguments``: (value, what
     it is) of the arguments a signature tells apart by identity (a module passed to a method
-    compiled with ``@tapegrad.compile``), whose contents are state too.  Raises TooMuchState.
+    compiled with ``@tapegrad.compile``), whose contents are state too.  Raises Unguarded.
     """
     walker = _Walker()
-    root = walker.bind(fn)
-    walker.contents(fn, root, _Where(getattr(fn, "__qualname__", type(fn).__name__),
-                                     "the compiled function"))
-    for value, what in arguments:
-        walker.contents(value, walker.bind(value), _Where(what, "an argument"))
-    walker.attributes()
+    try:
+        root = walker.bind(fn)
+        walker.contents(fn, root, _Where(getattr(fn, "__qualname__", type(fn).__name__),
+                                         "the compiled function"))
+        for value, what in arguments:
+            walker.contents(value, walker.bind(value), _Where(what, "an argument"))
+        walker.attributes()
+    except RecursionError:
+        raise Unguarded("Python state nested too deeply") from None
+    except Unguarded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an object whose attributes or state fail
+        raise Unguarded(f"Python state that could not be looked into "
+                        f"({type(exc).__name__}: {exc})") from None
     return Snapshot(walker.tests, walker.descriptions, walker.namespace, walker.generators,
                     walker.iterators)

@@ -984,10 +984,9 @@ class Compiled:
             # the Python state the function reads, as the call starts: a replay is valid
             # while it is the same
             snapshot = pystate.capture(self.fn, _object_arguments(args, kwargs))
-        except pystate.TooMuchState as exc:
+        except pystate.Unguarded as exc:
             snapshot = None
-            reasons.append((f"reads more Python state than compile keeps guards for (at {exc})",
-                            "?"))
+            reasons.append((f"reads {exc}", "?"))
         capacity = _TRACE_CAPACITY
         while True:
             tape = Tape(capacity)
