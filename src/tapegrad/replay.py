@@ -7,12 +7,16 @@ a private tape and turns every place where Python reads a tensor's value (``bool
 Later calls copy the new inputs into the tape's LEAF slots and run the compiled ``forward``
 kernel over the records; a guard whose value differs stops the replay, and the call is
 recorded afresh (counted in ``stats``), so Python control flow never silently takes the wrong
-branch.  What a replay cannot reproduce (ops under ``no_grad``, ``detach``, argmax-style
-integer results, tensors recorded before the call, random numbers, results other than
-tensors, numbers and tuples/lists/dicts of them) makes the signature run eagerly instead.
+branch.  The Python state the function reads besides its arguments (closures, globals,
+modules' attributes: ``pystate.py``) is kept as it was when the call started and checked
+before each replay in the same way.  What a replay cannot reproduce (ops under ``no_grad``,
+``detach``, argmax-style integer results, tensors recorded before the call, random numbers,
+changes to the state it reads, results other than tensors, numbers and tuples/lists/dicts of
+them) makes the signature run eagerly instead.
 
-Float tensors are traced wherever they sit in the arguments: positional, keyword, or inside
-lists, tuples and dicts.  Results come back as eager mode returns them: a result that
+Tensors -- float, integer and bool -- are traced wherever they sit in the arguments:
+positional, keyword, or inside lists, tuples and dicts.  Results come back as eager mode
+returns them: a result that
 requires no gradient has no grad_fn (and keeps its dtype), an argument or parameter returned
 as it is is the caller's own tensor.
 
@@ -1177,7 +1181,9 @@ def compile(fn=None, *, max_signatures=32, max_variants=4, codegen=None):
     """Record ``fn`` once per input signature and replay it in compiled code afterwards.
 
     Usable as ``tapegrad.compile(fn)`` or as a decorator.  ``fn.stats`` counts calls,
-    replays, recordings, and the guards that forced a new recording (with file:line).
+    replays, recordings, the guards that forced a new recording (with file:line, or the
+    Python state that changed) and why calls ran eagerly.  What ``fn`` may read without
+    passing it as an argument: README, "What differs".
 
     ``codegen``: a tape whose records all hold one value (scalar code, loops) can be turned
     into generated, compiled code instead of being interpreted record by record.  ``None``
