@@ -269,9 +269,11 @@ def test_generated_replay_refuses_without_copying_on_a_mismatch():
         runs.append((inst.arena.tolist(), inst.arg_versions, inst.arg_records))
         return "replayed"
 
+    python_state = SimpleNamespace(count=1, check=lambda: changed[0])
+    changed = [None]
     variant = SimpleNamespace(arg_spec=(((), True, 0, -1, False), ((2,), False, 1, 3, False)),
                               arg_spec_records=(0, 1), constants=[(constant, 0)],
-                              program=None, single_out=None)
+                              program=None, single_out=None, state=python_state)
     replay_args = _fastcall.replayer(variant, lambda: instance, run, None)
     good = (tg.tensor(1.5, requires_grad=True), tg.tensor([2.0, 3.0]))
     assert replay_args(good) == "replayed"
@@ -283,6 +285,9 @@ def test_generated_replay_refuses_without_copying_on_a_mismatch():
                 (good[0], tg.tensor([2, 3])),
                 (tg.tensor(1.5), good[1])]:
         assert replay_args(bad) is None
+    changed[0] = 3         # Python state the function read changed (pystate.py)
+    assert replay_args(good) is None
+    changed[0] = None
     constant.add_(1.0)     # a tensor read as a constant changed: the tape no longer holds
     assert replay_args(good) is None
     assert instance.arena.tolist() == [0.0] * 4

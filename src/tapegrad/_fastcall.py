@@ -70,6 +70,10 @@ def replayer(variant, take, run, failed):
     for i, (t, version) in enumerate(variant.constants):
         namespace[f"C{i}"] = t
         tests.append(f"C{i}._version != {int(version)}")
+    # the Python state it read (pystate.py): a change means re-recording
+    if variant.state is not None and variant.state.count:
+        namespace["STATE"] = variant.state.check
+        tests.append("STATE() is not None")
     if tests:
         lines.append("    if (" + "\n            or ".join(tests) + "):")
         lines.append("        return None")

@@ -12,7 +12,20 @@ import threading
 
 from ._config import generated_dir
 
-_lock = threading.Lock()
+# One import at a time: a module is registered in sys.modules only once it has loaded, and
+# threads that want the same module wait for the first to finish (without this, a thread found
+# the half-loaded module of another: "has no attribute 'forward'").
+_IMPORT_LOCK = threading.Lock()
+
+
+def module_name(prefix, source):
+    """The name generated ``source`` is imported under: ``prefix`` and its hash."""
+    return f"{prefix}_{hashlib.sha256(source.encode()).hexdigest()[:24]}"
+
+
+def module_path(prefix, source):
+    """The file generated ``source`` is written to, beside numba's cache."""
+    return os.path.join(generated_dir(), module_name(prefix, source) + ".py")
 
 
 def load_module(prefix, source):
@@ -20,16 +33,15 @@ def load_module(prefix, source):
     written to disk once per machine.  Safe to call from several threads and processes: the
     file is written whole under a name of its own and renamed into place, and the module is
     made visible in ``sys.modules`` only once it has finished executing."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    name = f"{prefix}_{digest}"
+    name = module_name(prefix, source)
     mod = sys.modules.get(name)
     if mod is not None:
         return mod
-    with _lock:
+    with _IMPORT_LOCK:
         mod = sys.modules.get(name)
-        if mod is not None:
+        if mod is not None:   # another thread loaded it while this one waited
             return mod
-        path = os.path.join(generated_dir(), name + ".py")
+        path = module_path(prefix, source)
         if not os.path.exists(path):
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:

@@ -153,10 +153,11 @@ def _astype(self, dtype):
     if self._value.dtype == dt.np:
         return self
     trace = state.trace
-    if trace is not None and self._rg and self._tape is not None:
+    if trace is not None and self._rg:
         if dt.is_floating_point:
-            # traced comparison data is already 0/1 floats on the tape: the same record
-            return F._result(self._tape, self._r, self._value.astype(dt.np))
+            # traced integer and bool data is already floats on the tape; a record of its
+            # own tells compile that what reads it reads floats (replay._integer_misuse)
+            return trace.as_float(self, dt.np)
         trace.opaque(f"conversion of traced values to {dt.name}")
     if dt.is_floating_point and self._rg:
         return self
@@ -199,6 +200,12 @@ def _invert(self):
     if self._value.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
+    trace = state.trace
+    if trace is not None and self._rg:
+        if self._value.dtype.kind == "b":
+            # not of traced bool data (a comparison's result): recorded as == False
+            return F._compare(np.equal, self, False)
+        trace.opaque("~ of traced integer values")
     return Tensor._make(np.invert(self._value))
 
 

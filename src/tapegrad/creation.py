@@ -7,7 +7,7 @@ import numpy as np
 from . import _device, _dtype
 from ._promote import cast as _cast
 from ._promote import checked_cast
-from .tensor import Tensor
+from .tensor import Tensor, read_value
 
 _rng = np.random.default_rng()
 
@@ -106,6 +106,7 @@ def _scan_dtypes(data, found):
 
 def _unwrap(data):
     if isinstance(data, Tensor):
+        read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
         return data._value
     if isinstance(data, (list, tuple)):
         return [_unwrap(d) for d in data]
@@ -125,6 +126,7 @@ def _to_array(data, dtype):
         dt = dtype or _dtype.from_numpy_dtype(data.dtype)
         return np.array(_cast(data, dt), copy=True, order="C")
     if isinstance(data, Tensor):
+        read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
         dt = dtype or data.dtype
         return np.array(_cast(data._value, dt), copy=True, order="C")
     if isinstance(data, str) or isinstance(data, bytes):

@@ -572,6 +572,8 @@ def where(condition, input=None, other=None):
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
     condition = as_tensor_arg(condition)
     if input is None and other is None:
+        # the indices (and their number) depend on the values: a compiled call guards them
+        read_value(condition, "where(condition)")
         return tuple(_plain(i) for i in np.nonzero(condition._value))
     if condition._value.dtype.kind != "b":
         raise RuntimeError(
@@ -586,7 +588,9 @@ def where(condition, input=None, other=None):
         a, b = (_plain(v) for v in _promote.values(a, b))
     shape = broadcast_shape(broadcast_shape(condition._value.shape, a._value.shape),
                             b._value.shape)
-    if not _records(a, b):
+    # recorded when the condition is traced too (a comparison of a compiled function's
+    # input), even if neither branch requires grad: the mask must be recomputed on replay
+    if not _records(a, b, condition):
         return _plain(np.where(condition._value, a._value, b._value))
     n = int(np.prod(shape, dtype=np.int64))
     tape = recording_tape(5 * n + a._value.size + b._value.size + condition._value.size)
@@ -606,7 +610,9 @@ _CMP_VARIANT = {np.less: 0, np.less_equal: 1, np.greater: 2, np.greater_equal: 3
 # ``compile`` traces a function they are (CMP records), so that replay recomputes them.
 def _compare(fn, a, b):
     vb = b._value if isinstance(b, Tensor) else b
-    if not _is_scalar(vb) and not isinstance(vb, np.ndarray):
+    if not _is_scalar(vb) and not isinstance(b, Tensor):
+        # a list or an array: a tensor, which a compiled call records as a constant (a
+        # traced comparison once took an array for one number)
         b = as_tensor_arg(vb)
         vb = b._value
     if isinstance(vb, np.ndarray):
@@ -1192,7 +1198,9 @@ def _reshaped(x, shape, variant):
     ip = tape.put_aux((variant,))
     off, out = _out(tape, shape, n)
     np.copyto(out, value)
-    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip), out)
+    # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
+    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip),
+                   out if value.dtype.kind == "f" else value)
 
 
 def _infer_shape(shape, numel):
@@ -1357,7 +1365,8 @@ def _gathered(x, idx, variant):
     tape = recording_tape(3 * idx.size + x._value.size)
     r0 = _ref(tape, x)
     r, out = _gather_record(tape, r0, idx, idx.shape, variant)
-    return _result(tape, r, out)
+    # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
+    return _result(tape, r, out if value.dtype.kind == "f" else value)
 
 
 def _flat_index(x):

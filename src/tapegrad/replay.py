@@ -7,12 +7,16 @@ a private tape and turns every place where Python reads a tensor's value (``bool
 Later calls copy the new inputs into the tape's LEAF slots and run the compiled ``forward``
 kernel over the records; a guard whose value differs stops the replay, and the call is
 recorded afresh (counted in ``stats``), so Python control flow never silently takes the wrong
-branch.  What a replay cannot reproduce (ops under ``no_grad``, ``detach``, argmax-style
-integer results, tensors recorded before the call, random numbers, results other than
-tensors, numbers and tuples/lists/dicts of them) makes the signature run eagerly instead.
+branch.  The Python state the function reads besides its arguments (closures, globals,
+modules' attributes: ``pystate.py``) is kept as it was when the call started and checked
+before each replay in the same way.  What a replay cannot reproduce (ops under ``no_grad``,
+``detach``, argmax-style integer results, tensors recorded before the call, random numbers,
+changes to the state it reads, results other than tensors, numbers and tuples/lists/dicts of
+them) makes the signature run eagerly instead.
 
-Float tensors are traced wherever they sit in the arguments: positional, keyword, or inside
-lists, tuples and dicts.  Results come back as eager mode returns them: a result that
+Tensors -- float, integer and bool -- are traced wherever they sit in the arguments:
+positional, keyword, or inside lists, tuples and dicts.  Results come back as eager mode
+returns them: a result that
 requires no gradient has no grad_fn (and keeps its dtype), an argument or parameter returned
 as it is is the caller's own tensor.
 
@@ -21,13 +25,14 @@ eager mode, and gradients reach the arguments and the parameters the function cl
 """
 import array
 import functools
+import random
 import sys
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
-from . import _fastcall
+from . import _fastcall, pystate
 from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
@@ -118,7 +123,8 @@ class _Miss:
 class Trace:
     """Bookkeeping while a function is being recorded for replay."""
 
-    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked")
+    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked", "eager_rg",
+                 "float_records")
 
     def __init__(self, tape):
         self.tape = tape
@@ -130,6 +136,31 @@ class Trace:
         # ids of argument proxies whose tensors require no grad: ops that choose their
         # PyTorch node by requires_grad (matmul) must see what eager mode sees
         self.untracked = set()
+        self.eager_rg = None   # requires_grad_eagerly's per-record flags, so far
+        # records made by converting traced integer or bool arguments to floats (as_float)
+        self.float_records = set()
+
+    def requires_grad_eagerly(self, t):
+        """Whether ``t`` requires grad in eager mode: a traced argument that does not is
+        traced as if it did (its proxy requires grad), and so is what is computed from it."""
+        if t._tape is None:
+            return t._rg and id(t) not in self.untracked
+        if t._tape is not self.tape:
+            return t._rg
+        self.eager_rg = _requires_grad(
+            self.tape, lambda leaf: leaf._rg and id(leaf) not in self.untracked, self.eager_rg)
+        return bool(self.eager_rg[t._r])
+
+    def as_float(self, t, dtype):
+        """``t`` (traced integer or bool data) converted to the float ``dtype``.  The tape
+        holds such data as floats already; an argument (a leaf) gets a record of its own, so
+        that what reads the floats is told from what reads the integers
+        (``_integer_misuse``); a recorded value (a comparison's result) keeps its record."""
+        from .functional import V_ALIAS, _reshaped
+        if t._tape is None:
+            t = _reshaped(t, t._value.shape, V_ALIAS)
+            self.float_records.add(t._r)
+        return _result(t._tape, t._r, t._value.astype(dtype))
 
     def guard(self, t, kind):
         from .functional import _ref
@@ -170,8 +201,8 @@ class Stats:
 
 
 def _signature(args, kwargs):
-    """A hashable key: tensor shapes/dtypes (and the bytes of integer tensors, which may end
-    up baked into index tables), plain values as they are."""
+    """A hashable key: tensor shapes and dtypes (and whether they require grad), plain values
+    as they are."""
     key = []
     for a in args:
         # the common case first, inline: a call's fixed cost is this loop
@@ -189,7 +220,8 @@ def _arg_key(a):
         v = a._value
         if v.dtype.kind == "f":
             return ("T", v.shape, a._rg)
-        return ("D", v.shape, v.dtype.str, v.tobytes())
+        # integer and bool tensors are data too: traced, their values are not part of the key
+        return ("D", v.shape, v.dtype.str)
     if isinstance(a, np.ndarray):
         return ("A", a.shape, a.dtype.str, a.tobytes())
     if isinstance(a, float):
@@ -322,7 +354,13 @@ _refcount = sys.getrefcount
 # arena only the instance refers to.  Measured: what getrefcount adds differs between
 # interpreters.
 _FREE_INSTANCE, _FREE_VALS = _loop_refs(_unused_probe())
-_INSTANCE_LOCK = threading.Lock()
+
+
+class _PerThread(threading.local):
+    """A variant's replay tapes, one list per thread."""
+
+    def __init__(self):
+        self.items = []
 
 
 def _fetch(args, kwargs, key):
@@ -375,9 +413,10 @@ class Variant:
             if leaf is not None and not leaf._rg:
                 self.cols[0][r] = K.CONST
         self.top = tape.top
-        self.instances = []
+        self.instances = _PerThread()     # each thread's replay tapes (_instance)
         self.plan_cache = {}               # shared by the instances: same records, same plans
         self.constants = []                # (tensor, version) read as constants
+        self.state = None                  # the pystate.Snapshot of what Python state it read
         self.steps = forward_plan(self.cols)
         self.n = len(tape)
         self.codegen = None        # True: generate at once; False: never; None: when hot
@@ -487,20 +526,19 @@ class Variant:
 
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
-        items = self.instances
-        # under the lock: once bound here the instance is referenced, so no other thread
-        # takes it; between the check and the binding it is not.  Always from the first:
+        # Each thread takes instances from its own list: between the check below and the
+        # binding that makes an instance referenced, another thread could take it too.  A
+        # lock shared by the threads closed that gap, but an interrupt (KeyboardInterrupt)
+        # between its acquire() and the try left it held, after which every compiled call
+        # in every thread blocked (tests/test_compile_threads.py); a with statement cost
+        # 0.15 us per call more, the thread's own list 0.1 us less.  Always from the first:
         # a big tape whose results die between calls keeps replaying in one arena, which
         # stays in cache.
-        _INSTANCE_LOCK.acquire()    # (half the cost of a with statement)
-        try:
-            for inst in items:
-                if (_refcount(inst) <= _FREE_INSTANCE
-                        and _refcount(inst.arena.base) <= _FREE_VALS):
-                    _reset(inst)
-                    return inst
-        finally:
-            _INSTANCE_LOCK.release()
+        items = self.instances.items
+        for inst in items:
+            if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.arena.base) <= _FREE_VALS:
+                _reset(inst)
+                return inst
         inst = _Instance.__new__(_Instance)
         tpl = self.template
         for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux", "appenders"):
@@ -523,6 +561,10 @@ class Variant:
 
     def replay(self, args, kwargs=None):
         """Run the recorded forward for new arguments; a _Miss when it cannot."""
+        if self.state is not None:
+            changed = self.state.check()
+            if changed is not None:
+                return _Miss(self.state.describe(changed))
         if self.closure:
             for r, (leaf, shape, rg) in self.closure.items():
                 if leaf._value.shape != shape or leaf._rg != rg:
@@ -616,6 +658,20 @@ def _no_fast_path(args):
     return None
 
 
+class _EagerWhile:
+    """In a signature's list of variants: calls made while the Python state is as ``state``
+    (a pystate.Snapshot) holds it run eagerly -- a recording in that state found a reason to
+    (dropout in training mode) -- while in another state the other variants are tried."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state):
+        self.state = state
+
+    def drop(self):
+        pass
+
+
 def _reset(inst):
     # a fresh id keeps "a tape only references older tapes", which backward relies on
     inst.id = next(_tape_ids)
@@ -686,10 +742,9 @@ def _traced_inputs(a, path, found):
     """``a`` with each float tensor in it (also inside lists, tuples and dicts) replaced by a
     proxy that records as a LEAF; ``found`` collects (path, proxy, tensor)."""
     if isinstance(a, Tensor):
-        if a._value.dtype.kind != "f":
-            return a
-        # every float argument is traced, even one that needs no gradient: what is computed
-        # from it must be recomputed on replay
+        # every tensor argument is traced, even one that needs no gradient (data, integer
+        # labels, bool masks): what is computed from it must be recomputed on replay, and
+        # what Python reads of it is guarded
         p = Tensor._make(a._value, True)
         found.append((path, p, a))
         if not a._rg and state.trace is not None:
@@ -713,7 +768,7 @@ def _traced_inputs(a, path, found):
 
 def _holds_tensor(a):
     if isinstance(a, Tensor):
-        return a._value.dtype.kind == "f"
+        return True
     if isinstance(a, (list, tuple)):
         return any(_holds_tensor(v) for v in a)
     if isinstance(a, dict):
@@ -726,42 +781,138 @@ def _input_key(path):
     return path[0] if len(path) == 1 and type(path[0]) is int else path
 
 
-def _requires_grad(tape):
+def _requires_grad(tape, leaf_requires_grad=None, req=None):
     """Per record: whether eager mode's result would require grad (it reaches a leaf that
-    requires grad through ops other than comparisons)."""
+    requires grad through ops other than comparisons).  ``leaf_requires_grad(leaf)`` tells
+    it of a leaf (default: its flag); ``req``, an earlier result for the tape's first
+    records, is extended to the rest."""
     op, a0, a1, ip, aux = tape.op, tape.a0, tape.a1, tape.ip, tape.aux
     n = len(op)
-    req = bytearray(n)
-    for r in range(n):
+    if req is None:
+        req = bytearray()
+    for r in range(len(req), n):
         code = op[r]
+        flag = False
         if code == K.LEAF:
-            req[r] = tape.leaves[r]._rg
+            leaf = tape.leaves[r]
+            flag = leaf._rg if leaf_requires_grad is None else leaf_requires_grad(leaf)
         elif code in (K.CONST, K.EXTERN, K.CMP, K.GUARD):
-            continue
+            pass
         elif code in (K.CAT, K.STACK):
             k = aux[ip[r]]
-            req[r] = any(req[aux[ip[r] + 1 + 3 * j]] for j in range(k))
+            flag = any(req[aux[ip[r] + 1 + 3 * j]] for j in range(k))
         else:
             # a WHERE's condition (ip) carries no gradient
-            req[r] = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
+            flag = (a0[r] >= 0 and req[a0[r]]) or (a1[r] >= 0 and req[a1[r]])
+        req.append(bool(flag))
     return req
 
 
+# How records read traced integer or bool arguments (labels, masks).  The tape holds them as
+# floats, and so are the handles of most ops' results while tracing, where eager mode keeps an
+# integer dtype: such results would not be eager mode's.  These keep integer data, with eager
+# mode's dtype on the handle (functional.py: _reshaped, _gathered, _reduce)...
+_INTEGER_DATA = frozenset({K.RESHAPE, K.GATHER, K.BCAST, K.EXPAND_S, K.SUM, K.SUM_DIM, K.MAX,
+                           K.MIN, K.AMAX, K.AMIN})
+# ... these read it as eager mode does: comparisons (bool results), guards, functions whose
+# eager result is a float anyway (true division among them) ...
+_INTEGER_READERS = frozenset({K.CMP, K.GUARD, K.EXP, K.LOG, K.LOG1P, K.EXPM1, K.SQRT, K.SIN,
+                              K.COS, K.TAN, K.TANH, K.SIGMOID, K.RECIPROCAL, K.DIV_S, K.DIV,
+                              K.SOFTMAX, K.LOG_SOFTMAX, K.LOGSUMEXP, K.VAR, K.STD, K.NORM})
+# ... and these give a float when their other operand is one.
+_WITH_A_FLOAT = frozenset({K.ADD, K.SUB, K.MUL, K.POW, K.MAXIMUM, K.MINIMUM, K.MATMUL, K.WHERE})
+
+
+def _integer_leaves(tape, proxies):
+    """The LEAF records of the integer and bool tensor arguments."""
+    found = set()
+    for _, p, a in proxies:
+        if p is not None and a._value.dtype.kind != "f":
+            hit = tape.leaf_rec.get(id(p))
+            if hit is not None:
+                found.add(hit[0])
+    return found
+
+
+def _integer_misuse(tape, int_leaves, float_records):
+    """The first record computed from integer or bool arguments whose eager result would be
+    integers too (``labels + 1``, ``-mask``, ``cat([labels, labels])``), or None.  While
+    tracing, its handle was a float view of the arena.  Conservative: where a dtype is not
+    known (a constant), the record counts."""
+    if not int_leaves:
+        return None
+    op, a0, a1 = tape.op, tape.a0, tape.a1
+    data = set(int_leaves)                  # records holding integer data
+    floats = bytearray(len(op))             # records eager mode holds as floats
+    for r in range(len(op)):
+        code = op[r]
+        if code == K.LEAF:
+            floats[r] = r not in data and tape.leaves[r]._value.dtype.kind == "f"
+            continue
+        if code == K.EXTERN or r in float_records:
+            floats[r] = True
+            continue
+        if code in (K.CONST, K.CMP, K.GUARD):
+            continue
+        ins = _inputs_of(tape, r)
+        # a where's condition is read as a mask, as eager mode reads it
+        values = [s for s in (a0[r], a1[r]) if s >= 0] if code == K.WHERE else ins
+        reads = [s for s in values if s in data]
+        if not reads:
+            floats[r] = any(floats[s] for s in values)
+        elif code in _INTEGER_DATA:
+            data.add(r)
+        elif code in _INTEGER_READERS:
+            floats[r] = code != K.CMP and code != K.GUARD
+        elif code in _WITH_A_FLOAT and len(reads) < len(values) and all(
+                floats[s] for s in values if s not in data):
+            floats[r] = True
+        else:
+            return r
+    return None
+
+
+def _object_arguments(args, kwargs):
+    """(value, name) of the arguments the signature keys by identity, not by value: objects
+    other than tensors, arrays and plain data (inside lists, tuples and dicts too)."""
+    found = []
+
+    def visit(a, name):
+        if isinstance(a, (Tensor, np.ndarray)) or pystate.is_plain(a):
+            return
+        if isinstance(a, (list, tuple)):
+            for j, x in enumerate(a):
+                visit(x, f"{name}[{j}]")
+        elif type(a) is dict:
+            for k, x in a.items():
+                visit(x, f"{name}[{k!r}]")
+        else:
+            found.append((a, name))
+
+    for i, a in enumerate(args):
+        visit(a, f"argument {i}")
+    for k, a in kwargs.items():
+        visit(a, f"argument {k}")
+    return found
+
+
 def _random_state():
-    """tapegrad's generator and NumPy's global one, to tell whether a call drew numbers."""
+    """tapegrad's generator, NumPy's global one and Python's (the random module's), to tell
+    whether a call drew numbers."""
     from . import creation
     rng = creation._rng
     legacy = np.random.get_state()
-    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:]
+    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:], random.getstate()
 
 
 def _same_random_state(before):
     from . import creation
-    rng, gen_state, key, rest = before
+    rng, gen_state, key, rest, python = before
     if creation._rng is not rng or rng.bit_generator.state != gen_state:
         return False
     legacy = np.random.get_state()
-    return legacy[2:] == rest and np.array_equal(legacy[1], key)
+    return (legacy[2:] == rest and np.array_equal(legacy[1], key)
+            and random.getstate() == python)
 
 
 class Compiled:
@@ -815,6 +966,11 @@ class Compiled:
             if len(cache) > 1:
                 cache.move_to_end(sig)
             for v in variants:
+                if type(v) is _EagerWhile:
+                    if v.state.check() is None:
+                        st.eager += 1
+                        return self.fn(*args, **kwargs)
+                    continue
                 if missed is not None and v is last:
                     res = missed
                 else:
@@ -842,21 +998,40 @@ class Compiled:
     def _record(self, sig, args, kwargs):
         st = self.stats
         st.records += 1
+        reasons = []
+        try:
+            # the Python state the function reads, as the call starts: a replay is valid
+            # while it is the same
+            snapshot = pystate.capture(self.fn, _object_arguments(args, kwargs))
+        except pystate.Unguarded as exc:
+            snapshot = None
+            reasons.append((f"reads {exc}", "?"))
         capacity = _TRACE_CAPACITY
         while True:
             tape = Tape(capacity)
             trace = Trace(tape)
             prev_tape, prev_trace = state.tape, state.trace
-            state.tape, state.trace = tape, trace
             proxies = []
             random_before = _random_state()
+            failure = None
             try:
+                # set inside the try: an interrupt just before it must not leave the trace on
+                state.tape, state.trace = tape, trace
                 call_args = [_traced_inputs(a, (i,), proxies) for i, a in enumerate(args)]
                 call_kwargs = {k: _traced_inputs(v, (k,), proxies) for k, v in kwargs.items()}
                 out = self.fn(*call_args, **call_kwargs)
                 ended_on = state.tape
+            except Exception as exc:
+                failure = exc
             finally:
                 state.tape, state.trace = prev_tape, prev_trace
+            if failure is not None:
+                if _integer_misuse(tape, _integer_leaves(tape, proxies),
+                                   trace.float_records) is None:
+                    raise failure
+                # integer arguments became floats in integer arithmetic (see
+                # _integer_misuse), which may be what failed: eager mode decides
+                return self._eager_after_tracing(sig, args, kwargs)
             if ended_on is tape or tape.finished or capacity >= (1 << 28):
                 break
             capacity *= 4   # the trace outgrew its arena: record again with more room
@@ -865,7 +1040,7 @@ class Compiled:
         # the recorded results are real: gradients go to the caller's tensors
         arg_records = {}
         arg_shapes = {}
-        reasons = list(trace.opaque_reasons)
+        reasons += trace.opaque_reasons
         for path, p, a in proxies:
             if p is None:
                 reasons.append(((f"a tensor inside a {type(a).__name__} argument (only "
@@ -878,7 +1053,22 @@ class Compiled:
                 tape.leaves[hit[0]] = a
         if not _same_random_state(random_before):
             # a replay would return the same numbers again
-            reasons.append(("draws random numbers (rand, randn, dropout, ...)", "?"))
+            reasons.append(("draws random numbers (rand, randn, dropout, random.random(), "
+                            "np.random, ...)", "?"))
+        changed_state = False
+        if snapshot is not None:
+            drew = snapshot.drew_random()
+            if drew is not None:
+                reasons.append((f"draws random numbers from a {drew} it can see", "?"))
+            changed = snapshot.changed()
+            advanced = snapshot.advanced_iterator()
+            if advanced is not None:
+                changed = f"a {advanced} it iterates over"
+            changed_state = changed is not None
+            if changed is not None:
+                # a counter, a cache, a list it appends to: a replay would not change it
+                reasons.append((f"changes Python state it reads ({changed} during the call)",
+                                "?"))
         if finished_inside or ended_on is not tape:
             reasons.append(("backward() or a tape larger than the trace arena inside the call",
                             "?"))
@@ -886,6 +1076,11 @@ class Compiled:
             reasons.append(("uses a tensor recorded before the call", "?"))
         if tape.inplace:
             reasons.append(("in-place operations", tape.inplace[0][3]))
+        int_leaves = _integer_leaves(tape, proxies)
+        if int_leaves and _integer_misuse(tape, int_leaves, trace.float_records) is not None:
+            # the call computed with floats where eager mode has integers: its result may
+            # differ from eager mode's (a dtype, an index), so eager mode gives it
+            return self._eager_after_tracing(sig, args, kwargs)
         flat, treedef = _flatten(out)
         outputs = []
         plain = []
@@ -930,28 +1125,52 @@ class Compiled:
             out = _unflatten(treedef, flat)
         if reasons:
             st.eager_reasons.extend(reasons)
-            self._cache[sig] = "eager"
+            if snapshot is not None and snapshot.count and not changed_state:
+                # eager while the Python state is as now: a module in training mode draws
+                # dropout masks, the same module in eval mode replays
+                self._add_variant(sig, _EagerWhile(snapshot))
+            else:
+                self._cache[sig] = "eager"
         else:
             small, args_, outs_, guards_ = optimize(tape, arg_records, outputs, trace.guards)
             variant = Variant(small, args_, outs_, treedef, guards_, plain)
             variant.codegen = self.codegen
             variant.owner = st
             variant.constants = trace.constants
+            variant.state = snapshot
             variant.arg_shapes = {k: arg_shapes[k] for k in args_}
             variant.recorded_records = len(tape)
             variant.use_signature(sig)
-            variants = self._cache.get(sig)
-            if not isinstance(variants, list):
-                variants = self._cache[sig] = []
-            variants.insert(0, variant)
-            self._drop(variants[self.max_variants:])
-            del variants[self.max_variants:]
+            self._add_variant(sig, variant)
         self._cache.move_to_end(sig)
         while len(self._cache) > self.max_signatures:
             _, dropped = self._cache.popitem(last=False)
             if isinstance(dropped, list):
                 self._drop(dropped)
         return out
+
+    def _add_variant(self, sig, variant):
+        variants = self._cache.get(sig)
+        if not isinstance(variants, list):
+            variants = self._cache[sig] = []
+        variants.insert(0, variant)
+        self._drop(variants[self.max_variants:])
+        del variants[self.max_variants:]
+
+    def _eager_after_tracing(self, sig, args, kwargs):
+        """Run a call eagerly whose recording did integer arithmetic on an integer tensor
+        argument (``labels + 1``): its Python runs twice this once, and this signature runs
+        eagerly from now on."""
+        self.stats.eager_reasons.append(
+            ("integer arithmetic on an integer or bool tensor argument (the recording saw "
+             "floats; the call ran again eagerly)", "?"))
+        self._cache[sig] = "eager"
+        self._cache.move_to_end(sig)
+        while len(self._cache) > self.max_signatures:
+            _, dropped = self._cache.popitem(last=False)
+            if isinstance(dropped, list):
+                self._drop(dropped)
+        return self.fn(*args, **kwargs)
 
     def _drop(self, variants):
         for v in variants:
@@ -961,7 +1180,8 @@ class Compiled:
 
     def variants(self):
         """The recorded variants, most recently used first."""
-        return [v for vs in reversed(self._cache.values()) if isinstance(vs, list) for v in vs]
+        return [v for vs in reversed(self._cache.values()) if isinstance(vs, list) for v in vs
+                if type(v) is Variant]
 
     @property
     def tape(self):
@@ -976,7 +1196,9 @@ def compile(fn=None, *, max_signatures=32, max_variants=4, codegen=None):
     """Record ``fn`` once per input signature and replay it in compiled code afterwards.
 
     Usable as ``tapegrad.compile(fn)`` or as a decorator.  ``fn.stats`` counts calls,
-    replays, recordings, and the guards that forced a new recording (with file:line).
+    replays, recordings, the guards that forced a new recording (with file:line, or the
+    Python state that changed) and why calls ran eagerly.  What ``fn`` may read without
+    passing it as an argument: README, "What differs".
 
     ``codegen``: a tape whose records all hold one value (scalar code, loops) can be turned
     into generated, compiled code instead of being interpreted record by record.  ``None``
@@ -1257,7 +1479,7 @@ def _last_variant(compiled, args):
     """The variant the last call of ``compiled`` with ``args`` ran (None if it ran eagerly):
     a replayed or newly recorded variant goes to the front of its signature's list."""
     found = compiled._cache.get(_signature(args, {}))
-    return found[0] if isinstance(found, list) and found else None
+    return found[0] if isinstance(found, list) and found and type(found[0]) is Variant else None
 
 
 def _replay_variant(variant, args, rows, want_grad, parallel, values, per_arg):

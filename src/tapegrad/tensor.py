@@ -104,6 +104,9 @@ class Tensor:
 
     @property
     def requires_grad(self):
+        if self._rg and state.trace is not None:
+            # compile traces an argument that requires no grad as if it did
+            return state.trace.requires_grad_eagerly(self)
         return self._rg
 
     @requires_grad.setter
@@ -199,7 +202,8 @@ class Tensor:
     def numpy(self, *, force=False):
         if state.trace is not None:
             read_value(self, "numpy()")
-        if self._rg and not force:
+        if self._rg and not force and (state.trace is None
+                                       or state.trace.requires_grad_eagerly(self)):
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
@@ -207,7 +211,7 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         read_value(self, "np.asarray()")
-        if self._rg:
+        if self._rg and (state.trace is None or state.trace.requires_grad_eagerly(self)):
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
@@ -298,6 +302,8 @@ class Tensor:
 
     @property
     def data(self):
+        if self._rg and state.trace is not None:
+            state.trace.opaque(".data of a traced value")   # its values would be baked in
         return Tensor._make(self._value)
 
     @data.setter

@@ -9,6 +9,7 @@ import numpy as np
 
 import tapegrad as tg
 from tapegrad.creation import generator as _generator
+from tapegrad.tape import state as _state
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
@@ -30,6 +31,15 @@ def _reduce(loss, reduction):
 def _check_reduction(reduction):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _not_differentiable(function, name, value):
+    """PyTorch's error for a weight that requires grad where its op has no gradient for it
+    (checked in grad mode, before the op's own checks of its inputs)."""
+    if isinstance(value, tg.Tensor) and value.requires_grad and tg.is_grad_enabled():
+        raise RuntimeError(
+            f"The function '{function}' is not differentiable with respect to argument "
+            f"'{name}'. This input cannot have requires_grad True.")
 
 
 def _constant(array):
@@ -207,10 +217,11 @@ def l1_loss(input, target, reduction="mean"):
 
 
 def _class_last(input, target):
-    """Flatten to (M, C) scores and (M,) integer targets; also return the shape of an
-    unreduced loss. Accepts (C,) with a 0-d target, (N, C) with (N,), and (N, C, d1, ...)
+    """Flatten to (M, C) scores and (M,) integer targets (a tensor); also return the shape of
+    an unreduced loss. Accepts (C,) with a 0-d target, (N, C) with (N,), and (N, C, d1, ...)
     with (N, d1, ...)."""
-    t = np.asarray(target._value if isinstance(target, tg.Tensor) else target)
+    target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
+    t = target._value
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {_dtype_name(t)}")
     if input.ndim == 0:
@@ -218,7 +229,7 @@ def _class_last(input, target):
     if input.ndim == 1:
         if t.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        return input.unsqueeze(0), t.reshape(1), ()
+        return input.unsqueeze(0), target.reshape(1), ()
     n, c = input.shape[0], input.shape[1]
     if t.ndim == 0 or t.shape[0] != n:
         got = t.shape[0] if t.ndim else 1
@@ -226,13 +237,13 @@ def _class_last(input, target):
     if input.ndim == 2:
         if t.ndim != 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        return input, t, t.shape
+        return input, target, t.shape
     if t.shape != (n,) + tuple(input.shape[2:]):
         raise RuntimeError(
             f"size mismatch (got input: {list(input.shape)} , target: {list(t.shape)}")
     # (N, C, d1, ...) -> (N, d1, ..., C) -> (M, C)
     order = (0,) + tuple(range(2, input.ndim)) + (1,)
-    return input.permute(*order).reshape(-1, c), t.reshape(-1), t.shape
+    return input.permute(*order).reshape(-1, c), target.reshape(-1), t.shape
 
 
 def _dtype_name(array):
@@ -254,26 +265,71 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         tensor(0.2395)
     """
     _check_reduction(reduction)
-    scores, t, out_shape = _class_last(input, target)
-    m, c = scores.shape
+    _not_differentiable("nll_loss_forward", "weight", weight)
+    scores, target, out_shape = _class_last(input, target)
+    c = scores.shape[1]
+    if _traced(target):
+        # the targets are a compiled function's data: picked by comparison, so that a replay
+        # takes new targets (indexing by them would bake their values into the tape)
+        picked, w, counted = _picked_by_comparison(scores, target, weight, ignore_index, c)
+    else:
+        picked, w, counted = _picked_by_index(scores, target._value, weight, ignore_index, c)
+        if counted is None:   # no weight, nothing ignored
+            if reduction == "none":
+                return (-picked).reshape(tuple(out_shape))
+            return -picked.sum() if reduction == "sum" else -picked.mean()
+    # rows of ignored targets are 0 and pass no gradient (not 0 times the gradient: with
+    # every target ignored that is 0 / 0, where PyTorch gives 0)
+    rows = tg.where(counted, -picked if w is None else picked * -w, 0.0)
+    if reduction == "none":
+        return rows.reshape(tuple(out_shape))
+    if reduction == "sum":
+        return rows.sum()
+    total = counted.double().sum() if w is None else tg.where(counted, w, 0.0).sum()
+    return rows.sum() / total
+
+
+def _traced(t):
+    """Whether ``t`` holds traced values: an input of a function ``compile`` records (or is
+    computed from one).  Only such tensors require grad when they are integers."""
+    return t._rg and _state.trace is not None
+
+
+def _out_of_bounds(target):
+    return IndexError(f"Target {target} is out of bounds.")
+
+
+def _picked_by_index(scores, t, weight, ignore_index, c):
+    """Each row's score at its target (targets known now), the weight of each row's class
+    (a tensor, recorded: the weight may be a compiled function's input; None without one)
+    and the mask of counted rows (None when no weight is given and nothing is ignored)."""
     counted = t != ignore_index
     bad = counted & ((t < 0) | (t >= c))
     if bad.any():
-        raise IndexError(f"Target {t[bad][0]} is out of bounds.")
-    safe = np.where(counted, t, 0).astype(np.int64)
-    picked = scores[tg.arange(m), tg.from_numpy(safe)]            # (M,)
-    w = counted.astype(np.float64)
-    if weight is not None:
-        w = w * np.asarray(weight._value if isinstance(weight, tg.Tensor) else weight)[safe]
-    plain = bool(np.all(w == 1.0))
-    if reduction == "none":
-        loss = -picked if plain else picked * _constant(-w)
-        return loss.reshape(tuple(out_shape))
-    if reduction == "sum":
-        return -picked.sum() if plain else (picked * _constant(-w)).sum()
-    if plain:
-        return -picked.mean()
-    return (picked * _constant(-w)).sum() / float(w.sum())
+        raise _out_of_bounds(t[bad][0])
+    safe = tg.from_numpy(np.where(counted, t, 0).astype(np.int64))
+    picked = scores[tg.arange(scores.shape[0]), safe]            # (M,)
+    if weight is None:
+        return picked, None, None if counted.all() else tg.from_numpy(counted)
+    weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+    return picked, weight[safe], tg.from_numpy(counted)
+
+
+def _picked_by_comparison(scores, t, weight, ignore_index, c):
+    """``_picked_by_index`` for traced targets, from comparisons: the same values."""
+    counted = t != ignore_index
+    # out-of-bounds targets raise as in eager mode; a replay guards that there are none
+    outside = (((t < 0).double() + (t >= c).double()) * counted.double()).sum()
+    if outside.item() != 0.0:
+        values = t._value
+        first = values[(values != ignore_index) & ((values < 0) | (values >= c))][0]
+        raise _out_of_bounds(int(first))
+    onehot = t.unsqueeze(1) == tg.arange(c)                     # (M, C)
+    picked = tg.where(onehot, scores, 0.0).sum(1)               # one term per row: exact
+    if weight is None:
+        return picked, None, counted
+    weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+    return picked, tg.where(onehot, weight, 0.0).sum(1), counted
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
@@ -308,7 +364,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if weight is not None:
         shape = [1] * input.ndim
         shape[class_dim] = -1
-        logp = logp * _constant(np.asarray(weight._value).reshape(shape))
+        weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+        logp = logp * weight.reshape(shape)
     per_sample = -(logp * target).sum(class_dim)
     if reduction == "mean" and input.ndim > 1:
         # PyTorch divides by the number of samples, i.e. numel / C
@@ -330,9 +387,20 @@ def _log_or_floor(x, mask, log_fn, neutral):
     return tg.clamp(tg.where(mask, log_fn(safe), -100.0), min=-100.0)
 
 
+def _all_in_unit_interval(x):
+    """Whether every element of tensor ``x`` is in [0, 1] (NaN is not: both comparisons
+    are false for it), counted with comparisons so that a compiled call guards the count."""
+    inside = ((x >= 0.0).double() * (x <= 1.0).double()).sum()
+    return inside.item() == x.numel()
+
+
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """``-(t * log(x) + (1 - t) * log(1 - x))`` with each log floored at -100, as PyTorch
     does; input (probabilities in [0, 1]) and target of one shape; weight broadcasts.
+
+    Computed with tensor ops throughout, masks and the range check included, so that a
+    compiled call recomputes them (the check as a guard: a replay whose input leaves [0, 1]
+    records again, and raises as eager mode does).
 
     Shape: ``()``, or the input's shape with ``reduction="none"``.
 
@@ -342,16 +410,22 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """
     _check_reduction(reduction)
     _check_same_size(input, target)
-    x = input._value
-    with np.errstate(invalid="ignore"):
-        if not np.all((x >= 0.0) & (x <= 1.0)):
-            raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = _log_or_floor(input, tg.from_numpy(x > 0.0), tg.log, 1.0)
-    log_1mx = _log_or_floor(input, tg.from_numpy(x < 1.0), lambda v: tg.log1p(-v), 0.0)
+    _not_differentiable("binary_cross_entropy", "weight", weight)
+    for name, values in (("input", input), ("target", target)):
+        if not _all_in_unit_interval(values):
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
+    log_x = _log_or_floor(input, input > 0.0, tg.log, 1.0)
+    log_1mx = _log_or_floor(input, input < 1.0, lambda v: tg.log1p(-v), 0.0)
     loss = (target - 1.0) * log_1mx - target * log_x
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _step(strict, loose):
+    """The step function H from the comparisons ``x > 0`` and ``x >= 0`` (1, 1/2 at 0, 0):
+    comparisons, so that a compiled call recomputes it from its input."""
+    return (strict.double() + loose.double()) * 0.5
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
@@ -376,15 +450,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """
     _check_reduction(reduction)
     _check_same_size(input, target)
-    sign = np.sign(input._value)
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     tail = tg.log1p(tg.exp(-tg.abs(input)))              # log(1 + exp(-|x|)) <= log 2
     if pos_weight is None:
-        loss = input * (_constant(0.5 * (sign + 1.0)) - target) + tail
+        loss = input * (_step(input > 0.0, input >= 0.0) - target) + tail
     else:
         # (1 - t) x - lw * log_sigmoid(x) with lw = 1 + (pos_weight - 1) t, where
         # -log_sigmoid(x) = max(-x, 0) + tail = x * (H(-x) ... ) + tail as above
         log_weight = (pos_weight - 1.0) * target + 1.0
-        step_neg = _constant(0.5 * (1.0 - sign))         # H(-x)
+        step_neg = _step(input < 0.0, input <= 0.0)      # H(-x)
         loss = input * ((1.0 - target) - log_weight * step_neg) + log_weight * tail
     if weight is not None:
         loss = loss * weight
