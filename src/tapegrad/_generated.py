@@ -7,6 +7,7 @@ source in a later process finds the file and numba's cache for it.
 import hashlib
 import importlib.util
 import os
+import pathlib
 import sys
 import threading
 
@@ -45,8 +46,7 @@ def load_module(prefix, source):
         if not os.path.exists(path):
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
-                with open(tmp, "w") as f:
-                    f.write(source)
+                pathlib.Path(tmp).write_text(source)   # closes the file on every path
                 os.replace(tmp, path)
             finally:
                 if os.path.exists(tmp):

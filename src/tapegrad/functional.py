@@ -584,7 +584,9 @@ def where(condition, input=None, other=None):
     dt = _promote.result_dtype(a, b)
     a, b = (_plain(_promote.checked_cast(np.asarray(x), dt)) if _is_scalar(x) else x
             for x in (a, b))
-    if not dt.is_floating_point:
+    if not dt.is_floating_point and not (a._rg or b._rg):
+        # (an integer branch that requires grad is a compiled function's traced data: kept
+        # traced, not made a constant of the tape, so that the call runs eagerly)
         a, b = (_plain(v) for v in _promote.values(a, b))
     shape = broadcast_shape(broadcast_shape(condition._value.shape, a._value.shape),
                             b._value.shape)

@@ -579,6 +579,17 @@ def load_tape(source, *, max_bytes=MAX_TAPE_BYTES):
 
     A file larger than ``max_bytes``, or whose replay would need a gradient arena larger than
     that, is refused; so is any damaged, edited or foreign file (ValueError).
+
+    The result is callable like the function the tape was recorded from, for arguments of
+    the recorded shapes, and gradients flow to them.
+
+    Example:
+        >>> f = tg.compile(lambda x: (x.sin() * x).sum())
+        >>> x = tg.tensor([0.5, 1.0], requires_grad=True)
+        >>> _ = f(x)
+        >>> g = tg.load_tape(f.tape.to_bytes())
+        >>> g(x).backward(); x.grad
+        tensor([0.9182, 1.3818])
     """
     arrays = _load_arrays(source, max_bytes)
     _check(arrays, max_bytes)
