@@ -16,7 +16,7 @@ import numpy as np
 from . import _transform_core as core
 from . import functional as F
 from .autograd import enable_grad, is_grad_enabled
-from .replay import Compiled, _batched, _flatten, _is_sequence, _unflatten
+from .replay import Compiled, _batched, _EagerWhile, _flatten, _is_sequence, _unflatten
 from .tape import state
 from .tensor import Tensor
 
@@ -454,7 +454,8 @@ class _Vmapped:
             self.replayable = False
             return None
         if any(rg for variants in self.compiled._cache.values() if isinstance(variants, list)
-               for v in variants for (_, _, rg) in v.closure.values()):
+               for v in variants if not isinstance(v, _EagerWhile)
+               for (_, _, rg) in v.closure.values()):
             self.replayable = False
             return None
         spec, shapes = self.out_spec
