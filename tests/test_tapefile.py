@@ -492,3 +492,14 @@ def test_hostile_integers_are_refused(saved, tmp_path, where, value):
     write_arrays(tmp_path / "h.npz", arrays)
     with pytest.raises(ValueError):
         tg.load_tape(tmp_path / "h.npz")
+
+
+def test_a_two_dimensional_op_column_is_refused(saved, tmp_path):
+    # (found by the edit test above: it stopped on a TypeError inside the op-table check)
+    _, path = saved
+    arrays = read_arrays(path)
+    arrays["op"] = arrays["op"].reshape(1, -1)
+    bad = tmp_path / "op2d.npz"
+    write_arrays(bad, arrays, resign=True)
+    with pytest.raises(ValueError, match="op column is malformed"):
+        tg.load_tape(bad)

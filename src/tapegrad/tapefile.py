@@ -315,7 +315,10 @@ def _check_op_table(arrays):
             _fail(f"its op table differs: opcode {code} was {name} (layout {layout}) when "
                   f"written; here it is {info.name} (layout {info.layout})")
         listed[code] = name
-    if not set(np.asarray(arrays["op"]).tolist()) <= set(listed):
+    op = np.asarray(arrays["op"])
+    if op.ndim != 1:        # (the column checks below would say so too, but after this one)
+        _fail("its op column is malformed")
+    if not set(op.tolist()) <= set(listed):
         _fail("records use opcodes its op table does not list")
 
 
