@@ -20,7 +20,8 @@ from . import _dtype, _promote
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
-from .tensor import Tensor, _wrap_dim, read_value
+from .tensor import Tensor, _wrap_dim, check_history, read_value
+from .views import ViewOf, note_view
 
 _F64 = np.dtype(np.float64)
 
@@ -54,6 +55,8 @@ def _ref(tape, x):
     n = v.size
     if x._tape is None:
         if x._rg:
+            if x._alias is not None:
+                check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
             if hit is not None and hit[1] == x._version:
@@ -71,13 +74,14 @@ def _ref(tape, x):
         return tape.push(K.CONST, -1, -1, off, n)
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
-    if hit is not None:
-        return hit
+    if hit is not None and hit[1] == x._version:
+        return hit[0]
+    # (a copy made before an in-place change under no_grad holds the old values)
     off = tape.alloc(n)
     tape.vals[off:off + n] = v.reshape(-1)
     r = tape.push(K.EXTERN, -1, -1, off, n)
     tape.externs[r] = (x._tape, x._r)
-    tape.extern_rec[key] = r
+    tape.extern_rec[key] = (r, x._version)
     return r
 
 
@@ -195,6 +199,7 @@ def _new_result(tape, r, out):
     t._version = 0
     t._retains = False
     t._hooks = None
+    t._alias = None
     return t
 
 
@@ -223,6 +228,7 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     t._version = 0
     t._retains = False
     t._hooks = None
+    t._alias = None
     return t
 
 
@@ -1193,7 +1199,8 @@ def _reshaped(x, shape, variant):
     """Same values in the same flat order, new shape."""
     value = x._value.reshape(shape)
     if not _records(x):
-        return _plain(value)
+        t = _plain(value)
+        return note_view(t, x, None) if variant in _RESHAPE_VIEWS else t
     n = value.size
     tape = recording_tape(2 * n)
     r0 = _ref(tape, x)
@@ -1201,8 +1208,9 @@ def _reshaped(x, shape, variant):
     off, out = _out(tape, shape, n)
     np.copyto(out, value)
     # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
-    return _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip),
-                   out if value.dtype.kind == "f" else value)
+    t = _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip),
+                out if value.dtype.kind == "f" else value)
+    return note_view(t, x, None) if variant in _RESHAPE_VIEWS else t
 
 
 def _infer_shape(shape, numel):
@@ -1231,9 +1239,10 @@ def _shape_args(shape):
 
 V_UNSAFE_VIEW = 16
 V_RESHAPE_ALIAS = 17
+V_AS_STRIDED = 18    # a view read again from its base after an in-place change through an alias
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
-                            V_UNSQUEEZE})
+                            V_UNSQUEEZE, V_AS_STRIDED})
 
 
 # reshapes that PyTorch makes as views: the same elements in the same order, new shape
@@ -1242,22 +1251,12 @@ _RESHAPE_VIEWS = frozenset({V_VIEW, V_RESHAPE_ALIAS, V_SQUEEZE, V_SQUEEZE_DIM, V
 
 
 def _view_offsets(x):
-    """Offsets into its base of the elements of x when PyTorch holds x as a view made by a
-    chain of strided gathers (and reshapes of them); None when x is a tensor of its own."""
-    tape = x._tape
-    if tape is None:
+    """Offsets into its root of the elements of x when x is a view (views.py), flat; None
+    when x is a tensor of its own."""
+    link = x._alias
+    if type(link) is not ViewOf:
         return None
-    r = x._r
-    idx = None
-    while True:
-        code = tape.op[r]
-        if code == K.GATHER and tape.aux[tape.ip[r]] in _VIEW_VARIANTS:
-            ip, n = tape.ip[r], tape.size[r]
-            own = np.array(tape.aux[ip + 2: ip + 2 + n], dtype=np.int64)
-            idx = own if idx is None else own[idx]
-        elif not (code == K.RESHAPE and tape.aux[tape.ip[r]] in _RESHAPE_VIEWS):
-            return idx
-        r = tape.a0[r]
+    return link.positions(x._value.shape).reshape(-1)
 
 
 def _strides_of(offsets, shape):
@@ -1361,14 +1360,22 @@ def unsqueeze(x, dim):
 
 def _gathered(x, idx, variant):
     """out = x.flat[idx]: permutations, expansions and indexing."""
-    value = x._value.reshape(-1)[idx] if x._value.size else np.zeros(idx.shape, x._value.dtype)
+    # (through a flat index: a 0-d index would give a NumPy scalar, which cannot be written)
+    value = (x._value.reshape(-1)[idx.reshape(-1)].reshape(idx.shape) if x._value.size
+             else np.zeros(idx.shape, x._value.dtype))
     if not _records(x):
-        return _plain(value)
-    tape = recording_tape(3 * idx.size + x._value.size)
-    r0 = _ref(tape, x)
-    r, out = _gather_record(tape, r0, idx, idx.shape, variant)
-    # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
-    return _result(tape, r, out if value.dtype.kind == "f" else value)
+        t = _plain(value)
+    else:
+        tape = recording_tape(3 * idx.size + x._value.size)
+        r0 = _ref(tape, x)
+        r, out = _gather_record(tape, r0, idx, idx.shape, variant)
+        # traced integer or bool data keeps its eager dtype on the handle (the arena holds
+        # floats)
+        t = _result(tape, r, out if value.dtype.kind == "f" else value)
+    if variant in _VIEW_VARIANTS:
+        # an expansion that repeats an element makes a view whose elements overlap
+        note_view(t, x, idx, overlaps=variant == V_EXPAND and idx.size > x._value.size)
+    return t
 
 
 def _flat_index(x):

@@ -25,6 +25,8 @@ from ._quiet import quiet_begin, quiet_end
 from .tape import state
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
+from .tensor import no_grad_view_error
+from .views import ViewOf, family, history_base
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -104,10 +106,16 @@ def _log(t, name):
                                  tuple(t._value.shape)))
 
 
-def _apply(t, name, compute, write):
+def _apply(t, name, compute, write, region=None, fills=False):
     """Run one in-place op: ``compute()`` gives the out-of-place result (recorded), or
-    ``write()`` mutates t's memory when nothing is recorded."""
+    ``write()`` mutates t's memory when nothing is recorded.  A tensor that shares memory
+    with others (a view, or a base with views) then carries the change to all of them:
+    the part of t at ``region`` (an index; None for all of t), which the op ``fills`` with
+    one value or not."""
     records = state.grad_enabled and (t._rg or compute.other_rg)
+    link = t._alias
+    if link is not None:
+        _check_alias_write(t, link, records, region, fills)
     if records:
         if t._tape is None and t._rg:
             raise RuntimeError(_LEAF_IN_PLACE)
@@ -115,22 +123,220 @@ def _apply(t, name, compute, write):
         if res._tape is None:  # nothing needed recording after all
             np.copyto(t._value, res._value, casting="same_kind")
             t._version += 1
+            if link is not None:
+                _carry_values(t, name)
             return t
-        old_tape, old_r = t._tape, t._r
-        if old_tape is not None:
-            s = _storage(old_tape, old_r)
-            old_tape.inplace.append((s, res._r if res._tape is old_tape else len(old_tape),
-                                     name, user_site(), tuple(t._value.shape)))
-            if res._tape is old_tape:
-                old_tape.storage_of[res._r] = s
-        t._value = res._value
-        t._tape, t._r, t._rg = res._tape, res._r, True
+        _move_handle(t, res, name)
         t._version += 1
+        if link is not None:
+            _carry_recorded(t, name)
         return t
     write()
     _log(t, name)
     t._version += 1
+    if link is not None:
+        _carry_values(t, name, region)
     return t
+
+
+def _move_handle(t, res, name, log=True):
+    """t becomes the handle of record ``res`` (its in-place result); the record t held keeps
+    its value for the records that saved it, and is logged as changed (unless it was
+    already)."""
+    old_tape, old_r = t._tape, t._r
+    if old_tape is not None:
+        s = _storage(old_tape, old_r)
+        if log:
+            old_tape.inplace.append((s, res._r if res._tape is old_tape else len(old_tape),
+                                     name, user_site(), tuple(t._value.shape)))
+        if res._tape is old_tape:
+            old_tape.storage_of[res._r] = s
+    t._value = res._value
+    t._tape, t._r, t._rg = res._tape, res._r, True
+
+
+# --- aliases: views and their base (views.py keeps the links) ---------------------------------
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+def _check_alias_write(t, link, records, region, fills):
+    """PyTorch's refusals of an in-place write into a view, before anything changes."""
+    if state.trace is not None:
+        # the other aliases change in Python, outside the traced records
+        state.trace.opaque("an in-place change of a view or of a tensor that has views")
+    if type(link) is not ViewOf:
+        return
+    # autograd's refusals come first, as in PyTorch, then the kernel's
+    if link.detached and records:
+        _check_detached_history(t, link)
+    if not link.detached:
+        if link.no_grad_made and records:
+            raise no_grad_view_error(t, direct=True)
+        root = link.root
+        if records and root._tape is None and root._rg:
+            raise RuntimeError("a view of " + _LEAF_IN_PLACE)
+    if link.overlaps:
+        # one value written to every element is well defined, as PyTorch's fill_ and zero_;
+        # anything else would write one memory location twice
+        if not (fills or _region_is_distinct(t, link, region)):
+            raise RuntimeError(_OVERLAP)
+        if records:
+            raise RuntimeError(
+                "tapegrad does not yet record an in-place op on an expanded view (several of "
+                "its elements are one memory location): clone() it, or write under no_grad")
+
+
+_DETACHED_HISTORY = (
+    "tapegrad does not yet record an in-place op on {what}: PyTorch gives the views of a "
+    "detached tensor a history of their own. clone() the detached tensor first.")
+
+
+def _check_detached_history(t, link):
+    """A recorded in-place change inside a detached tensor's own views (x.detach()[0].mul_(w),
+    or x.detach().mul_(w) while x.detach()[0] is alive) is not supported yet: say so."""
+    if link.via is not None:
+        raise RuntimeError(_DETACHED_HISTORY.format(what="a view of a detached tensor"))
+    fam = family(t)
+    for w in fam[1] if fam is not None else ():
+        if w is not t and w._alias.via is t:
+            raise RuntimeError(_DETACHED_HISTORY.format(
+                what="a detached tensor that has views"))
+
+
+def _region_is_distinct(t, link, region):
+    if region is None:
+        return False
+    picked = link.positions(t._value.shape)[region]
+    return np.unique(picked).size == np.size(picked)
+
+
+def _carry_values(t, name, region=None):
+    """t's memory holds its new value (at ``region``): write it into its root's region, make
+    every other view of the root read its elements again, and count one version for all."""
+    fam = family(t)
+    if fam is None:
+        return
+    root, views = fam
+    counted = root is t or not t._alias.unversioned     # a write through .data is not
+    if root is not t:
+        positions = t._alias.positions(t._value.shape)
+        if region is None:
+            np.put(root._value, positions, t._value)
+        else:
+            np.put(root._value, positions[region], t._value[region])
+        if t._alias.overlaps:    # its other elements at those locations read the change
+            _reread(t, root, name, counted=False)
+        if counted:
+            _log(root, name)
+            root._version += 1
+    for w in views:
+        if counted and w._tape is not None and _renewal_base(w) is not None:
+            # a view with a history reads what its base holds now: PyTorch gives it a new
+            # history from the base (AsStridedBackward0), even for a change under no_grad
+            _renew(w, root, name, log=w is not t)
+        elif w is not t:
+            _reread(w, root, name, counted)
+        elif counted:
+            _drop_history(w)
+    if counted:
+        for w in views:
+            if not w._alias.unversioned:
+                w._version = root._version
+
+
+def _reread(w, root, name, counted=True):
+    """View w reads its elements from its root's value again (no record: values only)."""
+    wl = w._alias
+    new = np.take(root._value, wl.positions(w._value.shape))
+    if w._value.flags.writeable and w._value.dtype == new.dtype:
+        np.copyto(w._value, new)
+    else:
+        w._value = new
+    if counted and not wl.unversioned:
+        _log(w, name)
+        _drop_history(w)
+
+
+def _drop_history(w):
+    """A view made under no_grad whose values changed through an alias loses its history
+    (PyTorch refuses to make it a new one): a use of it in a recorded op, or its grad_fn,
+    raises from now on."""
+    wl = w._alias
+    if wl.no_grad_made and w._tape is not None:
+        wl.lost = _producer_name(w._tape, w._r)
+        w._tape, w._r, w._rg = None, -1, True
+
+
+def _carry_recorded(t, name):
+    """t was just moved to a recorded in-place result: its root's region under t takes the new
+    value (PyTorch's CopySlices, through which the root's gradient flows into the in-place op),
+    and every view of the root is read from it again (``AsStridedBackward0``)."""
+    fam = family(t)
+    if fam is None:
+        return
+    root, views = fam
+    link = t._alias
+    if root is not t:
+        if link.detached:       # shares values, not history
+            _carry_values(t, name)
+            return
+        positions = link.positions(t._value.shape)
+        _move_handle(root, _copy_slices(root, positions, t), name)
+        root._version += 1
+    for w in views:
+        wl = w._alias
+        if _renewal_base(w) is not None:
+            _renew(w, root, name, log=w is not t)
+            continue
+        if w is not t:
+            _reread(w, root, name)
+        if wl.no_grad_made and history_base(w)._rg:
+            w._rg = True    # as its base now does (and asking for its history raises)
+    for w in views:
+        if not w._alias.unversioned:
+            w._version = root._version
+
+
+def _renewal_base(w):
+    """The tensor view w takes a new history from when its values change through an alias
+    (its root, or the detach() result it is a view of), or None when it takes none."""
+    if w._alias.no_grad_made:
+        return None
+    base = history_base(w)
+    return base if base is not w and base._rg else None
+
+
+def _renew(w, root, name, log):
+    """View w becomes a fresh read of its base's current value (``AsStridedBackward0``)."""
+    base = _renewal_base(w)
+    positions = w._alias.positions(w._value.shape)
+    if base is not root:
+        # positions are the root's; the base is itself a view of the root
+        inverse = np.full(root._value.size, -1, dtype=np.int64)
+        inverse[base._alias.positions(base._value.shape).reshape(-1)] = np.arange(
+            base._value.size, dtype=np.int64)
+        positions = inverse[positions]
+    with autograd.enable_grad():
+        new = F._gathered(base, positions, F.V_AS_STRIDED)
+    _move_handle(w, new, name, log=log)
+
+
+def _copy_slices(base, positions, src):
+    """base with the elements at flat ``positions`` replaced by src's, recorded as a gather
+    from [base, src] (``CopySlices``)."""
+    n = base._value.size
+    combined = F.cat([F.reshape(base, -1), F.reshape(src, -1)])
+    idx = np.arange(n, dtype=np.int64)
+    idx[positions.reshape(-1)] = n + np.arange(positions.size, dtype=np.int64)
+    return F._gathered(combined, idx.reshape(base._value.shape), V_COPY_SLICES)
+
+
+def after_native_write(t, name):
+    """t's own memory was written outside an in-place op (an optimizer's step): its aliases
+    read the change too."""
+    _carry_values(t, name)
+
+
+sys.modules[Tensor.__module__]._after_native_write = after_native_write
 
 
 class _Compute:
@@ -192,12 +398,12 @@ div_ = _arith_("div_", F.div, np.true_divide)
 pow_ = _arith_("pow_", F.pow, np.power)
 
 
-def _unary_(name, out_of_place, write_fn):
+def _unary_(name, out_of_place, write_fn, fills=False):
     def method(self, *args, **kwargs):
         def write():
             write_fn(self._value, *args, **kwargs)
         return _apply(self, name, _Compute(lambda: out_of_place(self, *args, **kwargs), None),
-                      write)
+                      write, fills=fills)
     method.__name__ = name
     return method
 
@@ -212,13 +418,13 @@ exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v))
 tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v))
 sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v))
 neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
-zero_ = _unary_("zero_", lambda t: F.mul(t, 0.0), lambda v: v.fill(0))
+zero_ = _unary_("zero_", lambda t: F.mul(t, 0.0), lambda v: v.fill(0), fills=True)
 
 
 def fill_(self, value):
     v = _value_of(value)
     return _apply(self, "fill_", _Compute(lambda: F.add(F.mul(self, 0.0), value), value),
-                  lambda: self._value.fill(v))
+                  lambda: self._value.fill(v), fills=True)
 
 
 def copy_(self, src):
@@ -242,8 +448,13 @@ def setitem(self, key, value):
         picked = target[np_key]
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    if (state.grad_enabled and self._tape is None and self._rg
-            and _makes_view(key, self._value.shape)):
+    makes_view = _makes_view(key, self._value.shape)
+    link = self._alias
+    if (makes_view and state.grad_enabled and type(link) is ViewOf and link.no_grad_made
+            and not link.detached and (self._rg or (value_t is not None and value_t._rg))):
+        # PyTorch writes through a view of this view made under no_grad: that view refuses
+        raise no_grad_view_error(F.getitem(self, key), direct=True)
+    if state.grad_enabled and self._tape is None and self._rg and makes_view:
         raise RuntimeError("a view of " + _LEAF_IN_PLACE)
     vshape = np.shape(picked)
     # PyTorch drops the value's leading 1s, then expands it to the indexed part
@@ -274,7 +485,7 @@ def setitem(self, key, value):
 
     def write():
         self._value[np_key] = vv
-    _apply(self, "__setitem__", _Compute(compute, value), write)
+    _apply(self, "__setitem__", _Compute(compute, value), write, region=np_key)
 
 
 V_COPY_SLICES = 14

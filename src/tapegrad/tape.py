@@ -106,7 +106,7 @@ class Tape:
         self.leaves = {}         # record -> leaf Tensor
         self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
         self.externs = {}        # record -> (older tape, its record)
-        self.extern_rec = {}     # (older tape id, its record) -> record
+        self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
         self.inplace = []        # (storage, changed before record, op name, where, shape)
         self.storage_of = {}     # in-place result record -> the storage it overwrote

@@ -1,10 +1,15 @@
 """The Tensor handle: a value, and where on a tape it was recorded.  No math lives here."""
+import re
 import warnings
 
 import numpy as np
 
 from . import _device, _dtype
 from .tape import state
+from .views import ViewOf as _ViewOf
+from .views import forget_views as _forget_views
+from .views import history_base as _history_base
+from .views import note_view as _note_view
 
 
 class Size(tuple):
@@ -46,7 +51,7 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_tape", "_r", "_rg", "_grad", "_version", "_retains", "_hooks",
-                 "__weakref__")
+                 "_alias", "__weakref__")
     # NumPy defers to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
@@ -67,6 +72,7 @@ class Tensor:
         t._version = 0
         t._retains = False
         t._hooks = None
+        t._alias = None     # views.py: a view's link to its root, or a root's live views
         return t
 
     # --- properties ------------------------------------------------------------------------
@@ -160,6 +166,8 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._alias is not None:
+            check_history(self)
         if self._tape is None:
             return None
         return AUTOGRAD.node_for(self._tape, self._r)
@@ -171,6 +179,20 @@ class Tensor:
     def _bump_version(self):
         """Mark the value as changed in place (optimizers call this after an update)."""
         self._version += 1
+        if self._alias is not None:
+            # the write went into this tensor's own memory: its views and base read it too
+            _after_native_write(self, "_bump_version")
+
+    @property
+    def _base(self):
+        """The tensor this one is a view of (PyTorch's ``_base``), or None."""
+        link = self._alias
+        if type(link) is not _ViewOf or link.detached:
+            return None
+        return link.root
+
+    def _is_view(self):
+        return self._base is not None
 
     def retain_grad(self):
         if not self._rg:
@@ -207,6 +229,8 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
+        if type(self._alias) is _ViewOf:
+            return _read_only(self._value)
         return self._value
 
     def __array__(self, dtype=None, copy=None):
@@ -218,7 +242,25 @@ class Tensor:
         v = self._value
         if dtype is not None and v.dtype != dtype:
             return v.astype(dtype)
-        return v.copy() if copy else v
+        if copy:
+            return v.copy()
+        return _read_only(v) if type(self._alias) is _ViewOf else v
+
+    def is_contiguous(self, memory_format=None):
+        """Whether the elements lie in memory in row-major order without gaps, as PyTorch
+        says of its strided views (a view here is laid out where its root's elements are)."""
+        link = self._alias
+        if type(link) is not _ViewOf or link.index is None or self._value.size <= 1:
+            return True
+        positions = link.index.reshape(-1)
+        return bool((np.diff(positions) == 1).all())
+
+    def storage_offset(self):
+        """Where the first element lies in its root's elements (0 for a tensor of its own)."""
+        link = self._alias
+        if type(link) is not _ViewOf or link.index is None or self._value.size == 0:
+            return 0
+        return int(link.index.reshape(-1)[0])
 
     def item(self):
         if state.trace is not None:
@@ -286,9 +328,9 @@ class Tensor:
         if self._rg and state.trace is not None:
             state.trace.opaque("detach() of a traced value")
         t = Tensor._make(self._value)
-        if self._tape is not None or self._rg or id(self) in _shared:
-            # an in-place change of t changes this value: backward checks who saw it before
-            _share_memory(t, self)
+        # t shares this value: an in-place change of either is seen by the other, by this
+        # tensor's views, and by backward's check of who saw the value before
+        _note_view(t, self, None, detached=True)
         return t
 
     def detach_(self):
@@ -304,10 +346,12 @@ class Tensor:
     def data(self):
         if self._rg and state.trace is not None:
             state.trace.opaque(".data of a traced value")   # its values would be baked in
-        return Tensor._make(self._value)
+        return _note_view(Tensor._make(self._value), self, None, detached=True,
+                          unversioned=True)
 
     @data.setter
     def data(self, other):
+        _forget_views(self)
         self._value = other._value
 
     def __deepcopy__(self, memo):
@@ -331,6 +375,45 @@ class Tensor:
 # which fills this in and installs itself as _share_memory: inplace imports this module).
 _shared = {}
 _share_memory = None
+# inplace.py installs this: carry a write made in a tensor's own memory to its aliases
+_after_native_write = None
+
+
+def _read_only(v):
+    """A view's values for NumPy: its own copy, kept in step with its root by in-place ops,
+    so a write into it through NumPy would be lost; it raises instead."""
+    v = v.view()
+    v.flags.writeable = False
+    return v
+
+
+def no_grad_view_error(t, direct):
+    """PyTorch's refusal to give a history to a view made under no_grad (``t``, or a view it
+    was made from): when it is changed in place with a recorded op (``direct``), or when a
+    change through another alias would give it a new one."""
+    lost = t._alias.lost if type(t._alias) is _ViewOf else None
+    if t._tape is not None or lost:
+        name = lost or re.sub(r"Backward(\d+)$", lambda m: "" if m.group(1) == "0"
+                              else m.group(1), AUTOGRAD.node_for(t._tape, t._r).name())
+        what = f"Output 0 of {name} is a view of a view which was created in"
+    else:
+        what = "A view was created in"
+    how = "is being" if direct else "its base or another view of its base has been"
+    return RuntimeError(
+        f"{what} no_grad mode and {how} modified inplace with grad mode enabled. Given that "
+        "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+        "by moving both the view and the inplace either both inside the no_grad block (if you "
+        "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+        "tracked).")
+
+
+def check_history(t):
+    """Asking for the history of a view made under no_grad whose values changed in place
+    since (its grad_fn, or a use in a recorded op) raises, as in PyTorch."""
+    link = t._alias
+    if (type(link) is _ViewOf and link.no_grad_made and t._version != link.made_at
+            and (t._tape is not None or _history_base(t)._rg)):
+        raise no_grad_view_error(t, direct=False)
 
 
 def _rebuild(value, requires_grad):
