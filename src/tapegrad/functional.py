@@ -1360,9 +1360,12 @@ def unsqueeze(x, dim):
 
 def _gathered(x, idx, variant):
     """out = x.flat[idx]: permutations, expansions and indexing."""
-    # (through a flat index: a 0-d index would give a NumPy scalar, which cannot be written)
-    value = (x._value.reshape(-1)[idx.reshape(-1)].reshape(idx.shape) if x._value.size
-             else np.zeros(idx.shape, x._value.dtype))
+    if x._value.size:
+        value = x._value.reshape(-1)[idx]
+        if not idx.ndim:    # a NumPy scalar, which an in-place op could not write into
+            value = np.array(value)
+    else:
+        value = np.zeros(idx.shape, x._value.dtype)
     if not _records(x):
         t = _plain(value)
     else:

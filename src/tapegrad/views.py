@@ -73,10 +73,15 @@ class Views:
 
     def live(self):
         out = []
+        alive = []
         for r in self.refs:
             v = r()
             if v is not None:
                 out.append(v)
+                alive.append(r)
+        if len(alive) != len(self.refs):
+            self.refs = alive
+            self.prune_at = 2 * len(alive) + 16
         return out
 
 
@@ -86,6 +91,13 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
     when they are parent's elements in order.  ``detached``: result is ``detach()`` or
     ``.data`` of parent (``unversioned`` for ``.data``)."""
     link = parent._alias
+    if type(link) is Views and not detached and state.grad_enabled:
+        # the common case, a view of a tensor that is no view, made with grad mode on
+        result._version = parent._version
+        result._alias = ViewOf(parent, index, overlaps, False, False, parent._version, None,
+                               False)
+        link.add(result)
+        return result
     via = None
     if type(link) is ViewOf and link.root is None:
         link = parent._alias = None     # detached from a tensor that is gone: its own now
