@@ -25,7 +25,8 @@ MODULES = [
 ]
 # Until a module has ``__all__`` (a restructure of the core modules is under way), the names of
 # it that are public where its own definitions include internals.
-PUBLIC_UNTIL_ALL = {"tapegrad.autograd": ["backward", "grad", "Node", "AccumulateGrad"]}
+PUBLIC_UNTIL_ALL = {"tapegrad.autograd": ["backward", "grad", "Node", "AccumulateGrad",
+                                         "Function"]}
 
 
 def _defined_in_tapegrad(obj):

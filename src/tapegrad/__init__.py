@@ -66,6 +66,7 @@ from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 # ``from tapegrad.autograd.functional import jacobian`` work without turning autograd.py
 # into a package
 from . import _autograd_functional  # noqa: E402
+from . import function as _function  # noqa: E402,F401 - tapegrad.autograd.Function
 
 autograd.functional = _autograd_functional
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional

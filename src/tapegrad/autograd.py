@@ -363,7 +363,7 @@ def program_backward(t, retain_graph):
     tensors, a swept tape, a tensor passed twice).  Same sweep, same ``.grad``."""
     tape = t._tape
     prog = tape.program
-    if (prog.seed != t._r or tape.hooks or tape.inplace or tape.freed is not None
+    if (prog.seed != t._r or tape.hooks or tape.custom or tape.inplace or tape.freed is not None
             or _RETAINED.maybe_any()):
         return False
     args = tape.args
@@ -525,8 +525,9 @@ def _sweep(tape, tape_seeds):
     _check_freed(tape, need, op)
     _check_versions(tape, need, op, a0, a1)
     grads = gradient_arena(total)
-    hooked = sorted((r for r, (_, hs) in tape.hooks.items() if hs and need[r]),
-                    reverse=True) if tape.hooks else ()
+    hooked = sorted([r for r, (_, hs) in tape.hooks.items() if hs and need[r]]
+                    + [r for r in tape.custom if need[r]], reverse=True) \
+        if tape.hooks or tape.custom else ()
     prog = tape.program
     if prog is not None and not hooked and prog.seeds == key:
         # a replayed tape with generated code, swept from the seed it was generated for: it
@@ -551,6 +552,11 @@ def _sweep(tape, tape_seeds):
         # everything above r is swept, so r's gradient is complete: the hook may replace it
         K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads, need,
                 hi, r + 1, 0)
+        if r in tape.custom:
+            # an autograd.Function: its Python backward gives this record's gradient
+            ABOVE.run_custom(tape, r, grads, goff, need, size)
+            hi = r + 1
+            continue
         g = grads[goff[r]:goff[r] + size[r]]
         shape, hooks = tape.hooks[r]
         for hook in list(hooks):
@@ -580,6 +586,9 @@ def _check_freed(tape, need, op):
     # an advanced index (x[[0, 0]], x[mask]) saves its indices in PyTorch; a slice does not
     for r in np.nonzero(hit & (op[:m] == K.GATHER))[0]:
         frees[r] = tape.aux[tape.ip[r]] == _V_INDEX
+        if r in tape.custom_out:
+            # an autograd.Function's output: freed if its forward saved tensors
+            frees[r] = bool(tape.custom[tape.custom_out[r]].ctx._saved)
     if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
 
@@ -676,12 +685,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 class _Above:
     """What the driver calls in the modules above it, which install themselves here when they
     are imported (``tapegrad/__init__`` imports them all): the checks of values changed in
-    place (inplace.py) and the differentiable backward of ``create_graph`` (higher.py)."""
+    place (inplace.py), the differentiable backward of ``create_graph`` (higher.py) and the
+    Python backward of an ``autograd.Function`` (function.py)."""
 
     check_saved_versions = None
     leaf_site = None
     backward_create_graph = None
     grad_create_graph = None
+    run_custom = None       # an autograd.Function's backward in the sweep (function.py)
 
 
 ABOVE = _Above()

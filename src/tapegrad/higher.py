@@ -295,12 +295,20 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
+        custom_grads = {}   # an autograd.Function's output record -> its gradient
         for r in range(len(tape) - 1, -1, -1):
             g = acc.pop(r, None)
+            if r in tape.custom:
+                _custom_rule(tape, r, custom_grads, acc)
+                continue
             if g is None:
                 continue
             if wanted is not None and (tape, r) in wanted:
                 _add(results, id(wanted[(tape, r)]), g)
+            if r in tape.custom_out:
+                # kept for the Function's own backward, which the loop reaches below
+                custom_grads[r] = g
+                continue
             o = tape.op[r]
             if o == K.LEAF:
                 leaf = tape.leaves[r]
@@ -317,6 +325,27 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
                 if s is not None and s >= 0 and tape.op[s] != K.CONST:
                     _add(acc, s, contribution)
     return results, leaves
+
+
+def _custom_rule(tape, r, custom_grads, acc):
+    """An autograd.Function's record under create_graph: its backward, called with grad mode
+    on, gives each input's gradient (recorded, so it is differentiated again)."""
+    call = tape.custom[r]
+    grads_out = [None if rec is None or rec not in custom_grads
+                 else F.reshape(custom_grads.pop(rec), *shape)
+                 for rec, shape in zip(call.outputs, call.out_shapes)]
+    if all(g is None for g in grads_out):
+        return
+    res = call.input_grads(grads_out, create_graph=True)
+    # the record is the cat (or clone) of the inputs' flat views: give each its part
+    code = tape.op[r]
+    if code == K.CAT:
+        sources = [tape.aux[tape.ip[r] + 1 + 3 * j] for j in range(tape.aux[tape.ip[r]])]
+    else:
+        sources = [tape.a0[r]]
+    for s, gi in zip(sources, res):
+        if gi is not None and tape.op[s] != K.CONST:
+            _add(acc, s, F.reshape(gi, -1))
 
 
 def _add(store, key, g):
@@ -425,6 +454,12 @@ def _record(fn, xs):
                                "backward(), or records more than 2**28 values)")
         capacity *= 4   # the recording outgrew its arena: record again with more room
     tape.finished = True
+    if tape.custom:
+        name = next(iter(tape.custom.values())).cls.__name__
+        raise RuntimeError(
+            "forward-mode and second-order transforms (jvp, jacobian, hessian, hvp) of a "
+            f"function that uses an autograd.Function ({name}) are not supported yet: its "
+            "backward is Python, which the compiled sweeps cannot run")
     if _escaped(tape, out, mark):
         raise RuntimeError("the function computes its result partly on another tape (a "
                            "tensor recorded during the call outside it), which the tangent "

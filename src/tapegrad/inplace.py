@@ -580,10 +580,10 @@ def _producer_name(tape, rec):
     if not isinstance(node, Node):
         return ""
     name = node.name()
-    m = re.fullmatch(r"(.+)Backward(\d+)", name)
+    m = re.fullmatch(r"(.+)Backward(\d*)", name)     # (an autograd.Function's has no digit)
     if m is None:
         return name
-    return m.group(1) + ("" if m.group(2) == "0" else m.group(2))
+    return m.group(1) + ("" if m.group(2) in ("", "0") else m.group(2))
 
 
 def leaf_site(leaf):

@@ -554,6 +554,7 @@ class Variant:
         inst.plan_cache = self.plan_cache
         inst.program = None
         inst.nodes, inst.inplace, inst.hooks = {}, [], {}
+        inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
         _reset(inst)
         if len(items) < 4:
             items.append(inst)

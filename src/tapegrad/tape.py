@@ -84,7 +84,7 @@ class Tape:
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
         "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "plan_cache",
-        "program", "__weakref__",
+        "program", "custom", "custom_out", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -114,6 +114,8 @@ class Tape:
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
         self.plan_cache = None   # seeds -> (need, goff, total, fresh), for replayed tapes
         self.program = None      # generated backward of a replayed tape (codegen.Program)
+        self.custom = {}         # record -> a use of an autograd.Function (function.py)
+        self.custom_out = {}     # that use's output records -> its record
 
     ext = NO_EXT   # (a replay's tape has its own: replay.Variant.read_in_place)
 

@@ -393,7 +393,7 @@ def no_grad_view_error(t, direct):
     change through another alias would give it a new one."""
     lost = t._alias.lost if type(t._alias) is _ViewOf else None
     if t._tape is not None or lost:
-        name = lost or re.sub(r"Backward(\d+)$", lambda m: "" if m.group(1) == "0"
+        name = lost or re.sub(r"Backward(\d*)$", lambda m: "" if m.group(1) in ("", "0")
                               else m.group(1), AUTOGRAD.node_for(t._tape, t._r).name())
         what = f"Output 0 of {name} is a view of a view which was created in"
     else:

@@ -74,7 +74,7 @@ def _generated_grads(out, targets):
     is skipped; the sweep itself is the same code ``backward()`` runs."""
     tape = out._tape
     prog = tape.program if tape is not None else None
-    if prog is None or prog.seed != out._r or tape.hooks:
+    if prog is None or prog.seed != out._r or tape.hooks or tape.custom:
         return None
     grads = autograd.gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
