@@ -339,7 +339,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
                 with no_grad():   # hooks run without recording, as in PyTorch
                     res = hook(Tensor._make(g.reshape(leaf._value.shape)))
                 if res is not None:
-                    g = np.asarray(res._value, dtype=np.float64).reshape(-1)
+                    g = _hook_result(hook, res, leaf._value.shape)
         if wanted is not None and key not in wanted:
             continue
         results[key] = g
@@ -563,7 +563,7 @@ def _sweep(tape, tape_seeds):
             with no_grad():   # hooks run without recording, as in PyTorch
                 res = hook(Tensor._make(g.copy().reshape(shape)))
             if res is not None:
-                g[:] = np.asarray(res._value, dtype=np.float64).reshape(-1)
+                g[:] = _hook_result(hook, res, shape)
         hi = r + 1
     bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
                   need, hi, 0, fresh)
@@ -572,6 +572,17 @@ def _sweep(tape, tape_seeds):
     # the column views lock the arrays against growth: drop them before returning
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     return need, goff, grads
+
+
+def _hook_result(hook, res, shape):
+    """The gradient a tensor hook returned, flat, checked as PyTorch checks it (a result of
+    another shape is an error, not a broadcast)."""
+    if not isinstance(res, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+    if res._value.shape != tuple(shape):
+        name = getattr(hook, "__name__", type(hook).__name__)
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return np.asarray(res._value, dtype=np.float64).reshape(-1)
 
 
 def _check_freed(tape, need, op):

@@ -137,7 +137,11 @@ def _to_array(data, dtype):
     # the elements' common type, as PyTorch infers it ([np.uint8(1), np.int8(2)] is int16);
     # empty lists are float, as in PyTorch
     natural = functools.reduce(_dtype.promote_types, found) if found else _dtype.float64
-    value = np.array(_unwrap(data), dtype=natural.np, order="C")
+    try:
+        value = np.array(_unwrap(data), dtype=natural.np, order="C")
+    except OverflowError:
+        # a Python int beyond int64: PyTorch's message and type
+        raise ValueError("Overflow when unpacking long long") from None
     return value if dtype is None else checked_cast(value, dtype, c_name=False)
 
 
@@ -236,6 +240,10 @@ def zeros(*size, dtype=None, requires_grad=False, device=None):
         tensor([[0., 0., 0.],
                 [0., 0., 0.]])
     """
+    if any(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s < 0
+           for s in (size[0] if len(size) == 1 and isinstance(size[0], (tuple, list))
+                     else size)):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")   # (PyTorch's own)
     return _new(size, 0, dtype, requires_grad, device)
 
 
@@ -405,6 +413,12 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
         >>> tg.linspace(0, 1, 5)
         tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        # a fractional count would be rounded silently by NumPy: PyTorch refuses it
+        got = ", ".join(type(a).__name__ if not isinstance(a, Tensor) else "Tensor"
+                        for a in (start, end, steps))
+        raise TypeError(f"linspace() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of: (Number start, Number end, int steps)")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.resolve(dtype) or _dtype.float64

@@ -1323,7 +1323,18 @@ def reshape(x, *shape):
     return _view_or_copy(x, _infer_shape(_shape_args(shape), x._value.size))
 
 
-view = reshape
+def view(x, *shape):
+    """``x.view(shape)``: as reshape, but a tensor whose elements cannot be seen with the new
+    shape without a copy (a transposed one, mostly) raises PyTorch's error."""
+    shape = _infer_shape(_shape_args(shape), x._value.size)
+    offsets = _view_offsets(x) if x._value.size > 1 else None
+    if offsets is not None and not bool((np.diff(offsets) == 1).all()):
+        strides = _strides_of(offsets, x._value.shape)
+        if strides is None or not _viewable(x._value.shape, strides, shape):
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return _reshaped(x, shape, V_VIEW)
 
 
 def flatten(x, start_dim=0, end_dim=-1):
@@ -1497,7 +1508,8 @@ def _index_key(key, shape):
             advanced = True
         elif isinstance(k, (list, np.ndarray)):
             arr = _byte_mask(np.asarray(k))
-            if arr.dtype.kind == "f":
+            if arr.dtype.kind == "f" and (arr.size or not isinstance(k, list)):
+                # (an empty list is an empty index, as in PyTorch: NumPy makes it float)
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr if arr.size or arr.dtype.kind == "b" else arr.astype(np.int64))

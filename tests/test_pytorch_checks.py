@@ -1,0 +1,86 @@
+"""PyTorch checks that tapegrad skipped, so that a mistake gave a number instead of an error
+(a hook returning another shape was broadcast, a fractional step count rounded, a view of a
+transposed tensor made), and cases it refused that PyTorch accepts (an empty index list):
+each compared with PyTorch, result or error text."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from oracle import outcome
+
+torch = pytest.importorskip("torch")
+
+
+def same(program):
+    a, b = outcome(tg, program), outcome(torch, program)
+    assert a == b, (a, b)
+
+
+def _hooked(L, hook, leaf):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    if leaf:
+        x.register_hook(hook)
+        (x * 2).sum().backward()
+    else:
+        y = x * 2
+        y.register_hook(hook)
+        y.sum().backward()
+    return x.grad
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+@pytest.mark.parametrize("hook", [lambda g: g.sum(), lambda g: g[:1], lambda g: 5,
+                                  lambda g: g * 3])
+def test_hook_results_are_checked(hook, leaf):
+    same(lambda L: _hooked(L, hook, leaf))
+
+
+@pytest.mark.parametrize("steps", [2.5, 3.0, True, -1, 0, 4])
+def test_linspace_step_counts(steps):
+    a, b = outcome(tg, lambda L: L.linspace(0, 1, steps)), \
+        outcome(torch, lambda L: L.linspace(0, 1, steps))
+    if b[0] == "error" and b[1] == "TypeError":
+        # PyTorch lists its overloads after this sentence
+        assert a[:2] == b[:2] and b[2].startswith(a[2].split(" but expected")[0])
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor([1.0, 2.0])[[]],
+    lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)[[]],
+    lambda L: L.arange(6.0).reshape(2, 3)[:, []],
+])
+def test_an_empty_index_list(make):
+    same(make)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.arange(24.0).reshape(2, 3, 4).transpose(0, 1).view(6, 4),
+    lambda L: L.arange(24.0).reshape(2, 3, 4).transpose(1, 2).view(2, 12),
+    lambda L: L.arange(24.0).reshape(2, 3, 4)[:, 1:].view(2, 8),
+    lambda L: L.arange(24.0).reshape(2, 3, 4)[:, :, 1].view(6),
+    lambda L: L.arange(24.0).reshape(2, 3, 4).transpose(0, 1).view(3, 2, 4),
+    lambda L: L.arange(6.0).reshape(2, 3).t().view(6),
+    lambda L: L.arange(6.0, requires_grad=True).reshape(2, 3).t().reshape(6),
+])
+def test_view_of_a_strided_tensor(make):
+    same(make)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor(2 ** 63), lambda L: L.tensor([-2 ** 63 - 1]), lambda L: L.tensor(2 ** 62),
+    lambda L: L.zeros(-1), lambda L: L.zeros(2, -3), lambda L: L.ones(-1),
+])
+def test_creation_limits(make):
+    same(make)
+
+
+def test_a_failing_hook_leaves_gradients_untouched():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    (x * 2).sum().backward()
+    y = x * 3
+    y.register_hook(lambda g: g.sum())
+    with pytest.raises(RuntimeError):
+        y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
