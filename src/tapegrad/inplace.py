@@ -13,7 +13,9 @@ memory and bumps its version.
 import builtins
 import os
 import re
+import signal
 import sys
+import threading
 import weakref
 
 import numpy as np
@@ -82,10 +84,14 @@ sys.modules[Tensor.__module__]._share_memory = share_memory
 
 
 def _log(t, name):
-    """Record that t's storage changes now (a later backward checks who saw the old one)."""
+    """Record that t's storage changes now (a later backward checks who saw the old one).
+
+    Such a change is logged at ``len(tape) - 0.5``: between the last record and the next,
+    so the next record saw it (a recorded in-place op logs its own record instead, which saw
+    its change only in its own output)."""
     if t._tape is not None:
         tape = t._tape
-        tape.inplace.append((_storage(tape, t._r), len(tape), name, user_site(),
+        tape.inplace.append((_storage(tape, t._r), len(tape) - 0.5, name, user_site(),
                              tuple(t._value.shape)))
     elif t._rg:
         key = id(t)
@@ -102,7 +108,7 @@ def _log(t, name):
             return
         tape = tape_ref()
         if tape is not None:
-            tape.inplace.append((_storage(tape, src), len(tape), name, user_site(),
+            tape.inplace.append((_storage(tape, src), len(tape) - 0.5, name, user_site(),
                                  tuple(t._value.shape)))
 
 
@@ -120,23 +126,68 @@ def _apply(t, name, compute, write, region=None, fills=False):
         if t._tape is None and t._rg:
             raise RuntimeError(_LEAF_IN_PLACE)
         res = compute()
-        if res._tape is None:  # nothing needed recording after all
-            np.copyto(t._value, res._value, casting="same_kind")
-            t._version += 1
-            if link is not None:
-                _carry_values(t, name)
-            return t
-        _move_handle(t, res, name)
+        if link is None:
+            return _commit_recorded(t, res, name)
+        with _uninterrupted():      # every alias changes, or (before compute) none
+            return _commit_recorded(t, res, name, carry=True)
+    if link is None:
+        return _commit_written(t, write, name)
+    with _uninterrupted():
+        return _commit_written(t, write, name, region, carry=True)
+
+
+def _commit_recorded(t, res, name, carry=False):
+    if res._tape is None:  # nothing needed recording after all
+        np.copyto(t._value, res._value, casting="same_kind")
         t._version += 1
-        if link is not None:
-            _carry_recorded(t, name)
+        if carry:
+            _carry_values(t, name)
         return t
+    _move_handle(t, res, name)
+    t._version += 1
+    if carry:
+        _carry_recorded(t, name)
+    return t
+
+
+def _commit_written(t, write, name, region=None, carry=False):
     write()
     _log(t, name)
     t._version += 1
-    if link is not None:
+    if carry:
         _carry_values(t, name, region)
     return t
+
+
+class _uninterrupted:
+    """Hold back Ctrl-C while an in-place change is carried to a tensor's aliases: stopped
+    halfway, some aliases would hold the new values and some the old ones.  An interrupt
+    that arrives meanwhile is raised when the change is complete.  (Signals reach only the
+    main thread, so other threads need nothing.)"""
+
+    __slots__ = ("previous", "caught")
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.caught = []
+            try:
+                self.previous = signal.signal(signal.SIGINT,
+                                              lambda signum, frame: self.caught.append(frame))
+            except ValueError:      # (not the main interpreter)
+                self.previous = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is None:
+            return False
+        signal.signal(signal.SIGINT, self.previous)
+        if self.caught:
+            if callable(self.previous):
+                self.previous(signal.SIGINT, self.caught[0])
+            elif self.previous != signal.SIG_IGN:
+                raise KeyboardInterrupt
+        return False
 
 
 def _move_handle(t, res, name, log=True):

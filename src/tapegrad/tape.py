@@ -108,7 +108,7 @@ class Tape:
         self.externs = {}        # record -> (older tape, its record)
         self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
-        self.inplace = []        # (storage, changed before record, op name, where, shape)
+        self.inplace = []        # (storage, record that changed it or .5 between, op, where, shape)
         self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> (shape, list of gradient hooks)
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
