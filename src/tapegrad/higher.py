@@ -303,6 +303,10 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
                 continue
             if g is None:
                 continue
+            if r in tape.hooks:
+                # its gradient is complete here: the tensor's hooks see it and may replace it
+                shape, hooks = tape.hooks[r]
+                g = _run_hooks(hooks, g, shape)
             if wanted is not None and (tape, r) in wanted:
                 _add(results, id(wanted[(tape, r)]), g)
             if r in tape.custom_out:
@@ -353,6 +357,18 @@ def _add(store, key, g):
     store[key] = g if prev is None else F.add(prev, g)
 
 
+def _run_hooks(hooks, g, shape):
+    """A flat recorded gradient after a tensor's hooks (run recording, as PyTorch runs them
+    under create_graph)."""
+    from .autograd import _hook_result
+    for hook in list(hooks):
+        res = hook(F.reshape(g, *shape) if len(shape) else F.reshape(g, ()))
+        if res is not None:
+            _hook_result(hook, res, tuple(shape))      # (its checks)
+            g = F.reshape(res, -1)
+    return g
+
+
 def backward_create_graph(tensors, grad_tensors, inputs):
     """``backward(create_graph=True)``: .grad of leaves become recorded tensors."""
     results, leaves = run_backward_graph(tensors, grad_tensors, inputs)
@@ -362,8 +378,10 @@ def backward_create_graph(tensors, grad_tensors, inputs):
             continue
         if not leaf._rg:
             continue
-        g = F.reshape(results[key], *leaf._value.shape) if leaf._value.ndim else \
-            F.reshape(results[key], ())
+        g = results[key]
+        if leaf._hooks:
+            g = _run_hooks(leaf._hooks, g, leaf._value.shape)
+        g = F.reshape(g, *leaf._value.shape) if leaf._value.ndim else F.reshape(g, ())
         leaf._grad = g if leaf._grad is None else F.add(leaf._grad, g)
 
 
@@ -379,6 +397,8 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
                     "graph. Set allow_unused=True if this is the desired behavior.")
             out.append(Tensor._make(np.zeros(x._value.shape)) if materialize_grads else None)
         else:
+            if x._tape is None and x._hooks:    # a leaf's hooks (a recorded one's ran above)
+                g = _run_hooks(x._hooks, g, x._value.shape)
             out.append(F.reshape(g, *x._value.shape) if x._value.ndim else F.reshape(g, ()))
     return tuple(out)
 
