@@ -209,6 +209,8 @@ def _move_handle(t, res, name, log=True):
 # --- aliases: views and their base (views.py keeps the links) ---------------------------------
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
+
+
 def _check_alias_write(t, link, records, region, fills):
     """PyTorch's refusals of an in-place write into a view, before anything changes."""
     if state.trace is not None:
@@ -528,11 +530,7 @@ def setitem(self, key, value):
         if src._value.ndim > len(vshape) and lead:
             src = F.reshape(src, *src._value.shape[lead:])
         src = F.expand(src, *vshape) if src._value.shape != vshape else src
-        n = self._value.size
-        combined = F.cat([F.reshape(self, -1), F.reshape(src, -1)])
-        idx = np.arange(n, dtype=np.int64)
-        idx[np.asarray(picked).reshape(-1)] = n + np.arange(np.size(picked), dtype=np.int64)
-        return F._gathered(combined, idx.reshape(self._value.shape), V_COPY_SLICES)
+        return _copy_slices(self, np.asarray(picked), src)
 
     def write():
         self._value[np_key] = vv
