@@ -659,3 +659,34 @@ def test_a_long_chain_of_objects_is_walked_in_linear_time():
     compiled = record_change_check(f, lambda: setattr(chain.nxt, "scale", 2.0),
                                    expect="chain.nxt.scale")
     assert compiled.tape.state.count > 3000   # every node: reachable by the names read
+
+
+def test_another_threads_random_draws_do_not_make_a_call_eager():
+    # a Dask client's event loop draws from Python's random module while the driver records
+    # (found as a flake in test_distributed): only this thread's draws count
+    import threading as _threading
+    stop = _threading.Event()
+
+    def background():
+        while not stop.is_set():
+            random.random()
+    worker = _threading.Thread(target=background, daemon=True)
+    worker.start()
+    try:
+        def f(x):
+            return (x * x).sum()
+        compiled = tg.compile(f)
+        for k in range(4):
+            x = tg.tensor([1.0, 2.0 + k], requires_grad=True)
+            compiled(x).backward()
+            np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0 + 2 * k])
+        assert compiled.stats.eager == 0 and compiled.stats.replays == 3
+
+        def g(x):
+            return (x * random.random()).sum()     # this thread's draw still counts
+        _eager_with(tg.compile(g), g, "random")
+    finally:
+        stop.set()
+        worker.join()
+    assert random.random is random.Random.random.__get__(random._inst) or \
+        getattr(random.random, "__self__", None) is random._inst    # restored

@@ -906,14 +906,73 @@ def _random_state():
     return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:], random.getstate()
 
 
-def _same_random_state(before):
+def _same_random_state(before, watch):
+    """Whether the recording drew no random numbers.  Python's ``random`` module is shared by
+    all threads, and some draw from it all the time (a Dask client's event loop jitters its
+    heartbeats with ``random.random()``): a change of its state while the module's functions
+    were watched (``_RandomWatch``) counts only if this thread called one of them, or if no
+    other thread did (a draw through a function imported before, ``from random import
+    random``, is seen by the state alone)."""
     from . import creation
     rng, gen_state, key, rest, python = before
     if creation._rng is not rng or rng.bit_generator.state != gen_state:
         return False
     legacy = np.random.get_state()
-    return (legacy[2:] == rest and np.array_equal(legacy[1], key)
-            and random.getstate() == python)
+    if legacy[2:] != rest or not np.array_equal(legacy[1], key):
+        return False
+    if watch.here:
+        return False
+    return random.getstate() == python or watch.elsewhere > 0
+
+
+class _RandomWatch:
+    """While a call records: counts the calls of Python's ``random`` functions made by this
+    thread (``here``) and by the others (``elsewhere``).  The module's functions are wrapped
+    while any thread records, and restored when the last one ends."""
+
+    NAMES = ("random", "uniform", "randint", "randrange", "choice", "choices", "shuffle",
+             "sample", "gauss", "normalvariate", "lognormvariate", "expovariate",
+             "vonmisesvariate", "gammavariate", "betavariate", "paretovariate",
+             "weibullvariate", "triangular", "getrandbits", "randbytes", "binomialvariate")
+    _lock = threading.Lock()
+    _active = []            # the watches of the calls recording now, in every thread
+    _originals = {}
+
+    def __enter__(self):
+        self.here, self.elsewhere = 0, 0
+        self.thread = threading.get_ident()
+        with _RandomWatch._lock:
+            if not _RandomWatch._active:
+                for name in self.NAMES:
+                    original = getattr(random, name, None)
+                    if original is not None:
+                        _RandomWatch._originals[name] = original
+                        setattr(random, name, _RandomWatch._counting(original))
+            _RandomWatch._active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        with _RandomWatch._lock:
+            _RandomWatch._active.remove(self)
+            if not _RandomWatch._active:
+                for name, original in _RandomWatch._originals.items():
+                    setattr(random, name, original)
+                _RandomWatch._originals.clear()
+        return False
+
+    @staticmethod
+    def _counting(original):
+        def draw(*args, **kwargs):
+            me = threading.get_ident()
+            for watch in list(_RandomWatch._active):
+                if watch.thread == me:
+                    watch.here += 1
+                else:
+                    watch.elsewhere += 1
+            return original(*args, **kwargs)
+        draw.__name__, draw.__doc__, draw.__wrapped__ = (original.__name__, original.__doc__,
+                                                         original)
+        return draw
 
 
 class Compiled:
@@ -1015,12 +1074,15 @@ class Compiled:
             proxies = []
             random_before = _random_state()
             failure = None
+            watch = _RandomWatch()
             try:
                 # set inside the try: an interrupt just before it must not leave the trace on
                 state.tape, state.trace = tape, trace
-                call_args = [_traced_inputs(a, (i,), proxies) for i, a in enumerate(args)]
-                call_kwargs = {k: _traced_inputs(v, (k,), proxies) for k, v in kwargs.items()}
-                out = self.fn(*call_args, **call_kwargs)
+                with watch:
+                    call_args = [_traced_inputs(a, (i,), proxies) for i, a in enumerate(args)]
+                    call_kwargs = {k: _traced_inputs(v, (k,), proxies)
+                                   for k, v in kwargs.items()}
+                    out = self.fn(*call_args, **call_kwargs)
                 ended_on = state.tape
             except Exception as exc:
                 failure = exc
@@ -1052,7 +1114,7 @@ class Compiled:
                 arg_records[_input_key(path)] = hit[0]
                 arg_shapes[_input_key(path)] = a._value.shape
                 tape.leaves[hit[0]] = a
-        if not _same_random_state(random_before):
+        if not _same_random_state(random_before, watch):
             # a replay would return the same numbers again
             reasons.append(("draws random numbers (rand, randn, dropout, random.random(), "
                             "np.random, ...)", "?"))
