@@ -302,7 +302,10 @@ class _Walker:
             for key, item in value.items():
                 self.slot(f"{name}[{self.bind(key, 'K')}]", item, description.child(f"[{key!r}]"))
         elif isinstance(value, (np.random.Generator, np.random.RandomState, random.Random)):
-            self.generators.append((value, _random_state(value)))
+            # the random module's shared generator is watched by the recording itself, which
+            # tells this thread's draws from other threads' (they draw from it all the time)
+            if value is not random._inst:
+                self.generators.append((value, _random_state(value)))
         elif hasattr(type(value), "__next__"):
             # an iterator: next() on it during the recording is a change of state
             self.iterators.append((value, _progress(value)))

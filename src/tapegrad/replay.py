@@ -898,81 +898,122 @@ def _object_arguments(args, kwargs):
 
 
 def _random_state():
-    """tapegrad's generator, NumPy's global one and Python's (the random module's), to tell
-    whether a call drew numbers."""
+    """tapegrad's generator and NumPy's global one, to tell whether a call drew numbers
+    (Python's ``random`` module is watched by ``_RandomWatch``)."""
     from . import creation
     rng = creation._rng
     legacy = np.random.get_state()
-    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:], random.getstate()
+    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:]
 
 
 def _same_random_state(before, watch):
-    """Whether the recording drew no random numbers.  Python's ``random`` module is shared by
-    all threads, and some draw from it all the time (a Dask client's event loop jitters its
-    heartbeats with ``random.random()``): a change of its state while the module's functions
-    were watched (``_RandomWatch``) counts only if this thread called one of them, or if no
-    other thread did (a draw through a function imported before, ``from random import
-    random``, is seen by the state alone)."""
+    """Whether the recording drew no random numbers."""
     from . import creation
-    rng, gen_state, key, rest, python = before
+    rng, gen_state, key, rest = before
     if creation._rng is not rng or rng.bit_generator.state != gen_state:
         return False
     legacy = np.random.get_state()
     if legacy[2:] != rest or not np.array_equal(legacy[1], key):
         return False
-    if watch.here:
-        return False
-    return random.getstate() == python or watch.elsewhere > 0
+    return watch.drew_nothing()
+
+
+class _CountingRandom(random.Random):
+    """The class of ``random``'s shared generator while a call records.  Every method of
+    the generator draws through its two primitives, looked up on the instance, so these
+    count the 32-bit words each thread draws, also through a method imported before the
+    recording (``from random import randint``)."""
+
+    def random(self):
+        with _RandomWatch._lock:
+            value = super().random()
+            _RandomWatch._drew(2)        # 53 bits from two words
+            return value
+
+    def getrandbits(self, k):
+        with _RandomWatch._lock:
+            value = super().getrandbits(k)
+            _RandomWatch._drew(-(-k // 32))
+            return value
 
 
 class _RandomWatch:
-    """While a call records: counts the calls of Python's ``random`` functions made by this
-    thread (``here``) and by the others (``elsewhere``).  The module's functions are wrapped
-    while any thread records, and restored when the last one ends."""
+    """While a call records: the state of Python's shared ``random`` generator before and
+    after, and the words drawn from it by this thread (``here``) and by the others
+    (``elsewhere``).  Other threads draw from it all the time (a Dask client's event loop
+    jitters its heartbeats, compresses messages at random offsets): a change of state is
+    this call's draw unless it is exactly those other draws.  What cannot be counted (a
+    draw through ``random.random`` imported before, in any thread) shows as an unexplained
+    change: the call then counts as drawing, which is safe (it runs eagerly)."""
 
-    NAMES = ("random", "uniform", "randint", "randrange", "choice", "choices", "shuffle",
-             "sample", "gauss", "normalvariate", "lognormvariate", "expovariate",
-             "vonmisesvariate", "gammavariate", "betavariate", "paretovariate",
-             "weibullvariate", "triangular", "getrandbits", "randbytes", "binomialvariate")
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _active = []            # the watches of the calls recording now, in every thread
-    _originals = {}
+    _restore = None         # what the first watch replaced, put back by the last
 
     def __enter__(self):
         self.here, self.elsewhere = 0, 0
         self.thread = threading.get_ident()
         with _RandomWatch._lock:
             if not _RandomWatch._active:
-                for name in self.NAMES:
-                    original = getattr(random, name, None)
-                    if original is not None:
-                        _RandomWatch._originals[name] = original
-                        setattr(random, name, _RandomWatch._counting(original))
+                _RandomWatch._restore = _RandomWatch._count_draws()
             _RandomWatch._active.append(self)
+            self.before = random.getstate()
         return self
 
     def __exit__(self, *exc):
         with _RandomWatch._lock:
+            self.after = random.getstate()
             _RandomWatch._active.remove(self)
             if not _RandomWatch._active:
-                for name, original in _RandomWatch._originals.items():
-                    setattr(random, name, original)
-                _RandomWatch._originals.clear()
+                _RandomWatch._restore()
         return False
 
     @staticmethod
-    def _counting(original):
-        def draw(*args, **kwargs):
-            me = threading.get_ident()
-            for watch in list(_RandomWatch._active):
-                if watch.thread == me:
-                    watch.here += 1
-                else:
-                    watch.elsewhere += 1
-            return original(*args, **kwargs)
-        draw.__name__, draw.__doc__, draw.__wrapped__ = (original.__name__, original.__doc__,
-                                                         original)
-        return draw
+    def _count_draws():
+        """Make the shared generator count its draws; returns the function that undoes it.
+        A generator or module function someone else replaced is left alone (its draws are
+        then seen by the state alone)."""
+        inst = random._inst
+        if type(inst) is not random.Random:
+            return lambda: None
+        inst.__class__ = _CountingRandom
+        # the module's `random` and `getrandbits` are the C primitives bound at import: they
+        # would not look the method up on the instance
+        replaced = {}
+        for name in ("random", "getrandbits"):
+            original = getattr(random, name, None)
+            if getattr(original, "__self__", None) is inst:
+                replaced[name] = original
+                setattr(random, name, getattr(inst, name))
+
+        def restore():
+            inst.__class__ = random.Random
+            for name, original in replaced.items():
+                setattr(random, name, original)
+        return restore
+
+    @staticmethod
+    def _drew(words):
+        me = threading.get_ident()
+        for watch in _RandomWatch._active:
+            if watch.thread == me:
+                watch.here += words
+            else:
+                watch.elsewhere += words
+
+    def drew_nothing(self):
+        """Whether this thread drew nothing from the shared generator while watched: it
+        drew no counted word, and the state moved exactly by the other threads' words."""
+        if self.here:
+            return False
+        if self.after == self.before:
+            return True
+        if not self.elsewhere:
+            return False
+        replayed = random.Random()
+        replayed.setstate(self.before)
+        replayed.getrandbits(32 * self.elsewhere)    # one word per 32 bits
+        return replayed.getstate() == self.after
 
 
 class Compiled:
