@@ -23,10 +23,6 @@ MODULES = [
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
     ("tapegrad.viz", "Drawing the recorded graph"),
 ]
-# Until a module has ``__all__`` (a restructure of the core modules is under way), the names of
-# it that are public where its own definitions include internals.
-PUBLIC_UNTIL_ALL = {"tapegrad.autograd": ["backward", "grad", "Node", "AccumulateGrad",
-                                         "Function"]}
 
 
 def _defined_in_tapegrad(obj):
@@ -38,8 +34,6 @@ def public_names(module_name):
     """The public names of a module, sorted (see the module docstring for the rule)."""
     module = importlib.import_module(module_name)
     names = getattr(module, "__all__", None)
-    if names is None:
-        names = PUBLIC_UNTIL_ALL.get(module_name)
     if names is None:
         names = []
         for name, obj in vars(module).items():

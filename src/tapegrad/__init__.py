@@ -74,3 +74,13 @@ from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 
 __version__ = "0.1.0"
+
+# help(tapegrad) lists the functions and classes named here, and dir(tapegrad) (what tab
+# completion offers) these and the public submodules: not the internal modules the package
+# is built from (tapegrad.replay, tapegrad.ops, ...), which stay importable by name
+from ._public import defined_public_names as _defined_public_names  # noqa: E402
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__all__ = _defined_public_names(globals())
+_PUBLIC_SUBMODULES = ("autograd", "cuda", "func", "nn", "optim", "testing", "utils", "viz")
+__dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

@@ -710,3 +710,12 @@ ABOVE = _Above()
 # the tensor handle's seam (tensor.py)
 _tensor_module.AUTOGRAD.node_for = node_for
 _tensor_module.AUTOGRAD.retained = _RETAINED
+
+
+__all__ = ["backward", "grad", "Function", "Node", "AccumulateGrad"]
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+# tab completion offers these, not the imports (the grad-mode switches are documented at the
+# top level)
+__dir__ = _public_dir(globals(), ("function", "functional", "no_grad", "enable_grad", "set_grad_enabled"))

@@ -16,3 +16,10 @@ def manual_seed(seed):
 
 def manual_seed_all(seed):
     """Nothing to seed: there is no CUDA generator (PyTorch ignores it without CUDA too)."""
+
+
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

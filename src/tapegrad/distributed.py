@@ -468,3 +468,10 @@ if _distributed is not None:
             # off the worker's event loop: a cold numba cache compiles for many seconds
             import asyncio
             await asyncio.get_running_loop().run_in_executor(None, _warm)
+
+
+__all__ = ["map_value_and_grad", "worker_counts"]
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

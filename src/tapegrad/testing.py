@@ -135,3 +135,8 @@ def broadcastable_pair(low=-10.0, high=10.0, max_dims=3, max_side=4):
         b = draw(arrays(shapes.input_shapes[1], low, high))
         return a, b
     return pair()
+
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

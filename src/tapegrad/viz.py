@@ -132,3 +132,10 @@ def graph(tensor, show_shapes=True, params=None):
             if nxt is not None:   # inputs that need no gradient are listed as None
                 dot.edge(node_id(nxt), key)
     return dot
+
+
+__all__ = ["graph"]
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

@@ -98,3 +98,8 @@ def vector_to_parameters(vec, parameters):
         piece = tg.from_numpy(np.array(flat[pointer:pointer + n], dtype=param._value.dtype))
         param.data = piece.view(param.shape)
         pointer += n
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

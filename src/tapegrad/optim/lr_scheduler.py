@@ -559,3 +559,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

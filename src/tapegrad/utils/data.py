@@ -483,3 +483,8 @@ class DataLoader:
             if not batch or (self.drop_last and len(batch) < self.batch_size):
                 return
             yield self.collate_fn(batch)
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
