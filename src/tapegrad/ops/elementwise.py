@@ -349,19 +349,40 @@ POW = declare(20, "PowBackward1", family=ELEMENTWISE, arity=2,
 
 # --- pow: tensor ** number -----------------------------------------------------------------
 @inline
+def power(x, c):
+    """x ** c as eager mode computes it (functional._float_pow): NumPy squares, takes the
+    square root and the reciprocal for 2, 0.5 and -1, and PyTorch multiplies for 3 and -2;
+    the C library's pow, which the other exponents use, is off by an ulp for those in
+    places."""
+    if c == 2.0:
+        return x * x
+    if c == 3.0:
+        return x * x * x
+    if c == -2.0:
+        return 1.0 / (x * x)
+    if c == 0.5:
+        return np.sqrt(x)
+    if c == -1.0:
+        return 1.0 / x
+    if c == 1.0:
+        return x
+    return x ** c
+
+
+@inline
 def pow_s_fwd(x0, x1, x2, c, p0, p1):
-    return x0 ** c
+    return power(x0, c)
 
 
 @inline
 def pow_s_vjp(g, x0, x1, x2, out, c, p0, p1):
-    return 0.0 if c == 0.0 else g * c * x0 ** (c - 1.0)
+    return 0.0 if c == 0.0 else g * (c * power(x0, c - 1.0))
 
 
 @inline
 def pow_s_d2(x0, out, c, p0, p1):
     # c == 0 and c == 1 have a constant derivative (PyTorch's 0 for c == 0)
-    return 0.0 if (c == 0.0 or c == 1.0) else c * (c - 1.0) * x0 ** (c - 2.0)
+    return 0.0 if (c == 0.0 or c == 1.0) else c * (c - 1.0) * power(x0, c - 2.0)
 
 
 POW_S = declare(21, "PowBackward0", family=ELEMENTWISE, reads=READS_X0, forward=pow_s_fwd,
