@@ -66,6 +66,12 @@ def history(t):
     lambda W: W.detach()[1, 1].fill_(9),
     lambda W: W.data[0, 0].fill_(9),
     lambda W: W[..., 1:].__setitem__(0, 4.0),
+    lambda W: W.narrow(1, 1, 2).mul_(2),
+    lambda W: W.select(1, -1).add_(1),
+    lambda W: W.diagonal(1).fill_(-3),
+    lambda W: W.split([1, 2], 1)[1].zero_(),
+    lambda W: W.chunk(2)[1][0, 2:].fill_(5),
+    lambda W: W.unbind(1)[0].copy_(W[1][:2]),
     # one value written to an expanded view's elements is well defined (fill_, zero_), and
     # so is an assignment to a part of it that holds each element once
     lambda W: W[:1].expand(3, 3).fill_(7),
@@ -318,7 +324,7 @@ def test_vmap_of_a_function_with_in_place_writes_equals_per_sample(through_view)
 # Hypothesis programs: views and in-place ops mixed, compared with PyTorch step by step
 # ---------------------------------------------------------------------------------------------
 VIEWS = ["row", "col", "slice", "t", "flat", "unsqueeze", "detach", "expand", "squeeze",
-         "permute", "ellipsis"]
+         "permute", "ellipsis", "narrow", "select", "diagonal", "split", "chunk", "unbind"]
 WRITES = ["add", "mul_w", "fill", "zero", "set0", "mul", "copy_w", "sub_view"]
 
 
@@ -343,6 +349,19 @@ def _make_view(L, t, kind):
         return t.unsqueeze(-1).squeeze(-1)
     if kind == "permute":
         return t.permute(*reversed(range(t.dim()))) if t.dim() else None
+    if kind == "narrow":
+        return t.narrow(-1, 0, t.shape[-1] // 2 + 1) if t.dim() and t.shape[-1] else None
+    if kind == "select":
+        return t.select(-1, -1) if t.dim() and t.shape[-1] else None
+    if kind == "diagonal":
+        return t.diagonal(-1) if t.dim() >= 2 else None
+    # the outputs of ops that return several views: PyTorch refuses recorded writes to them
+    if kind == "split":
+        return t.split(2)[-1] if t.dim() and t.shape[0] else None
+    if kind == "chunk":
+        return t.chunk(2, -1)[0] if t.dim() and t.shape[-1] else None
+    if kind == "unbind":
+        return t.unbind(0)[0] if t.dim() and t.shape[0] else None
     return t[...]
 
 

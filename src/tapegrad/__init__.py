@@ -24,6 +24,7 @@ from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, cla
                          sqrt, squeeze, stack, std, sum, t, tan, tanh, transpose, unsqueeze, var,
                          where)
 from .functional import add, div, mul, sub
+from .functional import chunk, diagonal, narrow, select, split, unbind
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 

@@ -1258,9 +1258,11 @@ def _shape_args(shape):
 V_UNSAFE_VIEW = 16
 V_RESHAPE_ALIAS = 17
 V_AS_STRIDED = 18    # a view read again from its base after an in-place change through an alias
+V_DIAGONAL, V_SPLIT, V_SPLIT_WITH_SIZES, V_UNBIND = 19, 20, 21, 22
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
-                            V_UNSQUEEZE, V_AS_STRIDED})
+                            V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,
+                            V_SPLIT_WITH_SIZES, V_UNBIND})
 
 
 # reshapes that PyTorch makes as views: the same elements in the same order, new shape
@@ -1412,6 +1414,183 @@ def _gathered(x, idx, variant):
 
 def _flat_index(x):
     return np.arange(x._value.size, dtype=np.int64).reshape(x._value.shape)
+
+
+def _along(x, d, part):
+    """x's flat positions with ``part`` (a slice or an int) taken along dimension d."""
+    return _flat_index(x)[(slice(None),) * d + (part,)]
+
+
+def narrow(x, dim, start, length):
+    """The elements ``start`` to ``start + length`` of x along ``dim``: a view of x.
+
+    Shape: x's, with ``length`` at ``dim``.  ``grad_fn``: ``<SliceBackward0>``.
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).narrow(1, 1, 2)
+        tensor([[1, 2],
+                [4, 5]])
+    """
+    nd = x._value.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd)
+    size = x._value.shape[d]
+    start, length = _int_arg(start), _int_arg(length)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return _gathered(x, _along(x, d, slice(start, start + length)), V_SLICE)
+
+
+def select(x, dim, index):
+    """x's elements at ``index`` along ``dim``, that dimension removed: a view of x
+    (``x[:, i]`` is ``x.select(1, i)``).  ``grad_fn``: ``<SelectBackward0>``.
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).select(1, -1)
+        tensor([2, 5])
+    """
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd)
+    size, index = x._value.shape[d], _int_arg(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x._value.shape)} at dimension {d}")
+    return _gathered(x, _along(x, d, index), V_SELECT)
+
+
+def split(x, split_size_or_sections, dim=0):
+    """x cut along ``dim`` into parts of ``split_size_or_sections`` elements (the last one
+    smaller where they do not divide the size), or of the sizes in a list: a tuple of views
+    of x.  ``grad_fn``: ``<SplitBackward0>`` (``<SplitWithSizesBackward0>`` for a list).
+
+    Unlike PyTorch, each part has a node of its own rather than sharing one: ``grad_fn``
+    names and gradients are PyTorch's, ``a.grad_fn is b.grad_fn`` is False.
+
+    Example:
+        >>> [p.tolist() for p in tg.arange(5).split(2)]
+        [[0, 1], [2, 3], [4]]
+    """
+    if x._value.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, x._value.ndim)
+    size = x._value.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [_int_arg(n) for n in split_size_or_sections]
+        if builtins.any(n < 0 for n in sizes):
+            raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={sizes}")
+        if builtins.sum(sizes) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+        return _split_views(x, d, sizes, V_SPLIT_WITH_SIZES, "SplitWithSizes")
+    step = _int_arg(split_size_or_sections)
+    if step < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+    if step == 0 and size != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    # (min and sum are the tensor functions of this module)
+    sizes = [step if size - lo > step else size - lo for lo in range(0, size, step)] \
+        if size else [0]
+    return _split_views(x, d, sizes, V_SPLIT, "Split")
+
+
+def chunk(x, chunks, dim=0):
+    """x cut along ``dim`` into at most ``chunks`` parts of ``ceil(size / chunks)``
+    elements (fewer parts where the size runs out): ``split`` with that size.
+
+    Example:
+        >>> [p.tolist() for p in tg.arange(6).chunk(4)]
+        [[0, 1], [2, 3], [4, 5]]
+    """
+    if x._value.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    chunks = _int_arg(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap_dim(dim, x._value.ndim)
+    size = x._value.shape[d]
+    if size == 0:
+        # PyTorch gives `chunks` empty parts here, made by split_with_sizes
+        return _split_views(x, d, [0] * chunks, V_SPLIT_WITH_SIZES, "SplitWithSizes")
+    return split(x, -(-size // chunks), d)
+
+
+def unbind(x, dim=0):
+    """x's slices along ``dim``, that dimension removed: a tuple of views of x.
+    ``grad_fn``: ``<UnbindBackward0>``.
+
+    Example:
+        >>> [r.tolist() for r in tg.arange(6).reshape(2, 3).unbind(1)]
+        [[0, 3], [1, 4], [2, 5]]
+    """
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, nd)
+    flat = _flat_index(x)
+    return tuple(_multi_output(_gathered(x, flat[(slice(None),) * d + (i,)], V_UNBIND),
+                               "Unbind", i) for i in range(x._value.shape[d]))
+
+
+def _split_views(x, d, sizes, variant, name):
+    flat, parts, lo = _flat_index(x), [], 0
+    for i, n in enumerate(sizes):
+        part = _gathered(x, flat[(slice(None),) * d + (slice(lo, lo + n),)], variant)
+        parts.append(_multi_output(part, name, i))
+        lo += n
+    return tuple(parts)
+
+
+def _multi_output(view, name, output_nr):
+    """Mark ``view`` as output ``output_nr`` of an op that returns several views: PyTorch
+    refuses a recorded in-place change of such a view (inplace._check_alias_write)."""
+    if type(view._alias) is ViewOf:
+        view._alias.multi = (name, output_nr)
+    return view
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal of x in the plane of ``dim1`` and ``dim2`` (above it for ``offset`` > 0,
+    below for < 0), as the last dimension: a view of x.  ``grad_fn``: ``<DiagonalBackward0>``.
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).diagonal(1)
+        tensor([1, 5])
+    """
+    nd = x._value.ndim
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = _int_arg(offset)
+    flat = _flat_index(x)
+    rows, cols = x._value.shape[d1], x._value.shape[d2]
+    if offset >= cols or -offset >= rows:
+        # NumPy refuses a diagonal beyond the matrix: PyTorch gives an empty one
+        rest = tuple(n for k, n in enumerate(x._value.shape) if k not in (d1, d2))
+        return _gathered(x, np.zeros(rest + (0,), np.int64), V_DIAGONAL)
+    return _gathered(x, np.array(np.diagonal(flat, offset, d1, d2)), V_DIAGONAL)
+
+
+def _int_arg(n):
+    """A Python int from an int, a NumPy integer or a one-element integer tensor."""
+    if isinstance(n, Tensor):
+        n = n._value.item()
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"expected an integer, got {type(n).__name__}")
+    return int(n)
 
 
 def permute(x, *dims):

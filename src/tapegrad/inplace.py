@@ -224,6 +224,8 @@ def _check_alias_write(t, link, records, region, fills):
     if not link.detached:
         if link.no_grad_made and records:
             raise no_grad_view_error(t, direct=True)
+        if link.multi is not None and records:
+            raise RuntimeError(_multi_output_error(t, link))
         root = link.root
         if records and root._tape is None and root._rg:
             raise RuntimeError("a view of " + _LEAF_IN_PLACE)
@@ -236,6 +238,21 @@ def _check_alias_write(t, link, records, region, fills):
             raise RuntimeError(
                 "tapegrad does not yet record an in-place op on an expanded view (several of "
                 "its elements are one memory location): clone() it, or write under no_grad")
+
+
+def _multi_output_error(t, link):
+    name, output_nr = link.multi
+    if not name:
+        name = re.sub(r"Backward\d*$", "", t.grad_fn.name()) if t.grad_fn is not None else ""
+    # PyTorch takes a view without a history (of a tensor that does not require grad) for
+    # one made under no_grad
+    start = (f"Output {output_nr} of {name} is a view and is being modified inplace."
+             if t._rg else
+             "A view was created in no_grad mode and is being modified inplace with grad mode "
+             "enabled.")
+    return (start + " This view is the output of a function that returns multiple views. "
+            "Such functions do not allow the output views to be modified inplace. You should "
+            "replace the inplace operation by an out-of-place one.")
 
 
 _DETACHED_HISTORY = (

@@ -33,7 +33,7 @@ class ViewOf:
     was detached from it is a tensor of its own (``root`` is None)."""
 
     __slots__ = ("_root", "index", "detached", "overlaps", "no_grad_made", "unversioned",
-                 "made_at", "via", "lost")
+                 "made_at", "via", "lost", "multi")
 
     def __init__(self, root, index, overlaps, no_grad_made, unversioned, made_at, via,
                  detached):
@@ -42,6 +42,9 @@ class ViewOf:
         self.no_grad_made, self.unversioned, self.made_at = no_grad_made, unversioned, made_at
         self.via, self.detached = via, detached
         self.lost = None    # the name of the history a no_grad view lost (inplace.py)
+        # (op name, output number) for an output of an op returning several views (split,
+        # unbind), ("", 0) for a view of one: PyTorch's CreationMeta.MULTI_OUTPUT_NODE
+        self.multi = None
 
     @property
     def root(self):
@@ -111,6 +114,7 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
             # a part of an expanded view may pick each element once (a row of it)
             overlaps = index is not None and np.unique(index).size < index.size
         inherited_no_grad = link.no_grad_made
+        multi = link.multi
         if link.detached:
             via = parent if link.via is None else link.via
         unversioned = unversioned or link.unversioned
@@ -119,6 +123,7 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
         if link is None:
             link = parent._alias = Views()
         inherited_no_grad = False
+        multi = None
     grad_enabled = state.grad_enabled
     if detached:                # detach() itself: a tensor of its own for autograd
         no_grad_made = False
@@ -133,6 +138,8 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
         result._version = root._version
     result._alias = ViewOf(root, index, overlaps, no_grad_made, unversioned, result._version,
                            via, detached or via is not None)
+    if multi is not None and not detached:
+        result._alias.multi = ("", 0)     # named after its own node, as PyTorch does
     root._alias.add(result)
     return result
 

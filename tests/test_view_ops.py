@@ -1,0 +1,142 @@
+"""narrow, select, split, chunk, unbind and diagonal: views of their input with PyTorch's
+values, grad_fn names, gradients and errors; the outputs of split/chunk/unbind refuse a
+recorded in-place change as PyTorch's do."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from oracle import message
+
+torch = pytest.importorskip("torch")
+
+CALLS = [
+    lambda x: [x.narrow(1, 1, 2)], lambda x: [x.narrow(0, -2, 2)], lambda x: [x.narrow(1, 3, 0)],
+    lambda x: [x.select(1, 2)], lambda x: [x.select(0, -1)], lambda x: [x.select(2, 0)],
+    lambda x: list(x.split(2)), lambda x: list(x.split(2, 1)), lambda x: list(x.split(5, -1)),
+    lambda x: list(x.split([1, 0, 2], 1)), lambda x: list(x.split((4,), 0)),
+    lambda x: list(x.chunk(2)), lambda x: list(x.chunk(3, 1)), lambda x: list(x.chunk(9, 2)),
+    lambda x: list(x.unbind()), lambda x: list(x.unbind(-1)),
+    lambda x: [x.diagonal()], lambda x: [x.diagonal(1, 1, 2)], lambda x: [x.diagonal(-2, 0, 2)],
+    lambda x: [x.diagonal(7)], lambda x: [x.diagonal(0, -1, 0)],
+    lambda x: list(x.split_with_sizes([3, 1])),
+    lambda L_x: [L_x.narrow(2, 1, 1).select(1, 0).unbind(0)[1]],
+]
+FUNCTIONS = [
+    lambda L, x: [L.narrow(x, 0, 1, 2)], lambda L, x: [L.select(x, 2, 1)],
+    lambda L, x: list(L.split(x, 2, 2)), lambda L, x: list(L.chunk(x, 2, 0)),
+    lambda L, x: list(L.unbind(x, 1)), lambda L, x: [L.diagonal(x, 0, 0, 1)],
+]
+
+
+def _run(L, call):
+    base = L.tensor(np.arange(24.0).reshape(4, 3, 2) / 7 - 1, requires_grad=True)
+    x = base * 1.5
+    outs = call(L, x) if call.__code__.co_argcount == 2 else call(x)
+    loss = sum(((o * (k + 2)) ** 2).sum() for k, o in enumerate(outs))
+    loss.backward()
+    return outs, base.grad
+
+
+@pytest.mark.parametrize("call", CALLS + FUNCTIONS)
+def test_values_names_and_gradients_are_pytorchs(call):
+    (mine, mine_grad), (theirs, their_grad) = _run(tg, call), _run(torch, call)
+    assert len(mine) == len(theirs)
+    for a, b in zip(mine, theirs):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+        assert a.grad_fn.name() == b.grad_fn.name()
+        assert a._is_view() and a._base is not None
+    np.testing.assert_allclose(mine_grad.numpy(), their_grad.numpy(), rtol=1e-14)
+
+
+def test_writes_through_them_reach_the_base():
+    def program(L):
+        x = L.zeros(4, 6)
+        p, q = x.chunk(2, 1)
+        q.fill_(3)
+        x.diagonal().fill_(7)
+        x.narrow(0, 3, 1).mul_(-1)
+        x.unbind(0)[1].add_(1)
+        x.select(1, 0).sub_(2)
+        x.split([5, 1], 1)[1][0] = 9
+        return x
+    np.testing.assert_array_equal(program(tg).numpy(), program(torch).numpy())
+
+
+WRITES = [
+    lambda x: x.split(3, 1)[1].add_(1),
+    lambda x: x.split([2, 4], 1)[1].mul_(2),
+    lambda x: x.chunk(2, 1)[1].zero_(),
+    lambda x: x.unbind(1)[2].mul_(2),
+    lambda x: x.split(3, 1)[0][0].add_(1),         # a view of an output: named after itself
+    lambda x: x.unbind(0)[1][2:].fill_(1),
+]
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_recorded_writes_to_multiple_outputs_raise_pytorchs_error(write):
+    def program(L):
+        x = L.zeros(4, 6, requires_grad=True).clone()
+        try:
+            write(x)
+        except RuntimeError as e:
+            return message(e)
+        return "no error"
+    mine = program(tg)
+    assert mine == program(torch) and mine.startswith(("Output", "A view"))
+
+
+def test_their_writes_under_no_grad_or_without_history_are_fine():
+    def program(L):
+        x = L.zeros(4, 6, requires_grad=True).clone()
+        a, b = x.split(3, 1)
+        with L.no_grad():
+            b.add_(1)
+        y = L.zeros(2, 2)
+        y.unbind(0)[1].fill_(4)           # no history: nothing to refuse
+        w = L.ones(2, requires_grad=True)
+        try:
+            y.unbind(0)[0].add_(w)        # ... unless the value written has one
+        except RuntimeError as e:
+            err = message(e)
+        (x * x).sum().backward()
+        return x.detach().numpy().copy(), y.numpy().copy(), err
+    mine, theirs = program(tg), program(torch)
+    np.testing.assert_array_equal(mine[0], theirs[0])
+    np.testing.assert_array_equal(mine[1], theirs[1])
+    assert mine[2] == theirs[2]
+
+
+BAD = [
+    lambda L: L.zeros(4, 6).narrow(1, 7, 0), lambda L: L.zeros(4, 6).narrow(1, -7, 1),
+    lambda L: L.zeros(4, 6).narrow(1, 2, -1), lambda L: L.tensor(1.0).narrow(0, 0, 1),
+    lambda L: L.zeros(4, 6).narrow(1, 5, 2),
+    lambda L: L.tensor(1.0).select(0, 0), lambda L: L.zeros(4, 6).select(1, -7),
+    lambda L: L.zeros(4, 6).select(1, 6), lambda L: L.zeros(4, 6).select(2, 0),
+    lambda L: L.tensor(1.0).unbind(), lambda L: L.zeros(4, 6).unbind(2),
+    lambda L: L.zeros(4, 6).diagonal(0, 1, 1), lambda L: L.zeros(4, 6).diagonal(0, 0, 2),
+    lambda L: L.tensor(1.0).diagonal(),
+    lambda L: L.zeros(4, 6).split(-1), lambda L: L.zeros(4, 6).split(0, 1),
+    lambda L: L.zeros(4, 6).split([7, -1], 1), lambda L: L.zeros(4, 6).split([2, 3], 1),
+    lambda L: L.tensor(1.0).split(1),
+    lambda L: L.zeros(4, 6).chunk(0), lambda L: L.zeros(4, 6).chunk(-1),
+    lambda L: L.tensor(1.0).chunk(1),
+]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_arguments_give_pytorchs_errors(bad):
+    errors = []
+    for L in (tg, torch):
+        with pytest.raises((RuntimeError, IndexError)) as info:
+            bad(L)
+        errors.append((info.type, message(info.value)))
+    assert errors[0] == errors[1]
+
+
+def test_empty_sizes():
+    for L in (tg, torch):
+        assert [tuple(p.shape) for p in L.zeros(0).chunk(2)] == [(0,), (0,)]
+        assert [tuple(p.shape) for p in L.zeros(0, 3).split(2)] == [(0, 3)]
+        assert [tuple(p.shape) for p in L.zeros(5).split(2)] == [(2,), (2,), (1,)]
+        assert [tuple(p.shape) for p in L.zeros(6).chunk(4)] == [(2,), (2,), (2,)]
