@@ -16,7 +16,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.optim.optimizer", "tapegrad.optim.sgd", "tapegrad.optim.adam", "tapegrad.testing", "tapegrad.viz", "tapegrad._blas",
            "tapegrad._dtype", "tapegrad.replay", "tapegrad.function", "tapegrad.functional",
            "tapegrad.comparison", "tapegrad.autograd", "tapegrad._generator", "tapegrad._device",
-           "tapegrad.tensor", "tapegrad.serialization", "tapegrad.func"]
+           "tapegrad.tensor", "tapegrad.serialization", "tapegrad.func",
+           "tapegrad.nn.containers"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
