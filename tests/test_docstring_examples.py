@@ -18,7 +18,7 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.comparison", "tapegrad.autograd", "tapegrad._generator", "tapegrad._device",
            "tapegrad.tensor", "tapegrad.serialization", "tapegrad.func",
            "tapegrad.nn.containers", "tapegrad.nn.utils", "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
-           "tapegrad.optim.lr_scheduler", "tapegrad.utils.data"]
+           "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
