@@ -663,8 +663,8 @@ def clamp(x, min=None, max=None):
 
     Either bound may be None (not both), a number or a tensor (broadcast).  When ``min > max``
     every element becomes ``max``, as in PyTorch.  Shape and dtype: those of ``x``.  The
-    gradient is 1 inside the interval, 0 outside.  With tensor bounds the graph holds a
-    ``MaximumBackward0`` then a ``MinimumBackward0`` rather than one ``ClampBackward0``.
+    gradient is 1 inside the interval (bounds included), 0 outside.  With tensor bounds the
+    graph holds a ``MaximumBackward0`` then a ``MinimumBackward0``, not one ``ClampBackward0``.
 
     Example:
         >>> tg.clamp(tg.tensor([-2.0, 0.5, 3.0]), min=0.0, max=1.0)
@@ -1909,8 +1909,8 @@ def expand(x, *sizes):
 
 
 def broadcast_to(x, shape):
-    """``x`` expanded to ``shape`` by broadcasting (as ``x.expand(*shape)``), without copying
-    the caller's data; the gradient sums over the broadcast dims.
+    """``x`` expanded to ``shape`` by broadcasting, as ``x.expand(*shape)``: a view of ``x``
+    whose gradient sums over the broadcast dims.
 
     Example:
         >>> tg.broadcast_to(tg.tensor([1.0, 2.0]), (2, 2))

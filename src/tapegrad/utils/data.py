@@ -164,7 +164,8 @@ def random_split(dataset, lengths, generator=None):
 
     Example:
         >>> from tapegrad.utils.data import random_split
-        >>> train, val = random_split(range(10), [0.7, 0.3], generator=tg.Generator().manual_seed(0))
+        >>> g = tg.Generator().manual_seed(0)
+        >>> train, val = random_split(range(10), [0.7, 0.3], generator=g)
         >>> len(train), len(val), sorted(list(train) + list(val)) == list(range(10))
         (7, 3, True)
     """
