@@ -143,7 +143,7 @@ class LBFGS(Optimizer):
         ...     return loss
         >>> for _ in range(3):
         ...     _ = opt.step(closure)
-        >>> w.detach(), float(closure()) < 1e-8
+        >>> w.detach(), closure().item() < 1e-8
         (tensor([1.0000, 1.0000]), True)
     """
 
