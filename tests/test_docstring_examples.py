@@ -19,7 +19,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.autograd", "tapegrad._generator", "tapegrad._device", "tapegrad.tensor",
            "tapegrad.serialization", "tapegrad.func", "tapegrad.nn.containers",
            "tapegrad.nn.utils", "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
-           "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda"]
+           "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda",
+           "tapegrad._autograd_functional"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -41,7 +41,16 @@ _ALLOWED_DTYPES = frozenset(d.np for d in _dtype.SUPPORTED)
 
 class LoadError(pickle.UnpicklingError, ValueError):
     """A file ``tapegrad.load`` refuses.  It is also an ``UnpicklingError`` (what
-    ``torch.load`` raises for a file it cannot read) and a ``ValueError``."""
+    ``torch.load`` raises for a file it cannot read) and a ``ValueError``.
+
+    Example:
+        >>> import io
+        >>> try:
+        ...     tg.load(io.BytesIO(b"not a checkpoint"))
+        ... except tg.serialization.LoadError as e:
+        ...     print(e)
+        not a tapegrad.save file: not a zip archive (File is not a zip file)
+    """
 
 
 # ---------------------------------------------------------------------------------------------
