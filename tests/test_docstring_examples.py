@@ -13,8 +13,14 @@ from tapegrad.nn import functional as F
 
 MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapegrad.tapefile",
            "tapegrad.nn.functional", "tapegrad.nn.init", "tapegrad.nn.modules",
-           "tapegrad.optim.optimizer", "tapegrad.optim.sgd", "tapegrad.optim.adam", "tapegrad.testing", "tapegrad.viz", "tapegrad._blas",
-           "tapegrad._dtype", "tapegrad.replay", "tapegrad.function"]
+           "tapegrad.optim.optimizer", "tapegrad.optim.sgd", "tapegrad.optim.adam",
+           "tapegrad.testing", "tapegrad.viz", "tapegrad._blas", "tapegrad._dtype",
+           "tapegrad.replay", "tapegrad.function", "tapegrad.functional", "tapegrad.comparison",
+           "tapegrad.autograd", "tapegrad._generator", "tapegrad._device", "tapegrad.tensor",
+           "tapegrad.serialization", "tapegrad.func", "tapegrad.nn.containers",
+           "tapegrad.nn.utils", "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
+           "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda",
+           "tapegrad._autograd_functional", "tapegrad.distributed"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -168,7 +168,13 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
 # ---------------------------------------------------------------------------------------------
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``: the vector-Jacobian product for the cotangent ``v``
-    (optional when the output has one element), shaped as the inputs."""
+    (optional when the output has one element), shaped as the inputs.
+
+    Example:
+        >>> from tapegrad.autograd.functional import vjp
+        >>> vjp(lambda x: x ** 2, tg.tensor([1.0, 2.0]), tg.tensor([1.0, 1.0]))
+        (tensor([1., 4.]), tensor([2., 4.]))
+    """
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         xs = _prepare(inputs, create_graph)
@@ -185,7 +191,13 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)``: the Jacobian-vector product for the tangent ``v`` (optional
     when the input has one element), shaped as the outputs.  By forward mode (compiled
-    tangent sweep), or with ``create_graph``/``strict`` by PyTorch's double-backward trick."""
+    tangent sweep), or with ``create_graph``/``strict`` by PyTorch's double-backward trick.
+
+    Example:
+        >>> from tapegrad.autograd.functional import jvp
+        >>> jvp(lambda x: x ** 2, tg.tensor([1.0, 2.0]), tg.tensor([1.0, 0.0]))
+        (tensor([1., 4.]), tensor([2., 0.]))
+    """
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
     if not (create_graph or strict):
         v = _v_or_ones(v, "jvp", inputs, is_inputs_tuple, False,
@@ -234,7 +246,18 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     input.shape``, or tuples of them (over outputs, then inputs) where ``func`` returns a
     tuple or ``inputs`` is one.  ``strategy="reverse-mode"`` sweeps back once per output
     element, ``"forward-mode"`` (which PyTorch allows with ``vectorize=True`` only) pushes
-    tangents, many per sweep; ``vectorize`` changes nothing else."""
+    tangents, many per sweep; ``vectorize`` changes nothing else.
+
+    Example:
+        >>> from tapegrad.autograd.functional import jacobian
+        >>> jacobian(lambda x: x ** 2, tg.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 4.]])
+        >>> dx, dy = jacobian(lambda x, y: x * y, (tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])))
+        >>> dy
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
             'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
@@ -307,7 +330,14 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """The Hessian of a function with one output element: shape ``input.shape +
     input.shape``, or a tuple of tuples of blocks for a tuple of inputs.  By compiled
     forward over reverse (all unit seeds, many per sweep); with ``create_graph``/``strict``
-    as the Jacobian of the recorded Jacobian, as PyTorch computes it."""
+    as the Jacobian of the recorded Jacobian, as PyTorch computes it.
+
+    Example:
+        >>> from tapegrad.autograd.functional import hessian
+        >>> hessian(lambda x: (x ** 3).sum(), tg.tensor([1.0, 2.0]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
@@ -373,12 +403,24 @@ def _hessian_product(func, inputs, v, create_graph, strict, fn_name, transposed)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """``(func(inputs), H v)`` for a function with one output element."""
+    """``(func(inputs), H v)`` for a function with one output element.
+
+    Example:
+        >>> from tapegrad.autograd.functional import hvp
+        >>> hvp(lambda x: (x ** 3).sum(), tg.tensor([1.0, 2.0]), tg.tensor([1.0, 1.0]))
+        (tensor(9.), tensor([ 6., 12.]))
+    """
     return _hessian_product(func, inputs, v, create_graph, strict, "hvp", transposed=False)
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a function with one output element (equal to ``H v``
-    where the Hessian is symmetric)."""
+    where the Hessian is symmetric).
+
+    Example:
+        >>> from tapegrad.autograd.functional import vhp
+        >>> vhp(lambda x: (x ** 3).sum(), tg.tensor([1.0, 2.0]), tg.tensor([1.0, 1.0]))
+        (tensor(9.), tensor([ 6., 12.]))
+    """
     return _hessian_product(func, inputs, v, create_graph, strict, "vhp", transposed=True)
 

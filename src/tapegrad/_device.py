@@ -41,7 +41,16 @@ def _parse(text, index):
 class device:
     """A device type and an optional index: ``device('cpu')``, ``device('cpu', 0)``,
     ``device('cpu:0')``.  Equal to another device of the same type and index only (as in
-    PyTorch, ``device('cpu') != 'cpu'``)."""
+    PyTorch, ``device('cpu') != 'cpu'``).  Only the CPU exists: a CUDA device raises the
+    ``AssertionError`` of a CPU-only PyTorch, other types a ``RuntimeError``.
+
+    Example:
+        >>> d = tg.device("cpu:0")
+        >>> d, d.type, d.index, str(d)
+        (device(type='cpu', index=0), 'cpu', 0, 'cpu:0')
+        >>> tg.zeros(2, device=tg.device("cpu")).device
+        device(type='cpu')
+    """
 
     __slots__ = ("_type", "_index")
 

@@ -9,8 +9,9 @@ import numpy as np
 class dtype:
     """A tensor element type, printed as PyTorch prints its own (``tapegrad.float64``).
 
-    tapegrad has float64 (also spelled ``float``, ``double``, and accepted as ``float32``),
-    int64 (``long``) and bool.
+    tapegrad has float64 (also spelled ``float`` and ``double``), the only floating dtype and
+    the only one that can require grad, and int64 (``long``), int32, int16, int8, uint8 and
+    bool for data.  Naming ``float32``, ``float16`` or ``bfloat16`` raises a ``TypeError``.
 
     Example:
         >>> tg.tensor([1.0]).dtype, tg.tensor([1]).dtype, tg.float64.is_floating_point
@@ -108,13 +109,26 @@ def resolve(dt):
 
 
 def get_default_dtype():
-    """The dtype of floating tensors made from Python floats: float64, tapegrad's only one."""
+    """The dtype of floating tensors made from Python floats: float64, tapegrad's only one
+    (PyTorch's default is float32).
+
+    Example:
+        >>> tg.get_default_dtype()
+        tapegrad.float64
+    """
     return float64
 
 
 def set_default_dtype(d):
     """Accept float64 (already the default); any other dtype raises: float32 and float16
-    do not exist in tapegrad yet, and PyTorch refuses non-floating defaults."""
+    do not exist in tapegrad yet, and PyTorch refuses non-floating defaults.
+
+    Example:
+        >>> tg.set_default_dtype(tg.float64)
+        >>> tg.set_default_dtype(tg.float32)
+        Traceback (most recent call last):
+        TypeError: tapegrad supports float64 as its only floating dtype for now; ...
+    """
     if not isinstance(d, dtype):
         raise TypeError(
             "invalid dtype object: only floating-point types are supported as the default type")

@@ -58,19 +58,52 @@ class _NoArgGradMode(_GradMode):
 
 
 class no_grad(_NoArgGradMode):
-    """Record nothing inside: results of ops require no grad."""
+    """Record nothing inside: results of ops require no grad.
+
+    A context manager, and a decorator (``@tg.no_grad`` or ``@tg.no_grad()``); for
+    evaluation and for updating parameters in place by hand.  The mode is per thread, as in
+    PyTorch.
+
+    Example:
+        >>> w = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> with tg.no_grad():
+        ...     y = w * 2
+        >>> y.requires_grad, y.grad_fn
+        (False, None)
+    """
 
     _enable = False
 
 
 class enable_grad(_NoArgGradMode):
-    """Record again inside a ``no_grad`` block."""
+    """Record again inside a ``no_grad`` block; a context manager or a decorator.
+
+    Example:
+        >>> w = tg.tensor([1.0], requires_grad=True)
+        >>> with tg.no_grad():
+        ...     with tg.enable_grad():
+        ...         y = w * 2
+        >>> y.requires_grad
+        True
+    """
 
     _enable = True
 
 
 class set_grad_enabled(_GradMode):
-    """Switch recording on or off; usable as a call, a context manager or a decorator."""
+    """Switch recording on or off; usable as a call, a context manager or a decorator.
+
+    As a call it sets the mode at once (and for good); as a context manager it restores the
+    previous mode on exit.
+
+    Example:
+        >>> w = tg.tensor([1.0], requires_grad=True)
+        >>> with tg.set_grad_enabled(False):
+        ...     print(tg.is_grad_enabled(), (w * 2).requires_grad)
+        False False
+        >>> tg.is_grad_enabled()
+        True
+    """
 
     def __init__(self, mode):
         self._prev = state.grad_enabled
@@ -96,6 +129,13 @@ class set_grad_enabled(_GradMode):
 
 
 def is_grad_enabled():
+    """Whether ops record for autograd now (False inside ``no_grad``).
+
+    Example:
+        >>> with tg.no_grad():
+        ...     print(tg.is_grad_enabled())
+        False
+    """
     return state.grad_enabled
 
 
@@ -106,7 +146,20 @@ _QUALIFIED = frozenset({"CopySlices", "CopyBackwards"})
 
 
 class Node:
-    """A read-only view of one tape record, shaped like PyTorch's autograd Function."""
+    """A read-only view of one tape record, shaped like PyTorch's autograd Function.
+
+    It is what ``tensor.grad_fn`` gives: ``name()`` and ``next_functions`` (the nodes of
+    its inputs; an ``AccumulateGrad`` for a leaf that requires grad) walk the graph.  Hooks on
+    nodes and calling a node are not supported.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = (x * 3).sum()
+        >>> y.grad_fn.name()
+        'SumBackward0'
+        >>> y.grad_fn.next_functions[0][0].name()
+        'MulBackward0'
+    """
 
     __slots__ = ("_tape", "_r", "__weakref__")
 
@@ -162,7 +215,14 @@ class Node:
 
 
 class AccumulateGrad:
-    """The node a leaf's gradient flows into; ``variable`` is the leaf."""
+    """The node a leaf's gradient flows into; ``variable`` is the leaf.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> acc = (x * 3).grad_fn.next_functions[0][0]
+        >>> acc.name(), acc.variable is x
+        ('tapegrad::autograd::AccumulateGrad', True)
+    """
 
     __slots__ = ("variable", "__weakref__")
 
@@ -637,7 +697,17 @@ def _value_read(tape, s, need, op, a0, a1):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate into ``.grad`` the gradients of ``tensors`` (summed) w.r.t. the leaves.
 
-    With ``create_graph=True`` the gradients are themselves recorded (differentiable)."""
+    With ``create_graph=True`` the gradients are themselves recorded (differentiable).
+    ``grad_tensors`` holds one gradient per non-scalar output (its shape); ``inputs``
+    limits which tensors receive ``.grad``.  ``retain_graph=True`` keeps the graph for another
+    backward.  ``t.backward(...)`` is ``backward(t, ...)``.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> tg.autograd.backward([(x ** 2).sum(), x.sum()])
+        >>> x.grad
+        tensor([3., 5.])
+    """
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     tensors = tuple(tensors)
@@ -663,7 +733,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
-    """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple; ``.grad`` untouched."""
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple; ``.grad`` untouched.
+
+    Each gradient has its input's shape.  ``grad_outputs`` seeds non-scalar outputs; an input
+    that ``outputs`` do not depend on raises unless ``allow_unused=True`` (then None) or
+    ``materialize_grads=True`` (then zeros).  ``create_graph=True`` records the gradients so
+    that they can be differentiated again.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> (g,) = tg.autograd.grad((x ** 3).sum(), x, create_graph=True)
+        >>> g
+        tensor([ 3., 12.], grad_fn=<...>)
+        >>> tg.autograd.grad(g.sum(), x)
+        (tensor([ 6., 12.]),)
+    """
     single = isinstance(inputs, Tensor)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if single else tuple(inputs)

@@ -17,16 +17,33 @@ def _require_tensor(fn, name, position, x):
 
 
 def is_tensor(obj):
-    """Whether ``obj`` is a tapegrad tensor (a Parameter is one)."""
+    """Whether ``obj`` is a tapegrad tensor (a Parameter is one).
+
+    Example:
+        >>> tg.is_tensor(tg.tensor(1.0)), tg.is_tensor(np.ones(2))
+        (True, False)
+    """
     return isinstance(obj, Tensor)
 
 
 def is_floating_point(input):  # noqa: A002 - PyTorch's argument name
+    """Whether ``input``'s dtype is a floating one (float64 is tapegrad's only one).
+
+    Example:
+        >>> tg.is_floating_point(tg.tensor([1.0])), tg.is_floating_point(tg.tensor([1]))
+        (True, False)
+    """
     _require_tensor("is_floating_point", "input", 1, input)
     return input.is_floating_point()
 
 
 def numel(input):  # noqa: A002
+    """The number of elements of ``input`` (a Python int): the product of its shape.
+
+    Example:
+        >>> tg.numel(tg.zeros(2, 3))
+        6
+    """
     _require_tensor("numel", "input", 1, input)
     return input.numel()
 
@@ -62,7 +79,15 @@ def _close_value(fn, input, other, rtol, atol, equal_nan):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
-    """A bool tensor: where ``input`` and ``other`` (same dtype, broadcast) are close."""
+    """A bool tensor: where ``input`` and ``other`` (same dtype, broadcast) are close.
+
+    Close means ``|input - other| <= atol + rtol * |other|``, or equal (infinities included);
+    NaNs are close to each other only with ``equal_nan=True``.  Shape: the broadcast shape.
+
+    Example:
+        >>> tg.isclose(tg.tensor([1.0, 2.0, np.nan]), tg.tensor([1.0 + 1e-9, 2.1, np.nan]))
+        tensor([ True, False, False])
+    """
     for t in (input, other):
         if isinstance(t, Tensor):
             _opaque_if_traced(t, "isclose() of traced values")
@@ -70,7 +95,15 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A00
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
-    """Whether every element of ``input`` is close to ``other``'s (a Python bool)."""
+    """Whether every element of ``input`` is close to ``other``'s (a Python bool).
+
+    ``isclose(input, other, rtol, atol, equal_nan).all()``, as a bool; the dtypes must
+    match.
+
+    Example:
+        >>> tg.allclose(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.0 + 1e-7]))
+        True
+    """
     for t in (input, other):
         if isinstance(t, Tensor):
             read_value(t, "allclose()")
@@ -79,7 +112,14 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A0
 
 def equal(input, other):  # noqa: A002
     """Whether ``input`` and ``other`` have the same shape and the same elements (NaN is
-    equal to nothing; the dtypes may differ)."""
+    equal to nothing; the dtypes may differ).
+
+    Example:
+        >>> tg.equal(tg.tensor([1, 2]), tg.tensor([1.0, 2.0]))
+        True
+        >>> tg.equal(tg.tensor([1, 2]), tg.tensor([[1, 2]]))
+        False
+    """
     _require_tensor("equal", "input", 1, input)
     _require_tensor("equal", "other", 2, other)
     read_value(input, "equal()")

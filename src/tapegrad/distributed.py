@@ -69,6 +69,19 @@ def map_value_and_grad(fn, batch, argnums=0, client=None, chunk=None):
     ``if __name__ == "__main__":`` guard).
     ``chunk``: samples per task; by default about four tasks per worker, each with at most
     4 MB of inputs (a Dask array keeps its own chunks unless ``chunk`` is given).
+
+    Shapes: ``values`` ``(B,)``; ``grads`` shaped as the differentiated argument(s).  The
+    example uses a small in-process cluster; pass your own ``Client`` the same way.
+
+    Example:
+        >>> from dask.distributed import Client
+        >>> from tapegrad.distributed import map_value_and_grad
+        >>> batch = np.array([[1.0, 2.0], [3.0, 4.0]])       # two samples
+        >>> with Client(processes=False, n_workers=1, dashboard_address=None) as client:
+        ...     values, grads = map_value_and_grad(lambda x: (x * x).sum(), batch, client=client)
+        >>> values, grads
+        (array([ 5., 25.]), array([[2., 4.],
+               [6., 8.]]))
     """
     dist = _require_distributed()
     args, lazy = _arguments(batch)

@@ -128,7 +128,13 @@ def _describe(tree):
 def grad_and_value(func, argnums=0, has_aux=False):
     """``func(*args) -> 0-d tensor`` becomes ``(*args) -> (gradient, value)`` (with
     ``has_aux``: ``(gradient, (value, aux))``); the gradient has the structure of
-    ``args[argnums]`` (a tuple of them for a tuple of argnums)."""
+    ``args[argnums]`` (a tuple of them for a tuple of argnums).
+
+    Example:
+        >>> f = lambda x: (x ** 3).sum()
+        >>> tg.func.grad_and_value(f)(tg.tensor([1.0, 2.0]))
+        (tensor([ 3., 12.]), tensor(9.))
+    """
     api = "grad_and_value(f)(*args)"
 
     @functools.wraps(func)
@@ -157,7 +163,16 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
 def grad(func, argnums=0, has_aux=False):
     """``func(*args) -> 0-d tensor`` becomes ``(*args) -> gradient`` (with ``has_aux``:
-    ``(gradient, aux)``); see ``grad_and_value``."""
+    ``(gradient, aux)``); see ``grad_and_value``.
+
+    Example:
+        >>> f = lambda x, y: (x * y).sum()
+        >>> x, y = tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])
+        >>> tg.func.grad(f)(x, y)
+        tensor([3., 4.])
+        >>> tg.func.grad(f, argnums=(0, 1))(x, y)
+        (tensor([3., 4.]), tensor([1., 2.]))
+    """
     both = grad_and_value(func, argnums, has_aux)
 
     @functools.wraps(func)
@@ -170,7 +185,13 @@ def grad(func, argnums=0, has_aux=False):
 def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` (structured as the output) gives
     the vector-Jacobian products, a tuple with one entry per primal.  With ``has_aux``,
-    ``(output, vjp_fn, aux)``."""
+    ``(output, vjp_fn, aux)``.
+
+    Example:
+        >>> out, vjp_fn = tg.func.vjp(lambda x: x ** 2, tg.tensor([1.0, 2.0]))
+        >>> out, vjp_fn(tg.tensor([1.0, 1.0]))
+        (tensor([1., 4.]), (tensor([2., 4.]),))
+    """
     api = "vjp(f, *primals)"
     diff = _Differentiated(primals, tuple(range(len(primals))), False)
     outer = is_grad_enabled()
@@ -215,7 +236,13 @@ def _needs_graph(diff, recorded):
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J tangents)`` by forward mode; ``primals`` is a tuple (of tensors or
     nested structures) and ``tangents`` has its structure.  With ``has_aux``,
-    ``(output, jvp_out, aux)``."""
+    ``(output, jvp_out, aux)``.
+
+    Example:
+        >>> x, v = tg.tensor([1.0, 2.0]), tg.tensor([1.0, 0.0])
+        >>> tg.func.jvp(lambda x: x ** 2, (x,), (v,))
+        (tensor([1., 4.]), tensor([2., 0.]))
+    """
     api = "jvp(f, primals, tangents)"
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{api}: Expected primals to be a tuple. E.g. it should be valid to "
@@ -312,7 +339,13 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     """``(*args) -> Jacobian`` of ``func`` with respect to ``args[argnums]`` by reverse mode:
     for each output, the derivative with respect to each input, of shape
     ``output.shape + input.shape`` (nested as the outputs, then as the arguments).
-    ``chunk_size`` is accepted; the rows are computed one by one in any case."""
+    ``chunk_size`` is accepted; the rows are computed one by one in any case.
+
+    Example:
+        >>> tg.func.jacrev(lambda x: x ** 2)(tg.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 4.]])
+    """
     if not (chunk_size is None or chunk_size > 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
     return _jacobian_transform(func, argnums, has_aux, forward=False)
@@ -320,14 +353,26 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian as ``jacrev`` gives it, by forward mode (tangent sweeps, many columns
-    per sweep)."""
+    per sweep).
+
+    Example:
+        >>> tg.func.jacfwd(lambda x: x[0] * x)(tg.tensor([2.0, 3.0]))
+        tensor([[4., 0.],
+                [3., 2.]])
+    """
     _check_randomness(randomness)
     return _jacobian_transform(func, argnums, has_aux, forward=True)
 
 
 def hessian(func, argnums=0):
     """``jacfwd(jacrev(func, argnums), argnums)``: second derivatives of shape
-    ``output.shape + input.shape + input.shape``."""
+    ``output.shape + input.shape + input.shape``.
+
+    Example:
+        >>> tg.func.hessian(lambda x: (x ** 3).sum())(tg.tensor([1.0, 2.0]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
     return jacfwd(jacrev(func, argnums), argnums)
 
 
@@ -531,6 +576,14 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None, pa
     recorded, differentiable), calls ``func`` once per sample.  ``randomness``: random
     numbers drawn inside are different for each sample (``"error"`` does not detect them;
     ``"same"`` is not supported).  ``chunk_size`` is accepted and changes nothing.
+
+    Example:
+        >>> rows = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> tg.vmap(lambda r: r.dot(r))(rows)
+        tensor([ 5., 25.])
+        >>> tg.vmap(lambda a, b: a * b, in_dims=(0, None))(rows, tg.tensor([10.0, 100.0]))
+        tensor([[ 10., 200.],
+                [ 30., 400.]])
     """
     _check_randomness(randomness)
     if getattr(func, "_batched_run", None) is not None and in_dims == 0 and out_dims == 0:
@@ -557,7 +610,16 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     the tensors in ``parameter_and_buffer_dicts`` (a dict of qualified names, or a tuple of
     dicts), then put the originals back.  With ``tie_weights`` a parameter registered under
     several names is replaced under all of them; ``strict`` requires every parameter and
-    buffer and nothing else."""
+    buffer and nothing else.
+
+    Example:
+        >>> m = nn.Linear(2, 1)
+        >>> params = {"weight": tg.tensor([[1.0, 2.0]]), "bias": tg.tensor([0.5])}
+        >>> tg.func.functional_call(m, params, (tg.tensor([[1.0, 1.0]]),))
+        tensor([[3.5000]])
+        >>> m.weight.shape    # the module's own parameters are back
+        tapegrad.Size([1, 2])
+    """
     if isinstance(parameter_and_buffer_dicts, dict):
         replacements = dict(parameter_and_buffer_dicts)
     else:

@@ -350,6 +350,19 @@ def _arith(code, code_s, fn, a, b):
 
 
 def add(a, b):
+    """Elementwise ``a + b``, broadcast as NumPy and PyTorch broadcast.
+
+    ``a`` is a tensor; ``b`` a tensor, a Python number or anything ``tg.tensor`` accepts.
+    Shape: the broadcast shape of ``a`` and ``b``; dtype by PyTorch's promotion rules.
+    ``grad_fn``: ``<AddBackward0>`` (``<AddBackward1>`` with a number).  Unlike
+    ``torch.add``, there is no ``alpha`` argument (write ``a + alpha * b``).
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> tg.add(x, tg.tensor([[10.0], [20.0]]))
+        tensor([[11., 12.],
+                [21., 22.]], grad_fn=<AddBackward0>)
+    """
     return _arith(K.ADD, K.ADD_S, np.add, a, b)
 
 
@@ -367,15 +380,47 @@ def _check_bool_sub(a, b):
 
 
 def sub(a, b):
+    """Elementwise ``a - b``, broadcast; also spelled ``tg.subtract``.
+
+    ``a`` is a tensor, ``b`` a tensor or a number.  Shape: the broadcast shape; dtype by
+    PyTorch's promotion rules.  Bool operands raise, as in PyTorch.  There is no ``alpha``
+    argument (write ``a - alpha * b``).
+
+    Example:
+        >>> tg.sub(tg.tensor([5.0, 7.0]), 2)
+        tensor([3., 5.])
+        >>> tg.subtract is tg.sub
+        True
+    """
     _check_bool_sub(a, b)
     return _arith(K.SUB, K.SUB_S, np.subtract, a, b)
 
 
 def mul(a, b):
+    """Elementwise ``a * b``, broadcast; also spelled ``tg.multiply``.
+
+    ``a`` is a tensor, ``b`` a tensor or a number.  Shape: the broadcast shape; dtype by
+    PyTorch's promotion rules.  ``grad_fn``: ``<MulBackward0>``.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> tg.mul(x, 2)
+        tensor([2., 4., 6.], grad_fn=<MulBackward0>)
+    """
     return _arith(K.MUL, K.MUL_S, np.multiply, a, b)
 
 
 def div(a, b):
+    """Elementwise true division ``a / b``, broadcast; also ``tg.divide`` and ``tg.true_divide``.
+
+    ``a`` is a tensor, ``b`` a tensor or a number.  Integer operands give a float64 result, as
+    in PyTorch.  Shape: the broadcast shape.  There is no ``rounding_mode`` argument (use
+    ``a // b`` for floor division).
+
+    Example:
+        >>> tg.div(tg.tensor([1, 2, 3]), 2)
+        tensor([0.5000, 1.0000, 1.5000])
+    """
     if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
         b = float(b)  # true division, as PyTorch does for integer tensors too
     if a._value.dtype.kind in "iub" and not _is_scalar(b) and not isinstance(b, Tensor):
@@ -399,6 +444,12 @@ def rdiv(a, c):
 
 
 def neg(x):
+    """Elementwise ``-x``; same shape and dtype.  A bool tensor raises, as in PyTorch.
+
+    Example:
+        >>> tg.neg(tg.tensor([1.0, -2.0]))
+        tensor([-1.,  2.])
+    """
     if x._value.dtype.kind == "b":
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -407,7 +458,20 @@ def neg(x):
 
 
 def pow(a, b):
-    """a ** b for tensor a; b a scalar or a tensor (or a scalar a and a tensor b)."""
+    """Elementwise ``a ** b``, broadcast: ``a`` a tensor and ``b`` a number or a tensor, or
+    ``a`` a number and ``b`` a tensor.
+
+    Shape: the broadcast shape; dtype by PyTorch's promotion rules (an integer tensor to a
+    negative integer power raises, as in PyTorch).  ``grad_fn``: ``<PowBackward0>`` for a
+    number exponent, ``<PowBackward1>`` for a tensor one.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> tg.pow(x, 2)
+        tensor([1., 4., 9.], grad_fn=<PowBackward0>)
+        >>> tg.pow(2, tg.tensor([0, 1, 3]))
+        tensor([1, 2, 8])
+    """
     if isinstance(b, Tensor) and _is_scalar(a):
         return rpow(b, a)
     if _is_scalar(b):
@@ -458,6 +522,12 @@ def rpow(a, c):
 
 
 def reciprocal(x):
+    """Elementwise ``1 / x``; same shape, float64 (integer inputs too).
+
+    Example:
+        >>> tg.reciprocal(tg.tensor([1, 2, 4]))
+        tensor([1.0000, 0.5000, 0.2500])
+    """
     return _unary(K.RECIPROCAL, x, _float_fn(np.reciprocal))
 
 
@@ -481,8 +551,80 @@ tan = lambda x: _unary(K.TAN, x, np.tan)  # noqa: E731
 tanh = lambda x: _unary(K.TANH, x, np.tanh)  # noqa: E731
 sinh = lambda x: _unary(K.SINH, x, np.sinh)  # noqa: E731
 
+# Their docstrings (a lambda cannot carry one in its body).
+exp.__doc__ = """Elementwise ``e ** x``; same shape, float64.  The gradient reuses the output.
+
+Example:
+    >>> tg.exp(tg.tensor([0.0, 1.0]))
+    tensor([1.0000, 2.7183])
+"""
+log.__doc__ = """Elementwise natural logarithm; same shape, float64 (``-inf`` at 0, nan below).
+
+Example:
+    >>> tg.log(tg.tensor([1.0, np.e, 0.0]))
+    tensor([0., 1., -inf])
+"""
+log1p.__doc__ = """Elementwise ``log(1 + x)``, accurate for small ``x``; same shape, float64.
+
+Example:
+    >>> tg.log1p(tg.tensor([1e-10]))
+    tensor([1.0000e-10])
+"""
+expm1.__doc__ = """Elementwise ``exp(x) - 1``, accurate for small ``x``; same shape, float64.
+
+Example:
+    >>> tg.expm1(tg.tensor([1e-10]))
+    tensor([1.0000e-10])
+"""
+sqrt.__doc__ = """Elementwise square root; same shape, float64 (nan for negative elements).
+
+Example:
+    >>> tg.sqrt(tg.tensor([4.0, 2.0]))
+    tensor([2.0000, 1.4142])
+"""
+sin.__doc__ = """Elementwise sine (radians); same shape, float64.
+
+Example:
+    >>> tg.sin(tg.tensor([0.0, np.pi / 2]))
+    tensor([0., 1.])
+"""
+cos.__doc__ = """Elementwise cosine (radians); same shape, float64.
+
+Example:
+    >>> tg.cos(tg.tensor([0.0, np.pi]))
+    tensor([ 1., -1.])
+"""
+tan.__doc__ = """Elementwise tangent (radians); same shape, float64.
+
+Example:
+    >>> tg.tan(tg.tensor([0.0, np.pi / 4]))
+    tensor([0.0000, 1.0000])
+"""
+tanh.__doc__ = """Elementwise hyperbolic tangent; same shape, float64.
+
+``grad_fn``: ``<TanhBackward0>``; the gradient ``1 - tanh(x) ** 2`` reuses the output.
+
+Example:
+    >>> tg.tanh(tg.tensor([0.0, 1.0], requires_grad=True))
+    tensor([0.0000, 0.7616], grad_fn=<TanhBackward0>)
+"""
+sinh.__doc__ = """Elementwise hyperbolic sine; same shape, float64.
+
+Example:
+    >>> tg.sinh(tg.tensor([0.0, 1.0]))
+    tensor([0.0000, 1.1752])
+"""
+
 
 def abs(x):
+    """Elementwise absolute value; same shape and dtype.  ``grad_fn``: ``<AbsBackward0>``; the
+    gradient at 0 is 0, as in PyTorch.
+
+    Example:
+        >>> x = tg.tensor([-1.5, 0.0, 2.0], requires_grad=True)
+        >>> tg.abs(x)
+        tensor([1.5000, 0.0000, 2.0000], grad_fn=<AbsBackward0>)
+    """
     if x._value.dtype.kind == "b":
         raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return _unary(K.ABS, x, lambda v, out: np.abs(v, out=out))
@@ -498,10 +640,22 @@ def _sigmoid(v, out):
 
 
 def sigmoid(x):
+    """Elementwise logistic function ``1 / (1 + exp(-x))``; same shape, float64.
+
+    Example:
+        >>> tg.sigmoid(tg.tensor([0.0, 100.0, -100.0]))
+        tensor([5.0000e-01, 1.0000e+00, 3.7201e-44])
+    """
     return _unary(K.SIGMOID, x, _sigmoid)
 
 
 def relu(x):
+    """Elementwise ``max(x, 0)``; same shape and dtype.  The gradient at 0 is 0, as in PyTorch.
+
+    Example:
+        >>> tg.relu(tg.tensor([-1.0, 0.0, 2.0]))
+        tensor([0., 0., 2.])
+    """
     if x._value.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
     zero = x._value.dtype.type(0)
@@ -523,6 +677,19 @@ def softplus(x, beta=1.0, threshold=20.0):
 
 
 def clamp(x, min=None, max=None):
+    """Each element limited to ``[min, max]``; also spelled ``tg.clip``.
+
+    Either bound may be None (not both), a number or a tensor (broadcast).  When ``min > max``
+    every element becomes ``max``, as in PyTorch.  Shape and dtype: those of ``x``.  The
+    gradient is 1 inside the interval (bounds included), 0 outside.  With tensor bounds the
+    graph holds a ``MaximumBackward0`` then a ``MinimumBackward0``, not one ``ClampBackward0``.
+
+    Example:
+        >>> tg.clamp(tg.tensor([-2.0, 0.5, 3.0]), min=0.0, max=1.0)
+        tensor([0.0000, 0.5000, 1.0000])
+        >>> tg.clip is tg.clamp
+        True
+    """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None"
                            .replace("torch.", "tapegrad."))
@@ -555,12 +722,24 @@ def _clamp(code, x, min, max):
 
 
 def clamp_min(x, min):
+    """Each element raised to at least ``min`` (a number or a tensor): ``clamp(x, min=min)``.
+
+    Example:
+        >>> tg.clamp_min(tg.tensor([-2.0, 0.5]), 0.0)
+        tensor([0.0000, 0.5000])
+    """
     if isinstance(min, Tensor):
         return clamp(x, min=min)
     return _clamp(K.CLAMP_MIN, x, min, None)
 
 
 def clamp_max(x, max):
+    """Each element lowered to at most ``max`` (a number or a tensor): ``clamp(x, max=max)``.
+
+    Example:
+        >>> tg.clamp_max(tg.tensor([-2.0, 0.5]), 0.0)
+        tensor([-2.,  0.])
+    """
     if isinstance(max, Tensor):
         return clamp(x, max=max)
     return _clamp(K.CLAMP_MAX, x, None, max)
@@ -585,15 +764,47 @@ def _np_minimum(u, v, out):
 
 
 def maximum(a, b):
+    """Elementwise larger of ``a`` and ``b``, broadcast.
+
+    Shape: the broadcast shape.  Where the two are equal the gradient is split evenly between
+    them, as in PyTorch.  A NaN in either gives NaN.
+
+    Example:
+        >>> tg.maximum(tg.tensor([1.0, 5.0]), tg.tensor([3.0, 2.0]))
+        tensor([3., 5.])
+    """
     return _extreme_pair(K.MAXIMUM, 1.0, _np_maximum, a, b)
 
 
 def minimum(a, b):
+    """Elementwise smaller of ``a`` and ``b``, broadcast.
+
+    Shape: the broadcast shape.  Where the two are equal the gradient is split evenly between
+    them, as in PyTorch.  A NaN in either gives NaN.
+
+    Example:
+        >>> tg.minimum(tg.tensor([1.0, 5.0]), tg.tensor([3.0, 2.0]))
+        tensor([1., 2.])
+    """
     return _extreme_pair(K.MINIMUM, -1.0, _np_minimum, a, b)
 
 
 def where(condition, input=None, other=None):
-    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast).
+
+    ``condition`` is a bool tensor; ``input`` and ``other`` tensors or numbers.  Shape: the
+    broadcast shape of the three; dtype by PyTorch's promotion of ``input`` and ``other``.
+    The gradient flows to ``input`` where the condition holds and to ``other`` elsewhere.
+    ``where(condition)`` alone is ``condition.nonzero(as_tuple=True)``: a tuple of int64
+    index tensors, one per dim.
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0, -3.0])
+        >>> tg.where(x > 0, x, 0.0)
+        tensor([0., 2., 0.])
+        >>> tg.where(x > 0)
+        (tensor([1]),)
+    """
     condition = as_tensor_arg(condition)
     if input is None and other is None:
         # the indices (and their number) depend on the values: a compiled call guards them
@@ -756,6 +967,19 @@ def _reduce_as(x, dtype):
 
 
 def sum(x, dim=None, keepdim=False, dtype=None):
+    """Sum of all elements, or over ``dim`` (an int or a tuple of ints).
+
+    Shape: ``()`` without ``dim``; else ``x``'s shape without the summed dims (kept as size 1
+    with ``keepdim=True``).  Bool and integer tensors sum as int64 unless ``dtype`` is given.
+    ``grad_fn``: ``<SumBackward0>`` (``<SumBackward1>`` with ``dim``).
+
+    Example:
+        >>> x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> tg.sum(x)
+        tensor(10., grad_fn=<SumBackward0>)
+        >>> tg.sum(x, dim=0, keepdim=True)
+        tensor([[4., 6.]], grad_fn=<SumBackward1>)
+    """
     x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
@@ -769,6 +993,16 @@ def sum(x, dim=None, keepdim=False, dtype=None):
 
 
 def mean(x, dim=None, keepdim=False, dtype=None):
+    """Arithmetic mean of all elements, or over ``dim`` (an int or a tuple of ints).
+
+    Shape: as for ``sum``.  The input must be floating (or ``dtype`` given); an integer tensor
+    raises, as in PyTorch.  The mean of no elements is nan.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> tg.mean(x), tg.mean(x, dim=1)
+        (tensor(2.5000), tensor([1.5000, 3.5000]))
+    """
     x = _reduce_as(x, dtype)
     if x._value.dtype.kind != "f":
         raise RuntimeError(
@@ -786,6 +1020,16 @@ def mean(x, dim=None, keepdim=False, dtype=None):
 
 
 def prod(x, dim=None, keepdim=False, dtype=None):
+    """Product of all elements, or along one ``dim`` (an int: a tuple raises, as in PyTorch).
+
+    Shape: ``()`` without ``dim``; else ``x``'s shape without ``dim`` (size 1 with
+    ``keepdim=True``).  The gradient is exact where elements are zero.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> tg.prod(x), tg.prod(x, 1)
+        (tensor(24.), tensor([ 2., 12.]))
+    """
     if dim is not None and isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
     x = _reduce_as(x, dtype)
@@ -850,14 +1094,49 @@ def _extreme(x, dim, keepdim, is_max):
 
 
 def max(x, dim=None, keepdim=False):
+    """Largest element; with ``dim``, the largest along ``dim`` and where it is.
+
+    Without ``dim``: a 0-d tensor.  With ``dim``: a named tuple ``(values, indices)``, both of
+    ``x``'s shape without ``dim`` (size 1 with ``keepdim=True``); ``indices`` are int64 and
+    carry no gradient.  The tuple prints as ``MinMax(...)`` where PyTorch's prints as
+    ``torch.return_types.max(...)``; it unpacks and indexes the same.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 5.0], [7.0, 2.0]])
+        >>> tg.max(x)
+        tensor(7.)
+        >>> values, indices = tg.max(x, dim=1)
+        >>> values, indices
+        (tensor([5., 7.]), tensor([1, 0]))
+    """
     return _extreme(x, dim, keepdim, True)
 
 
 def min(x, dim=None, keepdim=False):
+    """Smallest element; with ``dim``, the smallest along ``dim`` and where it is.
+
+    As ``max``: a 0-d tensor without ``dim``, else a named tuple ``(values, indices)``.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 5.0], [7.0, 2.0]])
+        >>> tg.min(x)
+        tensor(1.)
+        >>> tg.min(x, dim=0).indices
+        tensor([0, 1])
+    """
     return _extreme(x, dim, keepdim, False)
 
 
 def amax(x, dim=(), keepdim=False):
+    """Largest value over ``dim`` (an int or a tuple; all dims when not given), without indices.
+
+    Shape: ``x``'s shape without the reduced dims (size 1 with ``keepdim=True``).  Ties share
+    the gradient evenly, as in PyTorch.
+
+    Example:
+        >>> tg.amax(tg.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=1)
+        tensor([5., 7.])
+    """
     dims = _dims(x, dim if dim != () else None)
     _check_nonempty(x, "amax", dims)
     value = np.asarray(np.max(x._value, axis=dims, keepdims=True))
@@ -865,6 +1144,15 @@ def amax(x, dim=(), keepdim=False):
 
 
 def amin(x, dim=(), keepdim=False):
+    """Smallest value over ``dim`` (an int or a tuple; all dims when not given), without indices.
+
+    Shape: ``x``'s shape without the reduced dims (size 1 with ``keepdim=True``).  Ties share
+    the gradient evenly, as in PyTorch.
+
+    Example:
+        >>> tg.amin(tg.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=0)
+        tensor([1., 2.])
+    """
     dims = _dims(x, dim if dim != () else None)
     _check_nonempty(x, "amin", dims)
     value = np.asarray(np.min(x._value, axis=dims, keepdims=True))
@@ -882,6 +1170,16 @@ def _no_bool(x, name):
 
 
 def argmax(x, dim=None, keepdim=False):
+    """Index of the largest element: into the flattened tensor without ``dim``, else along ``dim``.
+
+    Shape: ``()`` without ``dim``, else ``x``'s shape without ``dim`` (size 1 with
+    ``keepdim=True``); int64, no gradient.  The first index wins a tie.
+
+    Example:
+        >>> x = tg.tensor([[1, 5], [7, 2]])
+        >>> tg.argmax(x), tg.argmax(x, dim=1)
+        (tensor(2), tensor([1, 0]))
+    """
     _no_bool(x, "argmax")
     _opaque_if_traced(x, "argmax of traced values")
     v = x._value
@@ -892,6 +1190,15 @@ def argmax(x, dim=None, keepdim=False):
 
 
 def argmin(x, dim=None, keepdim=False):
+    """Index of the smallest element: into the flattened tensor without ``dim``, else along ``dim``.
+
+    Shape: ``()`` without ``dim``, else ``x``'s shape without ``dim`` (size 1 with
+    ``keepdim=True``); int64, no gradient.
+
+    Example:
+        >>> tg.argmin(tg.tensor([[1, 5], [7, 2]]), dim=0)
+        tensor([0, 1])
+    """
     _no_bool(x, "argmin")
     _opaque_if_traced(x, "argmin of traced values")
     v = x._value
@@ -944,14 +1251,42 @@ def _var_std(x, dim, unbiased, keepdim, correction, is_std):
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over all elements or over ``dim``, dividing by ``N - correction``.
+
+    ``correction`` defaults to 1 (Bessel's correction); ``unbiased=False`` means
+    ``correction=0``.  Shape: ``()`` without ``dim``, else ``x``'s shape without ``dim``
+    (size 1 with ``keepdim=True``).  Floating input only.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0, 3.0, 4.0])
+        >>> tg.var(x), tg.var(x, correction=0)
+        (tensor(1.6667), tensor(1.2500))
+    """
     return _var_std(x, dim, unbiased, keepdim, correction, False)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over all elements or over ``dim``: ``sqrt(var(...))``.
+
+    Arguments and shape as for ``var`` (``correction`` defaults to 1).
+
+    Example:
+        >>> tg.std(tg.tensor([[1.0, 3.0], [2.0, 2.0]]), dim=1)
+        tensor([1.4142, 0.0000])
+    """
     return _var_std(x, dim, unbiased, keepdim, correction, True)
 
 
 def logsumexp(x, dim, keepdim=False):
+    """``log(sum(exp(x)))`` over ``dim``, computed without overflow.
+
+    Shape: ``x``'s shape without ``dim`` (size 1 with ``keepdim=True``).  The gradient is
+    ``softmax(x, dim)``.
+
+    Example:
+        >>> tg.logsumexp(tg.tensor([1000.0, 1000.0]), dim=0)
+        tensor(1000.6931)
+    """
     dims = _dims(x, dim)
     v = _float_value(x)
     if v.size == 0:
@@ -994,14 +1329,43 @@ def _softmax(code, x, dim, log):
 
 
 def softmax(x, dim=None):
+    """``exp(x)`` normalised to sum to 1 along ``dim`` (required, as in PyTorch).
+
+    Shape: that of ``x``; float64.  ``grad_fn``: ``<SoftmaxBackward0>``.
+
+    Example:
+        >>> tg.softmax(tg.tensor([[1.0, 1.0], [0.0, 1.0]]), dim=1)
+        tensor([[0.5000, 0.5000],
+                [0.2689, 0.7311]])
+    """
     return _softmax(K.SOFTMAX, x, dim, False)
 
 
 def log_softmax(x, dim=None):
+    """``log(softmax(x, dim))``, computed stably; ``dim`` is required.
+
+    Shape: that of ``x``; float64.  ``grad_fn``: ``<LogSoftmaxBackward0>``.
+
+    Example:
+        >>> tg.log_softmax(tg.tensor([1.0, 2.0]), dim=0)
+        tensor([-1.3133, -0.3133])
+    """
     return _softmax(K.LOG_SOFTMAX, x, dim, True)
 
 
 def norm(x, p="fro", dim=None, keepdim=False):
+    """The ``p``-norm of all elements, or of each slice along ``dim``.
+
+    ``p`` is ``"fro"`` (the default, 2-norm of the elements), a number (``inf`` for the
+    largest absolute value); ``p=0`` and ``"nuc"`` are not supported.  Shape: ``()`` without
+    ``dim``, else ``x``'s shape without ``dim`` (size 1 with ``keepdim=True``).  Floating input
+    only.
+
+    Example:
+        >>> x = tg.tensor([[3.0, 4.0], [1.0, -1.0]])
+        >>> tg.norm(x[0]), tg.norm(x, p=1, dim=1)
+        (tensor(5.), tensor([7., 2.]))
+    """
     if p == "fro" and isinstance(dim, (list, tuple)) and len(dim) > 2:
         raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                            + " ".join(str(d) for d in dim))
@@ -1112,7 +1476,21 @@ def _folds_transposed(sb):
 
 
 def matmul(a, b):
-    """Matrix product with NumPy/PyTorch semantics: 1-D, 2-D and broadcast batched operands."""
+    """Matrix product with NumPy/PyTorch semantics: 1-D, 2-D and broadcast batched operands.
+
+    Shapes: ``(n,) @ (n,)`` gives ``()``; ``(m, n) @ (n,)`` gives ``(m,)``; ``(n,) @ (n, p)``
+    gives ``(p,)``; ``(..., m, n) @ (..., n, p)`` gives ``(broadcast(...), m, p)``.  Both
+    operands must have the same dtype.  ``tg.mm``, ``tg.bmm``, ``tg.dot`` and ``tg.mv`` are
+    this same function, so unlike PyTorch's they accept every shape ``matmul`` accepts
+    (``torch.mm`` of two vectors raises; ``tg.mm`` gives their dot product).
+
+    Example:
+        >>> a = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> tg.matmul(a, tg.tensor([1.0, 1.0]))
+        tensor([3., 7.])
+        >>> tg.matmul(tg.ones(5, 2, 3), tg.ones(3, 4)).shape
+        tapegrad.Size([5, 2, 4])
+    """
     a = as_tensor_arg(a)
     b = as_tensor_arg(b)
     sa, sb = a._value.shape, b._value.shape
@@ -1340,6 +1718,17 @@ def contiguous(x):
 
 
 def reshape(x, *shape):
+    """The elements of ``x`` in a new shape (one entry may be -1: inferred).
+
+    The shape may be given as a tuple or as separate ints.  The result aliases ``x`` where
+    PyTorch's is a view (an in-place change through either is seen by both), else it is a copy.
+    Shape: the one asked for; the number of elements must not change.
+
+    Example:
+        >>> tg.reshape(tg.arange(6), (2, -1))
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+    """
     return _view_or_copy(x, _infer_shape(_shape_args(shape), x._value.size))
 
 
@@ -1358,6 +1747,15 @@ def view(x, *shape):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    """Dims ``start_dim`` to ``end_dim`` (inclusive) merged into one.
+
+    Shape: ``x.shape[:start_dim] + (product of the merged sizes,) + x.shape[end_dim + 1:]``; a
+    0-d tensor becomes ``(1,)``.
+
+    Example:
+        >>> tg.flatten(tg.zeros(2, 3, 4), start_dim=1).shape
+        tapegrad.Size([2, 12])
+    """
     s = x._value.shape
     if not s:
         _wrap_dim(start_dim, 0)   # PyTorch's range check, as for any dim
@@ -1374,6 +1772,16 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def squeeze(x, dim=None):
+    """``x`` without its size-1 dims: all of them, or those among ``dim`` (an int or a tuple).
+
+    A dim named in ``dim`` whose size is not 1 is left alone, as in PyTorch.  The result is a
+    view of ``x``.
+
+    Example:
+        >>> x = tg.zeros(1, 2, 1)
+        >>> tg.squeeze(x).shape, tg.squeeze(x, 0).shape
+        (tapegrad.Size([2]), tapegrad.Size([2, 1]))
+    """
     s = x._value.shape
     if dim is None:
         return _reshaped(x, tuple(d for d in s if d != 1), V_SQUEEZE)
@@ -1384,6 +1792,15 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim):
+    """``x`` with a size-1 dim inserted at ``dim`` (``-1`` appends one at the end).
+
+    Shape: ``x.shape[:dim] + (1,) + x.shape[dim:]``.  The result is a view of ``x``.
+
+    Example:
+        >>> tg.unsqueeze(tg.tensor([1.0, 2.0]), 1)
+        tensor([[1.],
+                [2.]])
+    """
     s = x._value.shape
     d = _wrap_dim(dim, len(s) + 1)
     return _reshaped(x, s[:d] + (1,) + s[d:], V_UNSQUEEZE)
@@ -1594,6 +2011,15 @@ def _int_arg(n):
 
 
 def permute(x, *dims):
+    """``x`` with its dims reordered: dim ``i`` of the result is dim ``dims[i]`` of ``x``.
+
+    ``dims`` is a tuple, or separate ints.  Shape: ``tuple(x.shape[d] for d in dims)``.
+    The result is a view of ``x``.
+
+    Example:
+        >>> tg.permute(tg.zeros(2, 3, 4), (2, 0, 1)).shape
+        tapegrad.Size([4, 2, 3])
+    """
     dims = _shape_args(dims)
     nd = x._value.ndim
     if len(dims) != nd:
@@ -1608,6 +2034,12 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
+    """``x`` with dims ``dim0`` and ``dim1`` swapped; a view of ``x``.
+
+    Example:
+        >>> tg.transpose(tg.zeros(2, 3, 4), 0, 2).shape
+        tapegrad.Size([4, 3, 2])
+    """
     nd = x._value.ndim
     if nd == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
@@ -1617,6 +2049,16 @@ def transpose(x, dim0, dim1):
 
 
 def t(x):
+    """The transpose of a matrix; a 0-d or 1-D tensor is returned as it is (a view).
+
+    More than 2 dims raise, as in PyTorch (use ``transpose`` or ``x.mT``).
+
+    Example:
+        >>> tg.t(tg.tensor([[1, 2, 3]]))
+        tensor([[1],
+                [2],
+                [3]])
+    """
     if x._value.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{x._value.ndim}D")
@@ -1664,6 +2106,14 @@ def expand(x, *sizes):
 
 
 def broadcast_to(x, shape):
+    """``x`` expanded to ``shape`` by broadcasting, as ``x.expand(*shape)``: a view of ``x``
+    whose gradient sums over the broadcast dims.
+
+    Example:
+        >>> tg.broadcast_to(tg.tensor([1.0, 2.0]), (2, 2))
+        tensor([[1., 2.],
+                [1., 2.]])
+    """
     return expand(x, *tuple(shape))
 
 
@@ -1672,6 +2122,15 @@ def expand_as(x, other):
 
 
 def clone(x):
+    """A copy of ``x`` that stays in the graph (``grad_fn``: ``<CloneBackward0>``), unlike
+    ``x.detach()``; same shape and dtype.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = tg.clone(x)
+        >>> y
+        tensor([1., 2.], grad_fn=<CloneBackward0>)
+    """
     return _reshaped(x, x._value.shape, V_CLONE) if _records(x) else _plain(x._value.copy())
 
 
@@ -1890,6 +2349,16 @@ def _cat_check(tensors, name):
 
 
 def cat(tensors, dim=0):
+    """Tensors joined along an existing dim; also ``tg.concat`` and ``tg.concatenate``.
+
+    All must have the same shape except along ``dim``.  Shape: that shape, with the sizes
+    along ``dim`` added up.  As in PyTorch, 1-D empty tensors are skipped.
+
+    Example:
+        >>> a, b = tg.ones(1, 2), tg.zeros(2, 2)
+        >>> tg.cat([a, b]).shape, tg.cat([a.t(), b.t()], dim=1).shape
+        (tapegrad.Size([3, 2]), tapegrad.Size([2, 3]))
+    """
     tensors = _cat_check(tensors, "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     parts = [t for t in tensors if not (t._value.ndim == 1 and t._value.size == 0)] or tensors[:1]
@@ -1923,6 +2392,15 @@ def cat(tensors, dim=0):
 
 
 def stack(tensors, dim=0):
+    """Tensors of one shape joined along a new dim inserted at ``dim``.
+
+    Shape: ``shape[:dim] + (len(tensors),) + shape[dim:]``.
+
+    Example:
+        >>> tg.stack([tg.tensor([1, 2]), tg.tensor([3, 4])], dim=1)
+        tensor([[1, 3],
+                [2, 4]])
+    """
     tensors = _cat_check(tensors, "stack")
     ref = tensors[0]._value
     d = _wrap_dim(dim, ref.ndim + 1)

@@ -41,7 +41,16 @@ _ALLOWED_DTYPES = frozenset(d.np for d in _dtype.SUPPORTED)
 
 class LoadError(pickle.UnpicklingError, ValueError):
     """A file ``tapegrad.load`` refuses.  It is also an ``UnpicklingError`` (what
-    ``torch.load`` raises for a file it cannot read) and a ``ValueError``."""
+    ``torch.load`` raises for a file it cannot read) and a ``ValueError``.
+
+    Example:
+        >>> import io
+        >>> try:
+        ...     tg.load(io.BytesIO(b"not a checkpoint"))
+        ... except tg.serialization.LoadError as e:
+        ...     print(e)
+        not a tapegrad.save file: not a zip archive (File is not a zip file)
+    """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,7 +129,20 @@ def _qualname(x):
 def save(obj, f):
     """Write ``obj`` -- a tensor, or dicts, lists and tuples of tensors, numbers and strings
     (a ``state_dict()``, an optimizer's ``state_dict()``, a checkpoint) -- to ``f``, a path or
-    a binary file object."""
+    a binary file object.
+
+    The file is a zip of ``.npy`` arrays and a JSON structure, not a pickle: ``torch.load``
+    cannot read it, and anything besides tensors, arrays, numbers, strings, None, dtypes,
+    devices, ``Size`` and containers of them raises a ``TypeError``.
+
+    Example:
+        >>> import io
+        >>> buf = io.BytesIO()
+        >>> tg.save({"w": tg.tensor([1.0, 2.0]), "step": 3}, buf)
+        >>> _ = buf.seek(0)
+        >>> tg.load(buf)
+        {'w': tensor([1., 2.]), 'step': 3}
+    """
     writer = _Writer()
     structure = {"format": FORMAT, "version": VERSION, "root": writer.node(obj, "the object")}
     text = json.dumps(structure, allow_nan=False)
@@ -268,7 +290,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
          **pickle_load_args):
     """Read an object written by ``tapegrad.save`` from ``f`` (a path or a binary file
     object).  Nothing in the file is run: it holds only data.  ``map_location`` may name the
-    CPU; ``weights_only`` is accepted (the file holds only data either way)."""
+    CPU; ``weights_only`` is accepted (the file holds only data either way).  A file
+    written by ``torch.save``, or a damaged one, raises ``LoadError``.
+
+    Example:
+        >>> import io
+        >>> buf = io.BytesIO()
+        >>> tg.save([tg.tensor([1, 2]), "note"], buf)
+        >>> _ = buf.seek(0)
+        >>> tg.load(buf, map_location="cpu")
+        [tensor([1, 2]), 'note']
+    """
     if pickle_module is not None or pickle_load_args:
         raise TypeError("tapegrad.load reads no pickle: pickle_module and pickle arguments "
                         "are not supported")

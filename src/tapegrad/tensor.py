@@ -13,7 +13,14 @@ from .views import note_view as _note_view
 
 
 class Size(tuple):
-    """A shape, printed as PyTorch prints ``torch.Size``."""
+    """A shape, printed as PyTorch prints ``torch.Size``: a tuple of ints (``x.shape``,
+    ``x.size()``), with ``numel()`` the product of its entries.
+
+    Example:
+        >>> s = tg.zeros(2, 3).shape
+        >>> s, s[0], s.numel(), s == (2, 3)
+        (tapegrad.Size([2, 3]), 2, 6, True)
+    """
 
     __slots__ = ()
 
@@ -44,10 +51,27 @@ AUTOGRAD = _AutogradSeam()
 
 
 class Tensor:
-    """A thin handle: ``_value`` (a NumPy array) and, for recorded results, ``(_tape, _r)``.
+    """An n-dimensional array of float64 (or integer or bool) values that can take part in
+    autograd: ``requires_grad``, ``grad``, ``grad_fn``, ``backward()``, ``detach()``, and
+    PyTorch's methods and operators (``x @ w``, ``x.sum(dim=1)``, ``x[:, 0]``, ...).
 
-    Leaves own their value; recorded results hold a view into their tape's arena, which is
-    never overwritten while the view is alive.
+    Make tensors with ``tg.tensor``, ``tg.zeros``, ``tg.randn``, ...: unlike
+    ``torch.Tensor``, calling ``tg.Tensor(...)`` itself raises a ``TypeError``;
+    ``isinstance(x, tg.Tensor)`` works as in PyTorch.
+
+    Inside, it is a thin handle: ``_value`` (a NumPy array) and, for recorded results,
+    ``(_tape, _r)``.  Leaves own their value; recorded results hold a view into their tape's
+    arena, which is never overwritten while the view is alive.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> y = (x @ x.T).sum()
+        >>> y.backward()
+        >>> x.grad
+        tensor([[ 8., 12.],
+                [ 8., 12.]])
+        >>> isinstance(x, tg.Tensor), x.shape, x.dtype
+        (True, tapegrad.Size([2, 2]), tapegrad.float64)
     """
 
     __slots__ = ("_value", "_tape", "_r", "_rg", "_grad", "_version", "_retains", "_hooks",

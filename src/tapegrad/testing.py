@@ -106,14 +106,39 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_excepti
 
 # --- hypothesis strategies (hypothesis is imported only when these are used) ----------------
 def floats(low=-10.0, high=10.0):
-    """Finite float64 values in [low, high], away from subnormals."""
+    """Finite float64 values in [low, high], away from subnormals.
+
+    A hypothesis strategy (hypothesis must be installed); ``arrays`` draws its elements here.
+
+    Example:
+        >>> from hypothesis import given, settings
+        >>> @settings(max_examples=20, deadline=None, database=None)
+        ... @given(floats(-1.0, 1.0))
+        ... def test_abs(x):
+        ...     assert tg.abs(tg.tensor(x)).item() == abs(x)
+        >>> test_abs()
+    """
     from hypothesis import strategies as st
     return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False,
                      width=64)
 
 
 def arrays(shape=None, low=-10.0, high=10.0, min_dims=0, max_dims=3, max_side=4):
-    """float64 arrays of a given or random shape (0-d, size-1 and empty sides included)."""
+    """float64 arrays of a given or random shape (0-d, size-1 and empty sides included).
+
+    A hypothesis strategy of NumPy arrays: pass ``shape`` for a fixed shape, else the shape
+    has ``min_dims`` to ``max_dims`` dims of sides 1 to ``max_side``.
+
+    Example:
+        >>> from hypothesis import given, settings
+        >>> @settings(max_examples=20, deadline=None, database=None)
+        ... @given(arrays(shape=(2, 3)))
+        ... def test_sum(a):
+        ...     x = tg.tensor(a, requires_grad=True)
+        ...     x.sum().backward()
+        ...     assert x.grad.shape == (2, 3) and bool((x.grad == 1).all())
+        >>> test_sum()
+    """
     from hypothesis.extra import numpy as hnp
     if shape is None:
         shape = hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=1,
@@ -122,7 +147,21 @@ def arrays(shape=None, low=-10.0, high=10.0, min_dims=0, max_dims=3, max_side=4)
 
 
 def broadcastable_pair(low=-10.0, high=10.0, max_dims=3, max_side=4):
-    """Two float64 arrays whose shapes broadcast together."""
+    """Two float64 arrays whose shapes broadcast together.
+
+    A hypothesis strategy of ``(a, b)`` NumPy arrays, for testing a binary op's broadcasting and
+    the gradients that undo it.
+
+    Example:
+        >>> from hypothesis import given, settings
+        >>> @settings(max_examples=20, deadline=None, database=None)
+        ... @given(broadcastable_pair())
+        ... def test_add_grad_shapes(pair):
+        ...     a, b = (tg.tensor(v, requires_grad=True) for v in pair)
+        ...     (a + b).sum().backward()
+        ...     assert a.grad.shape == a.shape and b.grad.shape == b.shape
+        >>> test_add_grad_shapes()
+    """
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
 

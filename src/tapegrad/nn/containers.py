@@ -43,7 +43,17 @@ def _pairs(items, who):
 
 
 class ModuleList(Module):
-    """Modules in a list: indexed, sliced, iterated, appended to like a Python list."""
+    """Modules in a list: indexed, sliced, iterated, appended to like a Python list.
+
+    Their parameters are the list's (and its owner's) parameters.
+
+    Example:
+        >>> layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])
+        >>> layers.append(nn.ReLU())
+        ModuleList(...)
+        >>> len(layers), len(list(layers.parameters())), layers[-1]
+        (4, 6, ReLU())
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -121,7 +131,13 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """Modules by name, in insertion order; indexed and updated like a Python dict."""
+    """Modules by name, in insertion order; indexed and updated like a Python dict.
+
+    Example:
+        >>> blocks = nn.ModuleDict({"enc": nn.Linear(4, 2), "act": nn.Tanh()})
+        >>> list(blocks.keys()), blocks["act"]
+        (['enc', 'act'], Tanh())
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -183,7 +199,13 @@ def _object_line(p):
 
 
 class ParameterList(Module):
-    """Values in a list, tensors among them turned into registered Parameters."""
+    """Values in a list, tensors among them turned into registered Parameters.
+
+    Example:
+        >>> ps = nn.ParameterList([tg.zeros(2), tg.ones(3)])
+        >>> len(ps), type(ps[0]).__name__, [tuple(p.shape) for p in ps.parameters()]
+        (2, 'Parameter', [(2,), (3,)])
+    """
 
     def __init__(self, values=None):
         super().__init__()
@@ -238,7 +260,13 @@ class ParameterList(Module):
 class ParameterDict(Module):
     """Values by string key, tensors among them turned into registered Parameters.  A plain
     dict is added in sorted key order, an OrderedDict or pairs in their own order (as in
-    PyTorch)."""
+    PyTorch).
+
+    Example:
+        >>> pd = nn.ParameterDict({"b": tg.zeros(2), "a": tg.ones(1)})
+        >>> list(pd.keys()), pd["a"].requires_grad
+        (['a', 'b'], True)
+    """
 
     def __init__(self, parameters=None):
         super().__init__()

@@ -29,6 +29,17 @@ class Parameter(Tensor):
 
     ``Parameter(data)`` shares ``data``'s storage when ``data`` is a contiguous float64 leaf
     (as in PyTorch) and requires grad unless ``requires_grad=False``.
+
+    Example:
+        >>> class Scale(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.w = nn.Parameter(tg.ones(2))
+        >>> [name for name, _ in Scale().named_parameters()]
+        ['w']
+        >>> nn.Parameter(tg.zeros(2))
+        Parameter containing:
+        tensor([0., 0.], requires_grad=True)
     """
 
     __slots__ = ()
@@ -583,7 +594,14 @@ class Identity(Module):
 
 class Flatten(Module):
     """Flattens dims ``start_dim`` to ``end_dim`` into one (by default all but the batch
-    dim)."""
+    dim).
+
+    Shape: ``(N, *rest)`` to ``(N, product of rest)`` with the defaults.
+
+    Example:
+        >>> nn.Flatten()(tg.zeros(8, 2, 3)).shape
+        tapegrad.Size([8, 6])
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -598,7 +616,15 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Splits dim ``dim`` into ``unflattened_size`` (which may hold one -1)."""
+    """Splits dim ``dim`` into ``unflattened_size`` (which may hold one -1).
+
+    Shape: ``(..., n, ...)`` to ``(..., *unflattened_size, ...)`` at ``dim``, with ``n`` the
+    product of ``unflattened_size``.
+
+    Example:
+        >>> nn.Unflatten(1, (2, -1))(tg.zeros(8, 6)).shape
+        tapegrad.Size([8, 2, 3])
+    """
 
     def __init__(self, dim, unflattened_size):
         super().__init__()

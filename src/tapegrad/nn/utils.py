@@ -23,7 +23,14 @@ def _tensor_list(tensors):
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """The ``norm_type``-norm of all ``tensors`` taken as one vector (a 0-d tensor)."""
+    """The ``norm_type``-norm of all ``tensors`` taken as one vector (a 0-d tensor).
+
+    ``tensors`` is a tensor or an iterable of them (typically gradients); an empty one gives 0.
+
+    Example:
+        >>> nn.utils.get_total_norm([tg.tensor([3.0]), tg.tensor([4.0])])
+        tensor(5.)
+    """
     tensors = _tensor_list(tensors)
     norm_type = float(norm_type)
     if not tensors:
@@ -40,7 +47,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
-    """Scale every gradient by ``min(max_norm / (total_norm + 1e-6), 1)``, in place."""
+    """Scale every gradient by ``min(max_norm / (total_norm + 1e-6), 1)``, in place.
+
+    ``total_norm`` is what ``get_total_norm`` gave for these gradients; returns None.
+
+    Example:
+        >>> p = nn.Parameter(tg.zeros(2))
+        >>> p.grad = tg.tensor([3.0, 4.0])
+        >>> nn.utils.clip_grads_with_norm_([p], 1.0, tg.tensor(5.0))
+        >>> p.grad
+        tensor([0.6000, 0.8000])
+    """
     grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
     if not grads:
         return
@@ -55,7 +72,21 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Scale the gradients of ``parameters`` so that their total ``norm_type``-norm is at most
-    ``max_norm``; returns the total norm they had (a 0-d tensor)."""
+    ``max_norm``; returns the total norm they had (a 0-d tensor).
+
+    Parameters without a gradient are skipped.  Call it between ``backward()`` and the
+    optimizer's ``step()``.
+
+    Example:
+        >>> lin = nn.Linear(2, 2)
+        >>> lin.weight.grad = tg.tensor([[3.0, 0.0], [0.0, 4.0]])
+        >>> lin.bias.grad = tg.zeros(2)
+        >>> nn.utils.clip_grad_norm_(lin.parameters(), max_norm=1.0)
+        tensor(5.)
+        >>> lin.weight.grad
+        tensor([[0.6000, 0.0000],
+                [0.0000, 0.8000]])
+    """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     else:
@@ -71,7 +102,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Clamp every gradient of ``parameters`` into [-clip_value, clip_value], in place."""
+    """Clamp every gradient of ``parameters`` into [-clip_value, clip_value], in place.
+
+    Example:
+        >>> p = nn.Parameter(tg.zeros(3))
+        >>> p.grad = tg.tensor([-5.0, 0.5, 2.0])
+        >>> nn.utils.clip_grad_value_([p], 1.0)
+        >>> p.grad
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     clip_value = float(clip_value)
     with tg.no_grad():
         for p in _tensor_list(parameters):
@@ -80,7 +119,15 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 
 def parameters_to_vector(parameters):
-    """All parameters flattened and joined into one vector (differentiable, as in PyTorch)."""
+    """All parameters flattened and joined into one vector (differentiable, as in PyTorch).
+
+    Shape: ``(total number of elements,)``.
+
+    Example:
+        >>> a, b = nn.Parameter(tg.ones(2, 2)), nn.Parameter(tg.zeros(3))
+        >>> nn.utils.parameters_to_vector([a, b])
+        tensor([1., 1., 1., 1., 0., 0., 0.], grad_fn=<CatBackward0>)
+    """
     return tg.cat([p.reshape(-1) for p in parameters])
 
 
@@ -88,7 +135,15 @@ def vector_to_parameters(vec, parameters):
     """Give ``parameters``, in order, the values of consecutive pieces of ``vec``.
 
     Each parameter gets a copy of its piece (PyTorch makes it a view of ``vec``, so a later
-    in-place change of ``vec`` would show in the parameters: here it does not)."""
+    in-place change of ``vec`` would show in the parameters: here it does not).
+
+    Example:
+        >>> a, b = nn.Parameter(tg.ones(2, 2)), nn.Parameter(tg.zeros(3))
+        >>> nn.utils.vector_to_parameters(tg.arange(7.0), [a, b])
+        >>> a.detach(), b.detach()
+        (tensor([[0., 1.],
+                [2., 3.]]), tensor([4., 5., 6.]))
+    """
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected tapegrad.Tensor, but got: {_typename(vec)}")
     flat = vec._value.reshape(-1)

@@ -165,7 +165,20 @@ class AdamW(Adam):
 
 class Adamax(Optimizer):
     """Adamax, Adam's infinity-norm variant (Kingma & Ba): ``m = lerp(m, g, 1 - beta1)``;
-    ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1**t) * m / u``."""
+    ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1**t) * m / u``.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.Adamax([w], lr=0.1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.7155, -1.7076], requires_grad=True)
+    """
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
@@ -207,6 +220,18 @@ class NAdam(Optimizer):
 
     The product is kept in float64 (``state["mu_product"]``); PyTorch keeps it in its default
     dtype, so its numbers equal these under ``torch.set_default_dtype(torch.float64)``.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.NAdam([w], lr=0.1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.7527, -1.7475], requires_grad=True)
     """
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -268,7 +293,20 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """RAdam, Adam with the variance of its adaptive step rectified (Liu et al.): while the
     approximated moving-average length ``rho_t`` is at most 5 the step is plain momentum,
-    ``lr * m / (1 - beta1**t)``; after that it is Adam's step times the rectification."""
+    ``lr * m / (1 - beta1**t)``; after that it is Adam's step times the rectification.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.RAdam([w], lr=0.1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.4623, -0.9246], requires_grad=True)
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,

@@ -130,6 +130,21 @@ class LBFGS(Optimizer):
     (the first one scaled by ``min(1, 1 / |g|_1)``) or, with ``line_search_fn=
     "strong_wolfe"``, a step length from a strong-Wolfe line search.  One parameter group
     only; its state is kept under the first parameter, as in PyTorch.
+
+    ``step`` takes a closure that recomputes the loss; on Rosenbrock's function:
+
+    Example:
+        >>> w = tg.tensor([1.5, -0.5], requires_grad=True)
+        >>> opt = tg.optim.LBFGS([w], max_iter=50, line_search_fn="strong_wolfe")
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = (1 - w[0]) ** 2 + 100 * (w[1] - w[0] ** 2) ** 2
+        ...     loss.backward()
+        ...     return loss
+        >>> for _ in range(3):
+        ...     _ = opt.step(closure)
+        >>> w.detach(), closure().item() < 1e-8
+        (tensor([1.0000, 1.0000]), True)
     """
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,

@@ -109,6 +109,20 @@ class LRScheduler:
     ``last_epoch=-1`` starts the schedule (and records each group's ``initial_lr``); another
     value resumes it, which needs ``initial_lr`` in every group (from the optimizer's state
     dict).
+
+    Example:
+        >>> class Halve(tg.optim.lr_scheduler.LRScheduler):
+        ...     def get_lr(self):   # called by step(); last_epoch 0 is the constructor's call
+        ...         if self.last_epoch == 0:
+        ...             return [g["lr"] for g in self.optimizer.param_groups]
+        ...         return [g["lr"] * 0.5 for g in self.optimizer.param_groups]
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = Halve(opt)
+        >>> for _ in range(3):
+        ...     opt.step()
+        ...     sched.step()
+        >>> sched.get_last_lr(), sched.last_epoch
+        ([0.125], 3)
     """
 
     _get_lr_called_within_step = False
@@ -227,7 +241,19 @@ def _load_lambdas_state_dict(scheduler, state_dict):
 
 
 class LambdaLR(LRScheduler):
-    """``lr = initial_lr * lr_lambda(epoch)``, one function for all groups or one each."""
+    """``lr = initial_lr * lr_lambda(epoch)``, one function for all groups or one each.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+        >>> lrs = []
+        >>> for epoch in range(4):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.5, 0.3333, 0.25, 0.2]
+    """
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
@@ -253,7 +279,19 @@ class LambdaLR(LRScheduler):
 
 
 class StepLR(LRScheduler):
-    """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
+    """Multiply the rate by ``gamma`` every ``step_size`` epochs.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> lrs = []
+        >>> for epoch in range(6):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [1.0, 0.5, 0.5, 0.25, 0.25, 0.125]
+    """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size = step_size
@@ -273,7 +311,19 @@ class StepLR(LRScheduler):
 
 class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each milestone (by ``gamma**n`` at a milestone
-    listed ``n`` times)."""
+    listed ``n`` times).
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 5], gamma=0.1)
+        >>> lrs = []
+        >>> for epoch in range(6):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [1.0, 0.1, 0.1, 0.1, 0.01, 0.01]
+    """
 
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(milestones)
@@ -294,7 +344,19 @@ class MultiStepLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """Multiply the rate by ``gamma`` every epoch."""
+    """Multiply the rate by ``gamma`` every epoch.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        >>> lrs = []
+        >>> for epoch in range(4):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.5, 0.25, 0.125, 0.0625]
+    """
 
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
@@ -315,6 +377,17 @@ class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from ``initial_lr`` to ``eta_min`` over ``T_max`` epochs (then back up,
     and so on: no restarts), in PyTorch's recursive form
     ``lr_{t+1} = eta_min + (lr_t - eta_min) * (1 + cos(pi (t+1) / T)) / (1 + cos(pi t / T))``.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+        >>> lrs = []
+        >>> for epoch in range(5):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.8536, 0.5, 0.1464, 0.0, 0.1464]
     """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803 - PyTorch's
@@ -351,6 +424,17 @@ class OneCycleLR(LRScheduler):
     (``three_phase``: back to the initial rate first, then down); the momentum (or Adam's
     beta1) moves the other way between ``max_momentum`` and ``base_momentum``.  Not
     chainable: the rates come from the phase boundaries, not from the current rate.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=6)
+        >>> lrs = []
+        >>> for epoch in range(5):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.9944, 0.8117, 0.4626, 0.1335, 0.0]
     """
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
@@ -463,7 +547,18 @@ class OneCycleLR(LRScheduler):
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the rate by ``factor`` once a metric (``step(metric)``) has not improved for
     ``patience`` epochs, then wait ``cooldown`` epochs; never below ``min_lr``, and not at
-    all when the change would be at most ``eps``."""
+    all when the change would be at most ``eps``.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+        >>> lrs = []
+        >>> for val_loss in [1.0, 0.5, 0.5, 0.5, 0.5, 0.5]:
+        ...     sched.step(val_loss)
+        ...     lrs.append(opt.param_groups[0]["lr"])
+        >>> lrs
+        [1.0, 1.0, 1.0, 0.5, 0.5, 0.25]
+    """
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
                  threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):

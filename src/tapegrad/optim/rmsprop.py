@@ -18,6 +18,18 @@ class RMSprop(Optimizer):
     ``v = alpha * v + (1 - alpha) * g**2``; centered: ``a = lerp(a, g, 1 - alpha)`` and the
     denominator is ``sqrt(v - a**2) + eps``, else ``sqrt(v) + eps``; with momentum
     ``b = momentum * b + g / denom`` and ``p -= lr * b``, else ``p -= lr * g / denom``.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.RMSprop([w], lr=0.01)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.7800, -1.7753], requires_grad=True)
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
@@ -77,6 +89,18 @@ class Adagrad(Optimizer):
 
     As in PyTorch, every parameter's state (``step`` and ``sum``, filled with
     ``initial_accumulator_value``) is made by the constructor, gradient or not.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.Adagrad([w], lr=0.1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.7805, -1.7758], requires_grad=True)
     """
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
@@ -145,7 +169,20 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (Zeiler): ``v = rho * v + (1 - rho) * g**2``;
     ``delta = sqrt(u + eps) / sqrt(v + eps) * g``; ``u = rho * u + (1 - rho) * delta**2``;
-    ``p -= lr * delta``."""
+    ``p -= lr * delta``.
+
+    Three steps on ``sum(w**2)`` give PyTorch's numbers:
+
+    Example:
+        >>> w = tg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = tg.optim.Adadelta([w], lr=1.0)
+        >>> for _ in range(3):
+        ...     opt.zero_grad()
+        ...     (w * w).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.9903, -1.9903], requires_grad=True)
+    """
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):

@@ -35,7 +35,18 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
 # ---------------------------------------------------------------------------------------------
 class Dataset:
     """A map-style dataset: ``dataset[i]`` is a sample; subclasses also define ``__len__``
-    for the samplers."""
+    for the samplers.
+
+    Example:
+        >>> from tapegrad.utils.data import Dataset
+        >>> class Squares(Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, i):
+        ...         return i * i
+        >>> [Squares()[i] for i in range(4)]
+        [0, 1, 4, 9]
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -45,7 +56,18 @@ class Dataset:
 
 
 class IterableDataset(Dataset):
-    """A dataset that is a stream: ``iter(dataset)`` yields the samples."""
+    """A dataset that is a stream: ``iter(dataset)`` yields the samples.
+
+    A ``DataLoader`` batches what it yields, in order; it takes no sampler and no ``shuffle``.
+
+    Example:
+        >>> from tapegrad.utils.data import DataLoader, IterableDataset
+        >>> class Count(IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(3))
+        >>> list(DataLoader(Count(), batch_size=2))
+        [tensor([0, 1]), tensor([2])]
+    """
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
@@ -55,7 +77,14 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples ``(t[i] for t in tensors)`` of tensors that share their first dimension."""
+    """Samples ``(t[i] for t in tensors)`` of tensors that share their first dimension.
+
+    Example:
+        >>> from tapegrad.utils.data import TensorDataset
+        >>> ds = TensorDataset(tg.arange(6.0).reshape(3, 2), tg.tensor([0, 1, 0]))
+        >>> len(ds), ds[1]
+        (3, (tensor([2., 3.]), tensor(1)))
+    """
 
     def __init__(self, *tensors):
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
@@ -70,7 +99,13 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``, in that order."""
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    Example:
+        >>> from tapegrad.utils.data import Subset
+        >>> list(Subset([10, 11, 12, 13], [3, 1]))
+        [13, 11]
+    """
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
@@ -86,7 +121,16 @@ class Subset(Dataset):
 
 
 class ConcatDataset(Dataset):
-    """Datasets one after the other."""
+    """Datasets one after the other.
+
+    Its length is the sum of theirs; index ``i`` runs through the first, then the next, ...
+
+    Example:
+        >>> from tapegrad.utils.data import ConcatDataset
+        >>> both = ConcatDataset([[0, 1, 2], [10, 11]])
+        >>> len(both), both[3]
+        (5, 10)
+    """
 
     def __init__(self, datasets):
         self.datasets = list(datasets)
@@ -113,7 +157,18 @@ class ConcatDataset(Dataset):
 def random_split(dataset, lengths, generator=None):
     """Non-overlapping ``Subset``s of the given lengths (or fractions summing to 1: each gets
     ``floor(frac * len)``, the remainder dealt out one by one from the first) of a random
-    permutation of ``dataset``."""
+    permutation of ``dataset``.
+
+    Pass a seeded ``tg.Generator`` as ``generator`` for a split that is the same every run (the
+    permutation is not PyTorch's for the same seed).
+
+    Example:
+        >>> from tapegrad.utils.data import random_split
+        >>> g = tg.Generator().manual_seed(0)
+        >>> train, val = random_split(range(10), [0.7, 0.3], generator=g)
+        >>> len(train), len(val), sorted(list(train) + list(val)) == list(range(10))
+        (7, 3, True)
+    """
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths = []
         for i, frac in enumerate(lengths):
@@ -138,7 +193,22 @@ def random_split(dataset, lengths, generator=None):
 # Samplers
 # ---------------------------------------------------------------------------------------------
 class Sampler:
-    """Yields dataset indices (or, for a batch sampler, lists of them)."""
+    """Yields dataset indices (or, for a batch sampler, lists of them).
+
+    A subclass defines ``__iter__`` (and ``__len__``); pass it to ``DataLoader(sampler=...)``.
+
+    Example:
+        >>> from tapegrad.utils.data import DataLoader, Sampler
+        >>> class Backwards(Sampler):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter(range(self.n - 1, -1, -1))
+        ...     def __len__(self):
+        ...         return self.n
+        >>> list(DataLoader([0, 1, 4, 9], sampler=Backwards(4), batch_size=2))
+        [tensor([9, 4]), tensor([1, 0])]
+    """
 
     def __init__(self, data_source=None):
         pass
@@ -148,6 +218,15 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
+    """Indices ``0, 1, ..., len(data_source) - 1`` in order: what ``DataLoader`` uses
+    without ``shuffle``.
+
+    Example:
+        >>> from tapegrad.utils.data import SequentialSampler
+        >>> list(SequentialSampler(["a", "b", "c"]))
+        [0, 1, 2]
+    """
+
     def __init__(self, data_source):
         self.data_source = data_source
 
@@ -169,7 +248,15 @@ def _epoch_rng(generator):
 
 class RandomSampler(Sampler):
     """Indices in a random order (a permutation per pass over the data), or drawn with
-    ``replacement``; ``num_samples`` of them (default: the dataset's length)."""
+    ``replacement``; ``num_samples`` of them (default: the dataset's length).
+
+    Example:
+        >>> from tapegrad.utils.data import RandomSampler
+        >>> sorted(RandomSampler(range(4)))
+        [0, 1, 2, 3]
+        >>> len(list(RandomSampler(range(4), replacement=True, num_samples=7)))
+        7
+    """
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -202,7 +289,13 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices, in a random order each pass."""
+    """The given indices, in a random order each pass.
+
+    Example:
+        >>> from tapegrad.utils.data import SubsetRandomSampler
+        >>> sorted(SubsetRandomSampler([5, 7, 9]))
+        [5, 7, 9]
+    """
 
     def __init__(self, indices, generator=None):
         self.indices = indices
@@ -218,7 +311,15 @@ class SubsetRandomSampler(Sampler):
 
 class BatchSampler(Sampler):
     """Lists of ``batch_size`` indices from ``sampler``; the last one shorter unless
-    ``drop_last``."""
+    ``drop_last``.
+
+    Example:
+        >>> from tapegrad.utils.data import BatchSampler, SequentialSampler
+        >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+        [[0, 1], [2, 3], [4]]
+        >>> list(BatchSampler(range(5), batch_size=2, drop_last=True))
+        [[0, 1], [2, 3]]
+    """
 
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
@@ -259,7 +360,13 @@ def _is_named_tuple(x):
 
 def default_convert(data):
     """NumPy arrays (and numbers) in ``data`` become tensors; containers are rebuilt around
-    them.  What ``DataLoader`` applies to samples when it does not batch them."""
+    them.  What ``DataLoader`` applies to samples when it does not batch them.
+
+    Example:
+        >>> from tapegrad.utils.data import default_convert
+        >>> default_convert({"a": np.array([1, 2]), "b": 3.0})
+        {'a': tensor([1, 2]), 'b': 3.0}
+    """
     if isinstance(data, Tensor):
         return data
     if type(data).__module__ == "numpy" and not isinstance(data, (np.str_, np.bytes_)):
@@ -306,7 +413,16 @@ def default_collate(batch):
     """Put a list of samples together with a new leading batch dimension: tensors are
     stacked, NumPy arrays and numbers become tensors (Python floats float64, ints int64),
     strings stay a list, and dicts, named tuples, tuples and lists are collated field by
-    field (a tuple of fields comes back as a list, as in PyTorch)."""
+    field (a tuple of fields comes back as a list, as in PyTorch).
+
+    Example:
+        >>> from tapegrad.utils.data import default_collate
+        >>> default_collate([(np.array([1.0, 2.0]), 0), (np.array([3.0, 4.0]), 1)])
+        [tensor([[1., 2.],
+                [3., 4.]]), tensor([0, 1])]
+        >>> default_collate([{"x": 1.0, "name": "a"}, {"x": 2.0, "name": "b"}])
+        {'x': tensor([1., 2.]), 'name': ['a', 'b']}
+    """
     elem = batch[0]
     if isinstance(elem, Tensor):
         return functional.stack(list(batch), 0)
@@ -339,7 +455,16 @@ def default_collate(batch):
 
 
 def get_worker_info():
-    """None: batches are always loaded in the calling process."""
+    """None: batches are always loaded in the calling process.
+
+    ``num_workers`` is accepted by ``DataLoader``, but tapegrad has no worker processes, so
+    code that asks this inside a dataset always sees the main process.
+
+    Example:
+        >>> from tapegrad.utils.data import get_worker_info
+        >>> get_worker_info() is None
+        True
+    """
     return None
 
 
@@ -353,6 +478,17 @@ class DataLoader:
     The arguments are PyTorch's, with its checks; ``pin_memory`` changes nothing on the CPU,
     and ``num_workers``, ``prefetch_factor``, ``persistent_workers`` and ``timeout`` are
     accepted but batches are loaded in this process.
+
+    Example:
+        >>> from tapegrad.utils.data import DataLoader, TensorDataset
+        >>> ds = TensorDataset(tg.arange(6.0).reshape(3, 2), tg.tensor([0, 1, 0]))
+        >>> loader = DataLoader(ds, batch_size=2)
+        >>> len(loader)
+        2
+        >>> for xb, yb in loader:
+        ...     print(xb.shape, yb)
+        tapegrad.Size([2, 2]) tensor([0, 1])
+        tapegrad.Size([1, 2]) tensor([0])
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
