@@ -143,3 +143,39 @@ def test_powers_are_pytorchs_bits_and_compiled_equals_eager(exponent):
         np.testing.assert_array_equal(y.detach().numpy(), z.detach().numpy())
         np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
     assert fn.stats.replays == 2
+
+
+@pytest.mark.parametrize("draw", [
+    lambda L, g: L.rand(3, 2, generator=g), lambda L, g: L.randn(4, generator=g),
+    lambda L, g: L.randint(0, 100, (5,), generator=g), lambda L, g: L.randperm(7, generator=g),
+    lambda L, g: L.nn.init.uniform_(L.empty(3), -1, 1, generator=g),
+    lambda L, g: L.nn.init.normal_(L.empty(3), generator=g),
+    lambda L, g: L.nn.init.xavier_uniform_(L.empty(3, 2), generator=g),
+    lambda L, g: L.nn.init.xavier_normal_(L.empty(3, 2), generator=g),
+    lambda L, g: L.nn.init.kaiming_uniform_(L.empty(3, 2), generator=g),
+    lambda L, g: L.nn.init.kaiming_normal_(L.empty(3, 2), generator=g),
+])
+def test_a_generator_argument_is_drawn_from(draw):
+    # it was ignored: every draw came from the global generator
+    for L in (tg, torch):
+        def seeded():
+            return draw(L, L.Generator().manual_seed(7))
+        L.manual_seed(0)
+        first = seeded()
+        after_one = L.rand(2)
+        L.manual_seed(0)
+        assert L.equal(first, seeded())            # the same seed, the same numbers
+        assert L.equal(after_one, L.rand(2))       # and the global generator untouched
+        g = L.Generator().manual_seed(7)
+        assert not L.equal(draw(L, g), draw(L, g))  # the generator's state advances
+
+
+def test_a_compiled_function_drawing_from_a_generator_runs_eagerly():
+    g = tg.Generator().manual_seed(3)
+
+    def f(x):
+        return (x * tg.rand(2, generator=g)).sum()
+    compiled = tg.compile(f)
+    outs = [compiled(tg.ones(2)).item() for _ in range(3)]
+    assert len(set(outs)) == 3 and compiled.stats.replays == 0
+    assert any("random" in why for why, _ in compiled.stats.eager_reasons)

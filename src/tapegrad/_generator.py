@@ -1,5 +1,6 @@
 """``tapegrad.Generator``: a random number generator of its own, to pass as ``generator=``
-(``DataLoader``, ``random_split``, samplers), as ``torch.Generator`` is.
+(``rand``, ``randn``, ``randint``, ``randperm``, ``nn.init``'s random fills, ``DataLoader``,
+``random_split``, samplers), as ``torch.Generator`` is.
 
 It draws from a NumPy PCG64 generator, so its numbers are not PyTorch's (no program can get
 PyTorch's random numbers without PyTorch's generator); what carries over is the contract:
@@ -11,14 +12,13 @@ import secrets
 
 import numpy as np
 
-from . import creation
-
 # torch.Generator()'s seed before manual_seed (c10's default_rng_seed_val)
 _DEFAULT_SEED = 67280421310721
 
 
 class Generator:
-    """A random number generator of its own, to pass as ``generator=`` to
+    """A random number generator of its own, to pass as ``generator=`` to ``rand``,
+    ``randn``, ``randint``, ``randperm``, ``nn.init``'s random fills and
     ``tapegrad.utils.data`` (``random_split``, ``RandomSampler``, ``DataLoader``).
 
     A new generator starts from a fixed seed; ``manual_seed`` reseeds it and returns it.
@@ -64,15 +64,3 @@ class Generator:
 
     def __repr__(self):
         return f"<tapegrad.Generator object at {hex(id(self))}>"
-
-
-def numpy_rng(generator=None):
-    """The NumPy generator to draw from: ``generator``'s, or (None) the global one that
-    ``tapegrad.manual_seed`` seeds."""
-    if generator is None:
-        return creation.generator()
-    if isinstance(generator, Generator):
-        return generator._rng
-    if isinstance(generator, np.random.Generator):
-        return generator
-    raise TypeError(f"generator must be a tapegrad.Generator, not {type(generator).__name__}")

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from . import _device, _dtype
+from ._generator import Generator
 from ._promote import cast as _cast
 from ._promote import checked_cast
 from .tensor import Tensor, read_value
@@ -29,6 +30,18 @@ def manual_seed(seed):
 def generator():
     """The NumPy Generator behind tapegrad's random functions."""
     return _rng
+
+
+def numpy_rng(generator=None):
+    """The NumPy generator a draw uses: ``generator``'s (a ``tapegrad.Generator``), or for
+    None the global one that ``manual_seed`` seeds."""
+    if generator is None:
+        return _rng
+    if isinstance(generator, Generator):
+        return generator._rng
+    if isinstance(generator, np.random.Generator):
+        return generator
+    raise TypeError(f"generator must be a tapegrad.Generator, not {type(generator).__name__}")
 
 
 def _leaf(value, requires_grad):
@@ -444,7 +457,8 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
-    """Draws from U[0, 1) from tapegrad's generator (``manual_seed``), float64.
+    """Draws from U[0, 1) from tapegrad's generator (``manual_seed``), or from
+    ``generator`` (a ``tapegrad.Generator``), float64.
 
     Shape: ``size``, as for ``zeros``.
 
@@ -455,12 +469,12 @@ def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
         (tapegrad.Size([2, 3]), True)
     """
     _random_dtype(dtype, device, "check_uniform_bounds")
-    return _leaf(_rng.random(_size(size)), requires_grad)
+    return _leaf(numpy_rng(generator).random(_size(size)), requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
     """Draws from the standard normal N(0, 1) from tapegrad's generator (``manual_seed``),
-    float64.
+    or from ``generator`` (a ``tapegrad.Generator``), float64.
 
     Shape: ``size``, as for ``zeros``.
 
@@ -470,7 +484,7 @@ def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
         tapegrad.Size([3, 2])
     """
     _random_dtype(dtype, device, "normal_kernel_cpu")
-    return _leaf(_rng.standard_normal(_size(size)), requires_grad)
+    return _leaf(numpy_rng(generator).standard_normal(_size(size)), requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
@@ -493,7 +507,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_g
     _device.check(device)
     if dt is _dtype.bool_:
         raise RuntimeError("to - 1 is out of bounds for bool")
-    return _leaf(_cast(_rng.integers(low, high, size=_size((size,)), dtype=np.int64), dt),
+    return _leaf(_cast(numpy_rng(generator).integers(low, high, size=_size((size,)), dtype=np.int64), dt),
                  requires_grad)
 
 
@@ -510,4 +524,4 @@ def randperm(n, *, generator=None, dtype=None, requires_grad=False, device=None)
     dt = _dtype.resolve(dtype) or _dtype.int64
     _device.check(device)
     _no_bool(dt, "randperm")
-    return _leaf(_cast(_rng.permutation(int(n)), dt), requires_grad)
+    return _leaf(_cast(numpy_rng(generator).permutation(int(n)), dt), requires_grad)

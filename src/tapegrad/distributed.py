@@ -483,8 +483,10 @@ if _distributed is not None:
             await asyncio.get_running_loop().run_in_executor(None, _warm)
 
 
-__all__ = ["map_value_and_grad", "worker_counts"]
+__all__ = ["map_value_and_grad"]
 
 from ._public import public_dir as _public_dir  # noqa: E402
 
-__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
+# tab completion offers these, not the imports (worker_counts is a plain dict, described
+# where it is defined)
+__dir__ = _public_dir(globals(), ("worker_counts",))

@@ -39,6 +39,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from ._generator import Generator
+
 from .tensor import Tensor
 
 # Packages whose functions and objects are taken as they are: their code does not read user
@@ -301,6 +303,9 @@ class _Walker:
             self.test(f"list({name}) != {keys}", description.part("the keys of"))
             for key, item in value.items():
                 self.slot(f"{name}[{self.bind(key, 'K')}]", item, description.child(f"[{key!r}]"))
+        elif isinstance(value, Generator):
+            # tapegrad's own: its draws come from the NumPy generator inside
+            self.generators.append((value._rng, _random_state(value._rng)))
         elif isinstance(value, (np.random.Generator, np.random.RandomState, random.Random)):
             # the random module's shared generator is watched by the recording itself, which
             # tells this thread's draws from other threads' (they draw from it all the time)

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.creation import generator as _generator
+from tapegrad.creation import numpy_rng as _numpy_rng
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
@@ -80,7 +80,7 @@ def _shape(tensor):
     return tuple(tensor.shape)
 
 
-def uniform_(tensor, a=0.0, b=1.0):
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with draws from U(a, b).
 
     In place, without recording a gradient; returns ``tensor``.  Draws from tapegrad's
@@ -92,10 +92,10 @@ def uniform_(tensor, a=0.0, b=1.0):
         >>> nn.init.uniform_(w, -0.1, 0.1) is w, bool((w.abs() <= 0.1).all())
         (True, True)
     """
-    return _fill(tensor, _generator().uniform(a, b, _shape(tensor)))
+    return _fill(tensor, _numpy_rng(generator).uniform(a, b, _shape(tensor)))
 
 
-def normal_(tensor, mean=0.0, std=1.0):
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with draws from N(mean, std**2).
 
     In place, without recording a gradient; returns ``tensor``.  Draws from tapegrad's
@@ -107,7 +107,7 @@ def normal_(tensor, mean=0.0, std=1.0):
         >>> round(float(w.mean()), 1), round(float(w.std()), 1)
         (2.0, 0.5)
     """
-    return _fill(tensor, _generator().normal(mean, std, _shape(tensor)))
+    return _fill(tensor, _numpy_rng(generator).normal(mean, std, _shape(tensor)))
 
 
 def constant_(tensor, val):
@@ -141,7 +141,7 @@ def ones_(tensor):
     return _fill(tensor, 1.0)
 
 
-def xavier_uniform_(tensor, gain=1.0):
+def xavier_uniform_(tensor, gain=1.0, generator=None):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio), in place.
 
     Shape: a weight ``(fan_out, fan_in, *kernel)`` of at least 2 dimensions.
@@ -154,10 +154,10 @@ def xavier_uniform_(tensor, gain=1.0):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor, gain=1.0):
+def xavier_normal_(tensor, gain=1.0, generator=None):
     """N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio).
 
     ``fan_in`` and ``fan_out`` are ``tensor.shape[1]`` and ``tensor.shape[0]`` (times the
@@ -171,7 +171,7 @@ def xavier_normal_(tensor, gain=1.0):
     """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
@@ -186,7 +186,7 @@ def _empty_is_noop(tensor):
     return False
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al.); ``a`` is the negative
     slope of the leaky_relu that follows. ``a = sqrt(5)`` gives nn.Linear's default.
 
@@ -201,10 +201,10 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     if _empty_is_noop(tensor):
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """N(0, std**2) with std = gain / sqrt(fan) (He et al.).
 
     ``fan`` is ``fan_in`` (default) or ``fan_out`` by ``mode``; ``gain`` comes from
@@ -219,7 +219,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """
     if _empty_is_noop(tensor):
         return tensor
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from .. import _generator, creation, functional
+from .. import creation, functional
 from .._dtype import float64
 from ..tensor import Tensor
 
@@ -184,7 +184,7 @@ def random_split(dataset, lengths, generator=None):
                               "This might result in an empty dataset.", stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = _generator.numpy_rng(generator).permutation(sum(lengths)).tolist()
+    indices = creation.numpy_rng(generator).permutation(sum(lengths)).tolist()
     return [Subset(dataset, indices[offset - length:offset])
             for offset, length in zip(itertools.accumulate(lengths), lengths)]
 
@@ -241,7 +241,7 @@ def _epoch_rng(generator):
     """The generator of one pass: ``generator``'s own, or a fresh one seeded from the global
     generator (so that each epoch is shuffled anew, and reproducibly after manual_seed)."""
     if generator is not None:
-        return _generator.numpy_rng(generator)
+        return creation.numpy_rng(generator)
     seed = int(creation.generator().integers(0, 1 << 63))
     return np.random.default_rng(seed)
 
