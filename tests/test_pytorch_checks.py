@@ -179,3 +179,23 @@ def test_a_compiled_function_drawing_from_a_generator_runs_eagerly():
     outs = [compiled(tg.ones(2)).item() for _ in range(3)]
     assert len(set(outs)) == 3 and compiled.stats.replays == 0
     assert any("random" in why for why, _ in compiled.stats.eager_reasons)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.add(2, x), lambda L, x: L.mul(2, x), lambda L, x: L.sub(2, x),
+    lambda L, x: L.div(2, x), lambda L, x: L.add(x, x * 3, alpha=0.5),
+    lambda L, x: L.sub(x, 1, alpha=3), lambda L, x: x.add(L.ones(2), alpha=-2),
+    lambda L, x: L.sub(x, L.tensor([1.0, 2.0]), alpha=2), lambda L, x: L.add(1.5, 2),
+])
+def test_a_number_first_and_alpha(call):
+    # torch.add(2, x) raised an AttributeError, alpha= a TypeError
+    results = []
+    for L in (tg, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        out = call(L, x)
+        name = out.grad_fn.name() if out.grad_fn is not None else None
+        if out.requires_grad:
+            out.sum().backward()
+        results.append((out.detach().numpy().tolist(), name,
+                        None if x.grad is None else x.grad.numpy().tolist()))
+    assert results[0] == results[1]

@@ -349,13 +349,26 @@ def _arith(code, code_s, fn, a, b):
     return _binary(code, a, as_tensor_arg(b), fn)
 
 
-def add(a, b):
+def _operands(a, b, alpha, name):
+    """(a, b) for add and sub: a number first is a 0-d tensor, as PyTorch wraps it
+    (``torch.add(2, x)``); ``alpha`` scales b."""
+    if not isinstance(a, Tensor):
+        a = as_tensor_arg(a)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}(): argument 'alpha' must be Number, not "
+                        f"{type(alpha).__name__}")
+    if alpha != 1:
+        b = mul(b, alpha) if isinstance(b, Tensor) else mul(as_tensor_arg(b), alpha) \
+            if not _is_scalar(b) else b * alpha
+    return a, b
+
+
+def add(a, b, *, alpha=1):
     """Elementwise ``a + b``, broadcast as NumPy and PyTorch broadcast.
 
-    ``a`` is a tensor; ``b`` a tensor, a Python number or anything ``tg.tensor`` accepts.
-    Shape: the broadcast shape of ``a`` and ``b``; dtype by PyTorch's promotion rules.
-    ``grad_fn``: ``<AddBackward0>`` (``<AddBackward1>`` with a number).  Unlike
-    ``torch.add``, there is no ``alpha`` argument (write ``a + alpha * b``).
+    ``a`` and ``b`` are tensors, Python numbers or anything ``tg.tensor`` accepts;
+    ``alpha`` scales ``b`` (``a + alpha * b``).  Shape: the broadcast shape of ``a`` and
+    ``b``; dtype by PyTorch's promotion rules.  ``grad_fn``: ``<AddBackward0>``.
 
     Example:
         >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
@@ -363,6 +376,7 @@ def add(a, b):
         tensor([[11., 12.],
                 [21., 22.]], grad_fn=<AddBackward0>)
     """
+    a, b = _operands(a, b, alpha, "add")
     return _arith(K.ADD, K.ADD_S, np.add, a, b)
 
 
@@ -379,12 +393,12 @@ def _check_bool_sub(a, b):
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def sub(a, b):
+def sub(a, b, *, alpha=1):
     """Elementwise ``a - b``, broadcast; also spelled ``tg.subtract``.
 
-    ``a`` is a tensor, ``b`` a tensor or a number.  Shape: the broadcast shape; dtype by
-    PyTorch's promotion rules.  Bool operands raise, as in PyTorch.  There is no ``alpha``
-    argument (write ``a - alpha * b``).
+    ``a`` and ``b`` are tensors or numbers; ``alpha`` scales ``b`` (``a - alpha * b``).
+    Shape: the broadcast shape; dtype by PyTorch's promotion rules.  Bool operands raise, as
+    in PyTorch.
 
     Example:
         >>> tg.sub(tg.tensor([5.0, 7.0]), 2)
@@ -393,6 +407,7 @@ def sub(a, b):
         True
     """
     _check_bool_sub(a, b)
+    a, b = _operands(a, b, alpha, "sub")
     return _arith(K.SUB, K.SUB_S, np.subtract, a, b)
 
 
@@ -407,6 +422,8 @@ def mul(a, b):
         >>> tg.mul(x, 2)
         tensor([2., 4., 6.], grad_fn=<MulBackward0>)
     """
+    if not isinstance(a, Tensor):
+        a = as_tensor_arg(a)       # torch.mul(2, x): the number is a 0-d tensor operand
     return _arith(K.MUL, K.MUL_S, np.multiply, a, b)
 
 
@@ -421,6 +438,8 @@ def div(a, b):
         >>> tg.div(tg.tensor([1, 2, 3]), 2)
         tensor([0.5000, 1.0000, 1.5000])
     """
+    if not isinstance(a, Tensor):
+        a = as_tensor_arg(a)       # torch.div(2, x): the number is a 0-d tensor operand
     if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
         b = float(b)  # true division, as PyTorch does for integer tensors too
     if a._value.dtype.kind in "iub" and not _is_scalar(b) and not isinstance(b, Tensor):
