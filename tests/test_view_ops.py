@@ -140,3 +140,86 @@ def test_empty_sizes():
         assert [tuple(p.shape) for p in L.zeros(0, 3).split(2)] == [(0, 3)]
         assert [tuple(p.shape) for p in L.zeros(5).split(2)] == [(2,), (2,), (1,)]
         assert [tuple(p.shape) for p in L.zeros(6).chunk(4)] == [(2,), (2,), (2,)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Copies that pick elements by position: index_select, flip, roll, repeat, tile, gather, take;
+# and movedim/swapaxes, views as permute/transpose are
+# ---------------------------------------------------------------------------------------------
+PICKS = [
+    lambda L, y: y.index_select(1, L.tensor([2, 0, 2])),
+    lambda L, y: L.index_select(y, 0, L.tensor([3, 3])),
+    lambda L, y: y.index_select(2, L.tensor([], dtype=L.int64)),
+    lambda L, y: L.flip(y, [0, 2]), lambda L, y: y.flip(1), lambda L, y: y.flip(()),
+    lambda L, y: y.fliplr(), lambda L, y: y.flipud(),
+    lambda L, y: y.roll(1, 1), lambda L, y: y.roll(5), lambda L, y: L.roll(y, (1, -1), (0, 2)),
+    lambda L, y: y.repeat(2, 1, 1), lambda L, y: y.repeat(1, 2, 1, 3), lambda L, y: y.repeat(1, 0, 1),
+    lambda L, y: y.tile((2,)), lambda L, y: L.tile(y, (2, 1, 1, 1)),
+    lambda L, y: L.gather(y, 1, L.tensor([[[0, 1]], [[2, 2]], [[1, 0]], [[0, 0]]])),
+    lambda L, y: y.gather(2, L.tensor([[[1], [0], [1]]] * 4)),
+    lambda L, y: y.take(L.tensor([0, 5, -1, 5])), lambda L, y: L.take(y, L.tensor([[1, 2], [3, 4]])),
+    lambda L, y: y.movedim(0, -1), lambda L, y: L.movedim(y, (0, 1), (2, 0)),
+    lambda L, y: y.moveaxis(2, 0), lambda L, y: y.swapaxes(0, 2), lambda L, y: L.swapdims(y, 1, 0),
+]
+
+
+@pytest.mark.parametrize("pick", PICKS)
+def test_picking_ops_are_pytorchs(pick):
+    def program(L):
+        x = L.tensor(np.arange(24.0).reshape(4, 3, 2) / 7 - 1, requires_grad=True)
+        out = pick(L, x * 1.5)
+        ((out * 3) ** 2).sum().backward()
+        return out, x.grad
+    (mine, mine_grad), (theirs, their_grad) = program(tg), program(torch)
+    assert tuple(mine.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
+    assert mine.grad_fn.name() == theirs.grad_fn.name()
+    np.testing.assert_allclose(mine_grad.numpy(), their_grad.numpy(), rtol=1e-14)
+
+
+def test_picking_ops_under_compile_and_vmap():
+    def f(x):
+        return (x.flip(0) * x.roll(1) + x.index_select(0, tg.tensor([2, 2, 0]))).sum() \
+            + x.repeat(2).take(tg.tensor([1, 4])).sum()
+    compiled = tg.compile(f)
+    for k in range(3):
+        a = tg.tensor([1.0, 2.0, 3.5 + k], requires_grad=True)
+        b = tg.tensor([1.0, 2.0, 3.5 + k], requires_grad=True)
+        compiled(a).backward()
+        f(b).backward()
+        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    assert compiled.stats.replays == 2
+    batch = tg.tensor(np.arange(12.0).reshape(4, 3))
+    got = tg.vmap(f)(batch)
+    np.testing.assert_array_equal(got.numpy(), [f(row).item() for row in batch])
+
+
+def test_new_tensors_take_the_dtype():
+    for L in (tg, torch):
+        x = L.tensor([1, 2], dtype=L.int32)
+        assert x.new_zeros(2, 3).dtype == L.int32 and x.new_ones((2,)).dtype == L.int32
+        assert x.new_full((2,), 3.0).tolist() == [3, 3]
+        assert tuple(x.new_empty(4).shape) == (4,)
+        assert x.new_zeros(2, dtype=L.float64, requires_grad=True).requires_grad
+
+
+PICK_ERRORS = [
+    lambda L: L.zeros(3, 4).index_select(1, L.tensor([4])),
+    lambda L: L.zeros(3, 4).index_select(1, L.tensor([[1]])),
+    lambda L: L.zeros(3, 4).index_select(1, L.tensor([1.0])),
+    lambda L: L.zeros(3, 4).flip(0, 0), lambda L: L.zeros(3, 4).roll(1, (0, 1)),
+    lambda L: L.zeros(3, 4).repeat(2), lambda L: L.zeros(3, 4).repeat(-1, 1),
+    lambda L: L.gather(L.zeros(3, 4), 1, L.tensor([[5]])),
+    lambda L: L.gather(L.zeros(3, 4), 1, L.tensor([1])),
+    lambda L: L.zeros(3, 4).take(L.tensor([12])), lambda L: L.zeros(3).fliplr(),
+]
+
+
+@pytest.mark.parametrize("bad", PICK_ERRORS)
+def test_picking_ops_give_pytorchs_errors(bad):
+    errors = []
+    for L in (tg, torch):
+        with pytest.raises((RuntimeError, IndexError)) as info:
+            bad(L)
+        errors.append((info.type, message(info.value)))
+    assert errors[0] == errors[1]

@@ -25,6 +25,13 @@ from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, cla
                          where)
 from .functional import add, div, mul, sub
 from .functional import chunk, diagonal, narrow, select, split, unbind
+from .functional import (flip, fliplr, flipud, gather, index_select, moveaxis, movedim, repeat,
+                         roll, swapaxes, swapdims, take, tile)
+from .functional import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin,
+                         asinh, atan, atanh, cosh, erf, erfc, exp2, log2, log10, rsqrt, square)
+from .functional import ceil, fix, floor, frac, round, sign, trunc  # noqa: A004 - PyTorch's
+from .functional import (ger, isfinite, isinf, isnan, isneginf, isposinf, logical_and,
+                         logical_not, logical_or, logical_xor, outer)
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 

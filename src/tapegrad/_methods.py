@@ -4,6 +4,7 @@ import numpy as np
 from . import _device, _dtype, _promote, autograd
 from . import functional as F
 from ._promote import cast as _cast
+from . import creation as _creation
 from .creation import tensor as _tensor
 from .tape import state
 from .tensor import Tensor
@@ -213,6 +214,20 @@ def _new_tensor(self, data, dtype=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
+def _new_made_by(make):
+    """x.new_zeros(size) and its kin: ``make``'s tensor with x's dtype unless told another."""
+    def method(self, *size, dtype=None, device=None, requires_grad=False):
+        return make(*size, dtype=dtype or self.dtype, device=device,
+                    requires_grad=requires_grad)
+    method.__name__ = "new_" + make.__name__
+    return method
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _creation.full(size, fill_value, dtype=dtype or self.dtype, device=device,
+                          requires_grad=requires_grad)
+
+
 METHODS = {
     "__add__": F.add, "__radd__": _radd,
     "__sub__": F.sub, "__rsub__": _rsub,
@@ -237,7 +252,15 @@ METHODS = {
     "matmul": F.matmul, "mm": F.matmul, "dot": F.matmul, "mv": F.matmul, "bmm": F.matmul,
     "exp": F.exp, "log": F.log, "log1p": F.log1p, "expm1": F.expm1, "sqrt": F.sqrt,
     "abs": F.abs, "sin": F.sin, "cos": F.cos, "tan": F.tan, "tanh": F.tanh,
-    "sinh": F.sinh,
+    "sinh": F.sinh, "cosh": F.cosh, "asin": F.asin, "acos": F.acos, "atan": F.atan,
+    "asinh": F.asinh, "acosh": F.acosh, "atanh": F.atanh, "arcsin": F.asin, "arccos": F.acos,
+    "arctan": F.atan, "arcsinh": F.asinh, "arccosh": F.acosh, "arctanh": F.atanh,
+    "log2": F.log2, "log10": F.log10, "exp2": F.exp2, "rsqrt": F.rsqrt, "erf": F.erf,
+    "erfc": F.erfc, "square": F.square, "floor": F.floor, "ceil": F.ceil, "trunc": F.trunc,
+    "fix": F.trunc, "round": F.round, "sign": F.sign, "frac": F.frac, "isnan": F.isnan,
+    "isinf": F.isinf, "isposinf": F.isposinf, "isneginf": F.isneginf, "isfinite": F.isfinite,
+    "logical_not": F.logical_not, "logical_and": F.logical_and, "logical_or": F.logical_or,
+    "logical_xor": F.logical_xor, "outer": F.outer, "ger": F.outer,
     "sigmoid": F.sigmoid, "relu": F.relu, "reciprocal": F.reciprocal,
     "clamp": F.clamp, "clip": F.clamp, "clamp_min": F.clamp_min, "clamp_max": F.clamp_max,
     "maximum": F.maximum, "minimum": F.minimum,
@@ -263,7 +286,13 @@ METHODS = {
     "short": _converter(_dtype.int16), "char": _converter(_dtype.int8),
     "byte": _converter(_dtype.uint8), "bool": _converter(_dtype.bool_),
     "contiguous": F.contiguous, "cpu": lambda self, memory_format=None: self, "cuda": _cuda,
-    "new_tensor": _new_tensor,
+    "new_tensor": _new_tensor, "new_zeros": _new_made_by(_creation.zeros),
+    "new_ones": _new_made_by(_creation.ones), "new_empty": _new_made_by(_creation.empty),
+    "new_full": _new_full,
+    "index_select": F.index_select, "flip": F.flip, "fliplr": F.fliplr, "flipud": F.flipud,
+    "roll": F.roll, "repeat": F.repeat, "tile": F.tile, "gather": F.gather, "take": F.take,
+    "movedim": F.movedim, "moveaxis": F.movedim, "swapaxes": F.swapaxes,
+    "swapdims": F.swapaxes,
     "view_as": lambda self, other: F.reshape(self, *other.shape),
     "reshape_as": lambda self, other: F.reshape(self, *other.shape),
     "type_as": lambda self, other: _astype(self, other.dtype),

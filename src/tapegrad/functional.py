@@ -635,6 +635,402 @@ Example:
 """
 
 
+def cosh(x):
+    """Elementwise hyperbolic cosine; same shape, float64.  ``grad_fn``: ``<CoshBackward0>``.
+
+    Example:
+        >>> tg.cosh(tg.tensor([0.0, 1.0]))
+        tensor([1.0000, 1.5431])
+    """
+    return _unary(K.COSH, x, np.cosh)
+
+
+def asin(x):
+    """Elementwise arcsine (nan outside [-1, 1]); same shape, float64; also ``arcsin``.
+    ``grad_fn``: ``<AsinBackward0>``.
+
+    Example:
+        >>> tg.asin(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 1.5708])
+    """
+    return _unary(K.ASIN, x, np.arcsin)
+
+
+def acos(x):
+    """Elementwise arccosine (nan outside [-1, 1]); same shape, float64; also ``arccos``.
+    ``grad_fn``: ``<AcosBackward0>``.
+
+    Example:
+        >>> tg.acos(tg.tensor([1.0, 0.0]))
+        tensor([0.0000, 1.5708])
+    """
+    return _unary(K.ACOS, x, np.arccos)
+
+
+def atan(x):
+    """Elementwise arctangent; same shape, float64; also ``arctan``.
+    ``grad_fn``: ``<AtanBackward0>``.
+
+    Example:
+        >>> tg.atan(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.7854])
+    """
+    return _unary(K.ATAN, x, np.arctan)
+
+
+def asinh(x):
+    """Elementwise inverse hyperbolic sine; same shape, float64; also ``arcsinh``.
+    ``grad_fn``: ``<AsinhBackward0>``.
+
+    Example:
+        >>> tg.asinh(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.8814])
+    """
+    return _unary(K.ASINH, x, np.arcsinh)
+
+
+def acosh(x):
+    """Elementwise inverse hyperbolic cosine (nan below 1); same shape, float64; also
+    ``arccosh``.  ``grad_fn``: ``<AcoshBackward0>``.
+
+    Example:
+        >>> tg.acosh(tg.tensor([1.0, 2.0]))
+        tensor([0.0000, 1.3170])
+    """
+    return _unary(K.ACOSH, x, np.arccosh)
+
+
+def atanh(x):
+    """Elementwise inverse hyperbolic tangent (+-inf at +-1, nan beyond); same shape,
+    float64; also ``arctanh``.  ``grad_fn``: ``<AtanhBackward0>``.
+
+    Example:
+        >>> tg.atanh(tg.tensor([0.0, 0.5]))
+        tensor([0.0000, 0.5493])
+    """
+    return _unary(K.ATANH, x, np.arctanh)
+
+
+def log2(x):
+    """Elementwise base-2 logarithm; same shape, float64.  ``grad_fn``: ``<Log2Backward0>``.
+
+    Example:
+        >>> tg.log2(tg.tensor([1.0, 8.0]))
+        tensor([0., 3.])
+    """
+    return _unary(K.LOG2, x, np.log2)
+
+
+def log10(x):
+    """Elementwise base-10 logarithm; same shape, float64.  ``grad_fn``: ``<Log10Backward0>``.
+
+    Example:
+        >>> tg.log10(tg.tensor([1.0, 100.0]))
+        tensor([0., 2.])
+    """
+    return _unary(K.LOG10, x, np.log10)
+
+
+def exp2(x):
+    """Elementwise ``2 ** x``; same shape, float64.  ``grad_fn``: ``<Exp2Backward0>``.
+
+    Example:
+        >>> tg.exp2(tg.tensor([0.0, 3.0]))
+        tensor([1., 8.])
+    """
+    return _unary(K.EXP2, x, np.exp2)
+
+
+def _rsqrt(v, out):
+    root = np.sqrt(v)
+    return np.divide(1.0, root, out=out)
+
+
+def rsqrt(x):
+    """Elementwise ``1 / sqrt(x)``; same shape, float64.  ``grad_fn``: ``<RsqrtBackward0>``.
+
+    Example:
+        >>> tg.rsqrt(tg.tensor([4.0, 0.25]))
+        tensor([0.5000, 2.0000])
+    """
+    return _unary(K.RSQRT, x, _rsqrt)
+
+
+def erf(x):
+    """Elementwise error function ``2/sqrt(pi) * integral of exp(-t**2) from 0 to x``; same
+    shape, float64.  ``grad_fn``: ``<ErfBackward0>``.
+
+    Example:
+        >>> tg.erf(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.8427])
+    """
+    return _unary(K.ERF, x, K.erf_array)
+
+
+def erfc(x):
+    """Elementwise complementary error function ``1 - erf(x)``, accurate where erf is near
+    1; same shape, float64.  ``grad_fn``: ``<ErfcBackward0>``.
+
+    Example:
+        >>> tg.erfc(tg.tensor([0.0, 1.0]))
+        tensor([1.0000, 0.1573])
+    """
+    return _unary(K.ERFC, x, K.erfc_array)
+
+
+def square(x):
+    """Elementwise ``x * x``: ``x ** 2``, as in PyTorch (``grad_fn``: ``<PowBackward0>``).
+
+    Example:
+        >>> tg.square(tg.tensor([-3.0, 0.5]))
+        tensor([9.0000, 0.2500])
+    """
+    return pow(x, 2)
+
+
+def _integral(x, name):
+    """The result of rounding an integer (or bool) tensor: itself, copied, as in PyTorch."""
+    if x._value.dtype.kind == "b":
+        raise RuntimeError(f"\"{name}\" not implemented for 'Bool'")
+    return _plain(x._value.copy())
+
+
+def floor(x):
+    """Elementwise largest integer not above x (an integer tensor is copied unchanged).
+    ``grad_fn``: ``<FloorBackward0>``, whose gradient is 0.
+
+    Example:
+        >>> tg.floor(tg.tensor([-1.5, 0.5, 2.0]))
+        tensor([-2.,  0.,  2.])
+    """
+    if x._value.dtype.kind != "f":
+        return _integral(x, "floor_cpu")
+    return _unary(K.FLOOR, x, np.floor)
+
+
+def ceil(x):
+    """Elementwise smallest integer not below x (an integer tensor is copied unchanged).
+    ``grad_fn``: ``<CeilBackward0>``, whose gradient is 0.
+
+    Example:
+        >>> tg.ceil(tg.tensor([-1.5, 0.5, 2.0]))
+        tensor([-1.,  1.,  2.])
+    """
+    if x._value.dtype.kind != "f":
+        return _integral(x, "ceil_cpu")
+    return _unary(K.CEIL, x, np.ceil)
+
+
+def trunc(x):
+    """Elementwise x rounded towards zero (an integer tensor is copied unchanged); also
+    ``fix``.  ``grad_fn``: ``<TruncBackward0>``, whose gradient is 0.
+
+    Example:
+        >>> tg.trunc(tg.tensor([-1.5, 0.5, 2.7]))
+        tensor([-1.,  0.,  2.])
+    """
+    if x._value.dtype.kind != "f":
+        return _integral(x, "trunc_cpu")
+    return _unary(K.TRUNC, x, np.trunc)
+
+
+def _round_decimals(v, decimals, out):
+    # PyTorch's order of operations: scale, round half to even, scale back
+    if decimals >= 0:
+        scale = 10.0 ** decimals
+        return np.divide(np.rint(v * scale), scale, out=out)
+    scale = 10.0 ** -decimals
+    return np.multiply(np.rint(v / scale), scale, out=out)
+
+
+def round(x, decimals=0):
+    """Elementwise x rounded to the nearest integer, halves to even (or to ``decimals``
+    decimal places: negative ones round to tens, hundreds, ...).  An integer tensor is
+    copied unchanged.  ``grad_fn``: ``<RoundBackward0>`` (``<RoundBackward1>`` with
+    ``decimals``), whose gradient is 0.
+
+    Example:
+        >>> tg.round(tg.tensor([0.5, 1.5, 2.675]))
+        tensor([0., 2., 3.])
+        >>> tg.round(tg.tensor([2.675, 1234.5]), decimals=2)
+        tensor([   2.6800, 1234.5000])
+    """
+    if x._value.dtype.kind != "f":
+        return _integral(x, "round_cpu")
+    if decimals:
+        d = _int_arg(decimals)
+        return _unary(K.ROUND_DECIMALS, x, lambda v, out: _round_decimals(v, d, out),
+                      fp=float(d))
+    return _unary(K.ROUND, x, np.rint)
+
+
+def _sign(v, out):
+    result = np.subtract(v > 0, v < 0, dtype=np.float64, out=out)
+    return result
+
+
+def sign(x):
+    """Elementwise -1, 0 or 1 by the sign of x (0 for nan and both zeros, as in PyTorch);
+    an integer tensor gives integers.  ``grad_fn``: ``<SignBackward0>``, whose gradient is 0.
+
+    Example:
+        >>> tg.sign(tg.tensor([-2.0, 0.0, 3.0]))
+        tensor([-1.,  0.,  1.])
+    """
+    if x._value.dtype.kind == "b":
+        return _plain(x._value.copy())
+    if x._value.dtype.kind != "f":
+        return _plain(np.sign(x._value))
+    return _unary(K.SIGN, x, _sign)
+
+
+def _frac(v, out):
+    return np.subtract(v, np.trunc(v), out=out)
+
+
+def frac(x):
+    """Elementwise fractional part ``x - trunc(x)`` (with x's sign).
+    ``grad_fn``: ``<FracBackward0>``, whose gradient passes through.
+
+    Example:
+        >>> tg.frac(tg.tensor([-1.25, 2.5]))
+        tensor([-0.2500,  0.5000])
+    """
+    if x._value.dtype.kind != "f":
+        raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype.scalar_name}'")
+    return _unary(K.FRAC, x, _frac)
+
+
+fix = trunc
+
+
+def _predicate(x, fn, name):
+    """A bool tensor of ``fn`` of x's values: no gradient; a compiled call guards the values
+    it reads (the mask is not a constant of the tape)."""
+    x = as_tensor_arg(x)
+    read_value(x, f"{name}()")
+    return _plain(np.asarray(fn(x._value)))
+
+
+def isnan(x):
+    """Elementwise whether x is nan: a bool tensor of x's shape.
+
+    Example:
+        >>> tg.isnan(tg.tensor([1.0, float("nan")]))
+        tensor([False,  True])
+    """
+    return _predicate(x, np.isnan, "isnan")
+
+
+def isinf(x):
+    """Elementwise whether x is +inf or -inf: a bool tensor of x's shape.
+
+    Example:
+        >>> tg.isinf(tg.tensor([1.0, -float("inf")]))
+        tensor([False,  True])
+    """
+    return _predicate(x, np.isinf, "isinf")
+
+
+def isposinf(x):
+    """Elementwise whether x is +inf: a bool tensor of x's shape.
+
+    Example:
+        >>> tg.isposinf(tg.tensor([float("inf"), -float("inf")]))
+        tensor([ True, False])
+    """
+    return _predicate(x, np.isposinf, "isposinf")
+
+
+def isneginf(x):
+    """Elementwise whether x is -inf: a bool tensor of x's shape.
+
+    Example:
+        >>> tg.isneginf(tg.tensor([float("inf"), -float("inf")]))
+        tensor([False,  True])
+    """
+    return _predicate(x, np.isneginf, "isneginf")
+
+
+def isfinite(x):
+    """Elementwise whether x is neither inf nor nan: a bool tensor of x's shape.
+
+    Example:
+        >>> tg.isfinite(tg.tensor([1.0, float("inf"), float("nan")]))
+        tensor([ True, False, False])
+    """
+    return _predicate(x, np.isfinite, "isfinite")
+
+
+def logical_not(x):
+    """Elementwise ``not x`` (nonzero is true): a bool tensor.
+
+    Example:
+        >>> tg.logical_not(tg.tensor([0.0, 2.0]))
+        tensor([ True, False])
+    """
+    return _predicate(x, np.logical_not, "logical_not")
+
+
+def _logical_pair(fn, a, b, name):
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    read_value(a, f"{name}()")
+    read_value(b, f"{name}()")
+    return _plain(np.asarray(fn(a._value, b._value)))
+
+
+def logical_and(a, b):
+    """Elementwise ``a and b`` (nonzero is true), broadcast: a bool tensor.
+
+    Example:
+        >>> tg.logical_and(tg.tensor([True, True, False]), tg.tensor([1, 0, 1]))
+        tensor([ True, False, False])
+    """
+    return _logical_pair(np.logical_and, a, b, "logical_and")
+
+
+def logical_or(a, b):
+    """Elementwise ``a or b`` (nonzero is true), broadcast: a bool tensor.
+
+    Example:
+        >>> tg.logical_or(tg.tensor([True, False, False]), tg.tensor([1, 2, 0]))
+        tensor([ True,  True, False])
+    """
+    return _logical_pair(np.logical_or, a, b, "logical_or")
+
+
+def logical_xor(a, b):
+    """Elementwise ``a != b`` of their truth (nonzero is true), broadcast: a bool tensor.
+
+    Example:
+        >>> tg.logical_xor(tg.tensor([True, False, False]), tg.tensor([1, 2, 0]))
+        tensor([False,  True, False])
+    """
+    return _logical_pair(np.logical_xor, a, b, "logical_xor")
+
+
+def outer(a, b):
+    """The outer product of vectors a and b: ``out[i, j] = a[i] * b[j]``, shape
+    ``(len(a), len(b))``; also ``ger``.  ``grad_fn``: ``<MulBackward0>``, as PyTorch's.
+
+    Example:
+        >>> tg.outer(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 10.0, 100.0]))
+        tensor([[  1.,  10., 100.],
+                [  2.,  20., 200.]])
+    """
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    if a._value.ndim != 1 or b._value.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {a._value.ndim}-D"
+                           if a._value.ndim != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {b._value.ndim}-D")
+    return mul(reshape(a, -1, 1), b)
+
+
+ger = outer
+arcsin, arccos, arctan = asin, acos, atan
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
 def abs(x):
     """Elementwise absolute value; same shape and dtype.  ``grad_fn``: ``<AbsBackward0>``; the
     gradient at 0 is 0, as in PyTorch.
@@ -1656,6 +2052,7 @@ V_UNSAFE_VIEW = 16
 V_RESHAPE_ALIAS = 17
 V_AS_STRIDED = 18    # a view read again from its base after an in-place change through an alias
 V_DIAGONAL, V_SPLIT, V_SPLIT_WITH_SIZES, V_UNBIND = 19, 20, 21, 22
+V_INDEX_SELECT, V_FLIP, V_ROLL, V_REPEAT, V_GATHER, V_TAKE = 23, 24, 25, 26, 27, 28
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,
@@ -2018,6 +2415,240 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         rest = tuple(n for k, n in enumerate(x._value.shape) if k not in (d1, d2))
         return _gathered(x, np.zeros(rest + (0,), np.int64), V_DIAGONAL)
     return _gathered(x, np.array(np.diagonal(flat, offset, d1, d2)), V_DIAGONAL)
+
+
+def _index_values(index, what):
+    """The int64 values of an index tensor (or array, or list)."""
+    v = index._value if isinstance(index, Tensor) else np.asarray(index)
+    if v.dtype.kind not in "iu" and not (v.size == 0 and v.dtype.kind == "f"):
+        raise RuntimeError(what)
+    return v.astype(np.int64)
+
+
+def index_select(x, dim, index):
+    """The slices of x at ``index`` (a 1-D integer tensor, repeats allowed) along ``dim``:
+    a new tensor.  Shape: x's, with ``len(index)`` at ``dim``.
+    ``grad_fn``: ``<IndexSelectBackward0>`` (repeated indices add their gradients).
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).index_select(1, tg.tensor([2, 0, 2]))
+        tensor([[2, 0, 2],
+                [5, 3, 5]])
+    """
+    idx = _index_values(index, "index_select(): Expected dtype int32 or int64 for index")
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    idx = idx.reshape(-1)
+    nd = x._value.ndim
+    d = _wrap_dim(dim, builtins.max(nd, 1))
+    size = x._value.shape[d] if nd else 1
+    bad = idx[(idx < 0) | (idx >= size)]
+    if bad.size:
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad[0]} "
+                           f"axis_dim={size}")
+    flat = _flat_index(x)
+    return _gathered(x, np.take(flat, idx, axis=d) if nd else flat.reshape(-1)[idx],
+                     V_INDEX_SELECT)
+
+
+def flip(x, *dims):
+    """x with the order of its elements reversed along each of ``dims``: a new tensor.
+    ``grad_fn``: ``<FlipBackward0>``.
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).flip(1)
+        tensor([[2, 1, 0],
+                [5, 4, 3]])
+    """
+    dims = _shape_args(dims)
+    nd = x._value.ndim
+    ds = [_wrap_dim(d, builtins.max(nd, 1)) for d in dims]
+    for d in ds:
+        if ds.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    flat = _flat_index(x)
+    return _gathered(x, np.flip(flat, tuple(ds)) if nd else flat, V_FLIP)
+
+
+def fliplr(x):
+    """``x.flip(1)``, for at least 2 dimensions.
+
+    Example:
+        >>> tg.tensor([[1, 2], [3, 4]]).fliplr()
+        tensor([[2, 1],
+                [4, 3]])
+    """
+    if x._value.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(x, 1)
+
+
+def flipud(x):
+    """``x.flip(0)``, for at least 1 dimension.
+
+    Example:
+        >>> tg.tensor([[1, 2], [3, 4]]).flipud()
+        tensor([[3, 4],
+                [1, 2]])
+    """
+    if x._value.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(x, 0)
+
+
+def roll(x, shifts, dims=None):
+    """x's elements shifted by ``shifts`` along ``dims``, those pushed out at one end coming
+    back at the other (without ``dims``, along the flattened tensor).  ``grad_fn``:
+    ``<RollBackward0>``.
+
+    Example:
+        >>> tg.arange(5).roll(2)
+        tensor([3, 4, 0, 1, 2])
+    """
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    flat = _flat_index(x)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return _gathered(x, np.roll(flat.reshape(-1), shifts[0]).reshape(flat.shape), V_ROLL)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    nd = x._value.ndim
+    ds = tuple(_wrap_dim(d, builtins.max(nd, 1)) for d in dims)
+    return _gathered(x, np.roll(flat, shifts, ds) if nd else flat, V_ROLL)
+
+
+def repeat(x, *sizes):
+    """x tiled ``sizes[k]`` times along each dimension k (more sizes than dimensions add
+    leading ones): a new tensor.  ``grad_fn``: ``<RepeatBackward0>``.
+
+    Example:
+        >>> tg.tensor([1, 2]).repeat(2, 2)
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
+    sizes = _shape_args(sizes)
+    nd = x._value.ndim
+    if len(sizes) < nd:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    shape = (1,) * (len(sizes) - nd) + x._value.shape
+    result = [n * k for n, k in zip(shape, sizes)]
+    if builtins.any(k < 0 for k in sizes):
+        bad = next(n for n in result if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {result}")
+    return _gathered(x, np.tile(_flat_index(x).reshape(shape), sizes), V_REPEAT)
+
+
+def tile(x, dims):
+    """``repeat`` with ones prepended to ``dims`` when it has fewer entries than x has
+    dimensions.  ``grad_fn``: ``<RepeatBackward0>``.
+
+    Example:
+        >>> tg.tensor([[1, 2]]).tile((2,))
+        tensor([[1, 2, 1, 2]])
+    """
+    dims = _shape_args((dims,) if isinstance(dims, (int, np.integer)) else tuple(dims))
+    dims = (1,) * (x._value.ndim - len(dims)) + tuple(dims)
+    return repeat(x, *dims)
+
+
+def gather(x, dim, index):
+    """``out[i][j] = x[i][index[i][j]]`` for ``dim=1`` (and so on for other dims): the
+    elements picked along ``dim`` by an integer tensor of as many dimensions as x.
+    Shape: ``index``'s.  ``grad_fn``: ``<GatherBackward0>``.
+
+    Example:
+        >>> tg.gather(tg.tensor([[1, 2], [3, 4]]), 1, tg.tensor([[0, 0], [1, 0]]))
+        tensor([[1, 1],
+                [4, 3]])
+    """
+    idx = _index_values(index, "gather(): Expected dtype int64 for index")
+    nd = x._value.ndim
+    d = _wrap_dim(dim, builtins.max(nd, 1))
+    shape = x._value.shape if nd else (1,)
+    if idx.ndim != builtins.max(nd, 1) and not (nd == 0 and idx.ndim == 0):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    idx = idx.reshape(idx.shape if idx.ndim else (1,))
+    for k in range(len(shape)):
+        if k != d and idx.shape[k] > shape[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(idx.shape)} to be smaller than self {list(shape)} "
+                               f"apart from dimension {d}")
+    bad = idx[(idx < 0) | (idx >= shape[d])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size "
+                           f"{shape[d]}")
+    coords = list(np.indices(idx.shape, dtype=np.int64))
+    coords[d] = idx
+    positions = np.ravel_multi_index(tuple(coords), shape) if idx.size else \
+        np.zeros(idx.shape, np.int64)
+    return _gathered(x, positions.reshape(idx.shape if nd else ()), V_GATHER)
+
+
+def take(x, index):
+    """The elements of the flattened x at ``index`` (negative counts from the end).
+    Shape: ``index``'s.  ``grad_fn``: ``<TakeBackward0>``.
+
+    Example:
+        >>> tg.arange(6).reshape(2, 3).take(tg.tensor([0, -1]))
+        tensor([0, 5])
+    """
+    idx = _index_values(index, "take(): Expected a long tensor for index, but got Float")
+    n = x._value.size
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad[0]} on a tensor of {n} "
+                         "elements.")
+    return _gathered(x, np.where(idx < 0, idx + n, idx), V_TAKE)
+
+
+def movedim(x, source, destination):
+    """x with dimensions ``source`` moved to positions ``destination`` (ints or sequences),
+    the others in order: a view, as ``permute``.  Also ``moveaxis``.
+
+    Example:
+        >>> tg.zeros(2, 3, 4).movedim(0, -1).shape
+        tapegrad.Size([3, 4, 2])
+    """
+    nd = x._value.ndim
+    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src = [_wrap_dim(s_, builtins.max(nd, 1)) for s_ in src]
+    dst = [_wrap_dim(d_, builtins.max(nd, 1)) for d_ in dst]
+    if len(set(src)) < len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
+    if len(set(dst)) < len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    if not nd:
+        return permute(x)
+    order = [None] * nd
+    for s_, d_ in zip(src, dst):
+        order[d_] = s_
+    rest = iter(k for k in range(nd) if k not in src)
+    return permute(x, *[k if k is not None else next(rest) for k in order])
+
+
+def swapaxes(x, axis0, axis1):
+    """``transpose``: dimensions ``axis0`` and ``axis1`` swapped (a view).  Also ``swapdims``.
+
+    Example:
+        >>> tg.zeros(2, 3).swapaxes(0, 1).shape
+        tapegrad.Size([3, 2])
+    """
+    return transpose(x, axis0, axis1)
+
+
+moveaxis = movedim
+swapdims = swapaxes
 
 
 def _int_arg(n):

@@ -23,10 +23,13 @@ To add an op, declare it in its family's module (see ``elementwise.TANH`` for a 
 the dispatchers, the tape-file checks and generated code pick it up from the declaration.
 """
 from .table import LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
-from .elementwise import (ABS, ADD, ADD_S, CLAMP, CLAMP_MAX, CLAMP_MIN, COS, DIV,  # noqa: F401
-                          DIV_S, EXP, EXPM1, LOG, LOG1P, MAXIMUM, MINIMUM, MUL, MUL_S, NEG,
-                          POW, POW_S, RECIPROCAL, RELU, RPOW_S, RSUB_S, SIGMOID, SIN, SINH,
-                          SOFTPLUS, SQRT, SUB, SUB_S, TAN, TANH, WHERE)
+from .elementwise import (ABS, ACOS, ACOSH, ADD, ADD_S, ASIN, ASINH, ATAN,  # noqa: F401
+                          ATANH, CEIL, CLAMP, CLAMP_MAX, CLAMP_MIN, COS, COSH, DIV, DIV_S, ERF,
+                          ERFC, EXP, EXP2, EXPM1, FLOOR, FRAC, LOG, LOG10, LOG1P, LOG2,
+                          MAXIMUM, MINIMUM, MUL, MUL_S, NEG, POW, POW_S, RECIPROCAL, RELU,
+                          ROUND, ROUND_DECIMALS, RPOW_S, RSQRT, RSUB_S, SIGMOID, SIGN, SIN,
+                          SINH, SOFTPLUS, SQRT, SUB, SUB_S, TAN, TANH, TRUNC, WHERE,
+                          erf_array, erfc_array)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

@@ -144,7 +144,9 @@ _GATHER_NAMES = {
     11: "SqueezeBackward1", 12: "ViewBackward0", 13: "CloneBackward0", 14: "CopySlices",
     15: "SqueezeBackward2", 16: "UnsafeViewBackward0", 17: "ReshapeAliasBackward0",
     18: "AsStridedBackward0", 19: "DiagonalBackward0", 20: "SplitBackward0",
-    21: "SplitWithSizesBackward0", 22: "UnbindBackward0",
+    21: "SplitWithSizesBackward0", 22: "UnbindBackward0", 23: "IndexSelectBackward0",
+    24: "FlipBackward0", 25: "RollBackward0", 26: "RepeatBackward0", 27: "GatherBackward0",
+    28: "TakeBackward0",
 }
 GATHER = declare(100, "IndexBackward0", family=ARRAY, variants=_GATHER_NAMES,
                  check=_check_gather, backward=gather_bwd, forward=gather_fwd,
