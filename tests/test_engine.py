@@ -457,3 +457,19 @@ def test_errors_inside_no_grad_restore_the_mode():
     with pytest.raises(ValueError):
         fails()
     assert tg.is_grad_enabled()
+
+
+def test_recording_goes_on_while_views_of_the_tape_columns_are_alive():
+    # a sweep's NumPy views of the columns, kept by the traceback of an exception it raised,
+    # made every later op on that tape raise BufferError ("cannot resize an array that is
+    # exporting buffers")
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    kept = y._tape.columns()
+    before = [c.copy() for c in kept]
+    z = (y * 3)[1:] + y.exp()[:1]             # a record, a gather (aux), a broadcast
+    w = tg.tensor([0.5], requires_grad=True) * z
+    w.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2 * np.exp(2.0) * 0.5, 3.0])
+    for old, new in zip(before, kept):
+        np.testing.assert_array_equal(old, new)   # the views keep what they saw

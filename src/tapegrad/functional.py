@@ -96,9 +96,7 @@ def _out(tape, shape, n):
 def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
     """Record out = x.flat[idx] (idx shaped like the output)."""
     n = idx.size
-    ip = len(tape.aux)
-    tape.aux.append(variant)
-    tape.aux.append(n)
+    ip = tape.put_aux((variant, n))
     tape.aux.frombytes(np.ascontiguousarray(idx, dtype=np.int64).tobytes())
     off, out = _out(tape, shape, n)
     src = tape.vals[tape.voff[r0]:tape.voff[r0] + tape.size[r0]]
@@ -212,7 +210,11 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     one call, because every elementwise op on a one-element tensor pays for this path."""
     ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.appenders
     r = len(tape.op)
-    ap_op(code)
+    try:
+        ap_op(code)
+    except BufferError:     # see Tape.unshare_columns
+        ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.unshare_columns()
+        ap_op(code)
     ap_a0(a0)
     ap_a1(a1)
     ap_voff(voff)

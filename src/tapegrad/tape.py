@@ -141,7 +141,11 @@ class Tape:
         """Append one record; returns its index."""
         r = len(self.op)
         ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.appenders
-        ap_op(code)
+        try:
+            ap_op(code)
+        except BufferError:
+            ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.unshare_columns()
+            ap_op(code)
         ap_a0(a0)
         ap_a1(a1)
         ap_voff(voff)
@@ -150,14 +154,33 @@ class Tape:
         ap_fp(fp)
         return r
 
+    def unshare_columns(self):
+        """Give the columns new arrays, and return their appenders.  An array with live NumPy
+        views (``columns()`` of a sweep, kept by the traceback of an exception it raised)
+        cannot grow: the views keep the old arrays, whose records do not change, and the tape
+        records on into the copies.  Records are only ever appended, so they agree."""
+        for name in ("op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux"):
+            setattr(self, name, getattr(self, name)[:])
+        self.appenders = (self.op.append, self.a0.append, self.a1.append, self.voff.append,
+                          self.size.append, self.ip.append, self.fp.append)
+        return self.appenders
+
     def put_aux(self, values):
         off = len(self.aux)
-        self.aux.extend(values)
+        try:
+            self.aux.extend(values)
+        except BufferError:
+            self.unshare_columns()
+            self.aux.extend(values)
         return off
 
     def put_faux(self, values):
         off = len(self.faux)
-        self.faux.extend(values)
+        try:
+            self.faux.extend(values)
+        except BufferError:
+            self.unshare_columns()
+            self.faux.extend(values)
         return off
 
     def value(self, r, shape):
