@@ -2391,9 +2391,13 @@ def _split_views(x, d, sizes, variant, name):
 
 def _multi_output(view, name, output_nr):
     """Mark ``view`` as output ``output_nr`` of an op that returns several views: PyTorch
-    refuses a recorded in-place change of such a view (inplace._check_alias_write)."""
-    if type(view._alias) is ViewOf:
-        view._alias.multi = (name, output_nr)
+    refuses a recorded in-place change of such a view (inplace._check_alias_write).  As in
+    PyTorch, one made under no_grad is a no_grad view only, and one made with grad mode on
+    is a multi-output view only, also when it is a view of a no_grad view."""
+    link = view._alias
+    if type(link) is ViewOf and state.grad_enabled:
+        link.multi = (name, output_nr)
+        link.no_grad_made = False
     return view
 
 

@@ -24,10 +24,10 @@ from . import autograd
 from . import functional as F
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
-from .tape import state
+from .tape import in_arena, state
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
-from .tensor import no_grad_view_error
+from .tensor import multi_output_view_error, no_grad_view_error
 from .views import ViewOf, family, history_base
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -225,7 +225,7 @@ def _check_alias_write(t, link, records, region, fills):
         if link.no_grad_made and records:
             raise no_grad_view_error(t, direct=True)
         if link.multi is not None and records:
-            raise RuntimeError(_multi_output_error(t, link))
+            raise multi_output_view_error(t, direct=True)
         root = link.root
         if records and root._tape is None and root._rg:
             raise RuntimeError("a view of " + _LEAF_IN_PLACE)
@@ -238,21 +238,6 @@ def _check_alias_write(t, link, records, region, fills):
             raise RuntimeError(
                 "tapegrad does not yet record an in-place op on an expanded view (several of "
                 "its elements are one memory location): clone() it, or write under no_grad")
-
-
-def _multi_output_error(t, link):
-    name, output_nr = link.multi
-    if not name:
-        name = re.sub(r"Backward\d*$", "", t.grad_fn.name()) if t.grad_fn is not None else ""
-    # PyTorch takes a view without a history (of a tensor that does not require grad) for
-    # one made under no_grad
-    start = (f"Output {output_nr} of {name} is a view and is being modified inplace."
-             if t._rg else
-             "A view was created in no_grad mode and is being modified inplace with grad mode "
-             "enabled.")
-    return (start + " This view is the output of a function that returns multiple views. "
-            "Such functions do not allow the output views to be modified inplace. You should "
-            "replace the inplace operation by an out-of-place one.")
 
 
 _DETACHED_HISTORY = (
@@ -316,10 +301,12 @@ def _carry_values(t, name, region=None):
 def _reread(w, root, name, counted=True):
     """View w reads its elements from its root's value again (no record: values only)."""
     wl = w._alias
-    new = np.take(root._value, wl.positions(w._value.shape))
-    if w._value.flags.writeable and w._value.dtype == new.dtype:
+    new = np.asarray(np.take(root._value, wl.positions(w._value.shape)))   # 0-d: an array
+    if w._value.flags.writeable and w._value.dtype == new.dtype and not in_arena(w._value):
         np.copyto(w._value, new)
     else:
+        # a view's memory in an arena holds a record's values (a detached tensor shares
+        # those of the record its root was before a recorded in-place op): they stay
         w._value = new
     if counted and not wl.unversioned:
         _log(w, name)
@@ -327,11 +314,11 @@ def _reread(w, root, name, counted=True):
 
 
 def _drop_history(w):
-    """A view made under no_grad whose values changed through an alias loses its history
-    (PyTorch refuses to make it a new one): a use of it in a recorded op, or its grad_fn,
-    raises from now on."""
+    """A view made under no_grad, or an output of an op that returns several views, whose
+    values changed through an alias loses its history (PyTorch refuses to make it a new one):
+    a use of it in a recorded op, or its grad_fn, raises from now on."""
     wl = w._alias
-    if wl.no_grad_made and w._tape is not None:
+    if (wl.no_grad_made or wl.multi is not None) and w._tape is not None:
         wl.lost = _producer_name(w._tape, w._r)
         w._tape, w._r, w._rg = None, -1, True
 
@@ -359,7 +346,7 @@ def _carry_recorded(t, name):
             continue
         if w is not t:
             _reread(w, root, name)
-        if wl.no_grad_made and history_base(w)._rg:
+        if (wl.no_grad_made or wl.multi is not None) and history_base(w)._rg:
             w._rg = True    # as its base now does (and asking for its history raises)
     for w in views:
         if not w._alias.unversioned:
@@ -369,7 +356,7 @@ def _carry_recorded(t, name):
 def _renewal_base(w):
     """The tensor view w takes a new history from when its values change through an alias
     (its root, or the detach() result it is a view of), or None when it takes none."""
-    if w._alias.no_grad_made:
+    if w._alias.no_grad_made or w._alias.multi is not None:
         return None
     base = history_base(w)
     return base if base is not w and base._rg else None
@@ -524,6 +511,10 @@ def setitem(self, key, value):
             and not link.detached and (self._rg or (value_t is not None and value_t._rg))):
         # PyTorch writes through a view of this view made under no_grad: that view refuses
         raise no_grad_view_error(F.getitem(self, key), direct=True)
+    if (makes_view and state.grad_enabled and type(link) is ViewOf and link.multi is not None
+            and not link.detached and (self._rg or (value_t is not None and value_t._rg))):
+        # ... and so does a view of an output of an op that returns several views
+        raise multi_output_view_error(F.getitem(self, key), direct=True)
     if state.grad_enabled and self._tape is None and self._rg and makes_view:
         raise RuntimeError("a view of " + _LEAF_IN_PLACE)
     vshape = np.shape(picked)

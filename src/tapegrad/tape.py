@@ -15,6 +15,7 @@ import array
 import itertools
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -74,7 +75,23 @@ def _take_chunk(n):
     for i in range(len(pool) - 1, -1, -1):
         if pool[i].size >= n and _refcount_at(pool, i) <= _UNSHARED:
             return pool.pop(i)
-    return np.empty(max(MIN_CAPACITY, 1 << max(0, (n - 1).bit_length())))
+    chunk = np.empty(max(MIN_CAPACITY, 1 << max(0, (n - 1).bit_length())))
+    _ARENA_CHUNKS[id(chunk)] = weakref.ref(chunk, lambda _, key=id(chunk):
+                                           _ARENA_CHUNKS.pop(key, None))
+    return chunk
+
+
+_ARENA_CHUNKS = {}   # id -> weak reference, of every chunk made to be a value arena
+
+
+def in_arena(a):
+    """Whether array ``a`` is (a view of) a value arena's memory: the values of records,
+    which a backward may read.  Changing them in place must go through the version count
+    that guards them, never around it."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    ref = _ARENA_CHUNKS.get(id(a))
+    return ref is not None and ref() is a
 
 
 class Tape:

@@ -431,12 +431,41 @@ def no_grad_view_error(t, direct):
         "tracked).")
 
 
-def check_history(t):
-    """Asking for the history of a view made under no_grad whose values changed in place
-    since (its grad_fn, or a use in a recorded op) raises, as in PyTorch."""
+def multi_output_view_error(t, direct):
+    """PyTorch's refusal to change in place (``direct``), or to give a new history after a
+    change through another alias, an output of an op that returns several views (split,
+    chunk, unbind) or a view of one."""
     link = t._alias
-    if (type(link) is _ViewOf and link.no_grad_made and t._version != link.made_at
+    name, output_nr = link.multi
+    if t._tape is not None or link.lost:
+        if link.lost:
+            name = link.lost
+        elif not name:
+            name = re.sub(r"Backward\d*$", "", AUTOGRAD.node_for(t._tape, t._r).name())
+        how = "is being modified inplace." if direct else \
+            "its base or another view of its base has been modified inplace."
+        start = f"Output {output_nr} of {name} is a view and {how}"
+    else:
+        # a view without a history is taken for one made under no_grad
+        how = "is being" if direct else "its base or another view of its base has been"
+        start = (f"A view was created in no_grad mode and {how} modified inplace with grad "
+                 "mode enabled.")
+    return RuntimeError(
+        start + " This view is the output of a function that returns multiple views. Such "
+        "functions do not allow the output views to be modified inplace. You should replace "
+        "the inplace operation by an out-of-place one.")
+
+
+def check_history(t):
+    """Asking for the history of a view made under no_grad, or of an output of an op that
+    returns several views, whose values changed in place since (its grad_fn, or a use in a
+    recorded op) raises, as in PyTorch."""
+    link = t._alias
+    if (type(link) is _ViewOf and (link.no_grad_made or link.multi is not None)
+            and t._version != link.made_at
             and (t._tape is not None or _history_base(t)._rg)):
+        if link.multi is not None and not link.no_grad_made:
+            raise multi_output_view_error(t, direct=False)
         raise no_grad_view_error(t, direct=False)
 
 
