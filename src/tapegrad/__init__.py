@@ -58,7 +58,7 @@ from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
 from .sparsity import hessian_sparsity, jacobian_sparsity  # noqa: E402
 from .compressed import sparse_hessian, sparse_jacobian  # noqa: E402
-from . import colouring  # noqa: E402,F401
+from . import colouring, optimize  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402

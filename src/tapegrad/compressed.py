@@ -92,10 +92,10 @@ class _Compressed:
         self._plans = OrderedDict()
         self.last_plan = None
 
-    def _record(self, x, name):
+    def _record(self, x, args, name):
         from .higher import _run
         x = sparsity._vector_input(x, name)
-        tape, y = _run(self.fn, [x])
+        tape, y = _run(self.fn, [x], consts=args)
         return x, tape, y
 
     def _plan(self, tape, x, y, build):
@@ -115,8 +115,8 @@ class _Compressed:
 class SparseJacobian(_Compressed):
     """``x -> scipy.sparse.csr_matrix`` of d fn(x) / dx (see ``sparse_jacobian``)."""
 
-    def __call__(self, x):
-        x, tape, y = self._record(x, "sparse_jacobian")
+    def __call__(self, x, *args):
+        x, tape, y = self._record(x, args, "sparse_jacobian")
         y = sparsity._tensor_output(y, "sparse_jacobian")
         m, n = y._value.size, x._value.size
         if y._tape is not tape:
@@ -124,14 +124,14 @@ class SparseJacobian(_Compressed):
             return sp.identity(n, format="csr") if y is x else sp.csr_matrix((m, n))
         plan = self._plan(tape, x, y, lambda: self._build(tape, x, y))
         if plan.mode == "forward":
-            compressed = _tangent_products(tape, x, y, plan.seeds)
+            compressed = tangent_products(tape, x, y, plan.seeds)
         else:
-            compressed = _adjoint_products(tape, x, y, plan.seeds)
+            compressed = adjoint_products(tape, x, y, plan.seeds)
         return plan.assemble(compressed)
 
-    def sparsity(self, x):
+    def sparsity(self, x, *args):
         """The pattern the next evaluation at x uses, as a boolean CSR matrix."""
-        x, tape, y = self._record(x, "sparse_jacobian")
+        x, tape, y = self._record(x, args, "sparse_jacobian")
         y = sparsity._tensor_output(y, "sparse_jacobian")
         if y._tape is not tape:
             m, n = y._value.size, x._value.size
@@ -163,18 +163,18 @@ class SparseHessian(_Compressed):
     """``x -> scipy.sparse.csr_matrix`` of the Hessian of a scalar fn (see
     ``sparse_hessian``)."""
 
-    def __call__(self, x):
-        x, tape, y = self._record(x, "sparse_hessian")
+    def __call__(self, x, *args):
+        x, tape, y = self._record(x, args, "sparse_hessian")
         y = sparsity._scalar_output(y, "sparse_hessian")
         n = x._value.size
         if y._tape is not tape or not y._rg:
             return sp.csr_matrix((n, n))
         plan = self._plan(tape, x, y, lambda: self._build(tape, x, y))
-        return plan.assemble(_hessian_products(self.fn, tape, x, y, plan.seeds))
+        return plan.assemble(hessian_products(self.fn, tape, x, y, plan.seeds, args))
 
-    def sparsity(self, x):
+    def sparsity(self, x, *args):
         """The pattern the next evaluation at x uses, as a boolean CSR matrix."""
-        x, tape, y = self._record(x, "sparse_hessian")
+        x, tape, y = self._record(x, args, "sparse_hessian")
         y = sparsity._scalar_output(y, "sparse_hessian")
         n = x._value.size
         if y._tape is not tape or not y._rg:
@@ -196,7 +196,9 @@ class SparseHessian(_Compressed):
 
 def sparse_jacobian(fn):
     """``fn(x) -> y`` becomes ``x -> J``, J a ``scipy.sparse.csr_matrix`` of shape
-    (y.size, x.size) (y's entries in C order; ``x`` a 1-D array or tensor).
+    (y.size, x.size) (y's entries in C order; ``x`` a 1-D array or tensor).  Further
+    arguments, ``J(x, *args)``, are passed on to ``fn(x, *args)`` and not differentiated
+    (as SciPy passes ``args``).
 
     ``fn`` is compiled (``tapegrad.compile``) unless it already is.  Each call replays it,
     reads the Jacobian's sparsity pattern off the recorded tape (``jacobian_sparsity``),
@@ -242,7 +244,7 @@ def sparse_hessian(fn):
 # ---------------------------------------------------------------------------------------------
 # the compressed products
 # ---------------------------------------------------------------------------------------------
-def _tangent_products(tape, x, y, seeds):
+def tangent_products(tape, x, y, seeds):
     """J sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, y.size): vector-mode
     tangent sweeps, as many seeds per sweep as the tangent budget allows."""
     from .higher import _seeds_per_sweep, _tangents
@@ -255,7 +257,7 @@ def _tangent_products(tape, x, y, seeds):
     return out
 
 
-def _adjoint_products(tape, x, y, seeds):
+def adjoint_products(tape, x, y, seeds):
     """s J for each row s of ``seeds`` (k, y.size), as an array (k, x.size): one compiled
     reverse sweep per seed (as ``jacobian`` runs one per row)."""
     from .higher import _leaf_records
@@ -285,7 +287,7 @@ def _adjoint_products(tape, x, y, seeds):
     return out
 
 
-def _hessian_products(fn, tape, x, y, seeds):
+def hessian_products(fn, tape, x, y, seeds, args=()):
     """H sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, x.size): forward over
     reverse on the tape of fn (``higher._curvature``), or, where an op has no curvature
     rule, the tangents of the recorded gradient (``higher._value_and_hessian_times``)."""
@@ -296,6 +298,9 @@ def _hessian_products(fn, tape, x, y, seeds):
     for lo in range(0, k, chunk):
         hv = _curvature(tape, x, y, seeds[lo:lo + chunk])
         if hv is None:
-            return _value_and_hessian_times(fn, x, seeds)[1]
+            # recorded afresh with the extra arguments bound (the derived gradient that
+            # replaying would use takes x alone)
+            inner = fn.fn if hasattr(fn, "fn") else fn
+            return _value_and_hessian_times(lambda v: inner(v, *args), x, seeds)[1]
         out[lo:lo + chunk] = hv
     return out
