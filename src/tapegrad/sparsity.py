@@ -68,8 +68,17 @@ class Rows:
         starts = np.repeat(self.indptr[idx] - indptr[:-1], lens)
         return Rows(indptr, self.indices[starts + np.arange(indptr[-1])])
 
-    def union_all(self):
-        return np.unique(self.indices)
+
+def _sorted_unique(keys):
+    """The distinct values of an int array, sorted.  A sort and a comparison of neighbours:
+    np.unique's hashing took 1.2 s of the 1.3 s pattern of W7's Bratu at n = 300."""
+    keys = np.sort(keys)
+    if keys.size < 2:
+        return keys
+    keep = np.empty(keys.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    return keys[keep]
 
 
 def _union_into(n_out, n_cols, parts):
@@ -84,7 +93,7 @@ def _union_into(n_out, n_cols, parts):
             keys.append(owner * n_cols + rows.indices)
     if not keys:
         return Rows.empty(n_out)
-    keys = np.unique(np.concatenate(keys))
+    keys = _sorted_unique(np.concatenate(keys))
     owner = keys // n_cols
     indptr = np.zeros(n_out + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=n_out), out=indptr[1:])
@@ -93,7 +102,7 @@ def _union_into(n_out, n_cols, parts):
 
 def _everything(n_out, n_cols, inputs):
     """Every output entry depends on every input entry (the conservative rule)."""
-    cols = np.unique(np.concatenate([r.indices for r in inputs] + [_EMPTY]))
+    cols = _sorted_unique(np.concatenate([r.indices for r in inputs] + [_EMPTY]))
     indptr = np.arange(n_out + 1, dtype=np.int64) * cols.size
     return Rows(indptr, np.tile(cols, n_out))
 
@@ -251,7 +260,7 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
                 # matrix product's rows are already the union of both operands' sets
                 pairs.append(_square_pairs(out.indptr, out.indices, n_cols))
     y_rows = rows[y_record]
-    keys = np.unique(np.concatenate(pairs)) if pairs else _EMPTY
+    keys = _sorted_unique(np.concatenate(pairs)) if pairs else _EMPTY
     return y_rows, keys
 
 
