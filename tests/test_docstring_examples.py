@@ -14,7 +14,8 @@ from tapegrad.nn import functional as F
 MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapegrad.tapefile",
            "tapegrad.nn.functional", "tapegrad.nn.init", "tapegrad.nn.modules",
            "tapegrad.optim.optimizer", "tapegrad.optim.sgd", "tapegrad.optim.adam", "tapegrad.testing", "tapegrad.viz", "tapegrad._blas",
-           "tapegrad._dtype", "tapegrad.replay", "tapegrad.function"]
+           "tapegrad._dtype", "tapegrad.replay", "tapegrad.function", "tapegrad.sparsity",
+           "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -21,6 +21,9 @@ MODULES = [
     ("tapegrad.nn.init", "Parameter initialisation"),
     ("tapegrad.optim", "Optimizers"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
+    ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "
+                          "compiled derivatives"),
+    ("tapegrad.colouring", "Colourings that compress sparse Jacobians and Hessians"),
     ("tapegrad.viz", "Drawing the recorded graph"),
 ]
 # Until a module has ``__all__`` (a restructure of the core modules is under way), the names of

@@ -19,6 +19,9 @@ import scipy.sparse as sp
 
 from ._config import kernel
 
+__all__ = ["colour_columns", "colour_rows", "colour_symmetric", "is_column_colouring",
+           "seed_matrix"]
+
 
 @kernel
 def _greedy(adj_ptr, adj_idx, order):

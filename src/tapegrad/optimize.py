@@ -83,7 +83,7 @@ class Objective(_Wrapped):
         >>> f = tg.optimize.Objective(lambda v: (100 * (v[1:] - v[:-1] ** 2) ** 2
         ...                                      + (1 - v[:-1]) ** 2).sum())
         >>> res = minimize(f.fun, np.array([1.3, 0.7, 0.8, 1.9, 1.2]), jac=f.jac,
-        ...                hessp=f.hessp, method="Newton-CG")
+        ...                hessp=f.hessp, method="Newton-CG", options={"xtol": 1e-8})
         >>> np.round(res.x, 4)
         array([1., 1., 1., 1., 1.])
     """
