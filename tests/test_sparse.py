@@ -279,6 +279,34 @@ def test_five_point_stencil_needs_five_colours():
     assert colouring.is_column_colouring(pattern.T, rows)
 
 
+def test_star_colouring_uses_the_symmetry():
+    # an arrow: a dense first row and column, and the diagonal.  A column colouring of it
+    # needs n colours (every column shares row 0), a star colouring two
+    n = 8
+    f = lambda v: v[0] * v.sum() + (v ** 3).sum()   # noqa: E731
+    x = np.linspace(0.5, 1.5, n)
+    pattern = tg.hessian_sparsity(f, x)
+    assert colouring.colour_columns(pattern).max() + 1 == n
+    colours = colouring.colour_symmetric(pattern)
+    assert colours.max() + 1 == 2
+    assert colouring.star_sources(pattern, colours) is not None
+    hess = tg.sparse_hessian(f)
+    np.testing.assert_allclose(hess(x).toarray(), dense_hessian(f, x), rtol=1e-12, atol=1e-12)
+    assert hess.last_plan.n_colours == 2
+
+
+def test_star_sources_refuse_a_colouring_that_cannot_recover():
+    # a path 0-1-2-3 coloured 0, 1, 0, 1 is two-coloured: entry (1, 2) is neither alone in
+    # its colour in row 1 nor in row 2
+    path = sp.csr_matrix(np.abs(np.subtract.outer(np.arange(4), np.arange(4))) <= 1)
+    assert colouring.star_sources(path, np.array([0, 1, 0, 1])) is None
+    assert colouring.star_sources(path, np.array([0, 1, 2, 0])) is not None
+    stencil = sp.csr_matrix(five_point_pattern(12))
+    colours = colouring.colour_symmetric(stencil)
+    assert colours.max() + 1 == 5
+    assert colouring.star_sources(stencil, colours) is not None
+
+
 def test_colouring_validator_rejects_a_clash():
     pattern = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1]], dtype=bool))
     assert colouring.is_column_colouring(pattern, np.array([0, 1, 0]))

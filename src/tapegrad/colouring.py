@@ -6,13 +6,15 @@ columns are coloured so that two columns sharing a row differ in colour (a dista
 colouring of the column intersection graph), and one tangent seed per colour recovers J.
 Rows are coloured likewise for reverse sweeps.
 
-For a symmetric Hessian this module colours the columns of H the same way (a distance-2
-colouring of H's adjacency graph), which recovers every entry directly from H S.  It is not
-yet a star colouring, which would use the symmetry to need fewer colours (e.g. on 2-D
-stencils); the direct recovery is the simple and safe one.
+For a symmetric Hessian a star colouring uses the symmetry: an entry may be read from either
+of its two places in H S, so fewer colours suffice than for a column colouring of H (a
+distance-2 colouring), which is kept when it happens to need fewer.  Both recover every entry
+directly (no substitution).
 
 Colouring is greedy over a vertex order; this module tries the natural order, largest-first
 and smallest-last and keeps the fewest colours (all three are cheap next to a sweep).
+What is not here: acyclic colourings (fewer colours still, but recovery by substitution),
+and bidirectional colouring of Jacobians (rows and columns together).
 """
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +22,7 @@ import scipy.sparse as sp
 from ._config import kernel
 
 __all__ = ["colour_columns", "colour_rows", "colour_symmetric", "is_column_colouring",
-           "seed_matrix"]
+           "seed_matrix", "star_sources"]
 
 
 @kernel
@@ -95,6 +97,74 @@ def _smallest_last(adj_ptr, adj_idx):
     return order
 
 
+@kernel
+def _greedy_star(adj_ptr, adj_idx, order):
+    """A star colouring, greedy over ``order`` (Gebremedhin, Manne and Pothen 2005, their
+    first algorithm): neighbours differ, and every path on four vertices gets at least three
+    colours, so each two-coloured part of the graph is a star."""
+    n = order.size
+    colour = np.full(n, -1, dtype=np.int64)
+    forbidden = np.full(n + 1, -1, dtype=np.int64)
+    for v in order:
+        for p in range(adj_ptr[v], adj_ptr[v + 1]):
+            w = adj_idx[p]
+            if colour[w] >= 0:
+                forbidden[colour[w]] = v
+            for q in range(adj_ptr[w], adj_ptr[w + 1]):
+                x = adj_idx[q]
+                if x == v or colour[x] < 0:
+                    continue
+                if colour[w] < 0:
+                    # v - w - x with w still open: v must not repeat x's colour
+                    forbidden[colour[x]] = v
+                    continue
+                # v - w - x - y with y coloured like w: v taking x's colour would make the
+                # path two-coloured
+                for t in range(adj_ptr[x], adj_ptr[x + 1]):
+                    y = adj_idx[t]
+                    if y != w and colour[y] == colour[w]:
+                        forbidden[colour[x]] = v
+                        break
+        c = 0
+        while forbidden[c] == v:
+            c += 1
+        colour[v] = c
+    return colour
+
+
+def _adjacency(pattern):
+    """Adjacency (CSR, no self loops) of a symmetric pattern's graph."""
+    g = sp.csr_matrix(pattern, dtype=bool).astype(np.int8).tocsr()
+    g.setdiag(0)
+    g.eliminate_zeros()
+    g.sort_indices()
+    return g.indptr.astype(np.int64), g.indices.astype(np.int64)
+
+
+def star_sources(pattern, colours):
+    """Where each stored entry (i, j) of a symmetric pattern is read from H S when ``colours``
+    is a star colouring: (colour row, entry) pairs into the compressed product laid out as
+    (colours, n), i.e. H[i, j] = HS[c, e].  Entry (i, j) is H S's entry (i, colour of j) when
+    j is the only neighbour of i in its colour, else (by symmetry) H S's entry (j, colour
+    of i).  None when neither holds for some entry: not a star colouring of this pattern."""
+    p = sp.csr_matrix(pattern, dtype=bool)
+    p.sort_indices()
+    n = p.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(p.indptr))
+    cols = p.indices.astype(np.int64)
+    colours = np.asarray(colours, dtype=np.int64)
+    k = int(colours.max()) + 1 if colours.size else 1
+    # how many of row i's entries have each colour
+    per_colour = np.bincount(rows * k + colours[cols], minlength=n * k)
+    alone = per_colour[rows * k + colours[cols]] == 1
+    flipped = per_colour[cols * k + colours[rows]] == 1
+    if not np.all(alone | flipped):
+        return None
+    src_colour = np.where(alone, colours[cols], colours[rows])
+    src_entry = np.where(alone, rows, cols)
+    return src_colour, src_entry
+
+
 def _intersection_graph(pattern):
     """Adjacency (CSR, no self loops) of the columns of ``pattern``: two columns are
     neighbours when some row holds both."""
@@ -141,9 +211,34 @@ def colour_rows(pattern):
 
 
 def colour_symmetric(pattern):
-    """Colours of the columns of a symmetric pattern for direct recovery from H S: a
-    distance-2 colouring (the column colouring of H).  Not a star colouring yet."""
-    return colour_columns(pattern)
+    """Colours of the columns of a symmetric pattern for direct recovery from H S: the
+    fewer-coloured of a star colouring (which uses the symmetry: each entry is read from
+    H S at (i, colour of j) or at (j, colour of i), see ``star_sources``) and a distance-2
+    colouring (the column colouring of H, each entry read at (i, colour of j)).
+
+    Example:
+        >>> import scipy.sparse as sp
+        >>> star = sp.csr_matrix(np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 1, 0],
+        ...                                [1, 0, 0, 1]]))
+        >>> int(tg.colouring.colour_symmetric(star).max()) + 1   # distance-2 needs 4
+        2
+    """
+    distance_two = colour_columns(pattern)
+    adj_ptr, adj_idx = _adjacency(pattern)
+    n = adj_ptr.size - 1
+    if n == 0:
+        return distance_two
+    degree = np.diff(adj_ptr)
+    best = distance_two
+    for order in (np.arange(n, dtype=np.int64),
+                  np.argsort(-degree, kind="stable").astype(np.int64),
+                  _smallest_last(adj_ptr, adj_idx)):
+        star = _greedy_star(adj_ptr, adj_idx, order)
+        # the greedy rule guarantees a star colouring; recovery is checked anyway, so that
+        # a flaw here costs colours, never a wrong entry
+        if star.max() < best.max() and star_sources(pattern, star) is not None:
+            best = star
+    return best
 
 
 def is_column_colouring(pattern, colours):

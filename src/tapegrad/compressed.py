@@ -38,7 +38,7 @@ class Plan:
                  "gather_row", "gather_col", "pattern_seconds", "colouring_seconds")
 
     def __init__(self, mode, shape, indptr, indices, colours, pattern_seconds,
-                 colouring_seconds):
+                 colouring_seconds, gather=None):
         self.mode, self.shape = mode, shape
         self.indptr, self.indices = indptr, indices
         self.colours = colours
@@ -47,7 +47,10 @@ class Plan:
         rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr))
         # where entry (i, j) sits in the compressed product: forward and Hessian products
         # are (colours, rows), reverse ones (colours, columns)
-        if mode == "reverse":
+        if gather is not None:
+            self.gather_row, self.gather_col = gather
+            n_seeded = shape[1]
+        elif mode == "reverse":
             self.gather_row, self.gather_col = colours[rows], indices
             n_seeded = shape[0]
         else:
@@ -204,9 +207,15 @@ class SparseHessian(_Compressed):
         pattern = sparsity.pair_matrix(keys, n)
         t1 = time.perf_counter()
         colours = colouring.colour_symmetric(pattern)
+        # each entry's place in H S: (i, colour of j), or (j, colour of i) where a star
+        # colouring needs the symmetry
+        gather = colouring.star_sources(pattern, colours)
         t2 = time.perf_counter()
+        if gather is None:
+            raise RuntimeError("internal error: the Hessian's colouring does not recover "
+                               "every entry")
         return Plan("hessian", (n, n), pattern.indptr.astype(np.int64),
-                    pattern.indices.astype(np.int64), colours, t1 - t0, t2 - t1)
+                    pattern.indices.astype(np.int64), colours, t1 - t0, t2 - t1, gather)
 
 
 def sparse_jacobian(fn):
@@ -243,8 +252,8 @@ def sparse_hessian(fn):
     As ``sparse_jacobian``: ``fn`` is compiled, the pattern (``hessian_sparsity``) and a
     colouring of its columns are made once per recorded path, and each call computes H S
     by forward over reverse with one seed per colour, all in one sweep.  The colouring is a
-    distance-2 colouring with direct recovery (not yet a star colouring, which would need
-    fewer colours on some patterns).
+    star colouring (or a distance-2 one where that needs fewer colours), each entry read
+    directly from H S, using the symmetry.
 
     Example:
         >>> H = tg.sparse_hessian(lambda v: (v[1:] * v[:-1] ** 2).sum())
