@@ -205,7 +205,7 @@ def _agrees(got, want):
     return np.allclose(got, want, rtol=1e-8, atol=1e-8 * max(np.abs(want).max(), 1.0))
 
 
-def run_size(problem, n, config, quick):
+def run_size(problem, n, config):
     x = bratu_point(n) if problem == "bratu" else rosenbrock_point(n)
     size = n * n if problem == "bratu" else n
     rows, entries = [], []
@@ -273,7 +273,7 @@ def main(argv=None):
     results = []
     for problem, sizes in (("bratu", BRATU_SIZES), ("rosenbrock", ROSENBROCK_SIZES)):
         for n in sizes:
-            results.append(((problem, n), run_size(problem, n, config, args.quick)))
+            results.append(((problem, n), run_size(problem, n, config)))
             print(render(results[-1:]).splitlines()[-len(results[-1][1]):][0], file=sys.stderr)
     text = render(results)
     print(f"W7 on CPU {PINNED}, one thread\n")
