@@ -103,12 +103,30 @@ def test_broadcast_index_and_concatenation_patterns_are_exact():
     np.testing.assert_array_equal(stacked.toarray(), np.eye(6, dtype=bool)[[0, 3, 1, 4, 2, 5]])
 
 
-def test_matrix_product_is_conservative():
+def test_matrix_product_patterns_follow_rows_and_columns():
     a = np.arange(12.0).reshape(2, 6)
     a[0, 0] = 0.0
     pattern = tg.jacobian_sparsity(lambda v: tg.tensor(a) @ v, np.ones(6))
-    # all to all: the zero in a is a value, not structure the record shows
+    # the zero in a is a value (an argument could change it), not structure
     assert pattern.toarray().all()
+    # x as a (3, 2) matrix: output (i, j) reads column j of x only
+    b = np.ones((4, 3))
+    cols = tg.jacobian_sparsity(lambda v: (tg.tensor(b) @ v.reshape(3, 2)).reshape(-1),
+                                np.ones(6)).toarray()
+    expected = np.zeros((8, 6), dtype=bool)
+    for i in range(4):
+        for j in range(2):
+            expected[2 * i + j, j::2] = True
+    np.testing.assert_array_equal(cols, expected)
+    # a product of two parts of x: the left row's and the right column's entries, and in
+    # the Hessian each left entry with each right one, nothing within one factor
+    f = lambda v: (v[:4].reshape(2, 2) @ v[4:].reshape(2, 1)).sum()   # noqa: E731
+    x = np.linspace(0.5, 1.0, 6)
+    hess = tg.hessian_sparsity(f, x)
+    assert_covers(hess, dense_hessian(f, x))
+    hess = hess.toarray()
+    assert not hess[:4, :4].any() and not hess[4:, 4:].any()
+    assert hess[:4, 4:].all()   # conservative: left row entries meet both right entries
 
 
 def test_constant_output_and_input_handed_back():
@@ -173,7 +191,7 @@ def programs(draw):
     for k in range(draw(st.integers(1, 7))):
         pool = k + 1
         kind = draw(st.sampled_from(["unary", "binary", "gather", "roll", "pick", "block",
-                                     "softmax", "where"]))
+                                     "softmax", "where", "matmul"]))
         i = draw(st.integers(0, pool - 1))
         j = draw(st.integers(0, pool - 1))
         if kind == "unary":
@@ -191,6 +209,8 @@ def programs(draw):
             steps.append((kind, draw(st.sampled_from([(2, 3), (3, 2)])), i))
         elif kind == "softmax":
             steps.append((kind, i))
+        elif kind == "matmul":
+            steps.append((kind, draw(st.booleans()), i, j))
         else:
             mask = draw(st.lists(st.booleans(), min_size=N, max_size=N))
             steps.append((kind, np.array(mask), i, j))
@@ -219,6 +239,13 @@ def run_program(steps, v):
             pool.append((blocks.sum(1, keepdim=True) * blocks).reshape(-1))
         elif kind == "softmax":
             pool.append(pool[step[1]].reshape(2, 3).softmax(1).reshape(-1))
+        elif kind == "matmul":
+            _, constant, i, j = step
+            if constant:   # a fixed banded (3, 3) factor on the right
+                band = np.eye(3) + np.eye(3, k=1)
+                pool.append((pool[i].reshape(2, 3) @ tg.tensor(band)).reshape(-1))
+            else:          # two recorded factors: (6, 2) @ (2, 1)
+                pool.append((pool[i].reshape(6, 1) @ pool[j][1:3].reshape(1, 2)).sum(1))
         else:
             _, mask, i, j = step
             pool.append(tg.where(tg.tensor(mask), pool[i], pool[j]))

@@ -8,9 +8,11 @@ each record is handled by a few vectorised NumPy steps, not a Python loop over i
 The sets are structural: they say which inputs an entry *may* depend on along the recorded
 path, whatever the values (a product with a zero still counts).  Ops are modelled exactly
 where their data flow is known from the record alone (elementwise ops, gathers, broadcasts,
-reshapes, concatenations, scatters, reductions and softmax over an axis); every other op --
-a matrix product, or any opcode this module does not know -- makes every output entry depend
-on every input entry of the record, which can only add entries, never miss one.
+reshapes, concatenations, scatters, reductions and softmax over an axis, matrix products:
+output (i, j) reads row i of the left factor and column j of the right, whatever values a
+constant factor holds); every other op -- any opcode this module does not model -- makes
+every output entry depend on every input entry of the record, which can only add entries,
+never miss one.
 
 The Hessian pattern of a scalar output follows the usual "nonlinear interaction" rule: a
 record whose local second derivative is not identically zero couples the index sets of the
@@ -226,7 +228,7 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
             continue
         ins = [rows[s] for s in srcs]
         family = T.OPS[o].family if o in T.OPS else None
-        out = None
+        out = sides = None
         if family == T.ELEMENTWISE and all(i.n == n for i in ins):
             out = ins[0] if len(ins) == 1 else _union_into(
                 n, n_cols, [(i, np.arange(n)) for i in ins])
@@ -243,6 +245,11 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
             out = _union_into(n, n_cols, [(ins[0], aux[ip[r] + 2: ip[r] + 2 + n_in])])
         elif (o in _REDUCTIONS or o in _ALONG_AXIS) and len(ins) == 1:
             out = _reduced(o, aux, int(ip[r]), n, n_cols, ins[0])
+        elif o == K.MATMUL and len(ins) == 2:
+            sides = _product_sides(aux, int(ip[r]), n, n_cols, ins)
+            if sides is not None:
+                out = _union_into(n, n_cols, [(sides[0], np.arange(n)),
+                                              (sides[1], np.arange(n))])
         if out is None:
             out = _everything(n, n_cols, ins)
         rows[r] = out
@@ -250,6 +257,10 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
             kind = _curvature_kind(o)
             if kind == "unary" and len(ins) == 1:
                 pairs.append(_square_pairs(ins[0].indptr, ins[0].indices, n_cols))
+            elif o == K.MATMUL and sides is not None:
+                # bilinear: entries of the left factor's rows couple with the right's
+                pairs.append(_cross_pairs(sides[0].indptr, sides[0].indices, sides[1].indptr,
+                                          sides[1].indices, n_cols))
             elif kind in ("mul", "div") and len(ins) == 2 and all(i.n == n for i in ins):
                 pairs.append(_cross_pairs(ins[0].indptr, ins[0].indices, ins[1].indptr,
                                           ins[1].indices, n_cols))
@@ -280,6 +291,33 @@ def _concatenated(aux, ip, n, n_cols, ins):
             return None
         parts.append((ins[j], target))
     return _union_into(n, n_cols, parts)
+
+
+def _product_sides(aux, ip, n, n_cols, ins):
+    """For a matrix product (B, M, K) @ (B, K, N) (layout in linalg.py): per output entry
+    (b, i, j), the union of the left factor's row (b, i, :) and the union of the right
+    factor's column (b, :, j), each as Rows of the output's size.  Structural: a zero that a
+    constant factor holds is a value, which a later call may change.  None where the sizes
+    do not fit that layout (the caller then connects everything)."""
+    b_n, m, k, nn = (int(v) for v in aux[ip + 1: ip + 5])
+    left, right = ins
+    if b_n * m * k != left.n or b_n * k * nn != right.n or b_n * m * nn != n:
+        return None
+    # flat left entry (b, i, k) belongs to row (b, i); flat right entry (b, k, j) to (b, j)
+    left_row = np.repeat(np.arange(b_n * m, dtype=np.int64), k)
+    right_col = (np.arange(b_n, dtype=np.int64)[:, None, None] * nn
+                 + np.zeros((1, k, 1), dtype=np.int64)
+                 + np.arange(nn, dtype=np.int64)[None, None, :]).reshape(-1)
+    rows = _union_into(b_n * m, n_cols, [(left, left_row)])
+    cols = _union_into(b_n * nn, n_cols, [(right, right_col)])
+    # output (b, i, j) reads rows[(b, i)] and cols[(b, j)]
+    b_idx = np.arange(b_n, dtype=np.int64)[:, None, None]
+    i_idx = np.arange(m, dtype=np.int64)[None, :, None]
+    j_idx = np.arange(nn, dtype=np.int64)[None, None, :]
+    shape = (b_n, m, nn)
+    from_rows = np.broadcast_to(b_idx * m + i_idx, shape).reshape(-1)
+    from_cols = np.broadcast_to(b_idx * nn + j_idx, shape).reshape(-1)
+    return rows.take(from_rows), cols.take(from_cols)
 
 
 def _reduced(o, aux, ip, n, n_cols, rows):
