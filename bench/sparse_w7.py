@@ -249,7 +249,8 @@ def _ms(s):
 
 def render(results):
     lines = ["| problem | size | library | per call ms (median / min) | first call ms | "
-             "pattern ms | colouring ms | colours | note |", "|---|---|---|---|---|---|---|---|---|"]
+             "pattern ms | colouring ms | colours | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for (problem, n), rows in results:
         size = f"n={n} ({n * n} vars)" if problem == "bratu" else f"N={n}"
         for r in rows:
@@ -274,7 +275,7 @@ def main(argv=None):
     for problem, sizes in (("bratu", BRATU_SIZES), ("rosenbrock", ROSENBROCK_SIZES)):
         for n in sizes:
             results.append(((problem, n), run_size(problem, n, config)))
-            print(render(results[-1:]).splitlines()[-len(results[-1][1]):][0], file=sys.stderr)
+            print(f"W7 {problem} {n}: done", file=sys.stderr)
     text = render(results)
     print(f"W7 on CPU {PINNED}, one thread\n")
     print(text)

@@ -368,6 +368,15 @@ def test_bratu_sparse_jacobian_equals_dense_and_uses_five_sweeps():
     assert jac.last_plan.n_colours == 5
 
 
+def test_large_tapes_sweep_once_per_colour(monkeypatch):
+    from tapegrad import compressed
+    monkeypatch.setattr(compressed, "_ONE_SWEEP_VALUES", 0)
+    f = bratu_residual(6)
+    x = np.random.default_rng(3).uniform(0.0, 0.5, 36)
+    np.testing.assert_allclose(tg.sparse_jacobian(f)(x).toarray(), dense_jacobian(f, x),
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_plan_is_reused_for_new_values():
     f = bratu_residual(5)
     jac = tg.sparse_jacobian(f)

@@ -2,9 +2,9 @@
 
 ``sparse_jacobian(fn)(x)`` replays the compiled ``fn`` at x, reads the Jacobian's pattern
 off the tape (``sparsity.py``), colours it (``colouring.py``) and computes J S -- one
-tangent seed per colour of columns, all in one vector-mode sweep -- or Sᵀ J, one reverse
-sweep per colour of rows, whichever needs fewer sweeps.  Every entry of the pattern is then
-read from the compressed product directly.
+tangent seed per colour of columns, in one vector-mode sweep on a small tape -- or Sᵀ J,
+one reverse sweep per colour of rows, whichever needs fewer colours.  Every entry of the
+pattern is then read from the compressed product directly.
 
 The pattern and colouring are kept per recorded tape, keyed on a digest of the tape's
 structure (opcodes, inputs, sizes, index data; not the values).  A call whose replay went
@@ -24,6 +24,7 @@ from . import ops as K
 from . import sparsity
 from .tape import NO_EXT
 
+_ONE_SWEEP_VALUES = 1 << 19   # tangent values up to which all seeds share one sweep
 _PLANS_KEPT = 8   # patterns kept per function (one per path its calls take; few in practice)
 
 
@@ -170,8 +171,8 @@ class SparseJacobian(_Compressed):
         t2 = time.perf_counter()
         k_col = by_column.max() + 1 if by_column.size else 0
         k_row = by_row.max() + 1 if by_row.size else 0
-        # forward seeds all run in one vector-mode sweep, reverse ones one sweep each: so
-        # reverse only when it needs strictly fewer sweeps
+        # a tangent sweep per colour costs about what a reverse sweep per colour does, and
+        # small tapes run all tangent seeds in one sweep: reverse only when strictly fewer
         if k_row < k_col:
             return Plan("reverse", shape, rows.indptr, rows.indices, by_row, t1 - t0, t2 - t1)
         return Plan("forward", shape, rows.indptr, rows.indices, by_column, t1 - t0, t2 - t1)
@@ -227,9 +228,10 @@ def sparse_jacobian(fn):
     ``fn`` is compiled (``tapegrad.compile``) unless it already is.  Each call replays it,
     reads the Jacobian's sparsity pattern off the recorded tape (``jacobian_sparsity``),
     colours it and runs as many sweeps as there are colours: forward, all seeds in one
-    vector-mode tangent sweep, or reverse, one sweep per colour of rows, whichever needs
-    fewer.  The pattern and colouring are computed once per recorded path and reused; a call
-    that takes another path (a guard fails and ``compile`` records again) gets its own.
+    vector-mode tangent sweep (a sweep per colour on large tapes, where that measured
+    faster), or reverse, one sweep per colour of rows, whichever needs fewer colours.  The
+    pattern and colouring are computed once per recorded path and reused; a call that
+    takes another path (a guard fails and ``compile`` records again) gets its own.
 
     The matrix holds every entry of the pattern, including structural entries that are
     zero at this x, so that its structure is the same at every x on one path.  The last
@@ -269,14 +271,16 @@ def sparse_hessian(fn):
 # the compressed products
 # ---------------------------------------------------------------------------------------------
 def tangent_products(tape, x, y, seeds):
-    """J sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, y.size): vector-mode
-    tangent sweeps, as many seeds per sweep as the tangent budget allows."""
-    from .higher import _TANGENT_BUDGET, _tangents
+    """J sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, y.size): one vector-mode
+    tangent sweep for all seeds on a small tape, one sweep per seed on a large one."""
+    from .higher import _tangents
     k = seeds.shape[0]
     out = np.zeros((k, y._value.size))
-    # four times the budget of ``jacobian``'s sweeps: colours are few (5 for W7's Bratu at
-    # 90,000 unknowns, whose tangents then take one sweep instead of three)
-    chunk = max(1, min(k, 4 * _TANGENT_BUDGET // max(tape.top, 1)))
+    # Measured on W7's Bratu (5 colours): all seeds in one vector-mode sweep took 0.21 ms at
+    # n = 30 against 0.32 ms for a sweep per seed (the fixed cost of a sweep dominates), but
+    # 27 ms against 24.5 ms at n = 300 (k tangent arenas of 2 million values no longer stay
+    # in cache).  So one sweep while the tangents are small, one per seed beyond.
+    chunk = k if k * tape.top <= _ONE_SWEEP_VALUES else 1
     for lo in range(0, k, chunk):
         hi = min(k, lo + chunk)
         (out[lo:hi],) = _tangents(tape, [(x, seeds[lo:hi])], [y], hi - lo)
