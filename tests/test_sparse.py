@@ -129,6 +129,37 @@ def test_matrix_product_patterns_follow_rows_and_columns():
     assert hess[:4, 4:].all()   # conservative: left row entries meet both right entries
 
 
+def test_an_op_not_modelled_connects_everything(monkeypatch):
+    # the fallback for any record the propagation does not model (here: products, with
+    # their rule switched off) makes every output entry depend on every input entry
+    from tapegrad import sparsity
+    monkeypatch.setattr(sparsity, "_product_sides", lambda *args: None)
+    f = lambda v: (v[:4].reshape(2, 2) @ v[4:].reshape(2, 1)).reshape(-1).sin()   # noqa: E731
+    x = np.linspace(0.5, 1.0, 6)
+    pattern = tg.jacobian_sparsity(f, x)
+    assert pattern.toarray().all()
+    hess = tg.hessian_sparsity(lambda v: f(v).sum(), x)
+    assert hess.toarray().all()
+    np.testing.assert_allclose(tg.sparse_hessian(lambda v: f(v).sum())(x).toarray(),
+                               dense_hessian(lambda v: f(v).sum(), x), rtol=1e-12, atol=1e-12)
+
+
+def test_writes_into_a_tensor_are_followed():
+    def f(v):
+        y = v * 1.0
+        y[2] = v[0] * v[4]
+        y[3:5] = v[:2].exp()
+        return y
+    x = np.linspace(0.5, 1.0, 5)
+    expected = np.array([[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 0, 1], [1, 0, 0, 0, 0],
+                         [0, 1, 0, 0, 0]], dtype=bool)
+    pattern = tg.jacobian_sparsity(f, x)
+    assert_covers(pattern, dense_jacobian(f, x))
+    np.testing.assert_array_equal(pattern.toarray(), expected)
+    np.testing.assert_allclose(tg.sparse_jacobian(f)(x).toarray(), dense_jacobian(f, x),
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_constant_output_and_input_handed_back():
     x = np.ones(3)
     assert tg.jacobian_sparsity(lambda v: tg.ones(2), x).nnz == 0
