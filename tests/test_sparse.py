@@ -187,6 +187,18 @@ def test_hessian_pattern_of_blocks_and_of_linear_terms():
     assert quot[0, 1] and quot[1, 1] and not quot[0, 0]
 
 
+def test_dense_hessians_are_patterned_and_too_dense_ones_refused(monkeypatch):
+    from tapegrad import sparsity
+    f = lambda v: v.sum() ** 2 + (v * v).sum()   # noqa: E731
+    assert tg.hessian_sparsity(f, np.ones(30)).toarray().all()
+    monkeypatch.setattr(sparsity, "MAX_PAIRS", 500)
+    with pytest.raises(ValueError, match="more than 500 entries"):
+        tg.hessian_sparsity(f, np.ones(30))
+    # small enough: merged along the way, not refused
+    assert tg.hessian_sparsity(lambda v: (v[1:] * v[:-1]).sum() + (v ** 3).sum(),
+                               np.ones(100)).nnz == 298
+
+
 def test_a_record_the_output_does_not_read_adds_no_pairs():
     def f(v):
         (v * v).exp()          # computed and dropped

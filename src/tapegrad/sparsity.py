@@ -213,7 +213,7 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
                 for s in _inputs(op, a0, a1, ip, aux, r):
                     live[s] = True
     rows = [None] * n_rec
-    pairs = []
+    pairs = _Pairs(n_cols)
     empty_rows = {}
     for r in range(n_rec):
         o = int(op[r])
@@ -256,23 +256,67 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
         if hessian and live[r]:
             kind = _curvature_kind(o)
             if kind == "unary" and len(ins) == 1:
-                pairs.append(_square_pairs(ins[0].indptr, ins[0].indices, n_cols))
+                pairs.square(ins[0])
             elif o == K.MATMUL and sides is not None:
                 # bilinear: entries of the left factor's rows couple with the right's
-                pairs.append(_cross_pairs(sides[0].indptr, sides[0].indices, sides[1].indptr,
-                                          sides[1].indices, n_cols))
+                pairs.cross(sides[0], sides[1])
             elif kind in ("mul", "div") and len(ins) == 2 and all(i.n == n for i in ins):
-                pairs.append(_cross_pairs(ins[0].indptr, ins[0].indices, ins[1].indptr,
-                                          ins[1].indices, n_cols))
+                pairs.cross(ins[0], ins[1])
                 if kind == "div":   # x / y is nonlinear in y alone too
-                    pairs.append(_square_pairs(ins[1].indptr, ins[1].indices, n_cols))
+                    pairs.square(ins[1])
             elif kind is not None:
-                # every entry the output entry depends on may couple with every other; a
-                # matrix product's rows are already the union of both operands' sets
-                pairs.append(_square_pairs(out.indptr, out.indices, n_cols))
-    y_rows = rows[y_record]
-    keys = _sorted_unique(np.concatenate(pairs)) if pairs else _EMPTY
-    return y_rows, keys
+                # every entry the output entry depends on may couple with every other
+                pairs.square(out)
+    return rows[y_record], (pairs.keys() if hessian else None)
+
+
+# pair keys held at once while a Hessian pattern is collected (8 bytes each): past this the
+# Hessian is too dense for a sparse result to help, and collecting it would exhaust memory
+MAX_PAIRS = 1 << 27
+
+
+class _Pairs:
+    """The coupled pair keys collected so far, merged whenever they have doubled (records
+    repeat pairs: every record of a chained Rosenbrock adds the same neighbours again)."""
+
+    def __init__(self, n_cols):
+        self.n_cols = n_cols
+        self.parts = []
+        self.held = 0
+        self.merge_at = 1 << 22
+
+    def _add(self, count, make):
+        if self.held + count > MAX_PAIRS:
+            self._merge()
+            if self.held + count > MAX_PAIRS:
+                raise ValueError(
+                    f"the Hessian's pattern would hold more than {MAX_PAIRS} entries (a "
+                    "nearly dense Hessian of many variables): use tapegrad.hessian or hvp")
+        if count:
+            self.parts.append(make())
+            self.held += count
+        if self.held > self.merge_at:
+            self._merge()
+            self.merge_at = max(self.merge_at, 2 * self.held)
+
+    def _merge(self):
+        if len(self.parts) > 1:
+            self.parts = [_sorted_unique(np.concatenate(self.parts))]
+            self.held = self.parts[0].size
+
+    def square(self, rows):
+        count = int(np.sum(rows.lengths() ** 2))
+        self._add(count, lambda: _square_pairs(rows.indptr, rows.indices, self.n_cols))
+
+    def cross(self, left, right):
+        count = 2 * int(np.sum(left.lengths() * right.lengths()))
+        self._add(count, lambda: _cross_pairs(left.indptr, left.indices, right.indptr,
+                                              right.indices, self.n_cols))
+
+    def keys(self):
+        if not self.parts:
+            return _EMPTY
+        return _sorted_unique(np.concatenate(self.parts))
 
 
 def _concatenated(aux, ip, n, n_cols, ins):
