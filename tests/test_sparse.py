@@ -477,6 +477,19 @@ def test_another_path_gets_its_own_pattern():
     assert len(jac._plans) == kept
 
 
+def test_hessian_of_another_path_is_not_read_with_the_first_pattern():
+    def f(v):
+        if float(v.sum()) > 0:
+            return (v[1:] * v[:-1]).sum()          # couples neighbours
+        return (v[0] * v).sum() + (v ** 4).sum()   # an arrow and a diagonal
+    hess = tg.sparse_hessian(f)
+    pos, neg = np.linspace(0.5, 1.0, 6), np.linspace(-1.0, 0.2, 6)
+    for x in (pos, neg, pos, neg, neg):
+        np.testing.assert_allclose(hess(x).toarray(), dense_hessian(f, x), rtol=1e-12,
+                                   atol=1e-12)
+        assert_covers(hess.sparsity(x), dense_hessian(f, x))
+
+
 def test_compiled_functions_are_taken_as_they_are():
     f = tg.compile(bratu_residual(4))
     jac = tg.sparse_jacobian(f)
