@@ -250,15 +250,17 @@ def _check(arrays, max_bytes):
     unknown = set(arrays) - need - {"format_version"}
     if unknown:
         _fail(f"unknown arrays {sorted(unknown)}")
+    # the digest first: an edited file is refused as edited, whatever the edit touched (its
+    # op table included), and only an intact file is read as coming from another tapegrad
+    dg = arrays["digest"]
+    if dg.shape != (1,) or dg.dtype.kind != "U" or str(dg[0]) != digest(arrays):
+        _fail("its contents do not match their digest (the file was damaged or edited)")
     if int(fv[0]) == 2:
         ot = arrays["optable"]
         if ot.shape != (1,) or ot.dtype.kind != "U" or str(ot[0]) not in _LEGACY_TABLES:
             _fail("it was written with an op table this tapegrad does not know")
     else:
         _check_op_table(arrays)
-    dg = arrays["digest"]
-    if dg.shape != (1,) or dg.dtype.kind != "U" or str(dg[0]) != digest(arrays):
-        _fail("its contents do not match their digest (the file was damaged or edited)")
     for name in _INT_ARRAYS:
         if arrays[name].dtype != np.int64:
             _fail(f"column {name} has dtype {arrays[name].dtype}")
