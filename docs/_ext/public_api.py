@@ -28,6 +28,9 @@ MODULES = [
     ("tapegrad.distributed", "Many gradients on a Dask cluster"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
+    ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "
+                          "compiled derivatives"),
+    ("tapegrad.colouring", "Colourings that compress sparse Jacobians and Hessians"),
     ("tapegrad.viz", "Drawing the recorded graph"),
 ]
 

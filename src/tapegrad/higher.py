@@ -440,8 +440,9 @@ def _as_array(v, like, what):
     return np.asarray(a, dtype=np.float64)
 
 
-def _record(fn, xs):
-    """Run fn(*xs) recording on a private tape large enough to hold all of it.
+def _record(fn, xs, consts=()):
+    """Run fn(*xs, *consts) recording on a private tape large enough to hold all of it
+    (``consts``: further arguments, which are not differentiated).
 
     Returns (tape, result).  The tape is finished: nothing else records on it.  It records
     under a trace, as ``compile`` does, so that compiled functions called inside run eagerly
@@ -461,7 +462,7 @@ def _record(fn, xs):
         state.tape, state.trace = tape, Trace(tape)
         try:
             with enable_grad():
-                out = fn(*xs)
+                out = fn(*xs, *consts)
             ended_on = state.tape
         finally:
             state.tape, state.trace = prev_tape, prev_trace
@@ -498,13 +499,16 @@ def _escaped(tape, out, mark):
                o._tape.id > mark for o in flat)
 
 
-def _run(fn, xs, derive=None):
-    """(tape, result) of ``fn(*xs)``, or of ``derive(fn.fn)(*xs)`` with ``derive``.
+def _run(fn, xs, derive=None, consts=()):
+    """(tape, result) of ``fn(*xs, *consts)``, or of ``derive(fn.fn)(*xs)`` with ``derive``
+    (then without ``consts``).
 
     A compiled ``fn`` (``tapegrad.compile``) replays: the derived function is compiled once
     and kept on ``fn``, and guards re-record where Python branches on values.  Anything
     else is recorded afresh on a private tape."""
     from .replay import Compiled
+    if derive is not None and consts:
+        raise ValueError("internal error: a derived function takes no further arguments")
     if isinstance(fn, Compiled):
         if derive is None:
             target = fn
@@ -516,14 +520,14 @@ def _run(fn, xs, derive=None):
                 target = store[derive] = compile_(derive(fn.fn),
                                                   max_signatures=fn.max_signatures,
                                                   max_variants=fn.max_variants)
-        got = _replayed(target, xs)
+        got = _replayed(target, xs, consts)
         if got is not None:
             return got
         fn = fn.fn
-    return _record(fn if derive is None else derive(fn), xs)
+    return _record(fn if derive is None else derive(fn), xs, consts)
 
 
-def _replayed(compiled, xs):
+def _replayed(compiled, xs, consts=()):
     """Call a compiled function; (tape, result) when every recorded output and every input
     is on one tape (else None: the caller records privately)."""
     from .autograd import enable_grad
@@ -535,7 +539,7 @@ def _replayed(compiled, xs):
     state.trace = None
     try:
         with enable_grad():
-            out = compiled(*xs)
+            out = compiled(*xs, *consts)
     finally:
         state.trace = trace
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
