@@ -345,6 +345,42 @@ add(
         "method": lambda m, a, b: a.minimum(b),
         "min(a, b)": lambda m, a, b: m.min(a, b),
     }),
+    # y away from 0: the branch cut (y = 0, x < 0) is a jump
+    Case("atan2", K.ATAN2, two(S.pair(S.nonzero(0.2), S.reals())), {
+        "function": lambda m, a, b: m.atan2(a, b),
+        "method": lambda m, a, b: a.atan2(b),
+        "arctan2": lambda m, a, b: m.arctan2(a, b),
+    }),
+    Case("hypot", K.HYPOT, two(S.pair(S.nonzero(0.2), S.reals())), {
+        "function": lambda m, a, b: m.hypot(a, b),
+        "method": lambda m, a, b: a.hypot(b),
+    }),
+    Case("xlogy", K.XLOGY, two(S.pair(S.reals(), S.positive(0.2, 3.0))), {
+        "function": lambda m, a, b: m.xlogy(a, b),
+        "method": lambda m, a, b: a.xlogy(b),
+    }),
+    Case("xlog1py", K.XLOG1PY, two(S.pair(S.reals(), S.positive(-0.8, 3.0))), {
+        "function": lambda m, a, b: m.xlog1py(a, b) if m.__name__ == "tapegrad" else
+        m.special.xlog1py(a, b),
+    }),
+    # quotients in (-0.9, 0.9): away from the jumps of the rest at whole quotients
+    Case("fmod", K.FMOD, two(S.pair(S.nonzero(0.1, 0.9), S.reals(1.0, 3.0))), {
+        "function": lambda m, a, b: m.fmod(a, b),
+        "method": lambda m, a, b: a.fmod(b),
+    }),
+    Case("remainder", K.REMAINDER, two(S.pair(S.nonzero(0.1, 0.9), S.nonzero(1.0, 3.0))), {
+        "function": lambda m, a, b: m.remainder(a, b),
+        "method": lambda m, a, b: a.remainder(b),
+        "op": lambda m, a, b: a % b,
+    }),
+    Case("copysign", K.COPYSIGN, two(S.pair(S.nonzero(0.2), S.nonzero(0.2))), {
+        "function": lambda m, a, b: m.copysign(a, b),
+        "method": lambda m, a, b: a.copysign(b),
+    }),
+    Case("logaddexp", K.LOGADDEXP, two(), {
+        "function": lambda m, a, b: m.logaddexp(a, b),
+        "method": lambda m, a, b: a.logaddexp(b),
+    }),
 )
 
 

@@ -21,8 +21,9 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.nn.utils", "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
            "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda",
            "tapegrad._autograd_functional", "tapegrad.distributed", "tapegrad.sparsity",
-           "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize"]
-GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
+           "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize",
+           "tapegrad.derived"]
+GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -15,7 +15,7 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
-            "sparsity", "compressed",
+            "sparsity", "compressed", "derived",
             "comparison", "np", "numpy", "threading", "functools", "math", "sys"}
 
 

@@ -32,6 +32,9 @@ from .functional import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, 
 from .functional import ceil, fix, floor, frac, round, sign, trunc  # noqa: A004 - PyTorch's
 from .functional import (ger, isfinite, isinf, isnan, isneginf, isposinf, logical_and,
                          logical_not, logical_or, logical_xor, outer)
+from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, logaddexp,
+                         remainder, xlogy)
+from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 

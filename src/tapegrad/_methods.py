@@ -2,6 +2,7 @@
 import numpy as np
 
 from . import _device, _dtype, _promote, autograd
+from . import derived as D
 from . import functional as F
 from ._promote import cast as _cast
 from . import creation as _creation
@@ -264,6 +265,30 @@ METHODS = {
     "sigmoid": F.sigmoid, "relu": F.relu, "reciprocal": F.reciprocal,
     "clamp": F.clamp, "clip": F.clamp, "clamp_min": F.clamp_min, "clamp_max": F.clamp_max,
     "maximum": F.maximum, "minimum": F.minimum,
+    "atan2": F.atan2, "arctan2": F.atan2, "hypot": F.hypot, "xlogy": F.xlogy,
+    "fmod": F.fmod, "remainder": F.remainder, "copysign": F.copysign,
+    "logaddexp": F.logaddexp, "__mod__": F.remainder,
+    "__rmod__": lambda self, other: F.remainder(other, self),
+    "tril": D.tril, "triu": D.triu, "diag": D.diag, "diag_embed": D.diag_embed,
+    "diagflat": D.diagflat, "trace": D.trace, "masked_fill": D.masked_fill,
+    "masked_select": D.masked_select, "index_fill": D.index_fill, "index_add": D.index_add,
+    "index_copy": D.index_copy, "scatter": D.scatter, "scatter_add": D.scatter_add,
+    "kron": D.kron, "addmm": D.addmm, "addmv": D.addmv, "addr": D.addr,
+    "baddbmm": D.baddbmm, "addbmm": D.addbmm, "addcmul": D.addcmul, "addcdiv": D.addcdiv,
+    "lerp": D.lerp, "dist": D.dist, "nonzero": D.nonzero, "argwhere": D.argwhere,
+    "count_nonzero": D.count_nonzero, "bincount": D.bincount, "unique": D.unique,
+    "histc": D.histc, "sgn": D.sgn, "deg2rad": D.deg2rad, "rad2deg": D.rad2deg,
+    "sinc": D.sinc, "nan_to_num": D.nan_to_num, "unflatten": D.unflatten,
+    "bernoulli": D.bernoulli, "multinomial": D.multinomial,
+    "take_along_dim": D.take_along_dim, "rot90": D.rot90, "logit": D.logit,
+    "xlog1py": D.xlog1py, "float_power": D.float_power, "fmax": D.fmax, "fmin": D.fmin,
+    "nansum": D.nansum, "nanmean": D.nanmean, "cov": D.cov, "corrcoef": D.corrcoef,
+    "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
+    "is_nonzero": D.is_nonzero, "isin": D.isin,
+    "floor_divide": F.floor_divide, "__floordiv__": F.floor_divide,
+    "__rfloordiv__": lambda self, other: F.floor_divide(other, self),
+    "ndimension": lambda self: self._value.ndim,
+    "element_size": lambda self: self._value.dtype.itemsize,
     "sum": F.sum, "mean": F.mean, "prod": F.prod, "max": _max, "min": _min,
     "amax": F.amax, "amin": F.amin, "argmax": F.argmax, "argmin": F.argmin,
     "var": F.var, "std": F.std, "logsumexp": F.logsumexp, "softmax": F.softmax,
@@ -310,7 +335,9 @@ PROPERTIES = {
 
 def install():
     from .inplace import METHODS as IN_PLACE
-    for name, fn in {**METHODS, **IN_PLACE}.items():
+    from .inplace import _in_place_methods
+    # the hand-written in-place ops take precedence over the recomputed ones
+    for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE}.items():
         setattr(Tensor, name, fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)

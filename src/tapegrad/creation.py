@@ -10,7 +10,8 @@ from ._promote import cast as _cast
 from ._promote import checked_cast
 from .tensor import Tensor, read_value
 
-_rng = np.random.default_rng()
+_seed = int(np.random.SeedSequence().entropy % (1 << 63))
+_rng = np.random.default_rng(_seed)
 
 
 def manual_seed(seed):
@@ -22,8 +23,9 @@ def manual_seed(seed):
         >>> bool((a == b).all())
         True
     """
-    global _rng
-    _rng = np.random.default_rng(int(seed))
+    global _rng, _seed
+    _seed = int(seed)
+    _rng = np.random.default_rng(_seed)
     return _rng
 
 

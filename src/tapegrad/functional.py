@@ -429,17 +429,22 @@ def mul(a, b):
     return _arith(K.MUL, K.MUL_S, np.multiply, a, b)
 
 
-def div(a, b):
+def div(a, b, *, rounding_mode=None):
     """Elementwise true division ``a / b``, broadcast; also ``tg.divide`` and ``tg.true_divide``.
 
     ``a`` is a tensor, ``b`` a tensor or a number.  Integer operands give a float64 result, as
-    in PyTorch.  Shape: the broadcast shape.  There is no ``rounding_mode`` argument (use
-    ``a // b`` for floor division).
+    in PyTorch.  Shape: the broadcast shape.  ``rounding_mode="trunc"`` rounds the quotient
+    toward zero, ``"floor"`` down (``a // b``, ``floor_divide``); integers then stay
+    integers, and the gradient is 0.
 
     Example:
         >>> tg.div(tg.tensor([1, 2, 3]), 2)
         tensor([0.5000, 1.0000, 1.5000])
+        >>> tg.div(tg.tensor([-7.0, 7.0]), 2, rounding_mode="floor")
+        tensor([-4.,  3.])
     """
+    if rounding_mode is not None:
+        return _rounded_div(a, b, rounding_mode)
     if not isinstance(a, Tensor):
         a = as_tensor_arg(a)       # torch.div(2, x): the number is a 0-d tensor operand
     if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
@@ -447,6 +452,55 @@ def div(a, b):
     if a._value.dtype.kind in "iub" and not _is_scalar(b) and not isinstance(b, Tensor):
         b = as_tensor_arg(b)
     return _arith(K.DIV, K.DIV_S, np.true_divide, a, b)
+
+
+def _rounded_div(a, b, mode):
+    if mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{mode}'")
+    a = a if isinstance(a, Tensor) else as_tensor_arg(a)
+    b = b if isinstance(b, Tensor) else as_tensor_arg(b)
+    if a._value.dtype.kind in "iub" and b._value.dtype.kind in "iub":
+        u, v = _promote.values(a, b)
+        if np.any(v == 0):
+            raise RuntimeError("ZeroDivisionError")
+        if mode == "floor":
+            return _plain(np.asarray(np.floor_divide(u, v)))
+        q = np.abs(u) // np.abs(v)
+        return _plain(np.asarray(np.where((u < 0) != (v < 0), -q, q)).astype(q.dtype))
+    if mode == "trunc":
+        return trunc(div(a, b))
+    return _floor_div_float(a, b)
+
+
+def _floor_div_float(a, b):
+    """PyTorch's floor division of floats, from recorded ops (so a compiled call recomputes
+    it): the quotient of ``a - fmod(a, b)``, corrected by one where the rest and ``b`` differ
+    in sign, rounded to the nearest whole number; a signed 0 for a zero quotient, ``a / b``
+    for ``b == 0``.  Its gradient is 0, as PyTorch's."""
+    def cmp(fn, x, y):
+        return _compare(fn, x, y)
+    rest = fmod(a, b)
+    q = div(sub(a, rest), b)
+    b_neg = cmp(np.less, b, 0.0)
+    differ = where(cmp(np.less, rest, 0.0), where(b_neg, 0.0, 1.0),
+                   where(cmp(np.greater, rest, 0.0), where(b_neg, 1.0, 0.0), 0.0))
+    q = sub(q, differ)
+    low = floor(q)
+    rounded = add(low, where(cmp(np.greater, sub(q, low), 0.5), 1.0, 0.0))
+    exact = div(a, b)
+    out = where(cmp(np.equal, q, 0.0), copysign(mul(q, 0.0), exact), rounded)
+    return where(cmp(np.equal, b, 0.0), exact, out)
+
+
+def floor_divide(input, other):  # noqa: A002 - PyTorch's argument name
+    """``div(input, other, rounding_mode="floor")``: the quotient rounded down (``a // b``).
+
+    Example:
+        >>> tg.floor_divide(tg.tensor([-7, 7]), 2)
+        tensor([-4,  3])
+    """
+    return div(input, other, rounding_mode="floor")
 
 
 def rsub(a, c):
@@ -1204,6 +1258,111 @@ def minimum(a, b):
         tensor([1., 2.])
     """
     return _extreme_pair(K.MINIMUM, -1.0, _np_minimum, a, b)
+
+
+
+def _pair(code, array_fn, a, b, name, integers=None):
+    """A two-tensor function with broadcasting (either may be a number); integer operands
+    give ``integers(u, v)`` where the function keeps integers (fmod), else a float result."""
+    a = as_tensor_arg(a) if not isinstance(a, Tensor) else a
+    b = as_tensor_arg(b) if not isinstance(b, Tensor) else b
+    if a._value.dtype.kind in "iub" and b._value.dtype.kind in "iub":
+        if integers is None:
+            if name in ("hypot", "logaddexp"):
+                raise NotImplementedError(
+                    f"\"{name}_cpu\" not implemented for "
+                    f"'{_promote.result_dtype(a, b).scalar_name}'")
+            return _binary(code, a, b, array_fn)
+        u, v = _promote.values(a, b)
+        if np.any(v == 0):
+            raise RuntimeError("ZeroDivisionError")
+        return _plain(np.asarray(integers(u, v)))
+    return _binary(code, a, b, array_fn)
+
+
+def atan2(input, other):
+    """Elementwise angle of the point ``(other, input)`` in radians, in ``[-pi, pi]``:
+    the arc tangent of ``input / other`` in the right quadrant; broadcast, float64.  Also
+    ``arctan2``.  ``grad_fn``: ``<Atan2Backward0>``.
+
+    Example:
+        >>> tg.atan2(tg.tensor([1.0, 1.0]), tg.tensor([1.0, -1.0]))
+        tensor([0.7854, 2.3562])
+    """
+    return _pair(K.ATAN2, K.atan2_array, input, other, "atan2")
+
+
+arctan2 = atan2
+
+
+def hypot(input, other):
+    """Elementwise ``sqrt(input**2 + other**2)``, without overflow for large elements;
+    broadcast.  ``grad_fn``: ``<HypotBackward0>``.
+
+    Example:
+        >>> tg.hypot(tg.tensor([3.0]), tg.tensor([4.0]))
+        tensor([5.])
+    """
+    return _pair(K.HYPOT, K.hypot_array, input, other, "hypot")
+
+
+def xlogy(input, other):
+    """Elementwise ``input * log(other)``, 0 where ``input`` is 0 (nan where ``other`` is
+    nan); broadcast, float64.  ``grad_fn``: ``<XlogyBackward0>``.
+
+    Example:
+        >>> tg.xlogy(tg.tensor([0.0, 2.0]), tg.tensor([0.0, np.e]))
+        tensor([0., 2.])
+    """
+    return _pair(K.XLOGY, K.xlogy_array, input, other, "xlogy")
+
+
+def fmod(input, other):
+    """Elementwise remainder of ``input / other`` truncated toward zero: it has the sign of
+    ``input`` (C's ``fmod``); integers stay integers.  ``grad_fn``: ``<FmodBackward1>``.
+
+    Example:
+        >>> tg.fmod(tg.tensor([-3.0, 3.0]), 2)
+        tensor([-1.,  1.])
+    """
+    return _pair(K.FMOD, K.fmod_array, input, other, "fmod", integers=np.fmod)
+
+
+def remainder(input, other):
+    """Elementwise remainder of ``input / other`` floored: it has the sign of ``other``
+    (Python's ``%``); integers stay integers.  ``grad_fn``: ``<RemainderBackward1>``.
+
+    Example:
+        >>> tg.remainder(tg.tensor([-3.0, 3.0]), 2)
+        tensor([1., 1.])
+    """
+    if _is_scalar(input) and isinstance(other, Tensor):
+        input = as_tensor_arg(np.asarray(input, dtype=other._value.dtype)
+                              if other._value.dtype.kind == "f" else input)
+    return _pair(K.REMAINDER, K.remainder_array, input, other, "remainder",
+                 integers=np.remainder)
+
+
+def copysign(input, other):
+    """Elementwise ``|input|`` with the sign of ``other`` (of -0.0 too); broadcast, float64.
+    ``grad_fn``: ``<CopysignBackward0>``.
+
+    Example:
+        >>> tg.copysign(tg.tensor([1.0, 2.0]), tg.tensor([-1.0, 0.0]))
+        tensor([-1.,  2.])
+    """
+    return _pair(K.COPYSIGN, K.copysign_array, input, other, "copysign")
+
+
+def logaddexp(input, other):
+    """Elementwise ``log(exp(input) + exp(other))``, without overflow; broadcast.
+    ``grad_fn``: ``<LogaddexpBackward0>``.
+
+    Example:
+        >>> tg.logaddexp(tg.tensor([0.0, 100.0]), tg.tensor([0.0, 100.0]))
+        tensor([  0.6931, 100.6931])
+    """
+    return _pair(K.LOGADDEXP, K.logaddexp_array, input, other, "logaddexp")
 
 
 def where(condition, input=None, other=None):

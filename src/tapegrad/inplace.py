@@ -423,8 +423,14 @@ def _value_of(other):
 
 def _arith_(name, out_of_place, ufunc):
     def method(self, other, **kw):
+        if kw.get("rounding_mode") is not None and name == "div_":
+            return _recomputed_(name, F.div)(self, other, **kw)
+        kw.pop("rounding_mode", None)
         if kw:
             alpha = kw.pop("alpha", 1)
+            if kw:
+                raise TypeError(f"{name}() got an unexpected keyword argument "
+                                f"'{next(iter(kw))}'")
             if alpha != 1:
                 other = F.mul(F.as_tensor_arg(other), alpha) if isinstance(other, Tensor) \
                     else other * alpha
@@ -649,6 +655,111 @@ def leaf_site(leaf):
     if hit is None or hit[0]() is not leaf:
         return None
     return hit[1], hit[2]
+
+
+def _same_shape(t, res, name):
+    if res._value.shape != t._value.shape:
+        raise RuntimeError(f"output with shape {list(t._value.shape)} doesn't match the "
+                           f"broadcast shape {list(res._value.shape)}")
+    if t._value.dtype.kind in "iub" and res._value.dtype.kind == "f":
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{t.dtype.scalar_name}")
+    return res
+
+
+def _recomputed_(name, out_of_place):
+    """The in-place form of an out-of-place function: recorded as the function's result,
+    or, when nothing records, its value written into the tensor's memory."""
+    def method(self, *args, **kwargs):
+        def compute():
+            return _same_shape(self, out_of_place(self, *args, **kwargs), name)
+
+        def write():
+            with autograd.no_grad():
+                res = _same_shape(self, out_of_place(self, *args, **kwargs), name)
+            np.copyto(self._value, res._value, casting="unsafe")
+        c = _Compute(compute, None)
+        c.other_rg = builtins.any(isinstance(a, Tensor) and a._rg
+                                  for a in (*args, *kwargs.values()))
+        return _apply(self, name, c, write)
+    method.__name__ = name
+    return method
+
+
+def _filled_(name, draw):
+    """An in-place fill with values that do not depend on the tensor's (``draw(shape)``)."""
+    def method(self, *args, **kwargs):
+        value = draw(self, *args, **kwargs)
+
+        def compute():
+            return F.add(F.mul(self, 0.0), Tensor._make(value))
+
+        def write():
+            np.copyto(self._value, value, casting="unsafe")
+        return _apply(self, name, _Compute(compute, None), write, fills=True)
+    method.__name__ = name
+    return method
+
+
+def _draw_uniform(t, from_=0.0, to=1.0, *, generator=None):
+    from .creation import numpy_rng
+    return numpy_rng(generator).uniform(from_, to, t._value.shape)
+
+
+def _draw_normal(t, mean=0.0, std=1.0, *, generator=None):
+    from .creation import numpy_rng
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return numpy_rng(generator).normal(mean, std, t._value.shape)
+
+
+def _draw_bernoulli(t, p=0.5, *, generator=None):
+    from .creation import numpy_rng
+    prob = p._value if isinstance(p, Tensor) else p
+    return (numpy_rng(generator).random(t._value.shape) < prob).astype(np.float64)
+
+
+def _draw_exponential(t, lambd=1.0, *, generator=None):
+    from .creation import numpy_rng
+    return numpy_rng(generator).exponential(1.0 / lambd, t._value.shape)
+
+
+def _fill_diagonal(t, fill_value, wrap=False):
+    v = t._value
+    if v.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if v.ndim > 2 and len(set(v.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(v.shape, dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    return F.where(Tensor._make(mask), fill_value, t)
+
+
+_UNARY_IN_PLACE = ("sqrt", "abs", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
+                   "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "floor", "ceil",
+                   "round", "trunc", "frac", "sign", "reciprocal", "rsqrt", "square", "erf",
+                   "erfc", "exp2", "log2", "log10", "sgn", "deg2rad", "rad2deg",
+                   "nan_to_num", "clamp_min", "clamp_max", "tril", "triu", "masked_fill",
+                   "index_fill", "index_add", "index_copy", "scatter", "scatter_add",
+                   "addcmul", "addcdiv", "lerp", "atan2", "hypot", "xlogy", "fmod",
+                   "remainder", "copysign", "arctan2", "arcsin", "arccos", "arctan",
+                   "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",
+                   "baddbmm", "addbmm", "logit", "floor_divide", "xlog1py", "fmax", "fmin",
+                   "ldexp", "float_power")
+
+
+def _in_place_methods(functions):
+    """``name_`` for each out-of-place function ``name`` (a Tensor method) above."""
+    out = {f"{n}_": _recomputed_(f"{n}_", functions[n]) for n in _UNARY_IN_PLACE
+           if n in functions}
+    out["__imod__"] = out["remainder_"]
+    out["__ifloordiv__"] = out["floor_divide_"]
+    out["uniform_"] = _filled_("uniform_", _draw_uniform)
+    out["normal_"] = _filled_("normal_", _draw_normal)
+    out["bernoulli_"] = _filled_("bernoulli_", _draw_bernoulli)
+    out["exponential_"] = _filled_("exponential_", _draw_exponential)
+    out["fill_diagonal_"] = _recomputed_("fill_diagonal_", _fill_diagonal)
+    return out
 
 
 METHODS = {

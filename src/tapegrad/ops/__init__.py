@@ -30,6 +30,10 @@ from .elementwise import (ABS, ACOS, ACOSH, ADD, ADD_S, ASIN, ASINH, ATAN,  # no
                           ROUND, ROUND_DECIMALS, RPOW_S, RSQRT, RSUB_S, SIGMOID, SIGN, SIN,
                           SINH, SOFTPLUS, SQRT, SUB, SUB_S, TAN, TANH, TRUNC, WHERE,
                           erf_array, erfc_array)
+from .elementwise import (ATAN2, COPYSIGN, FMOD, HYPOT, LOGADDEXP, REMAINDER,  # noqa: F401
+                          XLOG1PY, XLOGY, atan2_array, copysign_array, fmod_array,
+                          hypot_array, logaddexp_array, remainder_array, xlog1py_array,
+                          xlogy_array)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

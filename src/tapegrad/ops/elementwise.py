@@ -1243,4 +1243,270 @@ def where_vjp1(g, x0, x1, x2, out, c, p0, p1):
 WHERE = declare(46, "WhereBackward0", family=ELEMENTWISE, arity=2, frees=True, masks=True,
                 condition=True, forward=where_fwd, vjp0=where_vjp0, vjp1=where_vjp1, curvature=LINEAR)
 
+
+# ---------------------------------------------------------------------------------------------
+# Functions of two tensors
+# ---------------------------------------------------------------------------------------------
+# Eager mode runs these through a compiled loop over the same scalar forward the sweeps use, so
+# that eager, replay and generated code agree to the bit (NumPy's ufuncs may round otherwise).
+@kernel
+def _pair_loop(x0, x1, out, which):
+    for i in range(out.size):
+        a, b = x0[i], x1[i]
+        if which == 0:
+            out[i] = atan2_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 1:
+            out[i] = hypot_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 2:
+            out[i] = xlogy_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 3:
+            out[i] = fmod_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 4:
+            out[i] = remainder_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 5:
+            out[i] = copysign_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 7:
+            out[i] = xlog1py_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        else:
+            out[i] = logaddexp_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+
+
+def _pair_array(which):
+    def run(a, b, out=None):
+        a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64),
+                                   np.asarray(b, dtype=np.float64))
+        result = np.empty(a.shape) if out is None else out
+        _pair_loop(np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1),
+                   result.reshape(-1), which)
+        return result
+    return run
+
+
+# --- atan2(x0, x1): the angle of the point (x1, x0) -------------------------------------------
+@inline
+def atan2_fwd(x0, x1, x2, c, p0, p1):
+    return math.atan2(x0, x1)
+
+
+@inline
+def atan2_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch's order of rounding: grad * other * (1 / (self**2 + other**2))
+    return g * x1 * (1.0 / (x0 * x0 + x1 * x1))
+
+
+@inline
+def atan2_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g * -x0 * (1.0 / (x0 * x0 + x1 * x1))
+
+
+def atan2_graph(F, g, x0, x1, out, c):
+    recip = F.reciprocal(F.add(F.mul(x0, x0), F.mul(x1, x1)))
+    return F.mul(F.mul(g, x1), recip), F.mul(F.mul(g, F.neg(x0)), recip)
+
+
+# no curvature rule: hessians through the two-input ops below take the create_graph route
+ATAN2 = declare(3, "Atan2Backward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
+                forward=atan2_fwd, vjp0=atan2_vjp0, vjp1=atan2_vjp1, graph=atan2_graph,
+                curvature=None)
+atan2_array = _pair_array(0)
+
+
+# --- hypot: sqrt(x0**2 + x1**2) without overflow ---------------------------------------------
+@inline
+def hypot_fwd(x0, x1, x2, c, p0, p1):
+    return math.hypot(x0, x1)
+
+
+@inline
+def hypot_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch's order of rounding: grad * self / result
+    return g * x0 / out
+
+
+@inline
+def hypot_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g * x1 / out
+
+
+def hypot_graph(F, g, x0, x1, out, c):
+    return F.div(F.mul(g, x0), out), F.div(F.mul(g, x1), out)
+
+
+HYPOT = declare(4, "HypotBackward0", family=ELEMENTWISE, arity=2,
+                reads=READS_X0 | READS_X1 | READS_OUT, forward=hypot_fwd, vjp0=hypot_vjp0,
+                vjp1=hypot_vjp1, graph=hypot_graph, curvature=None)
+hypot_array = _pair_array(1)
+
+
+# --- xlogy: x0 * log(x1), 0 where x0 is 0 (unless x1 is nan) --------------------------------
+@inline
+def xlogy_fwd(x0, x1, x2, c, p0, p1):
+    if x1 != x1:
+        return x1
+    if x0 == 0.0:
+        return 0.0
+    return x0 * math.log(x1) if x1 > 0.0 else (x0 * -math.inf if x1 == 0.0 else math.nan)
+
+
+@inline
+def xlogy_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch: xlogy(grad, other), 0 where self is 0 and other <= 0
+    if x0 == 0.0 and x1 <= 0.0:
+        return 0.0
+    return xlogy_fwd(g, x1, x2, c, p0, p1)
+
+
+@inline
+def xlogy_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g * x0 / x1
+
+
+def _masked_at_zero(F, g, x0, x1, edge, fn):
+    """fn(g, x1), 0 where x0 is 0 and x1 <= edge (the gradient of xlogy/xlog1py's x0)."""
+    full = fn(g, x1)
+    return F.where(F._compare(np.equal, x0, 0.0),
+                   F.where(F._compare(np.less_equal, x1, edge), 0.0, full), full)
+
+
+def xlogy_graph(F, g, x0, x1, out, c):
+    return _masked_at_zero(F, g, x0, x1, 0.0, F.xlogy), F.div(F.mul(g, x0), x1)
+
+
+XLOGY = declare(5, "XlogyBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
+                forward=xlogy_fwd, vjp0=xlogy_vjp0, vjp1=xlogy_vjp1, graph=xlogy_graph,
+                curvature=None)
+xlogy_array = _pair_array(2)
+
+
+# --- xlog1py: x0 * log1p(x1), 0 where x0 is 0 (unless x1 is nan) ----------------------------
+@inline
+def xlog1py_fwd(x0, x1, x2, c, p0, p1):
+    if x1 != x1:
+        return x1
+    if x0 == 0.0:
+        return 0.0
+    return x0 * np.log1p(x1)
+
+
+@inline
+def xlog1py_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch: xlog1py(grad, other), 0 where self is 0 and other <= -1
+    if x0 == 0.0 and x1 <= -1.0:
+        return 0.0
+    return xlog1py_fwd(g, x1, x2, c, p0, p1)
+
+
+@inline
+def xlog1py_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g * x0 / (x1 + 1.0)
+
+
+def xlog1py_graph(F, g, x0, x1, out, c):
+    return (_masked_at_zero(F, g, x0, x1, -1.0, F.xlog1py),
+            F.div(F.mul(g, x0), F.add(x1, 1.0)))
+
+
+XLOG1PY = declare(112, "SpecialXlog1PyBackward0", family=ELEMENTWISE, arity=2,
+                  reads=READS_X0 | READS_X1, forward=xlog1py_fwd, vjp0=xlog1py_vjp0,
+                  vjp1=xlog1py_vjp1, graph=xlog1py_graph, curvature=None)
+xlog1py_array = _pair_array(7)
+
+
+# --- fmod, remainder: the rest of x0 / x1 truncated (sign of x0) or floored (sign of x1) ----
+@inline
+def fmod_fwd(x0, x1, x2, c, p0, p1):
+    return np.fmod(x0, x1)
+
+
+@inline
+def remainder_fwd(x0, x1, x2, c, p0, p1):
+    m = np.fmod(x0, x1)
+    if m != 0.0 and (m < 0.0) != (x1 < 0.0):
+        m += x1
+    return m
+
+
+@inline
+def fmod_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    # -grad * div(self, other, rounding_mode="trunc")
+    return -g * np.trunc(x0 / x1)
+
+
+@inline
+def remainder_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    # -grad * div(self, other, rounding_mode="floor")
+    return -g * np.floor(x0 / x1)
+
+
+def fmod_graph(F, g, x0, x1, out, c):
+    return g, F.neg(F.mul(g, F.trunc(F.div(x0, x1))))
+
+
+def remainder_graph(F, g, x0, x1, out, c):
+    return g, F.neg(F.mul(g, F.floor(F.div(x0, x1))))
+
+
+FMOD = declare(6, "FmodBackward1", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
+               forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1, graph=fmod_graph,
+               curvature=LINEAR)
+REMAINDER = declare(7, "RemainderBackward1", family=ELEMENTWISE, arity=2,
+                    reads=READS_X0 | READS_X1, forward=remainder_fwd, vjp0=pass_vjp,
+                    vjp1=remainder_vjp1, graph=remainder_graph, curvature=LINEAR)
+fmod_array = _pair_array(3)
+remainder_array = _pair_array(4)
+
+
+# --- copysign: |x0| with the sign of x1 -------------------------------------------------------
+@inline
+def copysign_fwd(x0, x1, x2, c, p0, p1):
+    return math.copysign(x0, x1)
+
+
+@inline
+def copysign_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch: grad * (result / self), 0 where self is 0
+    return 0.0 if x0 == 0.0 else g * (out / x0)
+
+
+def copysign_graph(F, g, x0, x1, out, c):
+    nonzero = F._compare(np.not_equal, x0, 0.0)
+    ratio = F.where(nonzero, F.div(out, F.where(nonzero, x0, 1.0)), 0.0)
+    return F.mul(g, ratio), F.mul(g, 0.0)
+
+
+COPYSIGN = declare(8, "CopysignBackward0", family=ELEMENTWISE, arity=2,
+                   reads=READS_X0 | READS_OUT, forward=copysign_fwd, vjp0=copysign_vjp0,
+                   vjp1=zero_vjp, graph=copysign_graph, curvature=LINEAR)
+copysign_array = _pair_array(5)
+
+
+# --- logaddexp: log(exp(x0) + exp(x1)) without overflow --------------------------------------
+@inline
+def logaddexp_fwd(x0, x1, x2, c, p0, p1):
+    if x0 == x1 and math.isinf(x0):     # (inf - inf would be nan)
+        return x0
+    hi = x1 if x0 < x1 else x0
+    return hi + np.log1p(np.exp(-abs(x0 - x1)))
+
+
+@inline
+def logaddexp_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    return g / (1.0 + np.exp(x1 - x0))
+
+
+@inline
+def logaddexp_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return g / (1.0 + np.exp(x0 - x1))
+
+
+def logaddexp_graph(F, g, x0, x1, out, c):
+    return (F.div(g, F.add(F.exp(F.sub(x1, x0)), 1.0)),
+            F.div(g, F.add(F.exp(F.sub(x0, x1)), 1.0)))
+
+
+LOGADDEXP = declare(9, "LogaddexpBackward0", family=ELEMENTWISE, arity=2,
+                    reads=READS_X0 | READS_X1, forward=logaddexp_fwd, vjp0=logaddexp_vjp0,
+                    vjp1=logaddexp_vjp1, graph=logaddexp_graph, curvature=None)
+logaddexp_array = _pair_array(6)
+
 constants(globals())

@@ -1,0 +1,2022 @@
+"""PyTorch functions that tapegrad builds from its recorded ops rather than declaring ops of
+their own: masks and triangles, scatters, einsum, products with a scaled sum, distances,
+stacking helpers, and the small tools around them (``finfo``, ``inference_mode``, ...).
+
+Everything here that takes a gradient records only ops of the table, so backward, compile,
+vmap, jvp and hessian work through it unchanged.  The price is the ``grad_fn`` name: the
+result's node is the last op of the composition (``WhereBackward0`` for ``tril``, not
+PyTorch's ``TrilBackward0``); README "what differs" says so.  Anything computed from values
+on the side (an index set, a count) is read through ``read_value``, so a compiled call guards
+it instead of keeping it as a constant.
+"""
+import builtins
+import math
+
+import numpy as np
+
+from . import _dtype
+from . import functional as F
+from .autograd import set_grad_enabled
+from .creation import numpy_rng
+from .tape import state
+from .tensor import Tensor, read_value
+
+__all__ = [
+    "tril", "triu", "diag", "diag_embed", "diagflat", "trace", "masked_fill", "masked_select",
+    "index_fill", "index_add", "index_copy", "scatter", "scatter_add", "einsum", "kron",
+    "addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "lerp", "cdist",
+    "dist", "meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d",
+    "hstack", "vstack", "dstack", "column_stack", "row_stack", "cartesian_product",
+    "block_diag", "tril_indices", "triu_indices", "vander", "logspace", "any", "all",
+    "nonzero", "argwhere", "count_nonzero", "sgn", "deg2rad", "rad2deg", "sinc",
+    "nan_to_num", "std_mean", "var_mean", "trapezoid", "trapz", "unflatten", "finfo",
+    "iinfo", "inference_mode", "is_inference_mode_enabled", "normal", "bernoulli",
+    "multinomial", "bincount", "searchsorted", "bucketize", "unique", "histc",
+    "tensordot", "take_along_dim", "rot90", "logit", "xlog1py", "float_power", "fmax",
+    "fmin", "nansum", "nanmean", "cov", "corrcoef", "isin", "isreal", "heaviside", "frexp",
+    "ldexp", "result_type", "promote_types", "can_cast", "set_num_threads",
+    "get_num_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "seed", "initial_seed", "get_rng_state",
+    "set_rng_state", "is_nonzero", "chain_matmul", "pdist",
+]
+
+
+def _tensor(x):
+    return x if isinstance(x, Tensor) else F.as_tensor_arg(x)
+
+
+def _const_mask(mask):
+    """A bool mask that depends only on shapes: a plain tensor (shapes are guarded)."""
+    return Tensor._make(np.ascontiguousarray(mask))
+
+
+# ---------------------------------------------------------------------------------------------
+# Triangles and diagonals
+# ---------------------------------------------------------------------------------------------
+def _triangle(x, diagonal, lower, name):
+    x = _tensor(x)
+    if x._value.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    rows, cols = x._value.shape[-2:]
+    keep = (np.tril if lower else np.triu)(np.ones((rows, cols), dtype=bool), diagonal)
+    # where, not a product with the mask: an inf outside the triangle gives 0, not nan
+    return F.where(_const_mask(keep), x, x._value.dtype.type(0))
+
+
+def tril(input, diagonal=0):  # noqa: A002 - PyTorch's argument names
+    """The lower triangle of the last two dimensions (elements with ``col - row <=
+    diagonal``), the rest 0.
+
+    Example:
+        >>> tg.tril(tg.ones(3, 3))
+        tensor([[1., 0., 0.],
+                [1., 1., 0.],
+                [1., 1., 1.]])
+    """
+    return _triangle(input, diagonal, True, "tril")
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    """The upper triangle of the last two dimensions (elements with ``col - row >=
+    diagonal``), the rest 0.
+
+    Example:
+        >>> tg.triu(tg.ones(2, 3), 1)
+        tensor([[0., 1., 1.],
+                [0., 0., 1.]])
+    """
+    return _triangle(input, diagonal, False, "triu")
+
+
+def _embedded(x, n, positions, shape):
+    """A tensor of ``shape``, 0 except x's flat elements at ``positions``."""
+    from .higher import scatter_add
+    total = int(np.prod(shape, dtype=np.int64))
+    if x._value.dtype.kind != "f":
+        out = np.zeros(total, x._value.dtype)
+        out[positions.reshape(-1)] = x._value.reshape(-1)
+        return Tensor._make(out.reshape(shape))
+    return F.reshape(scatter_add(F.reshape(x, -1), positions, total), *shape)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """Matrices (in dims ``dim1``, ``dim2`` of the result) whose ``offset`` diagonal holds
+    the last dimension of ``input``; the rest 0.
+
+    Example:
+        >>> tg.diag_embed(tg.tensor([[1.0, 2.0]]))
+        tensor([[[1., 0.],
+                 [0., 2.]]])
+    """
+    x = _tensor(input)
+    lead = x._value.shape[:-1] if x._value.ndim else ()
+    n = x._value.shape[-1] if x._value.ndim else 1
+    m = n + builtins.abs(offset)
+    nd = len(lead) + 2
+    d1, d2 = F._wrap_dim(dim1, nd), F._wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    rest = [d for d in range(nd) if d not in (d1, d2)]
+    shape = [0] * nd
+    for d, size in zip(rest, lead):
+        shape[d] = size
+    shape[d1] = shape[d2] = m
+    k = np.arange(n)
+    row, col = (k, k + offset) if offset >= 0 else (k - offset, k)
+    coords = [None] * nd
+    grids = np.indices(lead + (n,), dtype=np.int64) if lead else [k]
+    for d, g in zip(rest, list(grids)[:-1]):
+        coords[d] = g
+    coords[d1] = np.broadcast_to(row, lead + (n,))
+    coords[d2] = np.broadcast_to(col, lead + (n,))
+    positions = np.ravel_multi_index(tuple(coords), tuple(shape)) if x._value.size else \
+        np.zeros(0, np.int64)
+    return _embedded(x, n, np.asarray(positions, np.int64), tuple(shape))
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """For a vector, the square matrix with it on diagonal ``diagonal``; for a matrix, its
+    ``diagonal`` as a vector (a copy).
+
+    Example:
+        >>> tg.diag(tg.tensor([1.0, 2.0]))
+        tensor([[1., 0.],
+                [0., 2.]])
+        >>> tg.diag(tg.tensor([[1.0, 2.0], [3.0, 4.0]]), 1)
+        tensor([2.])
+    """
+    x = _tensor(input)
+    if x._value.ndim == 1:
+        return diag_embed(x, diagonal)
+    if x._value.ndim == 2:
+        return F.clone(F.diagonal(x, diagonal))
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got "
+                       f"{x._value.ndim}D")
+
+
+def diagflat(input, offset=0):  # noqa: A002
+    """The flattened ``input`` on diagonal ``offset`` of a square matrix.
+
+    Example:
+        >>> tg.diagflat(tg.tensor([[1.0], [2.0]]))
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
+    return diag_embed(F.reshape(_tensor(input), -1), offset)
+
+
+def trace(input):  # noqa: A002
+    """The sum of the main diagonal of a matrix (0-d).
+
+    Example:
+        >>> tg.trace(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        tensor(5.)
+    """
+    x = _tensor(input)
+    if x._value.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{x._value.ndim}")
+    return F.sum(F.diagonal(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks, fills and scatters
+# ---------------------------------------------------------------------------------------------
+def _bool_mask(mask, name):
+    mask = _tensor(mask)
+    if mask._value.dtype.kind != "b":
+        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.scalar_name.lower()}")
+    return mask
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    """``input`` with ``value`` (a number or a 0-d tensor) where the bool ``mask``
+    (broadcast to input's shape) holds.
+
+    Example:
+        >>> x = tg.tensor([1.0, -2.0, 3.0])
+        >>> tg.masked_fill(x, x < 0, 0.0)
+        tensor([1., 0., 3.])
+    """
+    x = _tensor(input)
+    mask = _bool_mask(mask, "masked_fill_")
+    shape = x._value.shape
+    if F.broadcast_shape(shape, mask._value.shape) != shape:
+        raise RuntimeError(f"The size of tensor a ({shape[-1] if shape else 1}) must match the "
+                           f"size of tensor b ({mask._value.shape[-1]}) at non-singleton "
+                           "dimension 0")
+    if isinstance(value, Tensor):
+        if value._value.ndim:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value._value.ndim} dimension(s).")
+    elif x._value.dtype.kind != "f":
+        value = x._value.dtype.type(value)
+    out = F.where(mask, value, x)
+    if out._value.dtype != x._value.dtype:
+        out = out.to(x.dtype)
+    return out
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of ``input`` where the bool ``mask`` holds (both broadcast), as a
+    1-D tensor.
+
+    Example:
+        >>> x = tg.tensor([[1.0, -2.0], [-3.0, 4.0]])
+        >>> tg.masked_select(x, x > 0)
+        tensor([1., 4.])
+    """
+    x = _tensor(input)
+    mask = _bool_mask(mask, "masked_select:")
+    shape = F.broadcast_shape(x._value.shape, mask._value.shape)
+    read_value(mask, "masked_select()")
+    if x._value.shape != shape:
+        x = F.expand(x, *shape)
+    return F.getitem(x, np.broadcast_to(mask._value, shape).copy())
+
+
+def _index_positions(x, dim, index, name):
+    """For an index along ``dim`` (1-D): x's flat positions, shaped like x with ``len(index)``
+    at dim."""
+    idx = F._index_values(index, f"{name}(): Expected dtype int64 for index")
+    if idx.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    idx = idx.reshape(-1)
+    nd = x._value.ndim
+    d = F._wrap_dim(dim, builtins.max(nd, 1))
+    size = x._value.shape[d] if nd else 1
+    bad = idx[(idx < -size) | (idx >= size)]
+    if bad.size:
+        raise IndexError("index out of range in self")
+    idx = np.where(idx < 0, idx + size, idx)
+    flat = F._flat_index(x)
+    return (np.take(flat, idx, axis=d) if nd else flat.reshape(-1)[idx]), d
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    Example:
+        >>> tg.index_fill(tg.zeros(2, 3), 1, tg.tensor([0, 2]), 1.0)
+        tensor([[1., 0., 1.],
+                [1., 0., 1.]])
+    """
+    x = _tensor(input)
+    positions, _ = _index_positions(x, dim, index, "index_fill")
+    hit = np.zeros(x._value.size, bool)
+    hit[positions.reshape(-1)] = True
+    return F.where(_const_mask(hit.reshape(x._value.shape)), value, x)
+
+
+def _scattered(x, positions, src):
+    """x with src's elements written at flat ``positions`` (the last write wins)."""
+    n = x._value.size
+    pick = np.zeros(n, np.int64)
+    hit = np.zeros(n, bool)
+    pos = positions.reshape(-1)
+    pick[pos] = np.arange(pos.size)     # NumPy keeps the last of repeated positions
+    hit[pos] = True
+    src = _tensor(src)
+    if src._value.dtype != x._value.dtype and x._value.dtype.kind == "f":
+        src = src.to(x.dtype)
+    taken = F.take(F.reshape(src, -1), Tensor._make(pick)) if pos.size else \
+        Tensor._make(np.zeros(n, x._value.dtype))
+    return F.where(_const_mask(hit.reshape(x._value.shape)),
+                   F.reshape(taken, *x._value.shape), x)
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s.
+
+    Example:
+        >>> tg.index_copy(tg.zeros(3), 0, tg.tensor([2, 0]), tg.tensor([5.0, 6.0]))
+        tensor([6., 0., 5.])
+    """
+    x = _tensor(input)
+    positions, _ = _index_positions(x, dim, index, "index_copy")
+    return _scattered(x, positions, source)
+
+
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    """``input`` plus ``alpha * source`` added into the slices at ``index`` along ``dim``
+    (repeated indices add up).
+
+    Example:
+        >>> tg.index_add(tg.zeros(3), 0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0]))
+        tensor([3., 0., 3.])
+    """
+    from .higher import scatter_add as flat_scatter_add
+    x = _tensor(input)
+    src = _tensor(source)
+    positions, _ = _index_positions(x, dim, index, "index_add")
+    if positions.shape != src._value.shape and positions.size != src._value.size:
+        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {list(positions.shape)} at "
+                           f"dimension {dim} and source slice shape: {list(src._value.shape)}")
+    if alpha != 1:
+        src = F.mul(src, alpha)
+    added = F.reshape(flat_scatter_add(F.reshape(src, -1), positions, x._value.size),
+                      *x._value.shape)
+    return F.add(x, added)
+
+
+def _scatter_positions(x, dim, index, src_shape, name):
+    idx = F._index_values(index, f"{name}(): Expected dtype int64 for index")
+    nd = x._value.ndim
+    d = F._wrap_dim(dim, builtins.max(nd, 1))
+    shape = x._value.shape if nd else (1,)
+    idx = idx.reshape(idx.shape if idx.ndim else (1,))
+    if idx.ndim != len(shape):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self "
+                           "tensor")
+    for k in range(len(shape)):
+        if (k != d and idx.shape[k] > shape[k]) or (
+                src_shape is not None and idx.shape[k] > src_shape[k]):
+            raise RuntimeError(f"Expected index {list(idx.shape)} to be smaller than self "
+                               f"{list(shape)} apart from dimension {d} and to be smaller "
+                               f"size than src {list(src_shape or shape)}")
+    bad = idx[(idx < 0) | (idx >= shape[d])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size "
+                           f"{shape[d]}")
+    coords = list(np.indices(idx.shape, dtype=np.int64))
+    src_coords = tuple(coords)
+    coords[d] = idx
+    targets = np.ravel_multi_index(tuple(coords), shape) if idx.size else np.zeros(0, np.int64)
+    sources = np.ravel_multi_index(src_coords, src_shape) if (
+        idx.size and src_shape is not None) else np.zeros(0, np.int64)
+    return np.asarray(targets, np.int64), np.asarray(sources, np.int64)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A002
+    """``input`` with ``src[i][j]`` written to ``out[i][index[i][j]]`` (``dim=1``; and so on
+    for other dims), or the number ``value`` written there.  Of repeated targets, the last
+    write wins.
+
+    Example:
+        >>> tg.scatter(tg.zeros(2, 3), 1, tg.tensor([[2], [0]]), tg.tensor([[1.0], [2.0]]))
+        tensor([[0., 0., 1.],
+                [2., 0., 0.]])
+    """
+    if reduce is not None:
+        raise NotImplementedError("scatter(reduce=...) is not supported by tapegrad; use "
+                                  "scatter_add")
+    x = _tensor(input)
+    if src is None and value is None:
+        raise TypeError("scatter() missing 1 required positional argument: 'src' or 'value'")
+    if src is not None and not isinstance(src, Tensor):
+        value, src = src, None
+    if src is None:
+        targets, _ = _scatter_positions(x, dim, index, None, "scatter")
+        hit = np.zeros(x._value.size, bool)
+        hit[targets.reshape(-1)] = True
+        return F.where(_const_mask(hit.reshape(x._value.shape)), value, x)
+    s_shape = src._value.shape if src._value.ndim else (1,)
+    targets, sources = _scatter_positions(x, dim, index, s_shape, "scatter")
+    picked = F.take(F.reshape(src, -1), Tensor._make(sources.reshape(-1)))
+    return _scattered(x, targets, picked)
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    """``input`` with ``src[i][j]`` added to ``out[i][index[i][j]]`` (``dim=1``; and so on
+    for other dims); repeated targets add up.
+
+    Example:
+        >>> tg.scatter_add(tg.zeros(3), 0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0]))
+        tensor([3., 0., 3.])
+    """
+    from .higher import scatter_add as flat_scatter_add
+    x = _tensor(input)
+    src = _tensor(src)
+    s_shape = src._value.shape if src._value.ndim else (1,)
+    targets, sources = _scatter_positions(x, dim, index, s_shape, "scatter_add")
+    picked = F.take(F.reshape(src, -1), Tensor._make(sources.reshape(-1)))
+    if x._value.dtype.kind != "f":
+        out = x._value.copy().reshape(-1)
+        np.add.at(out, targets.reshape(-1), picked._value.reshape(-1).astype(out.dtype))
+        return Tensor._make(out.reshape(x._value.shape))
+    added = flat_scatter_add(picked, targets, x._value.size)
+    return F.add(x, F.reshape(added, *x._value.shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# einsum and products
+# ---------------------------------------------------------------------------------------------
+def _einsum_parse(equation, operands):
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the "
+                           f"equation" if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    letters = set(c for c in lhs if c.isalpha())
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+            if c not in letters and c not in rhs]
+    # an ellipsis stands for the same new letters in every term, right-aligned
+    ell = builtins.max([x._value.ndim - len(t.replace("...", "")) for t, x in
+                        zip(terms, operands) if "..." in t], default=0)
+    ell_letters = "".join(free[:ell])
+    expanded = []
+    for t, x in zip(terms, operands):
+        if "..." in t:
+            k = x._value.ndim - len(t.replace("...", ""))
+            t = t.replace("...", ell_letters[ell - k:])
+        if len(t) != x._value.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({len(t)}) does not match the number of dimensions "
+                               f"({x._value.ndim}) for operand {len(expanded)}"
+                               + ("" if "..." in lhs else " and no ellipsis was given"))
+        expanded.append(t)
+    if arrow:
+        out = rhs.replace("...", ell_letters)
+    else:
+        counts = {}
+        for t in expanded:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell_letters + "".join(sorted(c for c in counts if counts[c] == 1
+                                           and c not in ell_letters))
+    return expanded, out
+
+
+def _take_diagonals(x, term):
+    """x with repeated letters of ``term`` reduced to their diagonal (one letter each)."""
+    while True:
+        seen = {}
+        for i, c in enumerate(term):
+            if c in seen:
+                j = seen[c]
+                x = F.diagonal(x, 0, j, i)      # the diagonal goes last
+                term = term[:j] + term[j + 1:i] + term[i + 1:] + c
+                break
+            seen[c] = i
+        else:
+            return x, term
+
+
+def _sum_letters(x, term, letters):
+    dims = [i for i, c in enumerate(term) if c in letters]
+    if dims:
+        x = F.sum(x, dims)
+        term = "".join(c for c in term if c not in letters)
+    return x, term
+
+
+def _contract(a, ta, b, tb, keep):
+    """a and b contracted over the letters they share that ``keep`` does not need; the
+    result's letters: batch (shared, kept), a's own, b's own."""
+    shared = [c for c in ta if c in tb]
+    batch = [c for c in shared if c in keep]
+    summed = [c for c in shared if c not in keep]
+    a_own = [c for c in ta if c not in tb]
+    b_own = [c for c in tb if c not in ta]
+    size = {c: a._value.shape[i] for i, c in enumerate(ta)}
+    size.update({c: b._value.shape[i] for i, c in enumerate(tb)})
+    for c in shared:
+        sa, sb = a._value.shape[ta.index(c)], b._value.shape[tb.index(c)]
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                               f"(original->remapped): {list(a._value.shape)} and "
+                               f"{list(b._value.shape)}")
+        size[c] = builtins.max(sa, sb)
+    order_a = batch + a_own + summed
+    order_b = batch + summed + b_own
+    a = F.permute(a, *[ta.index(c) for c in order_a]) if order_a else a
+    b = F.permute(b, *[tb.index(c) for c in order_b]) if order_b else b
+    shape_a = [size[c] for c in order_a]
+    shape_b = [size[c] for c in order_b]
+    if list(a._value.shape) != shape_a:
+        a = F.expand(a, *shape_a)
+    if list(b._value.shape) != shape_b:
+        b = F.expand(b, *shape_b)
+    nb = math.prod(size[c] for c in batch)
+    m = math.prod(size[c] for c in a_own)
+    k = math.prod(size[c] for c in summed)
+    n = math.prod(size[c] for c in b_own)
+    prod = F.matmul(F.reshape(a, nb, m, k), F.reshape(b, nb, k, n))
+    letters = batch + a_own + b_own
+    return F.reshape(prod, *[size[c] for c in letters]), "".join(letters)
+
+
+def einsum(equation, *operands):
+    """Sums of products of the operands' elements, as named by ``equation`` in Einstein's
+    notation (``"ij,jk->ik"``; ``...`` for leading dims; without ``->`` the output has the
+    letters that appear once, in alphabetical order).  Operands are contracted left to right
+    by matrix products.
+
+    Example:
+        >>> a = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> tg.einsum("ij,jk->ik", a, a)
+        tensor([[ 7., 10.],
+                [15., 22.]])
+        >>> tg.einsum("ii", a)
+        tensor(5.)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = [_tensor(x) for x in operands]
+    terms, out = _einsum_parse(equation, operands)
+    for c in out:
+        if out.count(c) > 1:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                               "the output")
+        if not builtins.any(c in t for t in terms):
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                               "equation for any input operand")
+    xs = []
+    for x, t in zip(operands, terms):
+        x, t = _take_diagonals(x, t)
+        xs.append((x, t))
+
+    def needed_later(i):
+        later = set(out)
+        for _, t in xs[i + 1:]:
+            later |= set(t)
+        return later
+
+    x, t = xs[0]
+    x, t = _sum_letters(x, t, set(t) - needed_later(0))
+    for i in range(1, len(xs)):
+        y, u = xs[i]
+        keep = needed_later(i)
+        y, u = _sum_letters(y, u, set(u) - keep - set(t))
+        x, t = _sum_letters(x, t, set(t) - keep - set(u))
+        x, t = _contract(x, t, y, u, keep)
+    x, t = _sum_letters(x, t, set(t) - set(out))
+    if t != out:
+        x = F.permute(x, *[t.index(c) for c in out])
+    return x
+
+
+def kron(input, other):  # noqa: A002
+    """The Kronecker product: blocks ``input[i, j] * other``, for any number of dims.
+
+    Example:
+        >>> tg.kron(tg.eye(2), tg.tensor([[1.0, 2.0]]))
+        tensor([[1., 2., 0., 0.],
+                [0., 0., 1., 2.]])
+    """
+    a, b = _tensor(input), _tensor(other)
+    nd = builtins.max(a._value.ndim, b._value.ndim)
+    sa = (1,) * (nd - a._value.ndim) + a._value.shape
+    sb = (1,) * (nd - b._value.ndim) + b._value.shape
+    ai = F.reshape(a, *[v for s in sa for v in (s, 1)])
+    bi = F.reshape(b, *[v for s in sb for v in (1, s)])
+    return F.reshape(F.mul(ai, bi), *[p * q for p, q in zip(sa, sb)])
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product`` (input broadcast); with beta 0, input's values are
+    ignored (its nan too), as in PyTorch."""
+    x = _tensor(input)
+    if F.broadcast_shape(x._value.shape, product._value.shape) != product._value.shape:
+        raise RuntimeError(f"The expanded size of the tensor ({product._value.shape[-1]}) "
+                           f"must match the existing size ({x._value.shape[-1]}) at "
+                           "non-singleton dimension 1.")
+    if alpha != 1:
+        product = F.mul(product, alpha)
+    if beta == 0:
+        if x._rg:
+            # input's gradient is 0 (as PyTorch's beta * grad), its values never read: a
+            # where, not a product with 0, so that a nan in input stays out
+            ignored = F.where(_const_mask(np.ones(x._value.shape, bool)), 0.0, x)
+            return F.add(product, ignored)
+        return product
+    return F.add(F.mul(x, beta) if beta != 1 else x, product)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices (input broadcast).
+
+    Example:
+        >>> tg.addmm(tg.ones(2, 2), tg.eye(2), tg.eye(2))
+        tensor([[2., 1.],
+                [1., 2.]])
+    """
+    m1, m2 = _tensor(mat1), _tensor(mat2)
+    if m1._value.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {m1._value.ndim}-D tensor")
+    if m2._value.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {m2._value.ndim}-D tensor")
+    return _scaled_sum(input, F.matmul(m1, m2), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``.
+
+    Example:
+        >>> tg.addmv(tg.ones(2), tg.eye(2), tg.tensor([1.0, 2.0]))
+        tensor([2., 3.])
+    """
+    return _scaled_sum(input, F.matmul(_tensor(mat), _tensor(vec)), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``.
+
+    Example:
+        >>> tg.addr(tg.zeros(2, 2), tg.tensor([1.0, 2.0]), tg.tensor([1.0, 1.0]))
+        tensor([[1., 1.],
+                [2., 2.]])
+    """
+    return _scaled_sum(input, F.outer(_tensor(vec1), _tensor(vec2)), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices (3-D).
+
+    Example:
+        >>> tg.baddbmm(tg.zeros(1, 2, 2), tg.ones(1, 2, 3), tg.ones(1, 3, 2))
+        tensor([[[3., 3.],
+                 [3., 3.]]])
+    """
+    b1, b2 = _tensor(batch1), _tensor(batch2)
+    if b1._value.ndim != 3 or b2._value.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if b1._value.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    return _scaled_sum(input, F.matmul(b1, b2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``.
+
+    Example:
+        >>> tg.addbmm(tg.zeros(2, 2), tg.ones(3, 2, 1), tg.ones(3, 1, 2))
+        tensor([[3., 3.],
+                [3., 3.]])
+    """
+    b1, b2 = _tensor(batch1), _tensor(batch2)
+    if b1._value.ndim != 3 or b2._value.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if b1._value.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    return _scaled_sum(input, F.sum(F.matmul(b1, b2), 0), beta, alpha)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast.
+
+    Example:
+        >>> tg.addcmul(tg.ones(2), tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]), value=0.5)
+        tensor([2.5000, 5.0000])
+    """
+    prod = F.mul(_tensor(tensor1), _tensor(tensor2))
+    return F.add(_tensor(input), F.mul(prod, value) if value != 1 else prod)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast.
+
+    Example:
+        >>> tg.addcdiv(tg.ones(2), tg.tensor([1.0, 2.0]), tg.tensor([4.0, 4.0]))
+        tensor([1.2500, 1.5000])
+    """
+    t1, t2 = _tensor(tensor1), _tensor(tensor2)
+    if t1._value.dtype.kind in "iub" and t2._value.dtype.kind in "iub":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future release addcdiv will perform a true division of tensor1 "
+                           "and tensor2. The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter "
+                           "implementation: (input + value * tensor1 / tensor2), for all "
+                           "dtypes.")
+    quot = F.div(t1, t2)
+    return F.add(_tensor(input), F.mul(quot, value) if value != 1 else quot)
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """``input + weight * (end - input)``, computed from the nearer end as PyTorch does
+    (``end - (end - input) * (1 - weight)`` where ``weight >= 0.5``).
+
+    Example:
+        >>> tg.lerp(tg.tensor([0.0, 10.0]), tg.tensor([10.0, 20.0]), 0.25)
+        tensor([ 2.5000, 12.5000])
+    """
+    start, end = _tensor(input), _tensor(end)
+    diff = F.sub(end, start)
+    if not isinstance(weight, Tensor):
+        w = float(weight)
+        if builtins.abs(w) < 0.5:
+            return F.add(start, F.mul(diff, w))
+        return F.sub(end, F.mul(diff, 1.0 - w))
+    low = F._compare(np.less, F.abs(weight), 0.5)
+    return F.where(low, F.add(start, F.mul(weight, diff)),
+                   F.sub(end, F.mul(diff, F.rsub(weight, 1.0))))
+
+
+def dist(input, other, p=2):  # noqa: A002
+    """The ``p``-norm of ``input - other`` (broadcast), 0-d.
+
+    Example:
+        >>> tg.dist(tg.tensor([0.0, 0.0]), tg.tensor([3.0, 4.0]))
+        tensor(5.)
+    """
+    return F.norm(F.sub(_tensor(input), _tensor(other)), p)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The ``p``-norm distance between each row of ``x1`` (``..., P, M``) and each row of
+    ``x2`` (``..., R, M``): shape ``(..., P, R)``.
+
+    Example:
+        >>> tg.cdist(tg.tensor([[0.0, 0.0]]), tg.tensor([[3.0, 4.0], [0.0, 1.0]]))
+        tensor([[5., 1.]])
+    """
+    a, b = _tensor(x1), _tensor(x2)
+    if a._value.ndim < 2 or b._value.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: "
+                           f"{a._value.ndim}D" if a._value.ndim < 2 else
+                           f"cdist only supports at least 2D tensors, X2 got: "
+                           f"{b._value.ndim}D")
+    if a._value.shape[-1] != b._value.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{a._value.shape[-1]} X2: {b._value.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = F.sub(F.unsqueeze(a, -2), F.unsqueeze(b, -3))
+    return F.norm(diff, float(p), dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes: grids, broadcasting and stacking
+# ---------------------------------------------------------------------------------------------
+def _tensors(args):
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    return [_tensor(x) for x in args]
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: with ``indexing="ij"`` the k-th result varies
+    along dim k; ``"xy"`` swaps the first two dims.
+
+    Example:
+        >>> gx, gy = tg.meshgrid(tg.tensor([1, 2]), tg.tensor([3, 4, 5]), indexing="ij")
+        >>> gx
+        tensor([[1, 1, 1],
+                [2, 2, 2]])
+    """
+    ts = _tensors(tensors)
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    for t in ts:
+        if t._value.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t}")
+    ts = [F.reshape(t, -1) for t in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t._value.shape[0] for t in ts]
+    out = []
+    for k, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[k] = shape[k]
+        out.append(F.expand(F.reshape(t, *view), *shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views).
+
+    Example:
+        >>> a, b = tg.broadcast_tensors(tg.tensor([1.0, 2.0]), tg.tensor([[0.0], [1.0]]))
+        >>> a.shape
+        tapegrad.Size([2, 2])
+    """
+    ts = _tensors(tensors)
+    shape = ()
+    for t in ts:
+        shape = F.broadcast_shape(shape, t._value.shape)
+    return tuple(t if t._value.shape == shape else F.expand(t, *shape) for t in ts)
+
+
+def _atleast(args, nd):
+    ts = _tensors(args)
+    out = []
+    for t in ts:
+        s = t._value.shape
+        if len(s) < nd:
+            if nd == 3 and len(s) == 2:
+                s = s + (1,)
+            elif nd == 3 and len(s) == 1:
+                s = (1,) + s + (1,)
+            else:
+                s = (1,) * (nd - len(s)) + s
+            t = F.reshape(t, *s)
+        out.append(t)
+    single = len(args) == 1 and not isinstance(args[0], (list, tuple))
+    return out[0] if single else tuple(out)
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dimension (a 0-d one becomes shape ``(1,)``).
+
+    Example:
+        >>> tg.atleast_1d(tg.tensor(1.0))
+        tensor([1.])
+    """
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dimensions (leading ones added).
+
+    Example:
+        >>> tg.atleast_2d(tg.tensor([1.0, 2.0])).shape
+        tapegrad.Size([1, 2])
+    """
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dimensions (as NumPy: a vector becomes ``(1, n, 1)``).
+
+    Example:
+        >>> tg.atleast_3d(tg.tensor([1.0, 2.0])).shape
+        tapegrad.Size([1, 2, 1])
+    """
+    return _atleast(tensors, 3)
+
+
+def _as_list(tensors, nd):
+    out = _atleast((list(tensors),), nd)
+    return list(out)
+
+
+def hstack(tensors):
+    """The tensors joined along dim 1 (dim 0 for vectors).
+
+    Example:
+        >>> tg.hstack([tg.tensor([1.0]), tg.tensor([2.0, 3.0])])
+        tensor([1., 2., 3.])
+    """
+    ts = _as_list(tensors, 1)
+    return F.cat(ts, 0 if ts and ts[0]._value.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """The tensors (vectors as rows) joined along dim 0; also ``row_stack``.
+
+    Example:
+        >>> tg.vstack([tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])])
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
+    return F.cat(_as_list(tensors, 2), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """The tensors joined along dim 2 (made at least 3-D first).
+
+    Example:
+        >>> tg.dstack([tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])]).shape
+        tapegrad.Size([1, 2, 2])
+    """
+    return F.cat(_as_list(tensors, 3), 2)
+
+
+def column_stack(tensors):
+    """Vectors as columns (and matrices as they are) joined along dim 1.
+
+    Example:
+        >>> tg.column_stack([tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])])
+        tensor([[1., 3.],
+                [2., 4.]])
+    """
+    ts = []
+    for t in _tensors((tensors,)):
+        if t._value.ndim <= 1:
+            t = F.reshape(t, -1, 1)
+        ts.append(t)
+    return F.cat(ts, 1)
+
+
+def cartesian_product(*tensors):
+    """All combinations of the elements of the 1-D tensors, one per row (for one tensor,
+    itself).
+
+    Example:
+        >>> tg.cartesian_product(tg.tensor([1, 2]), tg.tensor([3, 4]))
+        tensor([[1, 3],
+                [1, 4],
+                [2, 3],
+                [2, 4]])
+    """
+    ts = _tensors(tensors)
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return F.stack([F.reshape(g, -1) for g in grids], 1)
+
+
+def block_diag(*tensors):
+    """The matrices (0-d and 1-D ones as one row) on the diagonal of a larger one, 0
+    elsewhere.
+
+    Example:
+        >>> tg.block_diag(tg.tensor([[1.0]]), tg.tensor([[2.0, 3.0]]))
+        tensor([[1., 0., 0.],
+                [0., 2., 3.]])
+    """
+    ts = []
+    for t in _tensors(tensors):
+        if t._value.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {len(ts)} has {t._value.ndim} dimensions")
+        ts.append(F.reshape(t, 1, -1) if t._value.ndim < 2 else t)
+    if not ts:
+        return Tensor._make(np.zeros((1, 0)))
+    width = builtins.sum(t._value.shape[1] for t in ts)
+    dt = _promote_all(ts)
+    rows = []
+    left = 0
+    for t in ts:
+        r, c = t._value.shape
+        parts = []
+        if left:
+            parts.append(Tensor._make(np.zeros((r, left), dt)))
+        parts.append(t if t._value.dtype == dt else t.to(_dtype.from_numpy_dtype(dt)))
+        if width - left - c:
+            parts.append(Tensor._make(np.zeros((r, width - left - c), dt)))
+        rows.append(F.cat(parts, 1) if len(parts) > 1 else parts[0])
+        left += c
+    return F.cat(rows, 0)
+
+
+def _promote_all(ts):
+    return np.result_type(*[t._value.dtype for t in ts])
+
+
+def _indices_of(mask_fn, row, col, offset):
+    r, c = np.nonzero(mask_fn(np.ones((row, col), dtype=bool), offset))
+    return Tensor._make(np.stack([r, c]).astype(np.int64))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (row, column) indices of the lower triangle of a ``row x col`` matrix, as a
+    ``2 x N`` int64 tensor, row by row.
+
+    Example:
+        >>> tg.tril_indices(2, 2)
+        tensor([[0, 1, 1],
+                [0, 0, 1]])
+    """
+    return _indices_of(np.tril, row, col, offset)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (row, column) indices of the upper triangle of a ``row x col`` matrix, as a
+    ``2 x N`` int64 tensor, row by row.
+
+    Example:
+        >>> tg.triu_indices(2, 2)
+        tensor([[0, 0, 1],
+                [0, 1, 1]])
+    """
+    return _indices_of(np.triu, row, col, offset)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a vector: columns ``x ** (N-1), ..., x, 1`` (the other way
+    round with ``increasing``).
+
+    Example:
+        >>> tg.vander(tg.tensor([1.0, 2.0, 3.0]), 3)
+        tensor([[1., 1., 1.],
+                [4., 2., 1.],
+                [9., 3., 1.]])
+    """
+    x = _tensor(x)
+    if x._value.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._value.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    cols = [F.pow(x, k) if k else F.add(F.mul(x, 0), 1) for k in range(n)]
+    if not increasing:
+        cols = cols[::-1]
+    if not cols:
+        return Tensor._make(np.zeros((x._value.shape[0], 0), x._value.dtype))
+    return F.stack(cols, 1)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` numbers ``base ** t`` for t evenly spaced from ``start`` to ``end``.
+
+    Example:
+        >>> tg.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+    """
+    from .creation import tensor as make
+    value = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    return make(value, dtype=dtype, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading values: counts, indices, predicates
+# ---------------------------------------------------------------------------------------------
+def _values(x, what):
+    x = _tensor(x)
+    read_value(x, what)
+    return x._value
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001,A002 - PyTorch's name
+    """Whether every element is nonzero (along ``dim``): a bool tensor.
+
+    Example:
+        >>> tg.all(tg.tensor([True, False]))
+        tensor(False)
+    """
+    return _tensor(input).all(dim, keepdim) if dim is not None else _tensor(input).all()
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """Whether some element is nonzero (along ``dim``): a bool tensor.
+
+    Example:
+        >>> tg.any(tg.tensor([True, False]))
+        tensor(True)
+    """
+    return _tensor(input).any(dim, keepdim) if dim is not None else _tensor(input).any()
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    """The indices of the nonzero elements: an ``N x ndim`` int64 tensor, or with
+    ``as_tuple`` one 1-D tensor per dim.
+
+    Example:
+        >>> tg.nonzero(tg.tensor([0.0, 1.0, 2.0]))
+        tensor([[1],
+                [2]])
+    """
+    v = _values(input, "nonzero()")
+    if as_tuple:
+        if v.ndim == 0:
+            return (Tensor._make(np.zeros(int(v != 0), np.int64)),)
+        return tuple(Tensor._make(i.astype(np.int64)) for i in np.nonzero(v))
+    return Tensor._make(np.argwhere(v).astype(np.int64))
+
+
+def argwhere(input):  # noqa: A002
+    """``nonzero(input)``: the indices of the nonzero elements, one row each.
+
+    Example:
+        >>> tg.argwhere(tg.tensor([[0.0, 1.0]]))
+        tensor([[0, 1]])
+    """
+    return nonzero(input)
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    """The number of nonzero elements (along ``dim``): int64.
+
+    Example:
+        >>> tg.count_nonzero(tg.tensor([0.0, 1.0, 2.0]))
+        tensor(2)
+    """
+    v = _values(input, "count_nonzero()")
+    axis = None if dim is None else tuple(np.atleast_1d(F._dims(_tensor(input), dim)))
+    return Tensor._make(np.asarray(np.count_nonzero(v, axis=axis), dtype=np.int64))
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    """How often each value ``0 .. max`` occurs in a 1-D non-negative integer tensor
+    (summing ``weights`` instead of ones when given).
+
+    Example:
+        >>> tg.bincount(tg.tensor([0, 2, 2]))
+        tensor([1, 0, 2])
+    """
+    v = _values(input, "bincount()")
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if v.size and v.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None if weights is None else _values(weights, "bincount()")
+    out = np.bincount(v, weights=w, minlength=minlength)
+    return Tensor._make(out if w is not None else out.astype(np.int64))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,  # noqa: A002
+                 sorter=None):
+    """Where each value of ``input`` would be inserted into the sorted last dimension of
+    ``sorted_sequence`` to keep it sorted (int64 indices).
+
+    Example:
+        >>> tg.searchsorted(tg.tensor([1.0, 3.0, 5.0]), tg.tensor([3.0, 4.0]))
+        tensor([1, 2])
+    """
+    seq = _values(sorted_sequence, "searchsorted()")
+    scalar = not isinstance(input, Tensor)
+    vals = np.asarray(input) if scalar else _values(input, "searchsorted()")
+    side = side or ("right" if right else "left")
+    if seq.ndim <= 1:
+        out = np.searchsorted(seq, vals, side=side)
+    else:
+        flat_seq = seq.reshape(-1, seq.shape[-1])
+        flat_vals = vals.reshape(flat_seq.shape[0], -1)
+        out = np.stack([np.searchsorted(s, v, side=side)
+                        for s, v in zip(flat_seq, flat_vals)]).reshape(vals.shape)
+    return Tensor._make(np.asarray(out, np.int32 if out_int32 else np.int64))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    """The index of the bucket of each element, for sorted 1-D ``boundaries``.
+
+    Example:
+        >>> tg.bucketize(tg.tensor([0.5, 2.0, 9.0]), tg.tensor([1.0, 2.0, 3.0]))
+        tensor([0, 1, 3])
+    """
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct elements, sorted (and optionally where each element went, and counts).
+
+    Example:
+        >>> tg.unique(tg.tensor([3, 1, 3]))
+        tensor([1, 3])
+    """
+    v = _values(input, "unique()")
+    res = np.unique(v, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
+    if not (return_inverse or return_counts):
+        return Tensor._make(res)
+    out = [Tensor._make(res[0])]
+    if return_inverse:
+        out.append(Tensor._make(res[1].reshape(v.shape if dim is None else -1)
+                                .astype(np.int64)))
+    if return_counts:
+        out.append(Tensor._make(res[-1].astype(np.int64)))
+    return tuple(out)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A001,A002
+    """A histogram of the elements in ``bins`` equal bins over ``[min, max]`` (the data's
+    range when both are 0).
+
+    Example:
+        >>> tg.histc(tg.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+        tensor([0., 2., 1., 0.])
+    """
+    v = _values(input, "histc()")
+    lo, hi = float(min), float(max)
+    if lo == hi and v.size:
+        lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    counts, _ = np.histogram(v, bins=bins, range=(lo, hi))
+    return Tensor._make(counts.astype(np.float64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise helpers built from recorded ops
+# ---------------------------------------------------------------------------------------------
+def sgn(input):  # noqa: A002
+    """The sign of each element (-1, 0 or 1); for real tensors the same as ``sign``.
+
+    Example:
+        >>> tg.sgn(tg.tensor([-2.0, 0.0, 3.0]))
+        tensor([-1.,  0.,  1.])
+    """
+    return F.sign(_tensor(input))
+
+
+def deg2rad(input):  # noqa: A002
+    """Degrees to radians.
+
+    Example:
+        >>> tg.deg2rad(tg.tensor([180.0]))
+        tensor([3.1416])
+    """
+    return F.mul(_tensor(input), math.pi / 180.0)
+
+
+def rad2deg(input):  # noqa: A002
+    """Radians to degrees.
+
+    Example:
+        >>> tg.rad2deg(tg.tensor([math.pi]))
+        tensor([180.])
+    """
+    return F.mul(_tensor(input), 180.0 / math.pi)
+
+
+def sinc(input):  # noqa: A002
+    """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0 (with gradient 0 there).
+
+    Example:
+        >>> tg.sinc(tg.tensor([0.0, 0.5]))
+        tensor([1.0000, 0.6366])
+    """
+    x = _tensor(input)
+    zero = F._compare(np.equal, x, 0.0)
+    # the quotient is taken at 1 where x is 0, so that no 0/0 reaches the gradient
+    safe = F.mul(F.where(zero, 1.0, x), math.pi)
+    return F.where(zero, 1.0, F.div(F.sin(safe), safe))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """``input`` with nan, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``
+    (by default 0 and the largest and smallest finite float64).
+
+    Example:
+        >>> tg.nan_to_num(tg.tensor([float("nan"), float("inf"), 1.0]))
+        tensor([ 0.0000e+00, 1.7977e+308,  1.0000e+00])
+    """
+    x = _tensor(input)
+    if x._value.dtype.kind != "f":
+        return F.clone(x)
+    big = np.finfo(np.float64).max
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    out = F.where(F._compare(np.not_equal, x, x), float(nan), x)
+    out = F.where(F._compare(np.equal, x, np.inf), float(posinf), out)
+    return F.where(F._compare(np.equal, x, -np.inf), float(neginf), out)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """``(std, mean)`` of ``input`` (along ``dim``), as ``std`` and ``mean`` give them.
+
+    Example:
+        >>> tg.std_mean(tg.tensor([1.0, 3.0]))
+        (tensor(1.4142), tensor(2.))
+    """
+    x = _tensor(input)
+    return (F.std(x, dim, unbiased, keepdim, correction=correction),
+            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """``(var, mean)`` of ``input`` (along ``dim``), as ``var`` and ``mean`` give them.
+
+    Example:
+        >>> tg.var_mean(tg.tensor([1.0, 3.0]))
+        (tensor(2.), tensor(2.))
+    """
+    x = _tensor(input)
+    return (F.var(x, dim, unbiased, keepdim, correction=correction),
+            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule's integral of ``y`` along ``dim``, at spacing ``dx`` (1 by
+    default) or at sample points ``x``; also ``trapz``.
+
+    Example:
+        >>> tg.trapezoid(tg.tensor([1.0, 2.0, 3.0]))
+        tensor(4.)
+    """
+    y = _tensor(y)
+    d = F._wrap_dim(dim, builtins.max(y._value.ndim, 1))
+    n = y._value.shape[d]
+    if n == 0:
+        return F.sum(y, d)
+    left = F.narrow(y, d, 0, n - 1)
+    right = F.narrow(y, d, 1, n - 1)
+    pair = F.add(left, right)
+    if x is not None and isinstance(x, Tensor):
+        xd = F._wrap_dim(dim, builtins.max(x._value.ndim, 1)) if x._value.ndim > 1 else 0
+        m = x._value.shape[xd]
+        step = F.sub(F.narrow(x, xd, 1, m - 1), F.narrow(x, xd, 0, m - 1))
+        if x._value.ndim == 1 and y._value.ndim > 1:
+            shape = [1] * y._value.ndim
+            shape[d] = m - 1
+            step = F.reshape(step, *shape)
+        return F.div(F.sum(F.mul(pair, step), d), 2.0)
+    step = 1.0 if dx is None and x is None else float(dx if dx is not None else x)
+    return F.mul(F.sum(pair, d), step / 2.0)
+
+
+trapz = trapezoid
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    """``input`` with dimension ``dim`` split into ``sizes`` (one may be -1): a view.
+
+    Example:
+        >>> tg.unflatten(tg.arange(6), 0, (2, 3)).shape
+        tapegrad.Size([2, 3])
+    """
+    x = _tensor(input)
+    s = x._value.shape
+    d = F._wrap_dim(dim, builtins.max(len(s), 1))
+    sizes = tuple(int(k) for k in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if -1 in sizes:
+        known = math.prod(k for k in sizes if k != -1)
+        sizes = tuple(s[d] // known if k == -1 and known else k for k in sizes)
+    if math.prod(sizes) != s[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({s[d]}) in the input tensor")
+    return F.reshape(x, *(s[:d] + sizes + s[d + 1:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Random draws
+# ---------------------------------------------------------------------------------------------
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Draws from N(mean, std**2): ``mean`` and ``std`` numbers or tensors (broadcast), or
+    numbers with ``size``.  Gradients flow to tensor ``mean`` and ``std`` (the draw is
+    ``mean + std * eps``).
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.normal(0.0, 1.0, size=(2,)).shape
+        tapegrad.Size([2])
+    """
+    rng = numpy_rng(generator)
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: give "
+                            "size= with a number mean and std")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        from .creation import tensor as make
+        return make(rng.normal(float(mean), float(std), tuple(size)),
+                    requires_grad=requires_grad)
+    m, s = _tensor(mean), _tensor(std)
+    shape = F.broadcast_shape(m._value.shape, s._value.shape)
+    if np.any(s._value < 0):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    eps = Tensor._make(rng.standard_normal(shape))
+    with set_grad_enabled(state.grad_enabled):
+        return F.add(m, F.mul(s, eps))
+
+
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002
+    """Draws of 0 or 1 with probability ``input`` (or ``p``) of 1, elementwise; float64, no
+    gradient.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.bernoulli(tg.tensor([0.0, 1.0]))
+        tensor([0., 1.])
+    """
+    x = _tensor(input)
+    prob = x._value if p is None else np.broadcast_to(np.asarray(p, np.float64),
+                                                      x._value.shape)
+    if np.any((prob < 0) | (prob > 1)):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    draws = numpy_rng(generator).random(x._value.shape) < prob
+    return Tensor._make(draws.astype(x._value.dtype if x._value.dtype.kind == "f"
+                                     else np.float64))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
+    """``num_samples`` category indices drawn with the (unnormalised) weights of each row
+    of ``input``: int64, without replacement unless ``replacement``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.multinomial(tg.tensor([0.0, 1.0]), 1)
+        tensor([1])
+    """
+    w = _values(input, "multinomial()")
+    if w.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    rows = w.reshape(-1, w.shape[-1])
+    if np.any(rows < 0) or not np.all(np.isfinite(rows)):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if np.any(rows.sum(1) <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rng = numpy_rng(generator)
+    out = np.empty((rows.shape[0], num_samples), np.int64)
+    for i, row in enumerate(rows):
+        if not replacement and np.count_nonzero(row) < num_samples:
+            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
+                               "enough non-negative category to sample)")
+        out[i] = rng.choice(row.size, num_samples, replace=replacement, p=row / row.sum())
+    return Tensor._make(out.reshape(w.shape[:-1] + (num_samples,)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Number formats and grad modes
+# ---------------------------------------------------------------------------------------------
+def _numpy_dtype(dt):
+    return dt.np if isinstance(dt, _dtype.dtype) else np.dtype(dt)
+
+
+class finfo:
+    """Facts about a floating dtype (float64 by default): ``bits``, ``eps``, ``max``, ``min``,
+    ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
+
+    Example:
+        >>> tg.finfo(tg.float64).eps
+        2.220446049250313e-16
+    """
+
+    def __init__(self, type=None):  # noqa: A002 - PyTorch's argument name
+        np_dt = _numpy_dtype(_dtype.float64 if type is None else type)
+        if np_dt.kind != "f":
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use "
+                            f"torch.iinfo to handle '{type}'")
+        info = np.finfo(np_dt)
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = float(info.resolution)
+        self.dtype = str(np_dt)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Facts about an integer dtype: ``bits``, ``max``, ``min``, ``dtype``.
+
+    Example:
+        >>> tg.iinfo(tg.int64).max
+        9223372036854775807
+    """
+
+    def __init__(self, type):  # noqa: A002
+        np_dt = _numpy_dtype(type)
+        if np_dt.kind not in "iub":
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo "
+                            f"to handle '{type}'")
+        info = np.iinfo(np_dt) if np_dt.kind != "b" else None
+        self.bits = np_dt.itemsize * 8 if info is None else info.bits
+        self.max = 1 if info is None else int(info.max)
+        self.min = 0 if info is None else int(info.min)
+        self.dtype = str(np_dt)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+class inference_mode:
+    """``no_grad`` for code that never needs gradients (PyTorch's faster variant; in
+    tapegrad the same switch): a context manager and a decorator, ``mode=False`` to keep
+    recording.
+
+    Example:
+        >>> x = tg.ones(2, requires_grad=True)
+        >>> with tg.inference_mode():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode) if isinstance(mode, bool) else True
+
+    def __enter__(self):
+        self._prev = state.grad_enabled
+        self._prev_inference = _INFERENCE[0]
+        if self.mode:
+            state.grad_enabled = False
+            _INFERENCE[0] = True
+
+    def __exit__(self, *exc):
+        state.grad_enabled = self._prev
+        _INFERENCE[0] = self._prev_inference
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with inference_mode(self.mode):
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+_INFERENCE = [False]
+
+
+def is_inference_mode_enabled():
+    """Whether code runs inside ``inference_mode()``.
+
+    Example:
+        >>> tg.is_inference_mode_enabled()
+        False
+    """
+    return _INFERENCE[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# More compositions
+# ---------------------------------------------------------------------------------------------
+def tensordot(a, b, dims=2, out=None):
+    """Sums of products over ``dims`` (a number: a's last and b's first so many dims; or two
+    lists of dims to contract), by a matrix product.
+
+    Example:
+        >>> tg.tensordot(tg.ones(2, 3), tg.ones(3, 4), dims=1).shape
+        tapegrad.Size([2, 4])
+    """
+    a, b = _tensor(a), _tensor(b)
+    na, nb = a._value.ndim, b._value.ndim
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(na - dims, na)), list(range(dims))
+    else:
+        da, db = ([int(d) for d in np.atleast_1d(x)] for x in dims)
+    da = [F._wrap_dim(d, builtins.max(na, 1)) for d in da]
+    db = [F._wrap_dim(d, builtins.max(nb, 1)) for d in db]
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for i, j in zip(da, db):
+        if a._value.shape[i] != b._value.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a._value.shape[i]} in dim {i} and second has size "
+                               f"{b._value.shape[j]} in dim {j}")
+    free_a = [d for d in range(na) if d not in da]
+    free_b = [d for d in range(nb) if d not in db]
+    k = math.prod(a._value.shape[d] for d in da)
+    pa = F.reshape(F.permute(a, *(free_a + da)) if na else a, -1, k)
+    pb = F.reshape(F.permute(b, *(db + free_b)) if nb else b, k, -1)
+    shape = [a._value.shape[d] for d in free_a] + [b._value.shape[d] for d in free_b]
+    return F.reshape(F.matmul(pa, pb), *shape)
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """The elements of ``input`` at ``indices`` along ``dim`` (both broadcast apart from
+    dim); without dim, of the flattened input.
+
+    Example:
+        >>> x = tg.tensor([[10.0, 30.0, 20.0]])
+        >>> tg.take_along_dim(x, tg.tensor([[1, 2]]), 1)
+        tensor([[30., 20.]])
+    """
+    x = _tensor(input)
+    idx = _tensor(indices)
+    if dim is None:
+        return F.take(F.reshape(x, -1), F.reshape(idx, -1))
+    nd = x._value.ndim
+    d = F._wrap_dim(dim, builtins.max(nd, 1))
+    if idx._value.ndim != nd:
+        raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
+                           "number of dimensions, but got " f"{nd} dimensions for input, and "
+                           f"{idx._value.ndim} dimensions for indices")
+    xs, js = list(x._value.shape), list(idx._value.shape)
+    xs[d] = js[d] = 1
+    common = F.broadcast_shape(tuple(xs), tuple(js))
+    shape_x = list(common)
+    shape_x[d] = x._value.shape[d]
+    shape_i = list(common)
+    shape_i[d] = idx._value.shape[d]
+    if tuple(shape_x) != x._value.shape:
+        x = F.expand(x, *shape_x)
+    iv = np.broadcast_to(idx._value, shape_i)
+    return F.gather(x, d, Tensor._make(np.ascontiguousarray(iv)))
+
+
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    """``input`` rotated by 90 degrees ``k`` times, from the first of ``dims`` toward the
+    second.
+
+    Example:
+        >>> tg.rot90(tg.tensor([[1, 2], [3, 4]]))
+        tensor([[2, 4],
+                [1, 3]])
+    """
+    x = _tensor(input)
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    nd = x._value.ndim
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = (F._wrap_dim(d, nd) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k = k % 4
+    if k == 1:
+        return F.transpose(F.flip(x, d1), d0, d1)
+    if k == 2:
+        return F.flip(x, d0, d1)
+    if k == 3:
+        return F.flip(F.transpose(x, d0, d1), d1)
+    return F.clone(x)
+
+
+def logit(input, eps=None):  # noqa: A002
+    """``log(p / (1 - p))``, with p clamped to ``[eps, 1 - eps]`` when eps is given.
+
+    Example:
+        >>> tg.logit(tg.tensor([0.5, 0.75]))
+        tensor([0.0000, 1.0986])
+    """
+    p = _tensor(input)
+    if eps is not None:
+        p = F.clamp(p, eps, 1.0 - eps)
+    return F.log(F.div(p, F.rsub(p, 1.0)))
+
+
+def xlog1py(input, other):  # noqa: A002
+    """``input * log1p(other)``, 0 where input is 0 (nan where other is nan).
+    ``grad_fn``: ``<SpecialXlog1PyBackward0>``.
+
+    Example:
+        >>> tg.xlog1py(tg.tensor([0.0, 2.0]), tg.tensor([-1.0, np.e - 1]))
+        tensor([0., 2.])
+    """
+    from . import ops as K
+    return F._pair(K.XLOG1PY, K.xlog1py_array, input, other, "xlog1py")
+
+
+def float_power(input, exponent):  # noqa: A002
+    """``input ** exponent`` in float64 (tapegrad's floating type anyway).
+
+    Example:
+        >>> tg.float_power(tg.tensor([2, 3]), 2)
+        tensor([4., 9.])
+    """
+    x = _tensor(input)
+    if x._value.dtype.kind != "f":
+        x = x.to(_dtype.float64)
+    if isinstance(exponent, Tensor) and exponent._value.dtype.kind != "f":
+        exponent = exponent.to(_dtype.float64)
+    return F.pow(x, float(exponent) if not isinstance(exponent, Tensor) else exponent)
+
+
+def _nan_ignoring(a, b, larger):
+    a, b = _tensor(a), _tensor(b)
+    pick_a = F._compare(np.greater_equal if larger else np.less_equal, a, b)
+    # a nan in b gives a; a nan in a (and none in b) gives b; ties give a (its gradient too)
+    return F.where(F._compare(np.not_equal, b, b), a, F.where(pick_a, a, b))
+
+
+def fmax(input, other):  # noqa: A002
+    """Elementwise maximum that ignores nan (nan only where both are nan).
+
+    Example:
+        >>> tg.fmax(tg.tensor([1.0, float("nan")]), tg.tensor([float("nan"), 2.0]))
+        tensor([1., 2.])
+    """
+    return _nan_ignoring(input, other, True)
+
+
+def fmin(input, other):  # noqa: A002
+    """Elementwise minimum that ignores nan (nan only where both are nan).
+
+    Example:
+        >>> tg.fmin(tg.tensor([1.0, float("nan")]), tg.tensor([float("nan"), 2.0]))
+        tensor([1., 2.])
+    """
+    return _nan_ignoring(input, other, False)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The sum with nan counted as 0.
+
+    Example:
+        >>> tg.nansum(tg.tensor([1.0, float("nan"), 2.0]))
+        tensor(3.)
+    """
+    x = _tensor(input)
+    if x._value.dtype.kind == "f":
+        x = F.where(F._compare(np.not_equal, x, x), 0.0, x)
+    return F.sum(x, dim, keepdim) if dim is not None else F.sum(x)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The mean of the elements that are not nan.
+
+    Example:
+        >>> tg.nanmean(tg.tensor([1.0, float("nan"), 2.0]))
+        tensor(1.5000)
+    """
+    x = _tensor(input)
+    if x._value.dtype.kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {x.dtype.scalar_name}")
+    is_num = F._compare(np.equal, x, x)
+    count = F.sum(F.where(is_num, 1.0, 0.0), dim, keepdim) if dim is not None else \
+        F.sum(F.where(is_num, 1.0, 0.0))
+    return F.div(nansum(x, dim, keepdim), count)
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in the rows of ``input`` (observations in
+    columns); a 0-d variance for a vector.
+
+    Example:
+        >>> tg.cov(tg.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov(fweights=, aweights=) is not supported by tapegrad")
+    x = _tensor(input)
+    if x._value.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {x._value.ndim} dimensions")
+    x2 = F.reshape(x, 1, -1) if x._value.ndim < 2 else x
+    n = x2._value.shape[1]
+    centred = F.sub(x2, F.mean(x2, 1, True))
+    c = F.div(F.matmul(centred, F.t(centred)), builtins.max(n - correction, 0))
+    return F.reshape(c, ()) if x._value.ndim < 2 else c
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson's correlation coefficients of the variables in the rows of ``input``,
+    clipped to ``[-1, 1]``.
+
+    Example:
+        >>> tg.corrcoef(tg.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    c = cov(input)
+    if c._value.ndim == 0:
+        return F.div(c, c)
+    d = F.diagonal(c)
+    sd = F.sqrt(d)
+    c = F.div(F.div(c, F.reshape(sd, -1, 1)), F.reshape(sd, 1, -1))
+    return F.clamp(c, -1.0, 1.0)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of ``elements`` is among ``test_elements``: a bool tensor.
+
+    Example:
+        >>> tg.isin(tg.tensor([1, 2, 3]), tg.tensor([2, 5]))
+        tensor([False,  True, False])
+    """
+    e = _values(elements, "isin()") if isinstance(elements, Tensor) else np.asarray(elements)
+    t = _values(test_elements, "isin()") if isinstance(test_elements, Tensor) else \
+        np.asarray(test_elements)
+    return Tensor._make(np.asarray(np.isin(e, t, invert=invert)))
+
+
+def isreal(input):  # noqa: A002
+    """Whether each element is real: all True (tapegrad has no complex dtype).
+
+    Example:
+        >>> tg.isreal(tg.tensor([1.0, 2.0]))
+        tensor([True, True])
+    """
+    return Tensor._make(np.ones(_tensor(input)._value.shape, dtype=bool))
+
+
+def heaviside(input, values):  # noqa: A002
+    """The step function: 0 below 0, 1 above, ``values`` at 0 (no gradient, as in
+    PyTorch).
+
+    Example:
+        >>> tg.heaviside(tg.tensor([-1.0, 0.0, 2.0]), tg.tensor(0.5))
+        tensor([0.0000, 0.5000, 1.0000])
+    """
+    x = _tensor(input)
+    v = _tensor(values)
+    if x._value.dtype != v._value.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes")
+    with set_grad_enabled(False):
+        step = F.where(F._compare(np.greater, x, 0), F.add(F.mul(v, 0), 1),
+                       F.mul(v, 0)) if x._value.dtype.kind == "f" else None
+    if step is None:
+        return Tensor._make(np.heaviside(x._value, v._value).astype(x._value.dtype))
+    return F.where(F._compare(np.equal, x, 0), v.detach(), step)
+
+
+def frexp(input):  # noqa: A002
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``, mantissa in
+    ``[0.5, 1)`` in magnitude (int32 exponents); no gradient.
+
+    Example:
+        >>> tg.frexp(tg.tensor([8.0]))
+        torch.return_types.frexp(mantissa=tensor([0.5000]), exponent=tensor([4], dtype=tapegrad.int32))
+    """
+    v = _values(input, "frexp()")
+    if v.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(v)
+    return _FrexpResult(Tensor._make(m), Tensor._make(e.astype(np.int32)))
+
+
+class _FrexpResult(tuple):
+    def __new__(cls, mantissa, exponent):
+        self = super().__new__(cls, (mantissa, exponent))
+        return self
+
+    mantissa = property(lambda self: self[0])
+    exponent = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"torch.return_types.frexp(mantissa={self[0]!r}, exponent={self[1]!r})"
+
+
+def ldexp(input, other):  # noqa: A002
+    """``input * 2 ** other``.
+
+    Example:
+        >>> tg.ldexp(tg.tensor([1.0]), tg.tensor([3]))
+        tensor([8.])
+    """
+    return F.mul(_tensor(input), F.rpow(_tensor(other), 2.0))
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's promotion gives an op of the two (tensors or numbers).
+
+    Example:
+        >>> tg.result_type(tg.tensor([1, 2]), 1.0)
+        tapegrad.float64
+    """
+    from . import _promote
+    return _promote.result_dtype(tensor1, tensor2)
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both dtypes convert to.
+
+    Example:
+        >>> tg.promote_types(tg.int32, tg.float64)
+        tapegrad.float64
+    """
+    return _dtype.promote_types(type1, type2)
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow ``from_`` to ``to`` (not float to integer, not
+    to bool from another kind).
+
+    Example:
+        >>> tg.can_cast(tg.float64, tg.int64)
+        False
+    """
+    return bool(np.can_cast(_numpy_dtype(from_), _numpy_dtype(to), "same_kind"))
+
+
+def set_num_threads(n):
+    """The number of threads tapegrad's batched kernels use.
+
+    Example:
+        >>> tg.set_num_threads(tg.get_num_threads())
+    """
+    import numba
+    numba.set_num_threads(int(n))
+
+
+def get_num_threads():
+    """The number of threads tapegrad's batched kernels use.
+
+    Example:
+        >>> tg.get_num_threads() >= 1
+        True
+    """
+    import numba
+    return numba.get_num_threads()
+
+
+_DETERMINISTIC = [False]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Accepted for PyTorch programs: tapegrad's kernels are deterministic either way.
+
+    Example:
+        >>> tg.use_deterministic_algorithms(True); tg.are_deterministic_algorithms_enabled()
+        True
+        >>> tg.use_deterministic_algorithms(False)
+    """
+    _DETERMINISTIC[0] = bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    """What ``use_deterministic_algorithms`` was last given.
+
+    Example:
+        >>> tg.are_deterministic_algorithms_enabled() in (True, False)
+        True
+    """
+    return _DETERMINISTIC[0]
+
+
+def seed():
+    """Seed tapegrad's generator from the operating system's entropy; returns the seed.
+
+    Example:
+        >>> s = tg.seed(); s == tg.initial_seed()
+        True
+    """
+    from . import creation
+    s = int(np.random.SeedSequence().entropy % (1 << 63))
+    creation.manual_seed(s)
+    return s
+
+
+def initial_seed():
+    """The seed tapegrad's generator was last seeded with.
+
+    Example:
+        >>> _ = tg.manual_seed(3); tg.initial_seed()
+        3
+    """
+    from . import creation
+    return creation._seed
+
+
+def get_rng_state():
+    """The state of tapegrad's generator as a uint8 tensor, for ``set_rng_state``.
+
+    Example:
+        >>> state = tg.get_rng_state(); a = tg.rand(2)
+        >>> tg.set_rng_state(state); bool((tg.rand(2) == a).all())
+        True
+    """
+    import json
+    from . import creation
+    text = json.dumps(creation._rng.bit_generator.state)
+    return Tensor._make(np.frombuffer(text.encode(), dtype=np.uint8).copy())
+
+
+def set_rng_state(new_state):
+    """Restore tapegrad's generator from ``get_rng_state()``.
+
+    Example:
+        >>> tg.set_rng_state(tg.get_rng_state())
+    """
+    import json
+    from . import creation
+    v = new_state._value if isinstance(new_state, Tensor) else np.asarray(new_state)
+    if v.dtype != np.uint8:
+        raise TypeError("set_rng_state expects a uint8 tensor from get_rng_state()")
+    try:
+        state = json.loads(v.tobytes().decode())
+        creation._rng.bit_generator.state = state
+    except (ValueError, TypeError, KeyError) as e:
+        raise RuntimeError(f"set_rng_state: not a state from get_rng_state() ({e})") from None
+
+
+def is_nonzero(input):  # noqa: A002
+    """Whether a one-element tensor is nonzero.
+
+    Example:
+        >>> tg.is_nonzero(tg.tensor([2.0]))
+        True
+    """
+    x = _tensor(input)
+    if x._value.size == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if x._value.size > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(x)
+
+
+def chain_matmul(*matrices):
+    """The product of the matrices, left to right.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     tg.chain_matmul(tg.eye(2), tg.ones(2, 3)).shape
+        tapegrad.Size([2, 3])
+    """
+    import warnings
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two "
+                  "or more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    ms = _tensors(matrices)
+    out = ms[0]
+    for m in ms[1:]:
+        out = F.matmul(out, m)
+    return out
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The ``p``-norm distance between each pair of rows ``i < j`` of a matrix, in row order.
+
+    Example:
+        >>> tg.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+        tensor([5.0000, 1.0000, 4.2426])
+    """
+    x = _tensor(input)
+    if x._value.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x._value.ndim}D")
+    i, j = np.triu_indices(x._value.shape[0], 1)
+    diff = F.sub(F.index_select(x, 0, Tensor._make(i.astype(np.int64))),
+                 F.index_select(x, 0, Tensor._make(j.astype(np.int64))))
+    return F.norm(diff, float(p), dim=1)
