@@ -658,8 +658,8 @@ def hardsigmoid(input, inplace=False):
 
 
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6``: 0 below -3, ``x`` above 3. The gradient on ``[-3, 3]``
-    (bounds included, as in PyTorch) is ``x / 3 + 1/2``.
+    """``x * relu6(x + 3) / 6``: 0 below -3, ``x`` above 3. The gradient strictly inside
+    ``(-3, 3)`` is ``x / 3 + 1/2``; at -3 it is 0 and at 3 it is 1, as in PyTorch.
 
     Shape: that of ``input``.
 
@@ -667,8 +667,8 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(tg.tensor([-4.0, 1.0, 4.0]))
         tensor([-0.0000,  0.6667,  4.0000])
     """
-    middle = tg.where(input <= 3.0, input * (input + 3.0) / 6.0, input)
-    return _overwrite(input, tg.where(input < -3.0, input * 0.0, middle), inplace)
+    upper = tg.where(input >= 3.0, input, input * (input + 3.0) / 6.0)
+    return _overwrite(input, tg.where(input <= -3.0, input * 0.0, upper), inplace)
 
 
 def softsign(input):
@@ -713,8 +713,9 @@ def tanhshrink(input):
 
 def _check_lambd(lambd):
     if lambd < 0:
-        raise RuntimeError(
-            f"lambda must be greater or equal to 0, but found to be {float(lambd)}.")
+        # PyTorch states the range of the input's dtype: float64 here
+        raise RuntimeError("lambda must be in range [0, 1.79769e+308] for input dtype Double, "
+                           f"but found {float(lambd):g}")
 
 
 def softshrink(input, lambd=0.5):
@@ -1176,7 +1177,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def _verify_batch_size(size):
-    if math.prod(size) == 1:
+    # the values per channel: every dimension but the channel dimension (1)
+    if size[0] * math.prod(size[2:]) == 1:
         raise ValueError(
             f"Expected more than 1 value per channel when training, got input size {size}")
 
