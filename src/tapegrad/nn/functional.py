@@ -20,10 +20,11 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "gelu", "silu", "elu", "selu", "celu", "leaky_relu", "softplus", "mish", "hardtanh", "relu6",
     "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink", "softshrink",
-    "hardshrink", "threshold", "glu", "softmin", "huber_loss", "smooth_l1_loss", "kl_div",
+    "hardshrink", "threshold", "prelu", "glu", "softmin", "huber_loss", "smooth_l1_loss", "kl_div",
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
-    "group_norm", "batch_norm", "embedding", "one_hot", "pad", "scaled_dot_product_attention",
+    "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
+    "scaled_dot_product_attention",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -756,6 +757,27 @@ def threshold(input, threshold, value, inplace=False):
     return _overwrite(input, tg.where(input <= threshold, float(value), input), inplace)
 
 
+def prelu(input, weight):
+    """``x`` for ``x > 0``, ``weight * x`` otherwise, with a learnt slope: one ``weight`` for
+    all channels, or one per channel (dimension 1 of ``input``).
+
+    Shape: that of ``input``; weight ``(1,)`` or ``(C,)``.
+
+    Example:
+        >>> F.prelu(tg.tensor([[-2.0, 3.0]]), tg.tensor([0.25]))
+        tensor([[-0.5000,  3.0000]])
+    """
+    channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim else 1)
+    if weight.numel() != 1:
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape(_channel_shape(input))
+    return tg.where(input > 0.0, input, weight * input)
+
+
 def glu(input, dim=-1):
     """Gated linear unit: split ``input`` in halves ``a, b`` along ``dim``, ``a * sigmoid(b)``.
 
@@ -1402,6 +1424,26 @@ def _constant_pad(input, dim, before, after, value):
             shape[dim] = amount
             parts.append(tg.full(tuple(shape), float(value), dtype=input.dtype))
     return tg.cat(parts, dim) if len(parts) > 1 else input
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = input1 @ weight[k] @ input2 + bias[k]`` for each output ``k``.
+
+    Shape: input1 ``(*, in1)``, input2 ``(*, in2)``, weight ``(out, in1, in2)``, bias
+    ``(out,)`` -> ``(*, out)``.
+
+    Example:
+        >>> w = tg.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+        >>> F.bilinear(tg.tensor([[1.0, 1.0]]), tg.tensor([[3.0, 4.0]]), w)
+        tensor([[11.]])
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    # (*, 1, 1, in1) @ (out, in1, in2) -> (*, out, 1, in2); then the dot with input2
+    left = input1.unsqueeze(-2).unsqueeze(-2) @ weight
+    out = (left * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    return out if bias is None else out + bias
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
