@@ -742,7 +742,9 @@ def hardshrink(input, lambd=0.5):
         >>> F.hardshrink(tg.tensor([-1.0, 0.2, 2.0]))
         tensor([-1.,  0.,  2.])
     """
-    return tg.where((input >= -lambd) & (input <= lambd), 0.0, input)
+    # |x| <= lambd rather than two comparisons joined by &, which a compiled call cannot
+    # replay; nan stays nan, as in PyTorch
+    return tg.where(tg.abs(input) <= lambd, 0.0, input)
 
 
 def threshold(input, threshold, value, inplace=False):
