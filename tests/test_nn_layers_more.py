@@ -156,6 +156,8 @@ NORMS = [
     ("normalize", [np.zeros((2, 3))], {}),
     ("cosine_similarity", [X, Y], {}), ("cosine_similarity", [X, Y[:1]], {"dim": 1}),
     ("cosine_similarity", [X, Y], {"dim": 0, "eps": 0.5}),
+    ("cosine_similarity", [np.array([[1e-10, 2e-10], [1.0, 2.0]]),
+                           np.array([[3.0, 1.0], [1e-9, 0.0]])], {}),
     ("layer_norm", [X, (4,)], {}), ("layer_norm", [X, (3, 4)], {"eps": 0.1}),
     ("layer_norm", [X, [4], Y[0], POS[0]], {}),
     ("group_norm", [rng(3).standard_normal((2, 6, 5)), 3], {}),

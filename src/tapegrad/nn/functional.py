@@ -945,6 +945,18 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+def _raised_to_keeping_gradient(t, low):
+    """``max(t, low)`` whose gradient is that of ``t`` everywhere: what PyTorch's in-place
+    clamp under ``no_grad`` gives. The lift is computed under ``no_grad`` only when some
+    element is below ``low`` (a compiled call guards that count, and runs such calls
+    eagerly)."""
+    if not _count(t < low):
+        return t
+    with tg.no_grad():
+        lift = tg.clamp(t, min=low) - t
+    return t + lift
+
+
 def _count(condition):
     """How many elements of a bool tensor are true, read through a recorded sum so that a
     compiled call guards the count."""
@@ -978,11 +990,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in _REDUCTIONS:
         raise ValueError(reduction + " is not valid")
-    if _count(var < eps):
-        # PyTorch clamps a clone under no_grad: the value is eps, the gradient that of var
-        with tg.no_grad():
-            lift = tg.clamp(var, min=eps) - var
-        var = var + lift
+    # PyTorch clamps a clone under no_grad: the value is eps, the gradient that of var
+    var = _raised_to_keeping_gradient(var, eps)
     diff = input - target
     loss = 0.5 * (tg.log(var) + diff * diff / var)
     if full:
@@ -1116,7 +1125,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum(x1 * x2) / (max(|x1|, eps) * max(|x2|, eps))`` along ``dim``, inputs broadcast;
-    each input is divided by its clamped norm first, as PyTorch does.
+    each input is divided by its clamped norm first, as PyTorch does, and, as there, a norm
+    raised to ``eps`` keeps its gradient.
 
     Shape: the broadcast shape without ``dim``.
 
@@ -1126,8 +1136,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """
     shape = tuple(_elementwise.broadcast_shape(tuple(x1.shape), tuple(x2.shape)))
     x1, x2 = x1.expand(*shape), x2.expand(*shape)
-    norm1 = tg.clamp_min(tg.norm(x1, 2, dim, keepdim=True), eps)
-    norm2 = tg.clamp_min(tg.norm(x2, 2, dim, keepdim=True), eps)
+    norm1 = _raised_to_keeping_gradient(tg.norm(x1, 2, dim, keepdim=True), eps)
+    norm2 = _raised_to_keeping_gradient(tg.norm(x2, 2, dim, keepdim=True), eps)
     return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
