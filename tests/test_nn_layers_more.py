@@ -321,7 +321,12 @@ MODULE_PAIRS = [
     ("BatchNorm2d", (3,), {"eps": 1e-3}), ("Embedding", (5, 3), {}),
     ("Embedding", (5, 3), {"padding_idx": -1, "max_norm": 1.0}),
     ("CosineSimilarity", (), {}), ("PairwiseDistance", (), {}), ("Bilinear", (2, 3, 4), {}),
-    ("Bilinear", (2, 3, 4), {"bias": False}),
+    ("Bilinear", (2, 3, 4), {"bias": False}), ("RNNCell", (3, 4), {}),
+    ("RNNCell", (3, 4), {"bias": False, "nonlinearity": "relu"}), ("GRUCell", (3, 4), {}),
+    ("LSTMCell", (3, 4), {"bias": False}), ("RNN", (3, 4), {}),
+    ("RNN", (3, 4, 2), {"nonlinearity": "relu", "batch_first": True, "dropout": 0.5,
+                        "bidirectional": True}),
+    ("GRU", (3, 4), {"num_layers": 2}), ("LSTM", (3, 4), {"bias": False, "bidirectional": True}),
 ]
 
 
@@ -620,7 +625,7 @@ def test_vmap_jvp_and_hessian_go_through_the_composites():
 
 
 NEW_MODULES = ["tapegrad.nn.activation", "tapegrad.nn.loss", "tapegrad.nn.normalization",
-               "tapegrad.nn.layers"]
+               "tapegrad.nn.layers", "tapegrad.nn.rnn"]
 
 
 @pytest.mark.parametrize("name", NEW_MODULES)
@@ -644,3 +649,136 @@ def test_every_public_class_and_function_has_an_example():
             doc = getattr(module, attr).__doc__ or ""
             assert "Example:" in doc, f"{name}.{attr}"
             assert hasattr(nn if name != "tapegrad.nn.functional" else F, attr), attr
+
+
+# =============================================================================================
+# Recurrent layers
+# =============================================================================================
+
+
+def _sequence_outputs(out):
+    """The tensors a recurrent module returns, flattened: output, h_n (and c_n)."""
+    if isinstance(out, tg.Tensor) or isinstance(out, torch.Tensor):
+        return [out]
+    flat = []
+    for item in out:
+        flat.extend(_sequence_outputs(item))
+    return flat
+
+
+def compare_recurrent(ours, theirs, arrays, rtol=1e-11, atol=1e-13):
+    """Outputs and every gradient (inputs, initial states, parameters) agree."""
+    copy_weights(ours, theirs)
+    mine = [tg.tensor(a, requires_grad=True) for a in arrays]
+    torch_inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
+
+    def call(module, inputs, lib):
+        if len(inputs) == 3:                 # LSTM: input, (h0, c0)
+            return module(inputs[0], (inputs[1], inputs[2]))
+        return module(*inputs)
+    outs = _sequence_outputs(call(ours, mine, tg))
+    touts = _sequence_outputs(call(theirs, torch_inputs, torch))
+    assert len(outs) == len(touts)
+    total, ttotal = 0, 0
+    for k, (o, t) in enumerate(zip(outs, touts)):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+        cot = rng(90 + k).standard_normal(tuple(o.shape))
+        total = total + (o * tg.tensor(cot)).sum()
+        ttotal = ttotal + (t * torch.tensor(cot)).sum()
+    total.backward()
+    ttotal.backward()
+    for a, b in zip(mine, torch_inputs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=atol)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=rtol, atol=atol,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["RNNCell", "GRUCell", "LSTMCell"])
+@pytest.mark.parametrize("batched", [True, False])
+def test_cells_match_torch(kind, batched):
+    x = rng(100).standard_normal((5, 3) if batched else (3,))
+    h = rng(101).standard_normal((5, 4) if batched else (4,))
+    for kwargs in ({}, {"bias": False}):
+        ours, theirs = getattr(nn, kind)(3, 4, **kwargs), getattr(torch.nn, kind)(3, 4, **kwargs)
+        compare_recurrent(ours, theirs, [x])
+        compare_recurrent(ours, theirs, [x, h] + ([h * 0.5] if kind == "LSTMCell" else []))
+    compare_recurrent(nn.RNNCell(3, 4, nonlinearity="relu"),
+                      torch.nn.RNNCell(3, 4, nonlinearity="relu"), [x, h])
+
+
+SEQUENCE_CASES = [
+    ("RNN", {}), ("RNN", {"nonlinearity": "relu", "num_layers": 2}),
+    ("RNN", {"bidirectional": True, "batch_first": True}),
+    ("GRU", {}), ("GRU", {"num_layers": 2, "bidirectional": True}),
+    ("GRU", {"bias": False, "batch_first": True}),
+    ("LSTM", {}), ("LSTM", {"num_layers": 2, "batch_first": True}),
+    ("LSTM", {"bidirectional": True, "num_layers": 2}),
+]
+
+
+@pytest.mark.parametrize("kind, kwargs", SEQUENCE_CASES,
+                         ids=[f"{k}-{v}" for k, v in SEQUENCE_CASES])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_sequence_layers_match_torch(kind, kwargs, with_state):
+    ours, theirs = getattr(nn, kind)(3, 4, **kwargs), getattr(torch.nn, kind)(3, 4, **kwargs)
+    shape = (2, 6, 3) if kwargs.get("batch_first") else (6, 2, 3)
+    arrays = [rng(110).standard_normal(shape)]
+    if with_state:
+        layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+        arrays.append(rng(111).standard_normal((layers, 2, 4)))
+        if kind == "LSTM":
+            arrays.append(rng(112).standard_normal((layers, 2, 4)))
+    compare_recurrent(ours, theirs, arrays)
+
+
+def test_unbatched_sequence_matches_torch():
+    compare_recurrent(nn.LSTM(3, 4, 2), torch.nn.LSTM(3, 4, 2),
+                      [rng(113).standard_normal((5, 3)), rng(114).standard_normal((2, 4)),
+                       rng(115).standard_normal((2, 4))])
+    compare_recurrent(nn.GRU(3, 4), torch.nn.GRU(3, 4), [rng(116).standard_normal((5, 3))])
+
+
+def test_recurrent_errors_match_torch():
+    def message(lib, make, *inputs):
+        with pytest.raises(Exception) as caught:
+            make(lib)(*[lib.tensor(np.ones(s)) if isinstance(s, tuple) else
+                        tuple(lib.tensor(np.ones(t)) for t in s) for s in inputs])
+        return type(caught.value), str(caught.value)
+    for make, inputs in [(lambda lib: lib.nn.RNN(3, 4), [(2, 3, 5)]),
+                         (lambda lib: lib.nn.RNN(3, 4), [(2, 3, 3), (1, 2, 4)]),
+                         (lambda lib: lib.nn.LSTM(3, 4), [(2, 3, 3), [(1, 3, 4), (1, 2, 4)]]),
+                         (lambda lib: lib.nn.RNNCell(3, 4), [(2, 5)])]:
+        assert message(tg, make, *inputs) == message(torch, make, *inputs)
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'sigmoid'"):
+        nn.RNN(3, 4, nonlinearity="sigmoid")
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        nn.GRU(3, 4, dropout=0.5)
+
+
+def test_recurrent_init_bounds_follow_torch():
+    lstm = nn.LSTM(3, 25, 2, bidirectional=True)
+    bound = 1 / math.sqrt(25)
+    for name, p in lstm.named_parameters():
+        values = p.detach().numpy()
+        assert np.abs(values).max() <= bound and np.abs(values).max() > 0.8 * bound, name
+    assert lstm.weight_ih_l1.shape == (100, 50) and lstm.bias_hh_l0_reverse.shape == (100,)
+
+
+def test_compile_replays_an_lstm_with_new_inputs():
+    model = nn.LSTM(3, 4, num_layers=2, batch_first=True)
+    step = tg.compile(lambda x: model(x)[0].pow(2).sum())
+    for seed in range(3):
+        value = rng(120 + seed).standard_normal((2, 5, 3))
+        model.zero_grad()
+        loss = step(tg.tensor(value))
+        loss.backward()
+        grads = [p.grad.numpy().copy() for p in model.parameters()]
+        model.zero_grad()
+        eager = model(tg.tensor(value))[0].pow(2).sum()
+        eager.backward()
+        np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
+        for g, p in zip(grads, model.parameters()):
+            np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert step.stats.replays == 2, step.stats.eager_reasons

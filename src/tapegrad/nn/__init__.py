@@ -13,6 +13,7 @@ from .layers import Bilinear, CosineSimilarity, Embedding, PairwiseDistance
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
 from . import utils
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
+    "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM",
 ]
 
 
