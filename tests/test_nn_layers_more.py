@@ -327,6 +327,12 @@ MODULE_PAIRS = [
     ("RNN", (3, 4, 2), {"nonlinearity": "relu", "batch_first": True, "dropout": 0.5,
                         "bidirectional": True}),
     ("GRU", (3, 4), {"num_layers": 2}), ("LSTM", (3, 4), {"bias": False, "bidirectional": True}),
+    ("Conv1d", (3, 4, 3), {}), ("Conv1d", (2, 2, 3), {"padding": "valid"}),
+    ("Conv2d", (3, 4, 3), {"padding": "same"}),
+    ("Conv2d", (4, 6, (3, 2)), {"stride": 2, "padding": 1, "dilation": (2, 1), "groups": 2,
+                                "bias": False}),
+    ("MaxPool2d", (2,), {}), ("MaxPool2d", ((2, 3),), {"stride": 1, "padding": 1}),
+    ("AvgPool2d", (2,), {}), ("AvgPool2d", (3, 2, 1), {"count_include_pad": False}),
 ]
 
 
@@ -625,7 +631,7 @@ def test_vmap_jvp_and_hessian_go_through_the_composites():
 
 
 NEW_MODULES = ["tapegrad.nn.activation", "tapegrad.nn.loss", "tapegrad.nn.normalization",
-               "tapegrad.nn.layers", "tapegrad.nn.rnn"]
+               "tapegrad.nn.layers", "tapegrad.nn.rnn", "tapegrad.nn.conv"]
 
 
 @pytest.mark.parametrize("name", NEW_MODULES)
@@ -777,6 +783,98 @@ def test_compile_replays_an_lstm_with_new_inputs():
         grads = [p.grad.numpy().copy() for p in model.parameters()]
         model.zero_grad()
         eager = model(tg.tensor(value))[0].pow(2).sum()
+        eager.backward()
+        np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
+        for g, p in zip(grads, model.parameters()):
+            np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert step.stats.replays == 2, step.stats.eager_reasons
+
+
+# =============================================================================================
+# Convolution and pooling
+# =============================================================================================
+
+
+IMAGES = rng(130).standard_normal((2, 4, 7, 6))
+CONV_CASES = [
+    ("conv2d", [IMAGES, rng(131).standard_normal((6, 4, 3, 3)), rng(132).standard_normal(6)],
+     {}),
+    ("conv2d", [IMAGES, rng(133).standard_normal((6, 2, 3, 2)), rng(132).standard_normal(6)],
+     {"groups": 2, "stride": 2, "padding": 1, "dilation": (2, 1)}),
+    ("conv2d", [IMAGES, rng(134).standard_normal((3, 4, 2, 2))], {"padding": "same"}),
+    ("conv2d", [IMAGES[0], rng(135).standard_normal((3, 4, 3, 3))], {"padding": (0, 2)}),
+    ("conv1d", [IMAGES[:, :, 0], rng(136).standard_normal((5, 4, 3)),
+                rng(137).standard_normal(5)], {"stride": 2, "padding": 2}),
+    ("conv1d", [IMAGES[:, :, 0], rng(138).standard_normal((4, 1, 2))],
+     {"groups": 4, "dilation": 2, "padding": "same"}),
+    ("max_pool2d", [IMAGES], {"kernel_size": 2}),
+    ("max_pool2d", [IMAGES], {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ("max_pool2d", [np.round(IMAGES)], {"kernel_size": (2, 3), "stride": 1}),   # ties
+    ("max_pool2d", [IMAGES[0]], {"kernel_size": 2, "dilation": 2}),
+    ("max_pool2d", [np.where(IMAGES > 1.5, np.nan, IMAGES)], {"kernel_size": 2}),
+    ("avg_pool2d", [IMAGES], {"kernel_size": 2}),
+    ("avg_pool2d", [IMAGES], {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ("avg_pool2d", [IMAGES], {"kernel_size": 3, "stride": 2, "padding": 1,
+                              "count_include_pad": False}),
+    ("avg_pool2d", [IMAGES], {"kernel_size": 3, "stride": 1, "padding": 1,
+                              "divisor_override": 4}),
+]
+
+
+@pytest.mark.parametrize("name, arrays, kwargs", CONV_CASES,
+                         ids=[_loss_id(c) for c in CONV_CASES])
+def test_convolution_and_pooling_match_torch(name, arrays, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # torch's note on even kernels with "same"
+        run_both(getattr(F, name), getattr(torch.nn.functional, name), arrays, kwargs)
+
+
+def test_conv_modules_match_torch_with_parameter_gradients():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compare_module(nn.Conv2d(4, 6, 3, padding=1, groups=2),
+                       torch.nn.Conv2d(4, 6, 3, padding=1, groups=2), [IMAGES])
+        compare_module(nn.Conv1d(4, 3, 2, padding="same", bias=False),
+                       torch.nn.Conv1d(4, 3, 2, padding="same", bias=False), [IMAGES[:, :, 1]])
+    run_both(nn.MaxPool2d(3, 1, 1), torch.nn.MaxPool2d(3, 1, 1), [IMAGES])
+    run_both(nn.AvgPool2d(2, 1), torch.nn.AvgPool2d(2, 1), [IMAGES])
+
+
+def test_conv_init_bounds_follow_torch():
+    conv = nn.Conv2d(6, 40, 3, groups=2)
+    bound = 1 / math.sqrt(3 * 9)
+    for p in (conv.weight, conv.bias):
+        values = np.abs(p.detach().numpy())
+        assert values.max() <= bound and values.max() > 0.8 * bound
+
+
+def test_conv_errors_match_torch():
+    for make in (lambda lib: lib.nn.Conv2d(3, 4, 3, groups=2),
+                 lambda lib: lib.nn.Conv2d(3, 4, 3, padding="same", stride=2)):
+        with pytest.raises(ValueError) as ours:
+            make(tg)
+        with pytest.raises(ValueError) as theirs:
+            make(torch)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(RuntimeError) as ours:
+        F.conv2d(tg.ones(1, 3, 5, 5), tg.ones(2, 2, 3, 3))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.functional.conv2d(torch.ones(1, 3, 5, 5), torch.ones(2, 2, 3, 3))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_compile_replays_a_small_convnet():
+    model = nn.Sequential(nn.Conv2d(4, 5, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(5, 2, 2), nn.AvgPool2d(2, 1), nn.Flatten())
+    step = tg.compile(lambda x: model(x).pow(2).sum())
+    for seed in range(3):
+        value = rng(140 + seed).standard_normal((2, 4, 8, 8))
+        model.zero_grad()
+        loss = step(tg.tensor(value))
+        loss.backward()
+        grads = [p.grad.numpy().copy() for p in model.parameters()]
+        model.zero_grad()
+        eager = model(tg.tensor(value)).pow(2).sum()
         eager.backward()
         np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
         for g, p in zip(grads, model.parameters()):

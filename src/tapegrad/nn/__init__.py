@@ -9,6 +9,7 @@ from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Fla
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU, SiLU, Softmin, Softplus,
                          Softshrink, Softsign, Tanhshrink, Threshold)
+from .conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
 from .layers import Bilinear, CosineSimilarity, Embedding, PairwiseDistance
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
@@ -27,7 +28,8 @@ __all__ = [
     "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
-    "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM",
+    "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
+    "AvgPool2d",
 ]
 
 

@@ -24,7 +24,7 @@ __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -1456,6 +1456,221 @@ def bilinear(input1, input2, weight, bias=None):
     left = input1.unsqueeze(-2).unsqueeze(-2) @ weight
     out = (left * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
     return out if bias is None else out + bias
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution and pooling: windows gathered with one index_select (indices from the shapes
+# only, so a compiled replay reuses them), then a matrix product or a reduction
+# ---------------------------------------------------------------------------------------------
+
+
+def _pair(value, n, name="kernel_size"):
+    """``value`` as an ``n``-tuple of ints (an int is repeated)."""
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got "
+                           f"{name}={list(value)}")
+    return value
+
+
+def _windows(input, kernel, stride, dilation, spatial):
+    """Every window of the (already padded) ``(N, C, *spatial)`` input: ``(N, C, *out,
+    *kernel)``, gathered in one ``index_select`` over the flattened positions."""
+    out = []
+    for size, k, st, d in zip(spatial, kernel, stride, dilation):
+        length = (size - d * (k - 1) - 1) // st + 1
+        if length <= 0:
+            return None, None
+        out.append(length)
+    # position of window w's tap t along each dim: w * stride + t * dilation
+    grids = np.meshgrid(*[np.arange(o) * st for o, st in zip(out, stride)],
+                        *[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij")
+    n_dims = len(spatial)
+    flat = np.zeros(grids[0].shape, dtype=np.int64)
+    for axis in range(n_dims):
+        flat = flat * spatial[axis] + grids[axis] + grids[n_dims + axis]
+    n, c = input.shape[0], input.shape[1]
+    gathered = input.reshape(n, c, -1).index_select(2, tg.from_numpy(flat.reshape(-1)))
+    return gathered.reshape(n, c, *out, *kernel), tuple(out)
+
+
+def _padding_amounts(padding, kernel, dilation, stride, n):
+    """``padding`` (ints or "valid"/"same") as (before, after) per spatial dim."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * n
+        if padding != "same":
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        if any(st != 1 for st in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        # the odd pixel of an even total goes after, as in PyTorch
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return [(t // 2, t - t // 2) for t in totals]
+    return [(p, p) for p in _pair(padding, n, "padding")]
+
+
+def _pad_spatial(input, amounts, value=0.0):
+    if not any(before or after for before, after in amounts):
+        return input
+    flat = []
+    for before, after in reversed(amounts):        # F.pad lists the last dimension first
+        flat += [before, after]
+    return pad(input, tuple(flat), value=value)
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, groups, n):
+    unbatched = input.ndim == n + 1
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got "
+            f"input of size: {list(input.shape)}")
+    if unbatched:
+        input = input.unsqueeze(0)
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = _pair(stride, n, "stride"), _pair(dilation, n, "dilation")
+    channels = input.shape[1]
+    if channels != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead")
+    padded = _pad_spatial(input, _padding_amounts(padding, kernel, dilation, stride, n))
+    windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+    if windows is None:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(str(s) for s in padded.shape[2:])}). "
+            f"Kernel size: ({' x '.join(str(k) for k in kernel)}). Kernel size can't be greater "
+            "than actual input size")
+    batch, per_group, out_channels = input.shape[0], channels // groups, weight.shape[0]
+    positions, taps = math.prod(out), per_group * math.prod(kernel)
+    # (N, G, C/G, *out, *k) -> (N, G, positions, C/G * taps) @ (G, C/G * taps, O/G)
+    order = (0, 1) + tuple(range(3, 3 + n)) + (2,) + tuple(range(3 + n, 3 + 2 * n))
+    columns = windows.reshape(batch, groups, per_group, *out, *kernel).permute(*order)
+    columns = columns.reshape(batch, groups, positions, taps)
+    kernels = weight.reshape(groups, out_channels // groups, taps).transpose(1, 2)
+    result = (columns @ kernels).permute(0, 1, 3, 2).reshape(batch, out_channels, *out)
+    if bias is not None:
+        result = result + bias.reshape((1, -1) + (1,) * n)
+    return result.squeeze(0) if unbatched else result
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation (PyTorch's convolution) of ``(N, C_in, L)`` with ``weight``
+    ``(C_out, C_in / groups, k)``; ``padding`` an int or "valid"/"same".
+
+    Shape: -> ``(N, C_out, L_out)``, ``L_out = (L + 2 padding - dilation (k - 1) - 1) //
+    stride + 1``; unbatched ``(C_in, L)`` gives ``(C_out, L_out)``.
+
+    Example:
+        >>> F.conv1d(tg.tensor([[[1.0, 2.0, 3.0, 4.0]]]), tg.tensor([[[1.0, -1.0]]]))
+        tensor([[[-1., -1., -1.]]])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation (PyTorch's convolution) of ``(N, C_in, H, W)`` with ``weight``
+    ``(C_out, C_in / groups, kH, kW)``: each output is the dot product of a window with a
+    kernel.
+
+    Shape: -> ``(N, C_out, H_out, W_out)`` (see ``conv1d`` per dimension).
+
+    Example:
+        >>> x = tg.arange(9.0).reshape(1, 1, 3, 3)
+        >>> F.conv2d(x, tg.ones(1, 1, 2, 2))
+        tensor([[[[ 8., 12.],
+                  [20., 24.]]]])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):
+    unbatched = input.ndim == n + 1
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D (batch mode) tensor for "
+                           f"input, but got: {list(input.shape)}")
+    if unbatched:
+        input = input.unsqueeze(0)
+    kernel = _pair(kernel_size, n)
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, n,
+                                                                                "stride")
+    padding, dilation = _pair(padding, n, "padding"), _pair(dilation, n, "dilation")
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        raise RuntimeError("pad should be at most half of effective kernel size, but got "
+                           f"pad={padding[0]}, kernel_size={kernel[0]} and dilation="
+                           f"{dilation[0]}")
+    padded = _pad_spatial(input, [(p, p) for p in padding], fill)
+    windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+    if windows is None:
+        raise RuntimeError(f"{name}: output size is too small")
+    windows = windows.reshape(*windows.shape[:2 + n], -1)
+    return windows, unbatched, (kernel, stride, padding, out, input)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The largest value of each ``kernel_size`` window (``stride`` defaults to the kernel
+    size); the gradient goes to the first largest element of a window, as in PyTorch.
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> F.max_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 2)
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+    """
+    if ceil_mode or return_indices:
+        raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
+    windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
+                                          -math.inf, 2, "max_pool2d")
+    # a running maximum over the taps, not max(dim): its argmax would be baked into a
+    # compiled tape. A later tap wins only if strictly larger (ties keep the first, whose
+    # element gets the gradient) or nan, as in PyTorch's kernel
+    result = windows[..., 0]
+    for tap in range(1, windows.shape[-1]):
+        value = windows[..., tap]
+        # (value != value: nan, as a comparison a replay recomputes; isnan is guarded)
+        result = tg.where(value != value, value, tg.where(value > result, value, result))
+    return result.squeeze(0) if unbatched else result
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each ``kernel_size`` window (zero padding counted unless
+    ``count_include_pad=False``; ``divisor_override`` replaces the divisor).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> F.avg_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 2)
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+    """
+    if ceil_mode:
+        raise NotImplementedError("avg_pool2d: ceil_mode is not supported")
+    windows, unbatched, (kernel, stride, padding, out, original) = _pool_windows(
+        input, kernel_size, stride, padding, 1, 0.0, 2, "avg_pool2d")
+    total = windows.sum(-1)
+    if divisor_override:
+        result = total / divisor_override
+    elif count_include_pad or not any(padding):
+        result = total / math.prod(kernel)
+    else:
+        # the number of real (unpadded) elements of each window, from the shape alone
+        inside = np.ones(tuple(original.shape[2:]))
+        counts, _ = _windows(_constant(np.pad(inside, [(p, p) for p in padding]))
+                             .reshape(1, 1, *[s + 2 * p for s, p in
+                                              zip(original.shape[2:], padding)]),
+                             kernel, stride, (1, 1),
+                             tuple(s + 2 * p for s, p in zip(original.shape[2:], padding)))
+        result = total / counts.reshape(*out, -1).sum(-1)
+    return result.squeeze(0) if unbatched else result
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
