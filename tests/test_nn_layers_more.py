@@ -212,8 +212,11 @@ def test_embedding_matches_torch_with_repeats_and_padding():
 
 
 def test_embedding_rejects_bad_indices_as_torch():
-    with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(tg.tensor([6]), tg.zeros(6, 2))
+    for bad in ([6], [-1]):
+        with pytest.raises(IndexError, match="index out of range in self"):
+            F.embedding(tg.tensor(bad), tg.zeros(6, 2))
+        with pytest.raises(IndexError, match="index out of range in self"):
+            torch.nn.functional.embedding(torch.tensor(bad), torch.zeros(6, 2))
     with pytest.raises(RuntimeError, match="Expected tensor for argument #1 'indices'"):
         F.embedding(tg.tensor([1.0]), tg.zeros(6, 2))
 
@@ -880,3 +883,22 @@ def test_compile_replays_a_small_convnet():
         for g, p in zip(grads, model.parameters()):
             np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)
     assert step.stats.replays == 2, step.stats.eager_reasons
+
+
+def test_compile_replays_embedding_with_new_indices_and_guards_their_range():
+    table = nn.Embedding(6, 3)
+    step = tg.compile(lambda idx: (table(idx) ** 2).sum())
+    for seed in range(3):
+        index = rng(150 + seed).integers(0, 6, (2, 5))
+        table.zero_grad()
+        loss = step(tg.tensor(index))
+        loss.backward()
+        grad = table.weight.grad.numpy().copy()
+        table.zero_grad()
+        eager = (table(tg.tensor(index)) ** 2).sum()
+        eager.backward()
+        np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
+        np.testing.assert_allclose(grad, table.weight.grad.numpy(), rtol=1e-13)
+    assert step.stats.replays == 2, step.stats
+    with pytest.raises(IndexError, match="index out of range in self"):
+        step(tg.tensor(np.array([[0, 1, 2, 3, 6], [0, 0, 0, 0, 0]])))

@@ -1307,18 +1307,29 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         elif padding_idx < 0:
             assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
             padding_idx = rows + padding_idx
-    index = input._value
-    if index.size and (index.min() < -rows or index.max() >= rows):
-        raise IndexError("index out of range in self")
     if max_norm is not None:
-        _renorm_rows(weight, np.unique(np.where(index < 0, index + rows, index)), max_norm,
-                     norm_type)
+        _check_rows(input._value, rows)
+        _renorm_rows(weight, np.unique(input._value), max_norm, norm_type)
     if padding_idx is not None:
         # the padding row still gives its values, but no gradient reaches it
         keep = tg.from_numpy((np.arange(rows) != padding_idx).reshape(rows, 1))
         # (detach: a compiled call runs eagerly rather than freeze the row's values)
         weight = tg.where(keep, weight, weight.detach())
+    if _traced(input):
+        # the indices are a compiled function's data: rows picked by a one-hot product (one
+        # term per output, so exact for finite weights), which a replay recomputes from new
+        # indices; the range check is a guarded count
+        outside = ((input < 0).double() + (input >= rows).double()).sum()
+        if outside.item() != 0.0:
+            raise IndexError("index out of range in self")
+        return (input.unsqueeze(-1) == tg.arange(rows)).double() @ weight
+    _check_rows(input._value, rows)
     return weight[input]
+
+
+def _check_rows(index, rows):
+    if index.size and (index.min() < 0 or index.max() >= rows):
+        raise IndexError("index out of range in self")
 
 
 def _renorm_rows(weight, rows, max_norm, norm_type):
