@@ -88,6 +88,29 @@ def test_activation_matches_torch(name, kwargs, array):
     run_both(getattr(F, name), getattr(torch.nn.functional, name), [array], kwargs, rtol=rtol)
 
 
+INPLACE = ["silu", "elu", "selu", "celu", "leaky_relu", "mish", "hardtanh", "relu6",
+           "hardsigmoid", "hardswish", "threshold"]
+
+
+@pytest.mark.parametrize("name", INPLACE)
+def test_inplace_activation_of_a_recorded_tensor_backpropagates_as_torch(name):
+    kwargs = {"threshold": 0.1, "value": -1.0} if name == "threshold" else {}
+
+    def run(lib, module):
+        x = lib.tensor(EDGES, requires_grad=True)
+        y = x * 1.5
+        out = getattr(module, name)(y, inplace=True, **kwargs)
+        assert out is y
+        (y * y).sum().backward()
+        return y.detach().numpy(), x.grad.numpy()
+    ours, theirs = run(tg, F), run(torch, torch.nn.functional)
+    rtol = 5e-8 if name == "hardsigmoid" else RTOL
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=rtol, atol=ATOL)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
+        getattr(F, name)(tg.tensor(EDGES, requires_grad=True), inplace=True, **kwargs)
+
+
 def test_activation_inplace_returns_the_overwritten_input():
     for name in ("silu", "elu", "selu", "celu", "leaky_relu", "mish", "hardtanh", "relu6",
                  "hardsigmoid", "hardswish"):

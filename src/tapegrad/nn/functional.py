@@ -491,10 +491,14 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _overwrite(input, result, inplace):
-    """``result``, or ``input`` overwritten with it for ``inplace=True`` (what PyTorch's
-    in-place activations return)."""
-    return input.copy_(result) if inplace else result
+def _activate(input, inplace, formula):
+    """``formula(input)``, or with ``inplace=True`` ``input`` overwritten with it (what
+    PyTorch's in-place activations return). The formula then reads a clone: its ops save
+    their operands for the backward pass, and overwriting the one they saved would make
+    that pass refuse (PyTorch's fused in-place ops save their result instead)."""
+    if not inplace:
+        return formula(input)
+    return input.copy_(formula(input.clone() if input.requires_grad else input))
 
 
 def gelu(input, approximate="none"):
@@ -526,7 +530,7 @@ def silu(input, inplace=False):
         >>> F.silu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.2689,  0.0000,  1.7616])
     """
-    return _overwrite(input, input * tg.sigmoid(input), inplace)
+    return _activate(input, inplace, lambda x: x * tg.sigmoid(x))
 
 
 def _negative_part_exp(input, alpha, input_scale=1.0):
@@ -544,8 +548,8 @@ def elu(input, alpha=1.0, inplace=False):
         >>> F.elu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.6321,  0.0000,  2.0000])
     """
-    return _overwrite(input, tg.where(input > 0.0, input, _negative_part_exp(input, alpha)),
-                      inplace)
+    return _activate(input, inplace,
+                     lambda x: tg.where(x > 0.0, x, _negative_part_exp(x, alpha)))
 
 
 def selu(input, inplace=False):
@@ -558,8 +562,8 @@ def selu(input, inplace=False):
         >>> F.selu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-1.1113,  0.0000,  2.1014])
     """
-    result = _SELU_SCALE * tg.where(input > 0.0, input, _negative_part_exp(input, _SELU_ALPHA))
-    return _overwrite(input, result, inplace)
+    return _activate(input, inplace, lambda x: _SELU_SCALE * tg.where(
+        x > 0.0, x, _negative_part_exp(x, _SELU_ALPHA)))
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -573,8 +577,8 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    result = tg.where(input > 0.0, input, _negative_part_exp(input, alpha, 1.0 / alpha))
-    return _overwrite(input, result, inplace)
+    return _activate(input, inplace, lambda x: tg.where(
+        x > 0.0, x, _negative_part_exp(x, alpha, 1.0 / alpha)))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -586,7 +590,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         >>> F.leaky_relu(tg.tensor([-2.0, 0.0, 3.0]), negative_slope=0.1)
         tensor([-0.2000,  0.0000,  3.0000])
     """
-    return _overwrite(input, tg.where(input > 0.0, input, input * negative_slope), inplace)
+    return _activate(input, inplace, lambda x: tg.where(x > 0.0, x, x * negative_slope))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -611,7 +615,7 @@ def mish(input, inplace=False):
         >>> F.mish(tg.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.3034,  0.0000,  0.8651])
     """
-    return _overwrite(input, input * tg.tanh(softplus(input)), inplace)
+    return _activate(input, inplace, lambda x: x * tg.tanh(softplus(x)))
 
 
 def _clipped(input, low, high):
@@ -631,7 +635,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _overwrite(input, _clipped(input, float(min_val), float(max_val)), inplace)
+    return _activate(input, inplace, lambda x: _clipped(x, float(min_val), float(max_val)))
 
 
 def relu6(input, inplace=False):
@@ -655,7 +659,7 @@ def hardsigmoid(input, inplace=False):
         >>> F.hardsigmoid(tg.tensor([-4.0, 0.0, 1.5]))
         tensor([0.0000, 0.5000, 0.7500])
     """
-    return _overwrite(input, _clipped(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _activate(input, inplace, lambda x: _clipped(x + 3.0, 0.0, 6.0) / 6.0)
 
 
 def hardswish(input, inplace=False):
@@ -668,8 +672,10 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(tg.tensor([-4.0, 1.0, 4.0]))
         tensor([-0.0000,  0.6667,  4.0000])
     """
-    upper = tg.where(input >= 3.0, input, input * (input + 3.0) / 6.0)
-    return _overwrite(input, tg.where(input <= -3.0, input * 0.0, upper), inplace)
+    def formula(x):
+        upper = tg.where(x >= 3.0, x, x * (x + 3.0) / 6.0)
+        return tg.where(x <= -3.0, x * 0.0, upper)
+    return _activate(input, inplace, formula)
 
 
 def softsign(input):
@@ -756,7 +762,7 @@ def threshold(input, threshold, value, inplace=False):
         >>> F.threshold(tg.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
         tensor([-9., -9.,  2.])
     """
-    return _overwrite(input, tg.where(input <= threshold, float(value), input), inplace)
+    return _activate(input, inplace, lambda x: tg.where(x <= threshold, float(value), x))
 
 
 def prelu(input, weight):
