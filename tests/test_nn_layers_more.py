@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 from tapegrad import nn
@@ -109,6 +111,22 @@ def test_inplace_activation_of_a_recorded_tensor_backpropagates_as_torch(name):
     np.testing.assert_allclose(ours[1], theirs[1], rtol=rtol, atol=ATOL)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
         getattr(F, name)(tg.tensor(EDGES, requires_grad=True), inplace=True, **kwargs)
+
+
+# the values where the piecewise activations change formula, mixed with arbitrary ones
+KINKS = [-20.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 20.0]
+ACTIVATION_VALUES = hnp.arrays(
+    np.float64, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+    elements=st.one_of(st.sampled_from(KINKS), st.floats(-40.0, 40.0)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=ACTIVATION_VALUES, case=st.sampled_from(
+    [c for c in ACTIVATIONS if c[0] not in ("glu", "softmin")]))
+def test_activation_matches_torch_on_any_values(values, case):
+    name, kwargs = case
+    rtol = 5e-8 if name == "hardsigmoid" else RTOL
+    run_both(getattr(F, name), getattr(torch.nn.functional, name), [values], kwargs, rtol=rtol)
 
 
 def test_activation_inplace_returns_the_overwritten_input():
@@ -291,6 +309,12 @@ ERRORS = [
     ("group_norm", (np.ones((2, 3, 4)), 2), {}),
     ("group_norm", (np.ones((1, 2, 1)), 2), {}),
     ("batch_norm", (np.ones((1, 3)), None, None), {"training": True}),
+    ("celu", (np.ones(2),), {"alpha": 0.0}),
+    ("one_hot", (np.array([1.0]),), {}),
+    ("one_hot", (np.array([], dtype=np.int64),), {}),
+    ("conv2d", (np.ones((1, 2, 2, 2)), np.ones((1, 2, 3, 3))), {}),
+    ("conv1d", (np.ones((1, 3, 5)), np.ones((2, 2, 3))), {}),
+    ("embedding", (np.array([3]), np.ones((3, 2))), {}),
     ("pad", (np.ones((2, 3)), (1,)), {}),
     ("pad", (np.ones((1, 2, 3)), (3, 3)), {"mode": "reflect"}),
 ]

@@ -576,7 +576,7 @@ def celu(input, alpha=1.0, inplace=False):
         tensor([-0.7869,  0.0000,  2.0000])
     """
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _activate(input, inplace, lambda x: tg.where(
         x > 0.0, x, _negative_part_exp(x, alpha, 1.0 / alpha)))
 
@@ -1560,10 +1560,11 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, n):
     padded = _pad_spatial(input, _padding_amounts(padding, kernel, dilation, stride, n))
     windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
     if windows is None:
+        sizes = " x ".join(str(s) for s in padded.shape[2:])
+        taps = " x ".join(str(k) for k in kernel)
         raise RuntimeError(
-            f"Calculated padded input size per channel: ({' x '.join(str(s) for s in padded.shape[2:])}). "
-            f"Kernel size: ({' x '.join(str(k) for k in kernel)}). Kernel size can't be greater "
-            "than actual input size")
+            f"Calculated padded input size per channel: ({sizes}). Kernel size: ({taps}). "
+            "Kernel size can't be greater than actual input size")
     batch, per_group, out_channels = input.shape[0], channels // groups, weight.shape[0]
     positions, taps = math.prod(out), per_group * math.prod(kernel)
     # (N, G, C/G, *out, *k) -> (N, G, positions, C/G * taps) @ (G, C/G * taps, O/G)
