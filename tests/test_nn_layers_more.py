@@ -949,3 +949,26 @@ def test_compile_replays_embedding_with_new_indices_and_guards_their_range():
     assert step.stats.replays == 2, step.stats
     with pytest.raises(IndexError, match="index out of range in self"):
         step(tg.tensor(np.array([[0, 1, 2, 3, 6], [0, 0, 0, 0, 0]])))
+
+
+VMAPPED = {
+    "conv2d": lambda v: F.conv2d(v.unsqueeze(0), tg.ones(3, 2, 2, 2) * 0.5, padding=1),
+    "max_pool2d": lambda v: F.max_pool2d(v, 2),
+    "avg_pool2d": lambda v: F.avg_pool2d(v, 2, 1, 1, count_include_pad=False),
+    "pad-reflect": lambda v: F.pad(v, (1, 2), mode="reflect"),
+    "attention": lambda v: F.scaled_dot_product_attention(v, v, v, is_causal=True),
+    "group_norm": lambda v: F.group_norm(v.unsqueeze(0), 2),
+    "cosine_similarity": lambda v: F.cosine_similarity(v, v.flip(0)),
+    "activations": lambda v: F.hardswish(v) + F.logsigmoid(v) * F.gelu(v) + F.glu(v, 1).sum(),
+    "huber_loss": lambda v: F.huber_loss(v, v * 0.3),
+    "embedding": lambda v: F.embedding(tg.tensor([[1, 0]]), v[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(VMAPPED))
+def test_vmap_of_a_composite_equals_a_loop(name):
+    fn = VMAPPED[name]
+    x = tg.tensor(rng(160).standard_normal((3, 2, 4, 5)))
+    batched = tg.vmap(fn)(x)
+    looped = tg.stack([fn(x[i]) for i in range(3)])
+    np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-13, atol=1e-15)
