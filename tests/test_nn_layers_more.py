@@ -728,12 +728,12 @@ def compare_recurrent(ours, theirs, arrays, rtol=1e-11, atol=1e-13):
     mine = [tg.tensor(a, requires_grad=True) for a in arrays]
     torch_inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
 
-    def call(module, inputs, lib):
+    def call(module, inputs):
         if len(inputs) == 3:                 # LSTM: input, (h0, c0)
             return module(inputs[0], (inputs[1], inputs[2]))
         return module(*inputs)
-    outs = _sequence_outputs(call(ours, mine, tg))
-    touts = _sequence_outputs(call(theirs, torch_inputs, torch))
+    outs = _sequence_outputs(call(ours, mine))
+    touts = _sequence_outputs(call(theirs, torch_inputs))
     assert len(outs) == len(touts)
     total, ttotal = 0, 0
     for k, (o, t) in enumerate(zip(outs, touts)):

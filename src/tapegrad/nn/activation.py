@@ -1,10 +1,10 @@
 """Activation layers as in ``torch.nn``: each holds its options and calls the matching
 ``tapegrad.nn.functional`` function, so gradients and compiled replays come from there."""
+import tapegrad as tg
+
 from . import functional as F
 from . import init
 from .modules import Module, Parameter
-
-import tapegrad as tg
 
 __all__ = [
     "GELU", "SiLU", "ELU", "SELU", "CELU", "LeakyReLU", "Softplus", "Mish", "Hardtanh", "ReLU6",

@@ -1680,13 +1680,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     elif count_include_pad or not any(padding):
         result = total / math.prod(kernel)
     else:
-        # the number of real (unpadded) elements of each window, from the shape alone
-        inside = np.ones(tuple(original.shape[2:]))
-        counts, _ = _windows(_constant(np.pad(inside, [(p, p) for p in padding]))
-                             .reshape(1, 1, *[s + 2 * p for s, p in
-                                              zip(original.shape[2:], padding)]),
-                             kernel, stride, (1, 1),
-                             tuple(s + 2 * p for s, p in zip(original.shape[2:], padding)))
+        # the number of real (unpadded) elements of each window: from the shape alone
+        inside = np.pad(np.ones(tuple(original.shape[2:])), [(p, p) for p in padding])
+        counts, _ = _windows(_constant(inside).reshape(1, 1, *inside.shape), kernel, stride,
+                             (1, 1), inside.shape)
         result = total / counts.reshape(*out, -1).sum(-1)
     return result.squeeze(0) if unbatched else result
 
