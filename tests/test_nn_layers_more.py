@@ -201,6 +201,7 @@ NORMS = [
                            np.array([[3.0, 1.0], [1e-9, 0.0]])], {}),
     ("layer_norm", [X, (4,)], {}), ("layer_norm", [X, (3, 4)], {"eps": 0.1}),
     ("layer_norm", [X, [4], Y[0], POS[0]], {}),
+    ("rms_norm", [X, (4,)], {}), ("rms_norm", [X, [3, 4], POS], {"eps": 0.1}),
     ("group_norm", [rng(3).standard_normal((2, 6, 5)), 3], {}),
     ("group_norm", [rng(3).standard_normal((2, 6, 2, 3)), 2, POS.reshape(-1)[:6],
                     Y.reshape(-1)[:6]], {"eps": 0.01}),
@@ -383,6 +384,8 @@ MODULE_PAIRS = [
                                 "bias": False}),
     ("MaxPool2d", (2,), {}), ("MaxPool2d", ((2, 3),), {"stride": 1, "padding": 1}),
     ("AvgPool2d", (2,), {}), ("AvgPool2d", (3, 2, 1), {"count_include_pad": False}),
+    ("AdaptiveAvgPool2d", ((2, None),), {}), ("AdaptiveAvgPool1d", (3,), {}),
+    ("RMSNorm", (4,), {}), ("RMSNorm", ([2, 3],), {"eps": 1e-6, "elementwise_affine": False}),
 ]
 
 
@@ -451,7 +454,8 @@ def test_norm_layers_match_torch_with_parameter_gradients():
     for ours, theirs, shape in [
             (nn.LayerNorm(4), torch.nn.LayerNorm(4), (3, 4)),
             (nn.LayerNorm((2, 4), bias=False), torch.nn.LayerNorm((2, 4), bias=False), (3, 2, 4)),
-            (nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4), (3, 4, 5))]:
+            (nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4), (3, 4, 5)),
+            (nn.RMSNorm((2, 4)), torch.nn.RMSNorm((2, 4)), (3, 2, 4))]:
         # non-trivial affine parameters
         with torch.no_grad():
             for p in theirs.parameters():
@@ -868,6 +872,10 @@ CONV_CASES = [
                               "count_include_pad": False}),
     ("avg_pool2d", [IMAGES], {"kernel_size": 3, "stride": 1, "padding": 1,
                               "divisor_override": 4}),
+    *[("adaptive_avg_pool2d", [IMAGES], {"output_size": size})
+      for size in (1, (2, 3), (3, None), (7, 6), (4, 4))],
+    ("adaptive_avg_pool2d", [IMAGES[0]], {"output_size": 2}),
+    *[("adaptive_avg_pool1d", [IMAGES[:, :, 0]], {"output_size": size}) for size in (1, 4, 6)],
 ]
 
 
@@ -915,7 +923,8 @@ def test_conv_errors_match_torch():
 
 def test_compile_replays_a_small_convnet():
     model = nn.Sequential(nn.Conv2d(4, 5, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(5, 2, 2), nn.AvgPool2d(2, 1), nn.Flatten())
+                          nn.Conv2d(5, 2, 2), nn.AvgPool2d(2, 1), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten())
     step = tg.compile(lambda x: model(x).pow(2).sum())
     for seed in range(3):
         value = rng(140 + seed).standard_normal((2, 4, 8, 8))

@@ -8,7 +8,8 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d"]
+__all__ = ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d"]
 
 
 def _tuple(value, n):
@@ -177,6 +178,45 @@ class AvgPool2d(Module):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(Module):
+    """Average pooling to a fixed ``output_size``: ``F.adaptive_avg_pool1d``.
+
+    Shape: ``(N, C, L)`` -> ``(N, C, output_size)``.
+
+    Example:
+        >>> nn.AdaptiveAvgPool1d(2)(tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]))
+        tensor([[[2.0000, 4.0000]]])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
+    """Average pooling to a fixed ``output_size`` grid: ``F.adaptive_avg_pool2d``
+    (``AdaptiveAvgPool2d(1)`` is a global average pool).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, *output_size)``.
+
+    Example:
+        >>> pool = nn.AdaptiveAvgPool2d((1, 1))
+        >>> pool
+        AdaptiveAvgPool2d(output_size=(1, 1))
+        >>> pool(tg.ones(2, 3, 5, 7)).shape
+        tapegrad.Size([2, 3, 1, 1])
+    """
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -25,6 +25,7 @@ __all__ = [
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
     "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -1182,6 +1183,31 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``input / sqrt(mean(input**2) + eps)`` over the last ``len(normalized_shape)``
+    dimensions, times ``weight``; ``eps`` defaults to float64's machine epsilon, as PyTorch's
+    does for a float64 input.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.rms_norm(tg.tensor([[3.0, -4.0]]), (2,))
+        tensor([[ 0.8485, -1.1314]])
+    """
+    normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                        else tuple(normalized_shape))
+    k = len(normalized_shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        expected = ", ".join(["*"] + [str(s) for s in normalized_shape])
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[{expected}], but got input of size{list(input.shape)}")
+    eps = float(np.finfo(np.float64).eps) if eps is None else eps
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * tg.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
 def _channel_shape(input):
     """The shape that broadcasts a per-channel ``(C,)`` tensor against ``(N, C, *)``."""
     return (1, -1) + (1,) * (input.ndim - 2)
@@ -1686,6 +1712,62 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                              (1, 1), inside.shape)
         result = total / counts.reshape(*out, -1).sum(-1)
     return result.squeeze(0) if unbatched else result
+
+
+def _adaptive_average_matrix(size, out):
+    """``(out, size)`` matrix whose row ``i`` averages PyTorch's adaptive window ``i``:
+    ``floor(i * size / out)`` to ``ceil((i + 1) * size / out)``."""
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def _adaptive_avg_pool(input, output_size, n, name):
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    if len(sizes) == 1 and n > 1:
+        sizes = sizes * n
+    spatial = input.shape[input.ndim - n:]
+    sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
+    out = input
+    # one averaging product per spatial dimension (the matrices depend on the shapes only)
+    for k, (size, target) in enumerate(zip(spatial, sizes)):
+        dim = input.ndim - n + k
+        averaged = out.movedim(dim, -1) @ _constant(_adaptive_average_matrix(size, target).T)
+        out = averaged.movedim(-1, dim)
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling into ``output_size`` windows (PyTorch's window bounds), whatever the
+    input length.
+
+    Shape: ``(N, C, L)`` -> ``(N, C, output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool1d(tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]), 2)
+        tensor([[[2.0000, 4.0000]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling into an ``output_size`` grid of windows (an int for a square one,
+    ``None`` to keep a dimension), whatever the input size: ``output_size=1`` is the global
+    average of each channel.
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, *output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 1)
+        tensor([[[[7.5000]]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -6,7 +6,7 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d"]
 
 
 class LayerNorm(Module):
@@ -55,6 +55,47 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Scales the last dimensions (``normalized_shape``) of each sample by the reciprocal of
+    their root mean square, then by a learnt elementwise ``weight`` (starting at 1):
+    ``F.rms_norm``.
+
+    Shape: ``(*, *normalized_shape)``, unchanged.
+
+    Example:
+        >>> norm = nn.RMSNorm(2)
+        >>> norm
+        RMSNorm((2,), eps=None, elementwise_affine=True)
+        >>> norm(tg.tensor([[3.0, -4.0]]))
+        tensor([[ 0.8485, -1.1314]], grad_fn=<MulBackward0>)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tg.empty(*self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
 
 class GroupNorm(Module):
