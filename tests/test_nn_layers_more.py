@@ -386,6 +386,8 @@ MODULE_PAIRS = [
     ("AvgPool2d", (2,), {}), ("AvgPool2d", (3, 2, 1), {"count_include_pad": False}),
     ("AdaptiveAvgPool2d", ((2, None),), {}), ("AdaptiveAvgPool1d", (3,), {}),
     ("RMSNorm", (4,), {}), ("RMSNorm", ([2, 3],), {"eps": 1e-6, "elementwise_affine": False}),
+    ("MultiheadAttention", (8, 2), {}),
+    ("MultiheadAttention", (8, 4), {"bias": False, "batch_first": True, "dropout": 0.1}),
 ]
 
 
@@ -981,3 +983,99 @@ def test_vmap_of_a_composite_equals_a_loop(name):
     batched = tg.vmap(fn)(x)
     looped = tg.stack([fn(x[i]) for i in range(3)])
     np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-13, atol=1e-15)
+
+
+# =============================================================================================
+# MultiheadAttention
+# =============================================================================================
+
+
+def _attention_call(lib, module, arrays, masks, kwargs):
+    inputs = [lib.tensor(a, requires_grad=True) for a in arrays]
+    lib_masks = {k: lib.tensor(v) for k, v in masks.items()}
+    out, weights = module(*inputs, **lib_masks, **kwargs)
+    return inputs, out, weights
+
+
+MHA_CASES = [
+    ({}, {}, {}),
+    ({"batch_first": True}, {}, {"average_attn_weights": False}),
+    ({"bias": False}, {"attn_mask": "bool"}, {}),
+    ({}, {"attn_mask": "float", "key_padding_mask": "bool"}, {}),
+    ({}, {"attn_mask": "bool"}, {"is_causal": True, "need_weights": False}),
+    ({"batch_first": True}, {"key_padding_mask": "bool"}, {}),
+]
+
+
+@pytest.mark.parametrize("options, masks, kwargs", MHA_CASES,
+                         ids=[f"{o}-{m}-{k}" for o, m, k in MHA_CASES])
+def test_multihead_attention_matches_torch(options, masks, kwargs):
+    ours = nn.MultiheadAttention(8, 2, **options)
+    theirs = torch.nn.MultiheadAttention(8, 2, **options)
+    with torch.no_grad():
+        for p in theirs.parameters():      # biases start at 0: give them values
+            p.copy_(torch.tensor(rng(170).standard_normal(tuple(p.shape)) * 0.3))
+    copy_weights(ours, theirs)
+    batch_first = options.get("batch_first", False)
+    shapes = [(3, 5, 8), (3, 4, 8), (3, 4, 8)] if batch_first else \
+        [(5, 3, 8), (4, 3, 8), (4, 3, 8)]
+    arrays = [rng(171 + i).standard_normal(s) for i, s in enumerate(shapes)]
+    mask_values = {}
+    if masks.get("attn_mask") == "bool":
+        mask_values["attn_mask"] = ~np.tril(np.ones((5, 4), dtype=bool))
+    elif masks.get("attn_mask") == "float":
+        mask_values["attn_mask"] = rng(175).standard_normal((5, 4))
+    if masks.get("key_padding_mask"):
+        padding = np.zeros((3, 4), dtype=bool)
+        padding[1, 3] = padding[2, 1:] = True
+        mask_values["key_padding_mask"] = padding
+    with warnings.catch_warnings(record=True) as our_warnings:
+        warnings.simplefilter("always")
+        mine, out, weights = _attention_call(tg, ours, arrays, mask_values, kwargs)
+    with warnings.catch_warnings(record=True) as torch_warnings:
+        warnings.simplefilter("always")
+        torch_inputs, tout, tweights = _attention_call(torch, theirs, arrays, mask_values,
+                                                       kwargs)
+    assert [str(w.message) for w in our_warnings] == [str(w.message) for w in torch_warnings]
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-11,
+                               atol=1e-13)
+    if kwargs.get("need_weights", True):
+        np.testing.assert_allclose(weights.detach().numpy(), tweights.detach().numpy(),
+                                   rtol=1e-11, atol=1e-14)
+    else:
+        assert weights is None and tweights is None
+    cot = rng(176).standard_normal(tuple(out.shape))
+    (out * tg.tensor(cot)).sum().backward()
+    (tout * torch.tensor(cot)).sum().backward()
+    for a, b in zip(mine, torch_inputs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-13)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-13,
+                                   err_msg=name)
+
+
+def test_multihead_attention_unbatched_and_init_as_torch():
+    ours, theirs = nn.MultiheadAttention(6, 3), torch.nn.MultiheadAttention(6, 3)
+    assert np.all(ours.in_proj_bias.detach().numpy() == 0)
+    assert np.all(ours.out_proj.bias.detach().numpy() == 0)
+    bound = math.sqrt(6 / (18 + 6))                # xavier_uniform_ of (3 E, E)
+    assert np.abs(ours.in_proj_weight.detach().numpy()).max() <= bound
+    copy_weights(ours, theirs)
+    arrays = [rng(180 + i).standard_normal((4, 6)) for i in range(3)]
+    _, out, weights = _attention_call(tg, ours, arrays, {}, {})
+    _, tout, tweights = _attention_call(torch, theirs, arrays, {}, {})
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-11)
+    np.testing.assert_allclose(weights.detach().numpy(), tweights.detach().numpy(), rtol=1e-11)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(8, 3)
+
+
+def test_compile_replays_multihead_attention():
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+    step = tg.compile(lambda x: attention(x, x, x)[0].sum())
+    for seed in range(3):
+        value = rng(190 + seed).standard_normal((2, 5, 8))
+        np.testing.assert_allclose(step(tg.tensor(value)).item(),
+                                   attention(*[tg.tensor(value)] * 3)[0].sum().item(),
+                                   rtol=1e-12)
+    assert step.stats.replays == 2, step.stats.eager_reasons

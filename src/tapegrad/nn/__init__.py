@@ -11,7 +11,7 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
                    MaxPool2d)
-from .layers import Bilinear, CosineSimilarity, Embedding, PairwiseDistance
+from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
@@ -30,7 +30,7 @@ __all__ = [
     "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
-    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm",
+    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
 ]
 
 
