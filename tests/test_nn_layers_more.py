@@ -687,7 +687,8 @@ def test_vmap_jvp_and_hessian_go_through_the_composites():
 
 
 NEW_MODULES = ["tapegrad.nn.activation", "tapegrad.nn.loss", "tapegrad.nn.normalization",
-               "tapegrad.nn.layers", "tapegrad.nn.rnn", "tapegrad.nn.conv"]
+               "tapegrad.nn.layers", "tapegrad.nn.rnn", "tapegrad.nn.conv",
+               "tapegrad.nn.transformer"]
 
 
 @pytest.mark.parametrize("name", NEW_MODULES)
@@ -1079,3 +1080,35 @@ def test_compile_replays_multihead_attention():
                                    attention(*[tg.tensor(value)] * 3)[0].sum().item(),
                                    rtol=1e-12)
     assert step.stats.replays == 2, step.stats.eager_reasons
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True, "activation": "gelu"},
+                                     {"batch_first": True, "bias": False}])
+def test_transformer_encoder_layer_matches_torch(options):
+    def build(lib):
+        return lib.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, **options)
+    ours, theirs = build(tg), build(torch)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.add_(torch.tensor(rng(200).standard_normal(tuple(p.shape)) * 0.1))
+    copy_weights(ours, theirs)
+    shape = (3, 5, 8) if options.get("batch_first") else (5, 3, 8)
+    padding = np.zeros((3, 5), dtype=bool)
+    padding[0, 4] = True
+    kwargs = {"src_key_padding_mask": padding}
+    ours_x, theirs_x = (lib.tensor(rng(201).standard_normal(shape), requires_grad=True)
+                        for lib in (tg, torch))
+    out = ours(ours_x, src_key_padding_mask=tg.tensor(kwargs["src_key_padding_mask"]))
+    tout = theirs(theirs_x, src_key_padding_mask=torch.tensor(kwargs["src_key_padding_mask"]))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
+    cot = rng(202).standard_normal(shape)
+    (out * tg.tensor(cot)).sum().backward()
+    (tout * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=1e-9,
+                               atol=1e-12)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)

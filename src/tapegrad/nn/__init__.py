@@ -16,6 +16,7 @@ from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, M
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
+from .transformer import TransformerEncoderLayer
 from . import utils
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
+    "TransformerEncoderLayer",
 ]
 
 
