@@ -477,7 +477,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # More activations: composites of recorded ops.  PyTorch has one fused op (and one grad_fn
 # name) for most of these; here the output's grad_fn is that of the last op of the formula.
