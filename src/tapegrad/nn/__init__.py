@@ -6,6 +6,17 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
                       Sequential, Sigmoid, Softmax, Tanh, Unflatten)
+from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
+                         LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU, SiLU, Softmin, Softplus,
+                         Softshrink, Softsign, Tanhshrink, Threshold)
+from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
+                   MaxPool2d)
+from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
+                   PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
+from .transformer import TransformerEncoderLayer
 from . import utils
 
 __all__ = [
@@ -13,6 +24,15 @@ __all__ = [
     "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss",
     "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "GELU", "SiLU", "ELU", "SELU", "CELU", "LeakyReLU", "Softplus", "Mish", "Hardtanh", "ReLU6",
+    "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "Tanhshrink", "Softshrink",
+    "Hardshrink", "Threshold", "GLU", "Softmin", "PReLU", "HuberLoss", "SmoothL1Loss",
+    "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
+    "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
+    "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
+    "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
+    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
+    "TransformerEncoderLayer",
 ]
 
 

@@ -3,18 +3,29 @@
 Everything here records ordinary ops on the tape, so gradients come from the ops' own
 backward rules. Shapes: ``N`` is the batch, ``C`` the number of classes.
 """
+import math
 import warnings
 
 import numpy as np
 
 import tapegrad as tg
+from tapegrad import functional as _elementwise
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
+from tapegrad.tensor import _wrap_dim, read_value
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "gelu", "silu", "elu", "selu", "celu", "leaky_relu", "softplus", "mish", "hardtanh", "relu6",
+    "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink", "softshrink",
+    "hardshrink", "threshold", "prelu", "glu", "softmin", "huber_loss", "smooth_l1_loss", "kl_div",
+    "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
+    "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
+    "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
+    "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -464,6 +475,1333 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------------------------------
+# More activations: composites of recorded ops.  PyTorch has one fused op (and one grad_fn
+# name) for most of these; here the output's grad_fn is that of the last op of the formula.
+# Branches are ``where``s on comparisons, so a compiled replay re-evaluates them, and each
+# branch sees only values it is defined for, so no inf or nan reaches the backward pass.
+# ---------------------------------------------------------------------------------------------
+
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+# PyTorch's SELU constants (Klambauer et al. 2017)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _activate(input, inplace, formula):
+    """``formula(input)``, or with ``inplace=True`` ``input`` overwritten with it (what
+    PyTorch's in-place activations return). The formula then reads a clone: its ops save
+    their operands for the backward pass, and overwriting the one they saved would make
+    that pass refuse (PyTorch's fused in-place ops save their result instead)."""
+    if not inplace:
+        return formula(input)
+    return input.copy_(formula(input.clone() if input.requires_grad else input))
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit: ``x * Phi(x)`` with ``Phi`` the standard normal CDF, or its
+    tanh approximation with ``approximate="tanh"``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.gelu(tg.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1587,  0.0000,  0.8413])
+        >>> F.gelu(tg.tensor([1.0]), approximate="tanh")
+        tensor([0.8412])
+    """
+    if approximate == "none":
+        return input * 0.5 * (1.0 + tg.erf(input * _SQRT_HALF))
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (input + 0.044715 * input * input * input)
+        return 0.5 * input * (1.0 + tg.tanh(inner))
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input, inplace=False):
+    """Sigmoid linear unit (swish): ``x * sigmoid(x)``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.silu(tg.tensor([-1.0, 0.0, 2.0]))
+        tensor([-0.2689,  0.0000,  1.7616])
+    """
+    return _activate(input, inplace, lambda x: x * tg.sigmoid(x))
+
+
+def _negative_part_exp(input, alpha, input_scale=1.0):
+    """``alpha * (exp(x * input_scale) - 1)`` for ``x <= 0``, evaluated at ``min(x, 0)`` so
+    that large positive inputs (where the other branch is taken) cannot overflow."""
+    return alpha * tg.expm1(tg.clamp(input, max=0.0) * input_scale)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """Exponential linear unit: ``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.elu(tg.tensor([-1.0, 0.0, 2.0]))
+        tensor([-0.6321,  0.0000,  2.0000])
+    """
+    return _activate(input, inplace,
+                     lambda x: tg.where(x > 0.0, x, _negative_part_exp(x, alpha)))
+
+
+def selu(input, inplace=False):
+    """Scaled ELU with PyTorch's fixed constants: ``scale * elu(x, alpha)``, ``alpha`` ~ 1.6733
+    and ``scale`` ~ 1.0507.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.selu(tg.tensor([-1.0, 0.0, 2.0]))
+        tensor([-1.1113,  0.0000,  2.1014])
+    """
+    return _activate(input, inplace, lambda x: _SELU_SCALE * tg.where(
+        x > 0.0, x, _negative_part_exp(x, _SELU_ALPHA)))
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """Continuously differentiable ELU: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.celu(tg.tensor([-1.0, 0.0, 2.0]), alpha=2.0)
+        tensor([-0.7869,  0.0000,  2.0000])
+    """
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _activate(input, inplace, lambda x: tg.where(
+        x > 0.0, x, _negative_part_exp(x, alpha, 1.0 / alpha)))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``x`` for ``x > 0``, ``negative_slope * x`` otherwise.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.leaky_relu(tg.tensor([-2.0, 0.0, 3.0]), negative_slope=0.1)
+        tensor([-0.2000,  0.0000,  3.0000])
+    """
+    return _activate(input, inplace, lambda x: tg.where(x > 0.0, x, x * negative_slope))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``
+    (where the two agree to float precision). One recorded op (``SoftplusBackward0``).
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.softplus(tg.tensor([-1.0, 0.0, 30.0]))
+        tensor([ 0.3133,  0.6931, 30.0000])
+    """
+    return _elementwise.softplus(input, beta=beta, threshold=threshold)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.mish(tg.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
+    return _activate(input, inplace, lambda x: x * tg.tanh(softplus(x)))
+
+
+def _clipped(input, low, high):
+    """``input`` limited to ``[low, high]`` with PyTorch's hardtanh gradient: 1 strictly
+    inside, 0 at the bounds and outside (``clamp`` passes the gradient at the bounds)."""
+    return tg.where(input <= low, low, tg.where(input >= high, high, input))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clipped to ``[min_val, max_val]``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.hardtanh(tg.tensor([-2.0, 0.5, 3.0]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _activate(input, inplace, lambda x: _clipped(x, float(min_val), float(max_val)))
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)``: ``hardtanh(x, 0, 6)``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.relu6(tg.tensor([-1.0, 3.0, 7.0]))
+        tensor([0., 3., 6.])
+    """
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``: 0 below -3, 1 above 3, linear in between.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.hardsigmoid(tg.tensor([-4.0, 0.0, 1.5]))
+        tensor([0.0000, 0.5000, 0.7500])
+    """
+    return _activate(input, inplace, lambda x: _clipped(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``: 0 below -3, ``x`` above 3. The gradient strictly inside
+    ``(-3, 3)`` is ``x / 3 + 1/2``; at -3 it is 0 and at 3 it is 1, as in PyTorch.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.hardswish(tg.tensor([-4.0, 1.0, 4.0]))
+        tensor([-0.0000,  0.6667,  4.0000])
+    """
+    def formula(x):
+        upper = tg.where(x >= 3.0, x, x * (x + 3.0) / 6.0)
+        return tg.where(x <= -3.0, x * 0.0, upper)
+    return _activate(input, inplace, formula)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.softsign(tg.tensor([-1.0, 0.0, 3.0]))
+        tensor([-0.5000,  0.0000,  0.7500])
+    """
+    return input / (tg.abs(input) + 1)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x))``, computed as ``min(x, 0) - log(1 + exp(-|x|))``, which neither
+    overflows nor loses the small values; the gradient at 0 is 1/2 as in PyTorch.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.logsigmoid(tg.tensor([-100.0, 0.0, 2.0]))
+        tensor([-100.0000,   -0.6931,   -0.1269])
+    """
+    # min(x, 0) as x * H(-x) with H(0) = 1/2: the kink at 0 splits its gradient evenly,
+    # which with abs's gradient of 0 at 0 gives sigmoid(0) = 1/2; x > 0 is a constant 0
+    negative_part = tg.where(input <= 0.0, input * _step(input < 0.0, input <= 0.0), 0.0)
+    return negative_part - tg.log1p(tg.exp(-tg.abs(input)))
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.tanhshrink(tg.tensor([0.0, 1.0]))
+        tensor([0.0000, 0.2384])
+    """
+    return input - tg.tanh(input)
+
+
+def _check_lambd(lambd):
+    if lambd < 0:
+        # PyTorch states the range of the input's dtype: float64 here
+        raise RuntimeError("lambda must be in range [0, 1.79769e+308] for input dtype Double, "
+                           f"but found {float(lambd):g}")
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 in between.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.softshrink(tg.tensor([-1.0, 0.2, 2.0]))
+        tensor([-0.5000,  0.0000,  1.5000])
+    """
+    _check_lambd(lambd)
+    lower = tg.where(input < -lambd, input + lambd, input * 0.0)
+    return tg.where(input > lambd, input - lambd, lower)
+
+
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.hardshrink(tg.tensor([-1.0, 0.2, 2.0]))
+        tensor([-1.,  0.,  2.])
+    """
+    # |x| <= lambd rather than two comparisons joined by &, which a compiled call cannot
+    # replay; nan stays nan, as in PyTorch
+    return tg.where(tg.abs(input) <= lambd, 0.0, input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, ``value`` elsewhere.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.threshold(tg.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
+        tensor([-9., -9.,  2.])
+    """
+    return _activate(input, inplace, lambda x: tg.where(x <= threshold, float(value), x))
+
+
+def prelu(input, weight):
+    """``x`` for ``x > 0``, ``weight * x`` otherwise, with a learnt slope: one ``weight`` for
+    all channels, or one per channel (dimension 1 of ``input``).
+
+    Shape: that of ``input``; weight ``(1,)`` or ``(C,)``.
+
+    Example:
+        >>> F.prelu(tg.tensor([[-2.0, 3.0]]), tg.tensor([0.25]))
+        tensor([[-0.5000,  3.0000]])
+    """
+    channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim else 1)
+    if weight.numel() != 1:
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape(_channel_shape(input))
+    return tg.where(input > 0.0, input, weight * input)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split ``input`` in halves ``a, b`` along ``dim``, ``a * sigmoid(b)``.
+
+    Shape: ``input``'s with ``dim`` halved.
+
+    Example:
+        >>> F.glu(tg.tensor([[1.0, 2.0, 0.0, 100.0]]))
+        tensor([[0.5000, 2.0000]])
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    first, second = tg.chunk(input, 2, d)
+    return first * tg.sigmoid(second)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-input, dim)``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.softmin(tg.tensor([[1.0, 2.0, 3.0]]), dim=1)
+        tensor([[0.6652, 0.2447, 0.0900]])
+    """
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None:
+        input = input.to(dtype)
+    return tg.softmax(-input, dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# More losses
+# ---------------------------------------------------------------------------------------------
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """``reduction`` from PyTorch's deprecated ``size_average``/``reduce`` pair (with its
+    warning) when either is given; ``reduction`` itself otherwise."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{result}' instead.", stacklevel=3)
+    return result
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 * d**2`` where ``d = |input - target| < delta``, ``delta * (d - delta / 2)``
+    beyond: quadratic near the target, linear (less sensitive to outliers) far from it.
+    ``weight`` (optional) scales each element's loss before the reduction.
+
+    Shape: as for ``mse_loss``.
+
+    Example:
+        >>> F.huber_loss(tg.tensor([0.5, 3.0]), tg.zeros(2), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
+    _check_reduction(reduction)
+    _warn_size(input, target)
+    diff = input - target
+    distance = tg.abs(diff)
+    loss = tg.where(distance < delta, 0.5 * diff * diff, delta * (distance - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 * d**2 / beta`` where ``d = |input - target| < beta``, ``d - beta / 2`` beyond
+    (``l1_loss`` for ``beta=0``): ``huber_loss / beta``.
+
+    Shape: as for ``mse_loss``.
+
+    Example:
+        >>> F.smooth_l1_loss(tg.tensor([0.5, 3.0]), tg.zeros(2), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    _warn_size(input, target)
+    diff = input - target
+    distance = tg.abs(diff)
+    loss = tg.where(distance < beta, 0.5 * diff * diff / beta, distance - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def _xlogx(t):
+    """``t * log(t)`` with 0 at ``t == 0`` (nan below 0, as ``xlogy``); the log never sees 0,
+    so the unused branch's gradient is finite."""
+    zero = t == 0.0
+    return tg.where(zero, 0.0, t * tg.log(tg.where(zero, 1.0, t)))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence of ``target`` from the distribution whose log-probabilities
+    are ``input``: ``target * (log(target) - input)`` (0 where target is 0), or
+    ``exp(target) * (target - input)`` with ``log_target``. ``reduction="batchmean"`` divides
+    the sum by the batch size (the true KL divergence); ``"mean"`` divides by the number of
+    elements, with PyTorch's warning.
+
+    Shape: ``()``, or the broadcast shape with ``reduction="none"``.
+
+    Example:
+        >>> logq = tg.log(tg.tensor([[0.5, 0.5]]))
+        >>> F.kl_div(logq, tg.tensor([[0.9, 0.1]]), reduction="batchmean")
+        tensor(0.3681)
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", stacklevel=2)
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = tg.exp(target) * (target - input)
+    else:
+        loss = _xlogx(target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim != 0 else total
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log-likelihood of counts ``target`` under a Poisson distribution with rate
+    ``exp(input)`` (``log_input=True``) or ``input``: ``exp(input) - target * input``, or
+    ``input - target * log(input + eps)``. ``full`` adds Stirling's approximation of
+    ``log(target!)`` for targets above 1.
+
+    Shape: ``()``, or the broadcast shape with ``reduction="none"``.
+
+    Example:
+        >>> F.poisson_nll_loss(tg.tensor([0.0, 1.0]), tg.tensor([1.0, 2.0]))
+        tensor(0.8591)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = tg.exp(input) - target * input
+    else:
+        loss = input - target * tg.log(input + eps)
+    if full:
+        stirling = (target * tg.log(target) - target
+                    + 0.5 * tg.log(2.0 * math.pi * target))
+        loss = loss + tg.where(target <= 1.0, 0.0, stirling)
+    return _reduce(loss, reduction)
+
+
+def _raised_to_keeping_gradient(t, low):
+    """``max(t, low)`` whose gradient is that of ``t`` everywhere: what PyTorch's in-place
+    clamp under ``no_grad`` gives. The lift is computed under ``no_grad`` only when some
+    element is below ``low`` (a compiled call guards that count, and runs such calls
+    eagerly)."""
+    if not _count(t < low):
+        return t
+    with tg.no_grad():
+        lift = tg.clamp(t, min=low) - t
+    return t + lift
+
+
+def _count(condition):
+    """How many elements of a bool tensor are true, read through a recorded sum so that a
+    compiled call guards the count."""
+    return condition.double().sum().item()
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Negative log-likelihood of ``target`` under normal distributions with means ``input``
+    and variances ``var``: ``0.5 * (log(var) + (input - target)**2 / var)`` (plus
+    ``0.5 * log(2 pi)`` with ``full``). ``var`` may have one dimension fewer than ``input`` or
+    one dimension of size 1 (one variance shared along it), or be a float. Variances below
+    ``eps`` count as ``eps`` with their gradient passed through unchanged, as in PyTorch.
+
+    Shape: ``()``, or the input's shape with ``reduction="none"``.
+
+    Example:
+        >>> F.gaussian_nll_loss(tg.tensor([0.0, 1.0]), tg.tensor([1.0, 1.0]), tg.ones(2))
+        tensor(0.2500)
+    """
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = tg.full(tuple(input.shape), float(var))
+    elif _count(var < 0.0):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(
+                b for a, b in zip(input.shape, var.shape) if a != b) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    # PyTorch clamps a clone under no_grad: the value is eps, the gradient that of var
+    var = _raised_to_keeping_gradient(var, eps)
+    diff = input - target
+    loss = 0.5 * (tg.log(var) + diff * diff / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``: with ``target`` 1 (-1), ``input1``
+    should rank above (below) ``input2`` by at least ``margin``.
+
+    Shape: input1, input2 and target of one shape (or broadcastable) -> ``()``, or that shape
+    with ``reduction="none"``.
+
+    Example:
+        >>> F.margin_ranking_loss(tg.tensor([1.0, 0.0]), tg.tensor([0.0, 1.0]),
+        ...                       tg.tensor([1.0, 1.0]), margin=0.5)
+        tensor(0.7500)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    loss = tg.clamp_min(-target * (input1 - input2) + margin, 0.0)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it
+    is -1 (0 for other targets), with the cosine along the last dimension computed as
+    PyTorch does (``1e-12`` added to each squared norm).
+
+    Shape: inputs ``(N, D)`` or ``(D,)``, target ``(N,)`` or ``()`` -> ``()`` (the target's
+    shape with ``reduction="none"``).
+
+    Example:
+        >>> a = tg.tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> b = tg.tensor([[0.0, 1.0], [1.0, 1.0]])
+        >>> F.cosine_embedding_loss(a, b, tg.tensor([1.0, -1.0]), reduction="none")
+        tensor([1.0000, 1.0000])
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {input1.shape}, input2: "
+                           f"{input2.shape}, target: {target.shape} ")
+    if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
+        raise RuntimeError(f"{input1.ndim}D target tensor expects {input1.ndim - 1}D input "
+                           f"tensors, but found inputs with sizes {input1.shape} and "
+                           f"{input2.shape}.")
+    dim = input1.ndim - 1
+    dot = (input1 * input2).sum(dim)
+    squared1 = (input1 * input1).sum(dim) + 1e-12
+    squared2 = (input2 * input2).sum(dim) + 1e-12
+    cos = dot / tg.sqrt(squared1 * squared2)
+    positive = tg.where(target == 1, 1.0 - cos, 0.0)
+    negative = tg.where(target == -1, tg.clamp_min(cos - margin, 0.0), 0.0)
+    return _reduce(positive + negative, reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension (``eps`` keeps the
+    gradient finite where the two are equal).
+
+    Shape: ``(N, D)`` and ``(N, D)`` (or broadcastable, or ``(D,)``) -> ``(N,)``.
+
+    Example:
+        >>> F.pairwise_distance(tg.tensor([[3.0, 0.0]]), tg.tensor([[0.0, 4.0]]), eps=0.0)
+        tensor([5.])
+    """
+    dim = max(x1.ndim, x2.ndim) - 1
+    if dim < 0:
+        return tg.abs(x1 - x2 + eps) if p != 0 else ((x1 - x2 + eps) != 0).double()
+    return tg.norm(x1 - x2 + eps, p, dim, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(d(anchor, positive) - d(anchor, negative) + margin, 0)`` with ``d`` the
+    ``pairwise_distance``; ``swap`` uses the smaller of ``d(anchor, negative)`` and
+    ``d(positive, negative)``.
+
+    Shape: three ``(N, D)`` (or ``(D,)``) -> ``()`` (``(N,)`` with ``reduction="none"``).
+
+    Example:
+        >>> a, pos, neg = tg.tensor([[0.0, 0.0]]), tg.tensor([[1.0, 0.0]]), tg.tensor([[0.0, 1.5]])
+        >>> F.triplet_margin_loss(a, pos, neg, eps=0.0)
+        tensor(0.5000)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.ndim, positive.ndim, negative.ndim)
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative "
+            f"{dims[2]}D inputs")
+    to_positive = pairwise_distance(anchor, positive, p, eps)
+    to_negative = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        to_negative = tg.minimum(to_negative, pairwise_distance(positive, negative, p, eps))
+    return _reduce(tg.clamp_min(margin + to_positive - to_negative, 0.0), reduction)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalisation and distances
+# ---------------------------------------------------------------------------------------------
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(norm_p(input, dim), eps)``: unit ``p``-norm slices along ``dim``.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.normalize(tg.tensor([[3.0, 4.0], [0.0, 0.0]]))
+        tensor([[0.6000, 0.8000],
+                [0.0000, 0.0000]])
+    """
+    if out is not None:
+        raise NotImplementedError("normalize(out=...) is not supported")
+    return input / tg.clamp_min(tg.norm(input, p, dim, keepdim=True), eps).expand_as(input)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``sum(x1 * x2) / (max(|x1|, eps) * max(|x2|, eps))`` along ``dim``, inputs broadcast;
+    each input is divided by its clamped norm first, as PyTorch does, and, as there, a norm
+    raised to ``eps`` keeps its gradient.
+
+    Shape: the broadcast shape without ``dim``.
+
+    Example:
+        >>> F.cosine_similarity(tg.tensor([[1.0, 0.0], [1.0, 1.0]]), tg.tensor([[1.0, 1.0]]))
+        tensor([0.7071, 1.0000])
+    """
+    shape = tuple(_elementwise.broadcast_shape(tuple(x1.shape), tuple(x2.shape)))
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    norm1 = _raised_to_keeping_gradient(tg.norm(x1, 2, dim, keepdim=True), eps)
+    norm2 = _raised_to_keeping_gradient(tg.norm(x2, 2, dim, keepdim=True), eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)
+
+
+def _normalized(input, dims, eps):
+    """``(input - mean) / sqrt(var + eps)`` with the mean and the biased variance over
+    ``dims``."""
+    centred = input - input.mean(dims, keepdim=True)
+    variance = (centred * centred).mean(dims, keepdim=True)
+    return centred / tg.sqrt(variance + eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dimensions (which must be
+    ``normalized_shape``) to mean 0 and variance 1, then scale by ``weight`` and shift by
+    ``bias`` (both of shape ``normalized_shape``).
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.layer_norm(tg.tensor([[1.0, 2.0, 3.0]]), (3,))
+        tensor([[-1.2247,  0.0000,  1.2247]])
+    """
+    normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                        else tuple(normalized_shape))
+    k = len(normalized_shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+        expected = ", ".join(["*"] + [str(s) for s in normalized_shape])
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[{expected}], but got input of size{list(input.shape)}")
+    out = _normalized(input, tuple(range(input.ndim - k, input.ndim)), eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``input / sqrt(mean(input**2) + eps)`` over the last ``len(normalized_shape)``
+    dimensions, times ``weight``; ``eps`` defaults to float64's machine epsilon, as PyTorch's
+    does for a float64 input.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.rms_norm(tg.tensor([[3.0, -4.0]]), (2,))
+        tensor([[ 0.8485, -1.1314]])
+    """
+    normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                        else tuple(normalized_shape))
+    k = len(normalized_shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        expected = ", ".join(["*"] + [str(s) for s in normalized_shape])
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[{expected}], but got input of size{list(input.shape)}")
+    eps = float(np.finfo(np.float64).eps) if eps is None else eps
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * tg.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+def _channel_shape(input):
+    """The shape that broadcasts a per-channel ``(C,)`` tensor against ``(N, C, *)``."""
+    return (1, -1) + (1,) * (input.ndim - 2)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the channels of ``(N, C, *)`` into ``num_groups`` groups and normalise each
+    group of each sample over its channels and positions; then scale and shift each channel
+    by ``weight`` and ``bias`` (``(C,)``).
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.group_norm(tg.tensor([[[1.0], [3.0], [5.0], [5.0]]]), 2).flatten()
+        tensor([-1.0000,  1.0000,  0.0000,  0.0000])
+    """
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(
+            "Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {list(input.shape)} and num_groups={num_groups}")
+    _verify_batch_size([n * c // num_groups, num_groups] + list(input.shape[2:]))
+    grouped = input.reshape(n, num_groups, -1)
+    out = _normalized(grouped, 2, eps).reshape(tuple(input.shape))
+    if weight is not None:
+        out = out * weight.reshape(_channel_shape(input))
+    if bias is not None:
+        out = out + bias.reshape(_channel_shape(input))
+    return out
+
+
+def _verify_batch_size(size):
+    # the values per channel: every dimension but the channel dimension (1)
+    if size[0] * math.prod(size[2:]) == 1:
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel of ``(N, C, *)`` with statistics over the batch and positions
+    (``training``) or with ``running_mean`` and ``running_var``; then scale and shift each
+    channel by ``weight`` and ``bias``. In training, given running statistics are updated in
+    place: ``running = (1 - momentum) * running + momentum * batch`` with the unbiased batch
+    variance, as PyTorch does.
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> mean, var = tg.zeros(2), tg.ones(2)
+        >>> F.batch_norm(tg.tensor([[1.0, 2.0], [3.0, 6.0]]), mean, var, training=True)
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]])
+        >>> mean, var
+        (tensor([0.2000, 0.4000]), tensor([1.1000, 1.7000]))
+    """
+    if training:
+        _verify_batch_size(input.shape)
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected input of at least 2 dimensions (got "
+                         f"{input.ndim}D input)")
+    channel = _channel_shape(input)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        mean = input.mean(dims, keepdim=True)
+        centred = input - mean
+        variance = (centred * centred).mean(dims, keepdim=True)
+        out = centred / tg.sqrt(variance + eps)
+        if running_mean is not None or running_var is not None:
+            count = input.numel() // input.shape[1]
+            with tg.no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1.0 - momentum).add_(mean.reshape(-1) * momentum)
+                if running_var is not None:
+                    unbiased = variance.reshape(-1) * (count / (count - 1))
+                    running_var.mul_(1.0 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        out = (input - running_mean.reshape(channel)) / tg.sqrt(
+            running_var.reshape(channel) + eps)
+    if weight is not None:
+        out = out * weight.reshape(channel)
+    if bias is not None:
+        out = out + bias.reshape(channel)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings, one-hot, padding, attention
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_indices(indices, what):
+    kind = indices._value.dtype.kind
+    if kind not in "iu":
+        name = {"f": "DoubleTensor", "b": "BoolTensor"}.get(kind, "Tensor")
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got tapegrad.{name} instead (while checking arguments for "
+            f"{what})")
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the integer ``input``: a lookup table. The row
+    ``padding_idx`` gets no gradient. ``max_norm`` first rescales (in place, without
+    recording) each looked-up row whose ``norm_type``-norm exceeds it.
+
+    Shape: input ``(*)`` int, weight ``(V, D)`` -> ``(*, D)``.
+
+    Example:
+        >>> table = tg.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+        >>> F.embedding(tg.tensor([[2, 1]]), table)
+        tensor([[[3., 4.],
+                 [1., 2.]]])
+    """
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    input = input if isinstance(input, tg.Tensor) else tg.tensor(np.asarray(input))
+    _check_indices(input, "embedding")
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < rows, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
+            padding_idx = rows + padding_idx
+    if max_norm is not None:
+        _check_rows(input._value, rows)
+        _renorm_rows(weight, np.unique(input._value), max_norm, norm_type)
+    if padding_idx is not None:
+        # the padding row still gives its values, but no gradient reaches it
+        keep = tg.from_numpy((np.arange(rows) != padding_idx).reshape(rows, 1))
+        # (detach: a compiled call runs eagerly rather than freeze the row's values)
+        weight = tg.where(keep, weight, weight.detach())
+    if _traced(input):
+        # the indices are a compiled function's data: rows picked by a one-hot product (one
+        # term per output, so exact for finite weights), which a replay recomputes from new
+        # indices; the range check is a guarded count
+        outside = ((input < 0).double() + (input >= rows).double()).sum()
+        if outside.item() != 0.0:
+            raise IndexError("index out of range in self")
+        return (input.unsqueeze(-1) == tg.arange(rows)).double() @ weight
+    _check_rows(input._value, rows)
+    return weight[input]
+
+
+def _check_rows(index, rows):
+    if index.size and (index.min() < 0 or index.max() >= rows):
+        raise IndexError("index out of range in self")
+
+
+def _renorm_rows(weight, rows, max_norm, norm_type):
+    with tg.no_grad():
+        for row in rows:
+            norm = float(tg.norm(weight[int(row)], norm_type).item())
+            if norm > max_norm:
+                weight[int(row)] = weight[int(row)] * (max_norm / (norm + 1e-7))
+
+
+def one_hot(tensor, num_classes=-1):
+    """``(..., num_classes)`` int64 tensor with a 1 at each element's class index, 0
+    elsewhere; ``num_classes=-1`` takes one more than the largest index.
+
+    Shape: ``(*)`` -> ``(*, num_classes)``.
+
+    Example:
+        >>> F.one_hot(tg.tensor([0, 2]))
+        tensor([[1, 0, 0],
+                [0, 0, 1]])
+    """
+    if tensor._value.dtype != np.int64:
+        raise RuntimeError(
+            "one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return tg.zeros(*tensor.shape, num_classes, dtype=tg.int64)
+    # the classes are compared with recorded ops; Python reads (and a compiled call
+    # guards) only what decides the shape and the errors
+    smallest, largest = tensor.min(), tensor.max()
+    read_value(smallest, "one_hot's smallest class")
+    if smallest.item() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    read_value(largest, "one_hot's number of classes")
+    if num_classes == -1:
+        num_classes = int(largest.item()) + 1
+    elif largest.item() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == tg.arange(num_classes)).long()
+
+
+def _pad_indices(size, before, after, mode):
+    """Source index along one dimension for each output position of a reflect, replicate or
+    circular pad."""
+    positions = np.arange(-before, size + after)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    if mode == "circular":
+        return positions % size
+    period = 2 * (size - 1)                              # reflect, edges not repeated
+    folded = np.abs(positions) % period if period else np.zeros_like(positions)
+    return np.where(folded < size, folded, period - folded)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad (or, with negative amounts, crop) the last ``len(pad) // 2`` dimensions: ``pad``
+    is ``(left, right)`` for the last dimension, then for the one before, and so on. Modes:
+    ``"constant"`` (``value``, default 0), ``"reflect"``, ``"replicate"``, ``"circular"``.
+
+    Shape: each padded dimension grows by its two amounts.
+
+    Example:
+        >>> F.pad(tg.tensor([[1.0, 2.0]]), (1, 2), value=9.0)
+        tensor([[9., 1., 2., 9., 9.]])
+        >>> F.pad(tg.tensor([[1.0, 2.0, 3.0]]), (2, 1), mode="reflect")
+        tensor([[3., 2., 1., 2., 3., 2.]])
+    """
+    pad = tuple(pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension "
+            f"but got padding length {len(pad)} and input of dimension {input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(
+            f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value is not None and value != 0:
+        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    out = input
+    for k in range(len(pad) // 2):
+        dim = input.ndim - 1 - k
+        before, after = pad[2 * k], pad[2 * k + 1]
+        size = out.shape[dim]
+        if mode == "constant":
+            out = _constant_pad(out, dim, before, after, 0.0 if value is None else value)
+            continue
+        if mode == "reflect" and (before >= size or after >= size):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({before}, {after}) at dimension {dim} of input "
+                f"{list(input.shape)}")
+        if mode == "circular" and (before > size or after > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        index = tg.from_numpy(_pad_indices(size, before, after, mode).astype(np.int64))
+        out = out.index_select(dim, index)
+    return out
+
+
+def _constant_pad(input, dim, before, after, value):
+    """``value`` blocks concatenated on both sides of ``dim`` (a negative amount crops)."""
+    if before < 0:
+        input = input.narrow(dim, -before, input.shape[dim] + before)
+        before = 0
+    if after < 0:
+        input = input.narrow(dim, 0, input.shape[dim] + after)
+        after = 0
+    parts = []
+    for amount in (before, None, after):
+        if amount is None:
+            parts.append(input)
+        elif amount:
+            shape = list(input.shape)
+            shape[dim] = amount
+            parts.append(tg.full(tuple(shape), float(value), dtype=input.dtype))
+    return tg.cat(parts, dim) if len(parts) > 1 else input
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = input1 @ weight[k] @ input2 + bias[k]`` for each output ``k``.
+
+    Shape: input1 ``(*, in1)``, input2 ``(*, in2)``, weight ``(out, in1, in2)``, bias
+    ``(out,)`` -> ``(*, out)``.
+
+    Example:
+        >>> w = tg.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+        >>> F.bilinear(tg.tensor([[1.0, 1.0]]), tg.tensor([[3.0, 4.0]]), w)
+        tensor([[11.]])
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    # (*, 1, 1, in1) @ (out, in1, in2) -> (*, out, 1, in2); then the dot with input2
+    left = input1.unsqueeze(-2).unsqueeze(-2) @ weight
+    out = (left * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    return out if bias is None else out + bias
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution and pooling: windows gathered with one index_select (indices from the shapes
+# only, so a compiled replay reuses them), then a matrix product or a reduction
+# ---------------------------------------------------------------------------------------------
+
+
+def _pair(value, n, name="kernel_size"):
+    """``value`` as an ``n``-tuple of ints (an int is repeated)."""
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got "
+                           f"{name}={list(value)}")
+    return value
+
+
+def _windows(input, kernel, stride, dilation, spatial):
+    """Every window of the (already padded) ``(N, C, *spatial)`` input: ``(N, C, *out,
+    *kernel)``, gathered in one ``index_select`` over the flattened positions."""
+    out = []
+    for size, k, st, d in zip(spatial, kernel, stride, dilation):
+        length = (size - d * (k - 1) - 1) // st + 1
+        if length <= 0:
+            return None, None
+        out.append(length)
+    # position of window w's tap t along each dim: w * stride + t * dilation
+    grids = np.meshgrid(*[np.arange(o) * st for o, st in zip(out, stride)],
+                        *[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij")
+    n_dims = len(spatial)
+    flat = np.zeros(grids[0].shape, dtype=np.int64)
+    for axis in range(n_dims):
+        flat = flat * spatial[axis] + grids[axis] + grids[n_dims + axis]
+    n, c = input.shape[0], input.shape[1]
+    gathered = input.reshape(n, c, -1).index_select(2, tg.from_numpy(flat.reshape(-1)))
+    return gathered.reshape(n, c, *out, *kernel), tuple(out)
+
+
+def _padding_amounts(padding, kernel, dilation, stride, n):
+    """``padding`` (ints or "valid"/"same") as (before, after) per spatial dim."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * n
+        if padding != "same":
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        if any(st != 1 for st in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        # the odd pixel of an even total goes after, as in PyTorch
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return [(t // 2, t - t // 2) for t in totals]
+    return [(p, p) for p in _pair(padding, n, "padding")]
+
+
+def _pad_spatial(input, amounts, value=0.0):
+    if not any(before or after for before, after in amounts):
+        return input
+    flat = []
+    for before, after in reversed(amounts):        # F.pad lists the last dimension first
+        flat += [before, after]
+    return pad(input, tuple(flat), value=value)
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, groups, n):
+    unbatched = input.ndim == n + 1
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got "
+            f"input of size: {list(input.shape)}")
+    if unbatched:
+        input = input.unsqueeze(0)
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = _pair(stride, n, "stride"), _pair(dilation, n, "dilation")
+    channels = input.shape[1]
+    if channels != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead")
+    padded = _pad_spatial(input, _padding_amounts(padding, kernel, dilation, stride, n))
+    windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+    if windows is None:
+        sizes = " x ".join(str(s) for s in padded.shape[2:])
+        taps = " x ".join(str(k) for k in kernel)
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({sizes}). Kernel size: ({taps}). "
+            "Kernel size can't be greater than actual input size")
+    batch, per_group, out_channels = input.shape[0], channels // groups, weight.shape[0]
+    positions, taps = math.prod(out), per_group * math.prod(kernel)
+    # (N, G, C/G, *out, *k) -> (N, G, positions, C/G * taps) @ (G, C/G * taps, O/G)
+    order = (0, 1) + tuple(range(3, 3 + n)) + (2,) + tuple(range(3 + n, 3 + 2 * n))
+    columns = windows.reshape(batch, groups, per_group, *out, *kernel).permute(*order)
+    columns = columns.reshape(batch, groups, positions, taps)
+    kernels = weight.reshape(groups, out_channels // groups, taps).transpose(1, 2)
+    result = (columns @ kernels).permute(0, 1, 3, 2).reshape(batch, out_channels, *out)
+    if bias is not None:
+        result = result + bias.reshape((1, -1) + (1,) * n)
+    return result.squeeze(0) if unbatched else result
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation (PyTorch's convolution) of ``(N, C_in, L)`` with ``weight``
+    ``(C_out, C_in / groups, k)``; ``padding`` an int or "valid"/"same".
+
+    Shape: -> ``(N, C_out, L_out)``, ``L_out = (L + 2 padding - dilation (k - 1) - 1) //
+    stride + 1``; unbatched ``(C_in, L)`` gives ``(C_out, L_out)``.
+
+    Example:
+        >>> F.conv1d(tg.tensor([[[1.0, 2.0, 3.0, 4.0]]]), tg.tensor([[[1.0, -1.0]]]))
+        tensor([[[-1., -1., -1.]]])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation (PyTorch's convolution) of ``(N, C_in, H, W)`` with ``weight``
+    ``(C_out, C_in / groups, kH, kW)``: each output is the dot product of a window with a
+    kernel.
+
+    Shape: -> ``(N, C_out, H_out, W_out)`` (see ``conv1d`` per dimension).
+
+    Example:
+        >>> x = tg.arange(9.0).reshape(1, 1, 3, 3)
+        >>> F.conv2d(x, tg.ones(1, 1, 2, 2))
+        tensor([[[[ 8., 12.],
+                  [20., 24.]]]])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):
+    unbatched = input.ndim == n + 1
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D (batch mode) tensor for "
+                           f"input, but got: {list(input.shape)}")
+    if unbatched:
+        input = input.unsqueeze(0)
+    kernel = _pair(kernel_size, n)
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, n,
+                                                                                "stride")
+    padding, dilation = _pair(padding, n, "padding"), _pair(dilation, n, "dilation")
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        raise RuntimeError("pad should be at most half of effective kernel size, but got "
+                           f"pad={padding[0]}, kernel_size={kernel[0]} and dilation="
+                           f"{dilation[0]}")
+    padded = _pad_spatial(input, [(p, p) for p in padding], fill)
+    windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+    if windows is None:
+        raise RuntimeError(f"{name}: output size is too small")
+    windows = windows.reshape(*windows.shape[:2 + n], -1)
+    return windows, unbatched, (kernel, stride, padding, out, input)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The largest value of each ``kernel_size`` window (``stride`` defaults to the kernel
+    size); the gradient goes to the first largest element of a window, as in PyTorch.
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> F.max_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 2)
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+    """
+    if ceil_mode or return_indices:
+        raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
+    windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
+                                          -math.inf, 2, "max_pool2d")
+    # a running maximum over the taps, not max(dim): its argmax would be baked into a
+    # compiled tape. A later tap wins only if strictly larger (ties keep the first, whose
+    # element gets the gradient) or nan, as in PyTorch's kernel
+    result = windows[..., 0]
+    for tap in range(1, windows.shape[-1]):
+        value = windows[..., tap]
+        # (value != value: nan, as a comparison a replay recomputes; isnan is guarded)
+        result = tg.where(value != value, value, tg.where(value > result, value, result))
+    return result.squeeze(0) if unbatched else result
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each ``kernel_size`` window (zero padding counted unless
+    ``count_include_pad=False``; ``divisor_override`` replaces the divisor).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> F.avg_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 2)
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+    """
+    if ceil_mode:
+        raise NotImplementedError("avg_pool2d: ceil_mode is not supported")
+    windows, unbatched, (kernel, stride, padding, out, original) = _pool_windows(
+        input, kernel_size, stride, padding, 1, 0.0, 2, "avg_pool2d")
+    total = windows.sum(-1)
+    if divisor_override:
+        result = total / divisor_override
+    elif count_include_pad or not any(padding):
+        result = total / math.prod(kernel)
+    else:
+        # the number of real (unpadded) elements of each window: from the shape alone
+        inside = np.pad(np.ones(tuple(original.shape[2:])), [(p, p) for p in padding])
+        counts, _ = _windows(_constant(inside).reshape(1, 1, *inside.shape), kernel, stride,
+                             (1, 1), inside.shape)
+        result = total / counts.reshape(*out, -1).sum(-1)
+    return result.squeeze(0) if unbatched else result
+
+
+def _adaptive_average_matrix(size, out):
+    """``(out, size)`` matrix whose row ``i`` averages PyTorch's adaptive window ``i``:
+    ``floor(i * size / out)`` to ``ceil((i + 1) * size / out)``."""
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def _adaptive_avg_pool(input, output_size, n, name):
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    if len(sizes) == 1 and n > 1:
+        sizes = sizes * n
+    spatial = input.shape[input.ndim - n:]
+    sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
+    out = input
+    # one averaging product per spatial dimension (the matrices depend on the shapes only)
+    for k, (size, target) in enumerate(zip(spatial, sizes)):
+        dim = input.ndim - n + k
+        averaged = out.movedim(dim, -1) @ _constant(_adaptive_average_matrix(size, target).T)
+        out = averaged.movedim(-1, dim)
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling into ``output_size`` windows (PyTorch's window bounds), whatever the
+    input length.
+
+    Shape: ``(N, C, L)`` -> ``(N, C, output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool1d(tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]), 2)
+        tensor([[[2.0000, 4.0000]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling into an ``output_size`` grid of windows (an int for a square one,
+    ``None`` to keep a dimension), whatever the input size: ``output_size=1`` is the global
+    average of each channel.
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, *output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 1)
+        tensor([[[[7.5000]]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(query @ key^T * scale + mask) @ value`` with ``scale = 1 / sqrt(E)`` by
+    default; a bool ``attn_mask`` keeps the positions where it is True, a float one is added;
+    ``is_causal`` keeps positions at or below the diagonal.
+
+    Shape: query ``(*, L, E)``, key ``(*, S, E)``, value ``(*, S, Ev)`` -> ``(*, L, Ev)``.
+
+    Example:
+        >>> q = k = tg.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> F.scaled_dot_product_attention(q, k, tg.tensor([[1.0], [3.0]]), is_causal=True)
+        tensor([[1.0000],
+                [2.3395]])
+    """
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    length, source = query.shape[-2], key.shape[-2]
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        attn_mask = tg.from_numpy(np.tril(np.ones((length, source), dtype=bool)))
+    if attn_mask is not None:
+        if attn_mask._value.dtype == np.bool_:
+            scores = tg.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    weights = tg.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

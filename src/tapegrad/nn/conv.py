@@ -1,0 +1,224 @@
+"""Convolution and pooling layers as in ``torch.nn``: ``Conv1d``, ``Conv2d``, ``MaxPool2d``,
+``AvgPool2d``, with PyTorch's parameters, initialisation and reprs."""
+import math
+
+import tapegrad as tg
+
+from . import functional as F
+from . import init
+from .modules import Module, Parameter
+
+__all__ = ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d"]
+
+
+def _tuple(value, n):
+    return (value,) * n if isinstance(value, int) else tuple(value)
+
+
+class _ConvNd(Module):
+    _dims = 0
+    _function = None
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        n = self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in _tuple(stride, n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode != "zeros":
+            raise NotImplementedError("only padding_mode='zeros' is supported")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
+        self.dilation = _tuple(dilation, n)
+        self.transposed = False
+        self.output_padding = (0,) * n
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(tg.empty(out_channels, in_channels // groups, *self.kernel_size,
+                                         dtype=dtype))
+        if bias:
+            self.bias = Parameter(tg.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # PyTorch's: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for both, fan_in = in/groups * taps
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return type(self)._function(input, self.weight, self.bias, self.stride, self.padding,
+                                    self.dilation, self.groups)
+
+    def extra_repr(self):
+        n = self._dims
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding != (0,) * n:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution layer: ``F.conv1d`` with a learnt weight
+    ``(out_channels, in_channels / groups, kernel_size)`` and bias, started as PyTorch does.
+
+    Shape: ``(N, in_channels, L)`` -> ``(N, out_channels, L_out)``.
+
+    Example:
+        >>> conv = nn.Conv1d(2, 3, 3, padding=1)
+        >>> conv
+        Conv1d(2, 3, kernel_size=(3,), stride=(1,), padding=(1,))
+        >>> conv(tg.ones(4, 2, 5)).shape
+        tapegrad.Size([4, 3, 5])
+    """
+    _dims = 1
+    _function = F.conv1d
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution layer: ``F.conv2d`` with a learnt weight
+    ``(out_channels, in_channels / groups, kH, kW)`` and bias, started as PyTorch does.
+
+    Shape: ``(N, in_channels, H, W)`` -> ``(N, out_channels, H_out, W_out)``.
+
+    Example:
+        >>> conv = nn.Conv2d(3, 8, 3, stride=2)
+        >>> conv
+        Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2))
+        >>> conv(tg.ones(1, 3, 7, 7)).shape
+        tapegrad.Size([1, 8, 3, 3])
+    """
+    _dims = 2
+    _function = F.conv2d
+
+
+class MaxPool2d(Module):
+    """The largest value of each window: ``F.max_pool2d`` (``stride`` defaults to
+    ``kernel_size``).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> pool = nn.MaxPool2d(2)
+        >>> pool
+        MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+        >>> pool(tg.ones(1, 1, 4, 4)).shape
+        tapegrad.Size([1, 1, 2, 2])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """The mean of each window: ``F.avg_pool2d`` (``stride`` defaults to ``kernel_size``).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
+
+    Example:
+        >>> nn.AvgPool2d(2)(tg.arange(16.0).reshape(1, 1, 4, 4))
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(Module):
+    """Average pooling to a fixed ``output_size``: ``F.adaptive_avg_pool1d``.
+
+    Shape: ``(N, C, L)`` -> ``(N, C, output_size)``.
+
+    Example:
+        >>> nn.AdaptiveAvgPool1d(2)(tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]))
+        tensor([[[2.0000, 4.0000]]])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
+    """Average pooling to a fixed ``output_size`` grid: ``F.adaptive_avg_pool2d``
+    (``AdaptiveAvgPool2d(1)`` is a global average pool).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C, *output_size)``.
+
+    Example:
+        >>> pool = nn.AdaptiveAvgPool2d((1, 1))
+        >>> pool
+        AdaptiveAvgPool2d(output_size=(1, 1))
+        >>> pool(tg.ones(2, 3, 5, 7)).shape
+        tapegrad.Size([2, 3, 1, 1])
+    """
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

@@ -1,0 +1,329 @@
+"""Embedding, distance and bilinear layers as in ``torch.nn``."""
+import math
+import warnings
+
+import numpy as np
+
+import tapegrad as tg
+
+from . import functional as F
+from . import init
+from .modules import Linear, Module, Parameter
+
+__all__ = ["Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear", "MultiheadAttention"]
+
+
+class Embedding(Module):
+    """A lookup table of ``num_embeddings`` learnt vectors of size ``embedding_dim``, indexed
+    by integer tensors: ``F.embedding``. The weight starts as N(0, 1) draws, with the row
+    ``padding_idx`` (which gets no gradient) set to 0.
+
+    Shape: ``(*)`` int -> ``(*, embedding_dim)``.
+
+    Example:
+        >>> emb = nn.Embedding(10, 3, padding_idx=0)
+        >>> emb
+        Embedding(10, 3, padding_idx=0)
+        >>> emb(tg.tensor([[0, 4]])).shape
+        tapegrad.Size([1, 2, 3])
+        >>> emb(tg.tensor([0]))
+        tensor([[0., 0., 0.]], grad_fn=<IndexBackward0>)
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, \
+                    "Padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(tg.empty(num_embeddings, embedding_dim, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self):
+        if self.padding_idx is not None:
+            with tg.no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self):
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            text += ", sparse=True"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        """An ``Embedding`` whose weight is (a copy of) the 2-d ``embeddings``, frozen unless
+        ``freeze=False``; the padding row keeps its given values.
+
+        Example:
+            >>> emb = nn.Embedding.from_pretrained(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            >>> emb(tg.tensor([1])), emb.weight.requires_grad
+            (tensor([[3., 4.]]), False)
+        """
+        assert embeddings.ndim == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
+                   padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class CosineSimilarity(Module):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``: ``F.cosine_similarity``.
+
+    Shape: the broadcast shape of the inputs without ``dim``.
+
+    Example:
+        >>> nn.CosineSimilarity()(tg.tensor([[1.0, 0.0]]), tg.tensor([[1.0, 1.0]]))
+        tensor([0.7071])
+    """
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """The ``p``-norm distance between rows of ``x1`` and ``x2``: ``F.pairwise_distance``.
+
+    Shape: ``(N, D)`` and ``(N, D)`` -> ``(N,)`` (``(N, 1)`` with ``keepdim``).
+
+    Example:
+        >>> nn.PairwiseDistance(eps=0.0)(tg.tensor([[3.0, 0.0]]), tg.tensor([[0.0, 4.0]]))
+        tensor([5.])
+    """
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class Bilinear(Module):
+    """``y = x1 @ weight[k] @ x2 + bias[k]`` for each output ``k``: ``F.bilinear``. Weight
+    and bias start as U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as in PyTorch.
+
+    Shape: ``(*, in1_features)`` and ``(*, in2_features)`` -> ``(*, out_features)``.
+
+    Example:
+        >>> layer = nn.Bilinear(2, 3, 4)
+        >>> layer
+        Bilinear(in1_features=2, in2_features=3, out_features=4, bias=True)
+        >>> layer(tg.ones(5, 2), tg.ones(5, 3)).shape
+        tapegrad.Size([5, 4])
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(tg.empty(out_features, in1_features, in2_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(tg.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under the name PyTorch gives ``MultiheadAttention.out_proj`` (which its
+    repr shows).
+
+    Example:
+        >>> NonDynamicallyQuantizableLinear(2, 3)
+        NonDynamicallyQuantizableLinear(in_features=2, out_features=3, bias=True)
+    """
+
+
+def _additive_mask(mask, shape):
+    """A float mask to add to attention scores: -inf where a bool ``mask`` is True, else
+    ``mask`` itself."""
+    if mask._value.dtype == np.bool_:
+        return tg.where(mask, tg.full(shape, -math.inf), tg.zeros(*shape))
+    return mask
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention as PyTorch's: project query, key and value with the packed
+    ``in_proj_weight`` ``(3 E, E)`` (and ``in_proj_bias``), attend in ``num_heads`` heads of
+    size ``E / num_heads`` with scores scaled by ``1 / sqrt(head size)``, and project back with
+    ``out_proj``. Returns the output and, with ``need_weights``, the attention weights
+    (averaged over the heads unless ``average_attn_weights=False``).
+
+    Masks follow PyTorch: a bool ``attn_mask`` ``(L, S)`` or ``(N * num_heads, L, S)`` and a
+    bool ``key_padding_mask`` ``(N, S)`` are True where attention is *not* allowed; float
+    masks are added to the scores. Only ``kdim = vdim = embed_dim`` without ``add_bias_kv``
+    or ``add_zero_attn`` is supported.
+
+    Shape: query ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``, or ``(L, E)``), key and
+    value ``(S, N, E)`` -> output like the query, weights ``(N, L, S)``.
+
+    Example:
+        >>> attention = nn.MultiheadAttention(8, 2)
+        >>> attention
+        MultiheadAttention(
+          (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)
+        )
+        >>> out, weights = attention(tg.ones(5, 3, 8), tg.ones(4, 3, 8), tg.ones(4, 3, 8))
+        >>> out.shape, weights.shape
+        (tapegrad.Size([5, 3, 8]), tapegrad.Size([3, 5, 4]))
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        if add_bias_kv or add_zero_attn or kdim not in (None, embed_dim) \
+                or vdim not in (None, embed_dim):
+            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and "
+                                      "kdim/vdim other than embed_dim are not supported")
+        self.embed_dim = embed_dim
+        self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim = True
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.in_proj_weight = Parameter(tg.empty(3 * embed_dim, embed_dim, dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(tg.empty(3 * embed_dim, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = False
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        init.xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        batched = query.ndim == 3
+        if batched and self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if not batched:
+            query, key, value = (t.unsqueeze(1) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        length, batch, embed = query.shape
+        source = key.shape[0]
+        heads, size = self.num_heads, self.head_dim
+        if embed != self.embed_dim:
+            raise AssertionError(
+                f"was expecting embedding dimension of {self.embed_dim}, but got {embed}")
+        if is_causal and attn_mask is None:
+            raise RuntimeError(
+                "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                "module method `generate_square_subsequent_mask` to create this mask.")
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(
+                f"key shape {key.shape} does not match value shape {value.shape}")
+        biases = (None,) * 3 if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
+        projected = [F.linear(t, w, b) for t, w, b in
+                     zip((query, key, value), self.in_proj_weight.chunk(3), biases)]
+
+        def split_heads(t, steps):                   # (steps, N, E) -> (N * heads, steps, size)
+            return t.reshape(steps, batch * heads, size).transpose(0, 1)
+        q = split_heads(projected[0], length) * math.sqrt(1.0 / size)
+        k, v = split_heads(projected[1], source), split_heads(projected[2], source)
+        scores = q @ k.transpose(-2, -1)                       # (N * heads, L, S)
+        if attn_mask is not None:
+            if attn_mask.ndim == 2 and tuple(attn_mask.shape) != (length, source):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(length, source)}.")
+            scores = scores + _additive_mask(attn_mask, tuple(attn_mask.shape))
+        if key_padding_mask is not None:
+            if attn_mask is not None and (key_padding_mask._value.dtype == np.bool_) != (
+                    attn_mask._value.dtype == np.bool_):
+                warnings.warn("Support for mismatched key_padding_mask and attn_mask is "
+                              "deprecated. Use same type for both instead.", stacklevel=2)
+            padding = _additive_mask(key_padding_mask, (batch, source))
+            scores = scores + padding.reshape(batch, 1, 1, source).expand(
+                batch, heads, 1, source).reshape(batch * heads, 1, source)
+        weights = tg.softmax(scores, -1)
+        if self.dropout > 0.0:
+            weights = F.dropout(weights, self.dropout, self.training)
+        attended = (weights @ v).transpose(0, 1).reshape(length * batch, embed)
+        out = self.out_proj(attended).reshape(length, batch, embed)
+        if batched and self.batch_first:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        if not need_weights:
+            return out, None
+        weights = weights.reshape(batch, heads, length, source)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        return out, weights if batched else weights.squeeze(0)
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports

@@ -1,0 +1,259 @@
+"""Normalisation layers as in ``torch.nn``: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d`` and
+``BatchNorm2d``, with PyTorch's parameters, buffers, initialisation and reprs."""
+import tapegrad as tg
+
+from . import functional as F
+from . import init
+from .modules import Module, Parameter
+
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d"]
+
+
+class LayerNorm(Module):
+    """Normalises the last dimensions (``normalized_shape``) of each sample to mean 0 and
+    variance 1, then applies a learnt elementwise scale ``weight`` (starting at 1) and shift
+    ``bias`` (starting at 0): ``F.layer_norm``.
+
+    Shape: ``(*, *normalized_shape)``, unchanged.
+
+    Example:
+        >>> norm = nn.LayerNorm(3)
+        >>> norm
+        LayerNorm((3,), eps=1e-05, elementwise_affine=True, bias=True)
+        >>> norm(tg.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<AddBackward0>)
+    """
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tg.empty(*self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tg.empty(*self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Scales the last dimensions (``normalized_shape``) of each sample by the reciprocal of
+    their root mean square, then by a learnt elementwise ``weight`` (starting at 1):
+    ``F.rms_norm``.
+
+    Shape: ``(*, *normalized_shape)``, unchanged.
+
+    Example:
+        >>> norm = nn.RMSNorm(2)
+        >>> norm
+        RMSNorm((2,), eps=None, elementwise_affine=True)
+        >>> norm(tg.tensor([[3.0, -4.0]]))
+        tensor([[ 0.8485, -1.1314]], grad_fn=<MulBackward0>)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tg.empty(*self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalises each group of ``num_channels // num_groups`` channels of each sample, then
+    applies a learnt per-channel scale and shift (``affine``): ``F.group_norm``.
+
+    Shape: ``(N, num_channels, *)``, unchanged.
+
+    Example:
+        >>> norm = nn.GroupNorm(2, 4)
+        >>> norm
+        GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)
+        >>> norm(tg.tensor([[[1.0], [3.0], [5.0], [5.0]]])).flatten()
+        tensor([-1.0000,  1.0000,  0.0000,  0.0000], grad_fn=<ViewBackward0>)
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(tg.empty(num_channels, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tg.empty(num_channels, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    """Batch normalisation over every dimension but the channels (dimension 1).
+
+    In training mode the batch's statistics normalise, and the running statistics (buffers
+    ``running_mean``, ``running_var``, ``num_batches_tracked``) move towards them by
+    ``momentum`` (``None``: a cumulative average over the batches seen); in eval mode the
+    running statistics normalise. Without ``track_running_stats`` the batch's statistics
+    are used in both modes. As in PyTorch.
+    """
+
+    _dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(tg.empty(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tg.empty(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", tg.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", tg.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tg.tensor(0, dtype=tg.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with tg.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        if input.ndim not in self._dims:
+            wanted = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {wanted} input (got {input.ndim}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        # batch statistics while training, and in eval mode when nothing is tracked
+        batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            batch_stats, factor, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs over the batch (and
+    length) per channel; see ``F.batch_norm`` for the running statistics.
+
+    Shape: ``(N, C)`` or ``(N, C, L)``, unchanged.
+
+    Example:
+        >>> bn = nn.BatchNorm1d(2)
+        >>> bn(tg.tensor([[1.0, 2.0], [3.0, 6.0]]))
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]], grad_fn=<AddBackward0>)
+        >>> bn.running_mean, bn.num_batches_tracked
+        (tensor([0.2000, 0.4000]), tensor(1))
+    """
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of ``(N, C, H, W)`` inputs over the batch and positions per
+    channel.
+
+    Shape: ``(N, C, H, W)``, unchanged.
+
+    Example:
+        >>> nn.BatchNorm2d(3)
+        BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+    """
+    _dims = (4,)
+
+
+from .._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
