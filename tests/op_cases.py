@@ -242,6 +242,14 @@ add(
     unary("rsqrt", K.RSQRT, S.positive(0.1, 5.0)),
     unary("erf", K.ERF, S.reals(-3.0, 3.0)),
     unary("erfc", K.ERFC, S.reals(-3.0, 3.0)),
+    unary("lgamma", K.LGAMMA, S.avoiding(range(-3, 1), -3.0, 6.0, 0.1)),
+    unary("digamma", K.DIGAMMA, S.avoiding(range(-3, 1), -3.0, 6.0, 0.1)),
+    unary("erfinv", K.ERFINV, S.reals(-0.95, 0.95)),
+    Case("polygamma", K.POLYGAMMA, one(S.positive(0.3, 6.0), n=st.integers(1, 3)), {
+        "function": lambda m, x, n: m.polygamma(n, x),
+        "method": lambda m, x, n: x.polygamma(n),
+        "special": lambda m, x, n: m.special.polygamma(n, x),
+    }),
     # piecewise constant (frac: piecewise linear): away from the jumps
     unary("floor", K.FLOOR, S.avoiding(range(-3, 4))),
     unary("ceil", K.CEIL, S.avoiding(range(-3, 4))),

@@ -22,7 +22,9 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda",
            "tapegrad._autograd_functional", "tapegrad.distributed", "tapegrad.sparsity",
            "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize",
-           "tapegrad.derived"]
+           "tapegrad.derived", "tapegrad.nn.activation", "tapegrad.nn.conv",
+           "tapegrad.nn.layers", "tapegrad.nn.loss", "tapegrad.nn.normalization",
+           "tapegrad.nn.rnn", "tapegrad.nn.transformer", "tapegrad.special"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -34,6 +34,7 @@ from .functional import (ger, isfinite, isinf, isnan, isneginf, isposinf, logica
                          logical_not, logical_or, logical_xor, outer)
 from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, logaddexp,
                          remainder, xlogy)
+from .functional import digamma, erfinv, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
@@ -69,7 +70,7 @@ from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
 from .sparsity import hessian_sparsity, jacobian_sparsity  # noqa: E402
 from .compressed import sparse_hessian, sparse_jacobian  # noqa: E402
-from . import colouring, optimize  # noqa: E402,F401
+from . import colouring, optimize, special  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402

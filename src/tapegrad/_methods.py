@@ -285,6 +285,8 @@ METHODS = {
     "nansum": D.nansum, "nanmean": D.nanmean, "cov": D.cov, "corrcoef": D.corrcoef,
     "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
     "is_nonzero": D.is_nonzero, "isin": D.isin,
+    "lgamma": F.lgamma, "digamma": F.digamma, "erfinv": F.erfinv, "mvlgamma": F.mvlgamma,
+    "polygamma": lambda self, n: F.polygamma(n, self),
     "floor_divide": F.floor_divide, "__floordiv__": F.floor_divide,
     "__rfloordiv__": lambda self, other: F.floor_divide(other, self),
     "ndimension": lambda self: self._value.ndim,

@@ -660,6 +660,11 @@ def _check_freed(tape, need, op):
         if r in tape.custom_out:
             # an autograd.Function's output: freed if its forward saved tensors
             frees[r] = bool(tape.custom[tape.custom_out[r]].ctx._saved)
+    for r in np.nonzero(hit & frees)[0]:
+        per_input = K.OPS[int(op[r])].frees_for
+        if per_input is not None:
+            frees[r] = any(keep and s >= 0 and need[s]
+                           for keep, s in zip(per_input, (tape.a0[r], tape.a1[r])))
     if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
 

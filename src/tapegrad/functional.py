@@ -834,6 +834,79 @@ def erfc(x):
     return _unary(K.ERFC, x, K.erfc_array)
 
 
+
+def lgamma(x):
+    """Elementwise ``log |gamma(x)|`` (inf at 0 and the negative integers); float64.
+    ``grad_fn``: ``<LgammaBackward0>`` (the gradient is ``digamma``).
+
+    Example:
+        >>> tg.lgamma(tg.tensor([1.0, 5.0]))
+        tensor([0.0000, 3.1781])
+    """
+    return _unary(K.LGAMMA, x, K.lgamma_array)
+
+
+def digamma(x):
+    """Elementwise ``d/dx lgamma(x)``; also ``psi``.  ``grad_fn``: ``<DigammaBackward0>``.
+
+    Example:
+        >>> tg.digamma(tg.tensor([1.0, 10.0]))
+        tensor([-0.5772,  2.2518])
+    """
+    return _unary(K.DIGAMMA, x, K.digamma_array)
+
+
+def polygamma(n, x):
+    """Elementwise n-th derivative of ``digamma`` (n >= 0 a whole number).
+    ``grad_fn``: ``<PolygammaBackward0>`` (``DigammaBackward0`` for n = 0).
+
+    Example:
+        >>> tg.polygamma(1, tg.tensor([1.0]))
+        tensor([1.6449])
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = as_tensor_arg(x) if not isinstance(x, Tensor) else x
+    if n == 0:
+        return digamma(x)
+    n = float(n)
+    return _unary(K.POLYGAMMA, x, lambda v, out: K.polygamma_array(v, out, n), fp=n)
+
+
+def erfinv(x):
+    """Elementwise inverse of ``erf`` on ``[-1, 1]`` (+-inf at +-1, nan outside).
+    ``grad_fn``: ``<ErfinvBackward0>``.
+
+    Example:
+        >>> tg.erfinv(tg.tensor([0.0, 0.5]))
+        tensor([0.0000, 0.4769])
+    """
+    return _unary(K.ERFINV, x, K.erfinv_array)
+
+
+def mvlgamma(x, p):
+    """The log of the multivariate gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)`` for j = 0 .. p-1; every element of
+    x must exceed ``(p - 1) / 2``.
+
+    Example:
+        >>> tg.mvlgamma(tg.tensor([2.5]), 2)
+        tensor([1.2880])
+    """
+    x = as_tensor_arg(x) if not isinstance(x, Tensor) else x
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    read_value(x, "mvlgamma()")
+    if np.any(x._value <= (p - 1) / 2):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    # PyTorch's order: the shifts from -(p-1)/2 up to 0, and its rounding of the constant
+    steps = np.arange(-p * 0.5 + 0.5, 0.5, 0.5)
+    shifted = add(unsqueeze(x, -1), _plain(steps))
+    return add(sum(lgamma(shifted), -1), float(p * (p - 1)) * math.log(math.pi) * 0.25)
+
+
 def square(x):
     """Elementwise ``x * x``: ``x ** 2``, as in PyTorch (``grad_fn``: ``<PowBackward0>``).
 

@@ -745,7 +745,8 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "log", "log1p", "expm1", "sin", "cos", "tan", 
                    "remainder", "copysign", "arctan2", "arcsin", "arccos", "arctan",
                    "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",
                    "baddbmm", "addbmm", "logit", "floor_divide", "xlog1py", "fmax", "fmin",
-                   "ldexp", "float_power")
+                   "ldexp", "float_power", "lgamma", "digamma", "erfinv", "mvlgamma",
+                   "polygamma")
 
 
 def _in_place_methods(functions):

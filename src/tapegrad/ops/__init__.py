@@ -34,6 +34,8 @@ from .elementwise import (ATAN2, COPYSIGN, FMOD, HYPOT, LOGADDEXP, REMAINDER,  #
                           XLOG1PY, XLOGY, atan2_array, copysign_array, fmod_array,
                           hypot_array, logaddexp_array, remainder_array, xlog1py_array,
                           xlogy_array)
+from .elementwise import (DIGAMMA, ERFINV, LGAMMA, POLYGAMMA, digamma_array,  # noqa: F401
+                          erfinv_array, lgamma_array, polygamma_array)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

@@ -1273,11 +1273,12 @@ def _pair_loop(x0, x1, out, which):
 
 def _pair_array(which):
     def run(a, b, out=None):
-        a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64),
-                                   np.asarray(b, dtype=np.float64))
-        result = np.empty(a.shape) if out is None else out
-        _pair_loop(np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1),
-                   result.reshape(-1), which)
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        # contiguous writeable float64 copies where needed: one compiled signature
+        a, b = (np.require(np.broadcast_to(v, shape) if np.shape(v) != shape else v,
+                           np.float64, "CW") for v in (a, b))
+        result = np.empty(shape) if out is None else out
+        _pair_loop(a.reshape(-1), b.reshape(-1), result.reshape(-1), which)
         return result
     return run
 
@@ -1446,11 +1447,12 @@ def remainder_graph(F, g, x0, x1, out, c):
     return g, F.neg(F.mul(g, F.floor(F.div(x0, x1))))
 
 
+# input 0's gradient reads nothing: PyTorch saves the operands for input 1's only
 FMOD = declare(6, "FmodBackward1", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-               forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1, graph=fmod_graph,
+               frees=(False, True), forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1, graph=fmod_graph,
                curvature=LINEAR)
 REMAINDER = declare(7, "RemainderBackward1", family=ELEMENTWISE, arity=2,
-                    reads=READS_X0 | READS_X1, forward=remainder_fwd, vjp0=pass_vjp,
+                    reads=READS_X0 | READS_X1, frees=(False, True), forward=remainder_fwd, vjp0=pass_vjp,
                     vjp1=remainder_vjp1, graph=remainder_graph, curvature=LINEAR)
 fmod_array = _pair_array(3)
 remainder_array = _pair_array(4)
@@ -1475,7 +1477,7 @@ def copysign_graph(F, g, x0, x1, out, c):
 
 
 COPYSIGN = declare(8, "CopysignBackward0", family=ELEMENTWISE, arity=2,
-                   reads=READS_X0 | READS_OUT, forward=copysign_fwd, vjp0=copysign_vjp0,
+                   reads=READS_X0 | READS_OUT, frees=(True, False), forward=copysign_fwd, vjp0=copysign_vjp0,
                    vjp1=zero_vjp, graph=copysign_graph, curvature=LINEAR)
 copysign_array = _pair_array(5)
 
@@ -1508,5 +1510,280 @@ LOGADDEXP = declare(9, "LogaddexpBackward0", family=ELEMENTWISE, arity=2,
                     reads=READS_X0 | READS_X1, forward=logaddexp_fwd, vjp0=logaddexp_vjp0,
                     vjp1=logaddexp_vjp1, graph=logaddexp_graph, curvature=None)
 logaddexp_array = _pair_array(6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Special functions: log-gamma, its derivatives (digamma, polygamma) and the inverse of erf
+# ---------------------------------------------------------------------------------------------
+def _zeta_tail_denominators(count):
+    """(2j)! / B_2j for j = 1..count: the Euler-Maclaurin tail of the Hurwitz zeta function,
+    from Bernoulli numbers computed exactly here (rather than typed in)."""
+    from fractions import Fraction
+    bern = [Fraction(1)]
+    for m in range(1, 2 * count + 1):
+        bern.append(-sum(math.comb(m + 1, k) * bern[k] for k in range(m)) / (m + 1))
+    return np.array([float(Fraction(math.factorial(2 * j)) / bern[2 * j])
+                     for j in range(1, count + 1)])
+
+
+_ZETA_TAIL = _zeta_tail_denominators(12)
+_EPS = 2.0 ** -53
+_PSI_AT_10 = 2.25175258906672110764    # digamma(10) = H_9 - Euler's gamma, rounded
+
+
+@inline
+def hurwitz_zeta(s, q):
+    """sum over k >= 0 of (q + k) ** -s, for s > 1: nine terms (more while q + k <= 9), then
+    the Euler-Maclaurin remainder."""
+    if s == 1.0:
+        return math.inf
+    if s < 1.0:
+        return math.nan
+    if q <= 0.0:
+        if q == math.floor(q):
+            return math.inf
+        if s != math.floor(s):
+            return math.nan
+    total = q ** -s
+    a = q
+    b = 0.0
+    i = 0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -s
+        total += b
+        if abs(b / total) < _EPS:
+            return total
+    w = a
+    total += b * w / (s - 1.0)
+    total -= 0.5 * b
+    rising = 1.0
+    k = 0.0
+    for j in range(12):
+        rising *= s + k
+        b /= w
+        t = rising * b / _ZETA_TAIL[j]
+        total += t
+        if abs(t / total) < _EPS:
+            return total
+        k += 1.0
+        rising *= s + k
+        b /= w
+        k += 1.0
+    return total
+
+
+@inline
+def digamma_scalar(x):
+    if x == 0.0:
+        return math.copysign(math.inf, -x)
+    if x < 0.0:
+        if x == math.trunc(x):
+            return math.nan
+        # reflection: psi(x) = psi(1 - x) - pi / tan(pi x), with x's fraction for accuracy
+        frac = x - math.trunc(x)
+        return digamma_scalar_positive(1.0 - x) - math.pi / math.tan(math.pi * frac)
+    return digamma_scalar_positive(x)
+
+
+@inline
+def digamma_scalar_positive(x):
+    # recurrence up to 10, then psi's asymptotic series in 1/x**2 (Bernoulli numbers)
+    result = 0.0
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    if x == 10.0:
+        return result + _PSI_AT_10
+    series = 0.0
+    if x < 1.0e17:
+        z = 1.0 / (x * x)
+        series = z * (((((((1.0 / 12.0) * z - 691.0 / 32760.0) * z + 1.0 / 132.0) * z
+                         - 1.0 / 240.0) * z + 1.0 / 252.0) * z - 1.0 / 120.0) * z
+                      + 1.0 / 12.0)
+    return result + math.log(x) - 0.5 / x - series
+
+
+@inline
+def polygamma_scalar(n, x):
+    """The n-th derivative of digamma (n >= 1 a whole number kept as a float)."""
+    if n == 1.0:
+        # trigamma: reflection below 1/2, six steps of recurrence, then its series
+        sign = 1.0
+        result = 0.0
+        if x < 0.5:
+            sign = -1.0
+            s = math.sin(math.pi * x)
+            result -= (math.pi * math.pi) / (s * s)
+            x = 1.0 - x
+        for _ in range(6):
+            result += 1.0 / (x * x)
+            x += 1.0
+        ixx = 1.0 / (x * x)
+        result += (1.0 + 1.0 / (2.0 * x)
+                   + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x
+        return sign * result
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0
+    return sign * math.exp(math.lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x)
+
+
+@kernel
+def _special_loop(x, out, which, n):
+    for i in range(x.size):
+        v = x[i]
+        if which == 0:
+            out[i] = math.lgamma(v)
+        elif which == 1:
+            out[i] = digamma_scalar(v)
+        elif which == 2:
+            out[i] = polygamma_scalar(n, v)
+        else:
+            out[i] = erfinv_scalar(v)
+
+
+def _special_array(which):
+    def run(x, out=None, n=0.0):
+        x = np.require(x, np.float64, "CW")
+        result = np.empty(x.shape) if out is None else out
+        _special_loop(x.reshape(-1), result.reshape(-1), which, float(n))
+        return result
+    return run
+
+
+# --- lgamma: log |gamma(x)| --------------------------------------------------------------------
+@inline
+def lgamma_fwd(x0, x1, x2, c, p0, p1):
+    return math.lgamma(x0)
+
+
+@inline
+def lgamma_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * digamma_scalar(x0)
+
+
+@inline
+def lgamma_d2(x0, out, c, p0, p1):
+    return polygamma_scalar(1.0, x0)
+
+
+def lgamma_graph(F, g, x0, x1, out, c):
+    return F.mul(g, F.digamma(x0)), None
+
+
+LGAMMA = declare(113, "LgammaBackward0", family=ELEMENTWISE, reads=READS_X0,
+                 python=math.lgamma, forward=lgamma_fwd, vjp0=lgamma_vjp, d2=lgamma_d2,
+                 graph=lgamma_graph)
+lgamma_array = _special_array(0)
+
+
+# --- digamma: the derivative of lgamma ---------------------------------------------------------
+@inline
+def digamma_fwd(x0, x1, x2, c, p0, p1):
+    return digamma_scalar(x0)
+
+
+@inline
+def digamma_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * polygamma_scalar(1.0, x0)
+
+
+@inline
+def digamma_d2(x0, out, c, p0, p1):
+    return polygamma_scalar(2.0, x0)
+
+
+def digamma_graph(F, g, x0, x1, out, c):
+    return F.mul(g, F.polygamma(1, x0)), None
+
+
+DIGAMMA = declare(114, "DigammaBackward0", family=ELEMENTWISE, reads=READS_X0,
+                  forward=digamma_fwd, vjp0=digamma_vjp, d2=digamma_d2, graph=digamma_graph)
+digamma_array = _special_array(1)
+
+
+# --- polygamma(n, x): c = n >= 1 ---------------------------------------------------------------
+@inline
+def polygamma_fwd(x0, x1, x2, c, p0, p1):
+    return polygamma_scalar(c, x0)
+
+
+@inline
+def polygamma_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * polygamma_scalar(c + 1.0, x0)
+
+
+@inline
+def polygamma_d2(x0, out, c, p0, p1):
+    return polygamma_scalar(c + 2.0, x0)
+
+
+def polygamma_graph(F, g, x0, x1, out, c):
+    return F.mul(g, F.polygamma(int(c) + 1, x0)), None
+
+
+POLYGAMMA = declare(115, "PolygammaBackward0", family=ELEMENTWISE, reads=READS_X0,
+                    forward=polygamma_fwd, vjp0=polygamma_vjp, d2=polygamma_d2,
+                    graph=polygamma_graph)
+polygamma_array = _special_array(2)
+
+
+# --- erfinv: the inverse of erf on (-1, 1) -----------------------------------------------------
+@inline
+def erfinv_scalar(y):
+    if y != y or y < -1.0 or y > 1.0:
+        return math.nan
+    if y == 1.0 or y == -1.0:
+        return math.copysign(math.inf, y)
+    if y == 0.0:
+        return y
+    # a closed-form first guess (relative error about 2e-3: Winitzki's), then Halley steps
+    # on erf(x) = y, which triple the correct digits each, and a last Newton step
+    a = 0.147
+    ln = math.log((1.0 - y) * (1.0 + y))
+    t = 2.0 / (math.pi * a) + 0.5 * ln
+    x = math.sqrt(math.sqrt(t * t - ln / a) - t)
+    if abs(y) <= 0.5:
+        x = math.copysign(x, y)
+        for _ in range(2):
+            f = math.erf(x) - y
+            d = _TWO_OVER_SQRT_PI * math.exp(-(x * x))
+            x -= f / (d * (1.0 + x * f / d))
+        return x - (math.erf(x) - y) / (_TWO_OVER_SQRT_PI * math.exp(-(x * x)))
+    # toward +-1, erf(x) - y cancels: solve erfc(x) = 1 - |y| (exact) for x > 0 instead
+    z = 1.0 - abs(y)
+    for _ in range(3):
+        f = math.erfc(x) - z
+        d = _TWO_OVER_SQRT_PI * math.exp(-(x * x))
+        x -= f / (x * f - d)
+    x += (math.erfc(x) - z) / (_TWO_OVER_SQRT_PI * math.exp(-(x * x)))
+    return math.copysign(x, y)
+
+
+@inline
+def erfinv_fwd(x0, x1, x2, c, p0, p1):
+    return erfinv_scalar(x0)
+
+
+@inline
+def erfinv_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch's order: grad * 0.5 * sqrt(pi) * exp(erfinv(x) ** 2)
+    return g * 0.5 * _SQRT_PI * np.exp(out * out)
+
+
+@inline
+def erfinv_d2(x0, out, c, p0, p1):
+    d = 0.5 * _SQRT_PI * np.exp(out * out)
+    return 2.0 * out * d * d
+
+
+def erfinv_graph(F, g, x0, x1, out, c):
+    return F.mul(F.mul(g, 0.5 * _SQRT_PI), F.exp(F.mul(out, out))), None
+
+
+_SQRT_PI = math.sqrt(math.pi)
+ERFINV = declare(116, "ErfinvBackward0", family=ELEMENTWISE, reads=READS_X0 | READS_OUT,
+                 forward=erfinv_fwd, vjp0=erfinv_vjp, d2=erfinv_d2, graph=erfinv_graph)
+erfinv_array = _special_array(3)
 
 constants(globals())

@@ -37,7 +37,7 @@ class OpInfo:
 
     __slots__ = ("code", "name", "reads", "frees", "variants", "family", "arity", "params",
                  "rules", "static", "python", "numpy", "masks", "first_write", "layout",
-                 "graph", "check", "condition", "const")
+                 "graph", "check", "condition", "const", "frees_for")
 
     def __init__(self, code, name, reads, frees, variants, family, arity, params, rules,
                  static, python, numpy, masks, first_write, layout, graph, check, condition):
@@ -48,6 +48,9 @@ class OpInfo:
         self.first_write, self.layout, self.graph, self.check = first_write, layout, graph, check
         self.condition = condition
         self.const = None   # the module-level constant name, set by ``constants``
+        # per input: whether the record frees saved values when that input needs a gradient
+        # (PyTorch saves only what the gradients asked for need); None: ``frees`` alone
+        self.frees_for = None
 
     def rule(self, pass_name):
         return self.rules.get(pass_name)
@@ -78,6 +81,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
     either a scalar second derivative ``d2`` or a ``curvature`` that is an array rule,
     ``LINEAR`` or None), an array op whole-record rules.  ``params``: how many ``faux`` values an elementwise op's rules read (0 or 2).
     ``first_write``: the backward may write its inputs' first gradient (betas of 0).
+    ``frees``: a bool, or one per input: the saved values are freed (a second backward
+    fails) only when an input marked True needs a gradient.
     ``condition``: an elementwise op that reads a third value, the record ``ip`` names
     (``where``'s condition).  ``check``: ``check(record, fail)`` validates a record read from a tape file beyond the
     family's own checks.
@@ -95,9 +100,13 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
         raise ValueError(f"opcode {code} ({name}) lacks the rules {missing}")
     if family == ELEMENTWISE and params not in (0, 2):
         raise ValueError(f"opcode {code}: params is 0 or 2")
+    frees_for = None
+    if isinstance(frees, tuple):
+        frees_for, frees = frees, any(frees)
     OPS[code] = OpInfo(code, name, reads, bool(reads) if frees is None else frees, variants,
                        family, arity, params, rules, tuple(static), python, numpy, masks,
                        first_write, layout, graph, check, condition)
+    OPS[code].frees_for = frees_for
     return code
 
 
