@@ -32,6 +32,8 @@ from .functional import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, 
 from .functional import ceil, fix, floor, frac, round, sign, trunc  # noqa: A004 - PyTorch's
 from .functional import (ger, isfinite, isinf, isnan, isneginf, isposinf, logical_and,
                          logical_not, logical_or, logical_xor, outer)
+from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
+                         kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 

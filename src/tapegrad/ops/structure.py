@@ -147,6 +147,11 @@ _GATHER_NAMES = {
     21: "SplitWithSizesBackward0", 22: "UnbindBackward0", 23: "IndexSelectBackward0",
     24: "FlipBackward0", 25: "RollBackward0", 26: "RepeatBackward0", 27: "GatherBackward0",
     28: "TakeBackward0",
+    # selections whose indices come from the input's values (functional.py guards them
+    # while tracing, so a replay never reuses indices of other values)
+    29: "SortBackward0", 30: "SortBackward1", 31: "TopkBackward0", 32: "KthvalueBackward0",
+    33: "MedianBackward1", 34: "NanmedianBackward1", 35: "ModeBackward0",
+    36: "CummaxBackward0", 37: "CumminBackward0",
 }
 GATHER = declare(100, "IndexBackward0", family=ARRAY, variants=_GATHER_NAMES,
                  check=_check_gather, backward=gather_bwd, forward=gather_fwd,
