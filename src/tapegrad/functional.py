@@ -3210,7 +3210,8 @@ def _select_by_value(x, idx, variant, what):
     """x's entries at the flat positions ``idx``, chosen by looking at x's values: while
     ``compile`` traces, x's values are guarded (a replay with other values records again)."""
     read_value(x, what)
-    return _gathered(x, np.ascontiguousarray(idx, dtype=np.int64), variant)
+    # (np.asarray: ascontiguousarray would make a 0-d index 1-d)
+    return _gathered(x, np.asarray(idx, dtype=np.int64), variant)
 
 
 def _flat_positions(shape, d, arg):
@@ -3403,9 +3404,8 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     if k < 0 or k > length:
         raise RuntimeError("selected index k out of range")
     if v.ndim == 0:
+        # (a 0-d tensor gives its one value for k = 0 too, as PyTorch's topk does)
         arg = np.zeros((), dtype=np.int64)
-        if k == 0:
-            raise RuntimeError("selected index k out of range")
         return TopkResult(_select_by_value(x, arg, V_TOPK, "topk()"), _plain(arg))
     order = _order(v, d, largest).astype(np.int64)
     arg = np.take(order, np.arange(k), axis=d)
@@ -3567,8 +3567,8 @@ def mode(x, dim=-1, keepdim=False):
         for row, s in enumerate(flat_v):
             best_len, best_end, start = 0, 0, 0
             for j in range(1, len(s) + 1):
-                if j == len(s) or not (s[j] == s[start] or (s[j] != s[j] and
-                                                            s[start] != s[start])):
+                # nan equals nothing, itself included: each nan is a run of its own
+                if j == len(s) or not s[j] == s[start]:
                     if j - start > best_len:
                         best_len, best_end = j - start, j - 1
                     start = j

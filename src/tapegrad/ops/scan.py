@@ -124,6 +124,17 @@ def cumprod_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads
     gx0 = _seg(grads, goff[a0[r]], n)
     for o in range(o_n):
         for i in range(i_n):
+            # PyTorch's division formula spreads a nan of the slice to all of its gradient;
+            # the recurrence would give finite values before the nan, so follow PyTorch
+            has_nan = False
+            for k in range(r_n):
+                v = x0[(o * r_n + k) * i_n + i]
+                if v != v:
+                    has_nan = True
+            if has_nan:
+                for k in range(r_n):
+                    gx0[(o * r_n + k) * i_n + i] += np.nan
+                continue
             acc = 0.0
             for k in range(r_n - 1, -1, -1):
                 p = (o * r_n + k) * i_n + i
