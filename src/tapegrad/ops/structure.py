@@ -153,6 +153,9 @@ _GATHER_NAMES = {
     33: "MedianBackward1", 34: "NanmedianBackward1", 35: "ModeBackward0",
     36: "CummaxBackward0", 37: "CumminBackward0",
 }
+# the variants above whose indices were chosen by value: PyTorch saves them (a second backward
+# without retain_graph fails), and they hold only for the values they were chosen from
+VALUE_SELECTED = frozenset(range(29, 38))
 GATHER = declare(100, "IndexBackward0", family=ARRAY, variants=_GATHER_NAMES,
                  check=_check_gather, backward=gather_bwd, forward=gather_fwd,
                  tangent=gather_tan, curvature=LINEAR, **_COPY)
