@@ -317,10 +317,23 @@ def test_jvp_and_vmap(name):
     np.testing.assert_allclose(vg.numpy(), vt.numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_cumprod_create_graph_with_zeros_refuses():
-    x = tg.tensor(ZEROS, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="cumprod of an input holding zeros"):
-        tg.autograd.grad(x.cumprod(1).sum(), x, create_graph=True)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_second_order_with_zeros(dim):
+    """create_graph and hessians through cumprod of an input holding zeros (one or several
+    per slice): no 0/0 anywhere."""
+    a = np.array([[0.0, 2.0, 0.0, 3.0], [1.5, 0.0, 0.0, 0.5], [0.0, -1.0, 2.0, 3.0]])
+    f = lambda m, x: (x.cumprod(dim) ** 2 * m.tensor(np.cos(np.arange(12.0)).reshape(3, 4))
+                      ).sum()  # noqa: E731
+    ht = torch.autograd.functional.hessian(lambda x: f(torch, x), torch.tensor(a))
+    hg = tg.hessian(lambda x: f(tg, x))(tg.tensor(a))
+    np.testing.assert_allclose(hg.numpy(), ht.numpy(), rtol=1e-10, atol=1e-12)
+    x = tg.tensor(a, requires_grad=True)
+    g, = tg.autograd.grad(f(tg, x), x, create_graph=True)
+    gg, = tg.autograd.grad((g * g).sum(), x)
+    xt = torch.tensor(a, requires_grad=True)
+    g2, = torch.autograd.grad(f(torch, xt), xt, create_graph=True)
+    gg2, = torch.autograd.grad((g2 * g2).sum(), xt)
+    np.testing.assert_allclose(gg.numpy(), gg2.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_cumprod_gradient_with_several_zeros():

@@ -180,15 +180,24 @@ def cumprod_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1,
 
 
 def cumprod_graph(F, g, x0, x1, out, c):
-    # PyTorch's formula where the input has no zero: reverse_cumsum(g * out) / x.  With a
-    # zero the weights are products that skip the zero, which this rule does not build: it
-    # refuses rather than return 0/0.
+    # PyTorch's formula where the input has no zero: reverse_cumsum(g * out) / x
     o_n, r_n, i_n = _ori_of(out)
-    if np.any(x0._value == 0.0):
-        raise NotImplementedError(
-            "tapegrad: create_graph (and hessians) through cumprod of an input holding zeros "
-            "is not supported")
-    return F.div(_reverse_cumsum(F, F.mul(g, out), o_n, r_n, i_n), x0), None
+    if not np.any(x0._value == 0.0):
+        return F.div(_reverse_cumsum(F, F.mul(g, out), o_n, r_n, i_n), x0), None
+    # with a zero, the recurrence of the compiled rule written out without division:
+    # gx[k] = out[k-1] * sum_{m >= k} g[m] * P[k, m], P[k, m] = x[k+1] * ... * x[m], built as
+    # an (O, R(k), R(m), I) cumprod of x with ones at m <= k, kept where m >= k
+    after = np.arange(r_n)[None, :] > np.arange(r_n)[:, None]           # (k, m): m > k
+    keep = np.arange(r_n)[None, :] >= np.arange(r_n)[:, None]           # (k, m): m >= k
+    shape4 = (o_n, r_n, r_n, i_n)
+    xs = F.expand(F.reshape(x0, o_n, 1, r_n, i_n), *shape4)
+    factors = F.where(_const(np.broadcast_to(after[None, :, :, None], shape4), bool), xs, 1.0)
+    spans = F.mul(F.cumprod(factors, 2), _const(np.broadcast_to(keep[None, :, :, None],
+                                                                  shape4)))
+    acc = F.sum(F.mul(spans, F.reshape(g, o_n, 1, r_n, i_n)), 2)         # (O, R, I)
+    out3 = F.reshape(out, o_n, r_n, i_n)
+    before = F.cat([_const(np.ones((o_n, 1, i_n))), F.narrow(out3, 1, 0, r_n - 1)], 1)
+    return F.reshape(F.mul(before, acc), -1), None
 
 
 # no curvature rule: hessians through cumprod take the create_graph route
