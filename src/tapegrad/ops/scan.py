@@ -180,11 +180,10 @@ def cumprod_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1,
 
 
 def cumprod_graph(F, g, x0, x1, out, c):
-    # PyTorch's formula where the input has no zero: reverse_cumsum(g * out) / x
+    # Not PyTorch's reverse_cumsum(g * out) / x where x has no zero: its derivative divides
+    # by x twice, which overflows for tiny x (hessians of 1e290 for 1e-308).  The recurrence
+    # of the compiled rule written out without division instead, for every input:
     o_n, r_n, i_n = _ori_of(out)
-    if not np.any(x0._value == 0.0):
-        return F.div(_reverse_cumsum(F, F.mul(g, out), o_n, r_n, i_n), x0), None
-    # with a zero, the recurrence of the compiled rule written out without division:
     # gx[k] = out[k-1] * sum_{m >= k} g[m] * P[k, m], P[k, m] = x[k+1] * ... * x[m], built as
     # an (O, R(k), R(m), I) cumprod of x with ones at m <= k, kept where m >= k
     after = np.arange(r_n)[None, :] > np.arange(r_n)[:, None]           # (k, m): m > k
