@@ -172,3 +172,20 @@ def _twice(m):
     y.backward()
 
 
+
+
+# scans and sorts (#16)
+BAD_CALLS.update({
+    "cumsum dim out of range": lambda m: ones(m, 2, 3).cumsum(2),
+    "cumprod of a 0-d tensor along dim 1": lambda m: m.cumprod(m.tensor(1.0), 1),
+    "logcumsumexp of integers": lambda m: m.logcumsumexp(m.tensor([1, 2]), 0),
+    "cummax dim out of range": lambda m: m.cummax(ones(m, 2), -2),
+    "sort dim out of range": lambda m: ones(m, 2, 3).sort(2),
+    "topk k too large": lambda m: ones(m, 2, 3).topk(4),
+    "topk k negative": lambda m: m.topk(ones(m, 3), -1),
+    "kthvalue k too large": lambda m: ones(m, 2, 3).kthvalue(4),
+    "kthvalue k zero": lambda m: m.kthvalue(ones(m, 2, 3), 0, 0),
+    "median along an empty dim": lambda m: m.median(ones(m, 0, 2), 0),
+    "diff of a 0-d tensor": lambda m: m.diff(m.tensor(1.0)),
+    "diff of negative order": lambda m: ones(m, 3).diff(-1),
+})

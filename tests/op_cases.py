@@ -773,6 +773,79 @@ def _grad_of_gather(m, x, key):
 add(Case("grad_of_gather", K.SCATTER, _getitem_inputs(), {"create_graph": _grad_of_gather},
          deep=True))
 
+# ---------------------------------------------------------------------------------------------
+# Scans and sorts (#16).  Selections by value (sort, topk, kthvalue, median/mode along a dim,
+# cummax/cummin) draw distinct values: at a tie the selection has a kink, where central
+# differences see no derivative, and PyTorch's choice among tied entries is its algorithm's.
+# ---------------------------------------------------------------------------------------------
+def _dim_and_k(lowest):
+    """(dim, k) with k in [lowest, size along dim] (a 0-d tensor: size 1)."""
+    def draw_it(sh, draw):
+        d = draw(S.dims(len(sh), allow_none=False, allow_tuple=False))
+        side = sh[d] if sh else 1
+        return d, draw(st.integers(lowest, side))
+    return draw_it
+
+
+add(
+    Case("cumsum", K.CUMSUM, with_shape(dim=_dim()), {
+        "method": lambda m, x, dim: x.cumsum(dim),
+        "function": lambda m, x, dim: m.cumsum(x, dim),
+        "keyword": lambda m, x, dim: m.cumsum(x, dim=dim),
+    }),
+    Case("cumprod", K.CUMPROD, with_shape(S.reals(-1.5, 1.5), dim=_dim()), {
+        "method": lambda m, x, dim: x.cumprod(dim),
+        "function": lambda m, x, dim: m.cumprod(x, dim=dim),
+    }),
+    Case("logcumsumexp", K.LOGCUMSUMEXP, with_shape(S.reals(-5.0, 5.0), dim=_dim()), {
+        "method": lambda m, x, dim: x.logcumsumexp(dim),
+        "function": lambda m, x, dim: m.logcumsumexp(x, dim),
+    }),
+    Case("cummax", K.GATHER, distinct_one(dim=_dim()), {
+        "method": lambda m, x, dim: x.cummax(dim).values,
+        "function": lambda m, x, dim: m.cummax(x, dim)[0],
+    }),
+    Case("cummin", K.GATHER, distinct_one(dim=_dim()), {
+        "method": lambda m, x, dim: x.cummin(dim).values,
+        "function": lambda m, x, dim: m.cummin(x, dim=dim)[0],
+    }),
+    Case("sort", K.GATHER, distinct_one(dim=_dim(), descending=st.booleans()), {
+        "method": lambda m, x, dim, descending: x.sort(dim, descending).values,
+        "stable": lambda m, x, dim, descending: m.sort(x, dim=dim, descending=descending,
+                                                       stable=True)[0],
+        "msort": lambda m, x, dim, descending: m.msort(x) if x.dim() else x.sort()[0],
+    }),
+    Case("topk", K.GATHER, distinct_one(sel=_dim_and_k(0), largest=st.booleans()), {
+        "method": lambda m, x, sel, largest: x.topk(sel[1], sel[0], largest).values,
+        "keywords": lambda m, x, sel, largest: m.topk(x, k=sel[1], dim=sel[0],
+                                                      largest=largest).values,
+    }),
+    Case("kthvalue", K.GATHER, distinct_one(sel=_dim_and_k(1), keepdim=st.booleans()), {
+        "method": lambda m, x, sel, keepdim: x.kthvalue(sel[1], sel[0], keepdim).values,
+        "function": lambda m, x, sel, keepdim: m.kthvalue(x, sel[1], dim=sel[0],
+                                                          keepdim=keepdim)[0],
+    }),
+    Case("median_dim", K.GATHER, distinct_one(dim=_dim(), keepdim=st.booleans()), {
+        "method": lambda m, x, dim, keepdim: x.median(dim, keepdim).values,
+        "nanmedian": lambda m, x, dim, keepdim: m.nanmedian(x, dim, keepdim=keepdim)[0],
+        "mode": lambda m, x, dim, keepdim: m.mode(x, dim, keepdim).values,
+    }),
+    Case("median_all", K.MEDIAN, distinct_one(), {
+        "method": lambda m, x: x.median(),
+        "function": lambda m, x: m.median(x),
+    }),
+    Case("nanmedian_all", K.NANMEDIAN, distinct_one(), {
+        "method": lambda m, x: x.nanmedian(),
+        "function": lambda m, x: m.nanmedian(x),
+    }),
+    Case("diff", K.SUB, with_shape(min_dims=1, dim=_dim(), n=lambda sh, draw: draw(
+        st.integers(0, 3))), {
+        "method": lambda m, x, dim, n: x.diff(n, dim) if n else x.diff(1, dim),
+        "function": lambda m, x, dim, n: m.diff(x, n=n or 1, dim=dim),
+    }),
+)
+
+
 CASES_BY_ID = {c.id: c for c in CASES}
 assert len(CASES_BY_ID) == len(CASES), "case ids must be unique"
 

@@ -23,6 +23,7 @@ from tapegrad.ops import elementwise as ops_elementwise
 from tapegrad.ops import linalg as ops_linalg
 from tapegrad.ops import reduce as ops_reduce
 from tapegrad.ops import structure as ops_structure
+from tapegrad.ops import scan as ops_scan
 from tapegrad.tape import NO_EXT
 from tapegrad.testing import gradcheck
 
@@ -46,7 +47,7 @@ def declared_opcodes():
     """``NAME -> code`` for every ``NAME = declare(code, ...)`` line of the op table's
     family modules."""
     found = {}
-    for module in (ops_elementwise, ops_reduce, ops_linalg, ops_structure):
+    for module in (ops_elementwise, ops_reduce, ops_linalg, ops_structure, ops_scan):
         src = inspect.getsource(module)
         for name, code in re.findall(r"^([A-Z][A-Z0-9_]*) = declare\((\d+),", src, re.M):
             assert name not in found, f"{name} declared twice"

@@ -275,6 +275,15 @@ FORWARD_EXAMPLES = {
     "guard": (lambda x: x * (2.0 if x.sum() > 0 else 3.0), [(2, 3)]),
 }
 
+# scans and sorts (#16); sort's indices are guarded (a GUARD record), the rest recomputed
+FORWARD_EXAMPLES.update({
+    "cumsum": (lambda x: x.cumsum(1), [(2, 3)]),
+    "cumprod": (lambda x: x.cumprod(0), [(2, 3)]),
+    "logcumsumexp": (lambda x: x.logcumsumexp(-1), [(2, 3)]),
+    "median": (lambda x: x.median() * x, [(2, 3)]),
+    "nanmedian": (lambda x: x.nanmedian() + x, [(2, 3)]),
+})
+
 
 def positive_distinct(rng, shape):
     n = int(np.prod(shape, dtype=np.int64))

@@ -36,6 +36,8 @@ from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, lo
                          remainder, xlogy)
 from .functional import digamma, erfinv, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
+from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
+                         kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 

@@ -346,3 +346,28 @@ def install():
 
 
 del _rbinop, _size_args
+
+
+# --- scans and sorts (#16) --------------------------------------------------------------------
+def _scan_in_place(name, out_of_place, ufunc):
+    """``x.cumsum_(dim)`` / ``x.cumprod_(dim)``: the running sum or product written into x
+    (its dtype kept, as PyTorch's in-place scans keep it)."""
+    def method(self, dim, *, dtype=None):
+        from .inplace import _unary_
+
+        def write(v, dim, dtype=None):
+            if v.ndim:
+                ufunc.accumulate(v, axis=F._scan_dim(self, dim)[0], out=v)
+        return _unary_(name, out_of_place, write)(self, dim, dtype=dtype)
+    method.__name__ = name
+    return method
+
+
+METHODS.update({
+    "cumsum": F.cumsum, "cumprod": F.cumprod, "logcumsumexp": F.logcumsumexp,
+    "cummax": F.cummax, "cummin": F.cummin, "diff": F.diff, "sort": F.sort,
+    "argsort": F.argsort, "msort": F.msort, "topk": F.topk, "kthvalue": F.kthvalue,
+    "median": F.median, "nanmedian": F.nanmedian, "mode": F.mode,
+    "cumsum_": _scan_in_place("cumsum_", F.cumsum, np.add),
+    "cumprod_": _scan_in_place("cumprod_", F.cumprod, np.multiply),
+})

@@ -656,7 +656,9 @@ def _check_freed(tape, need, op):
     frees = _FREES[op[:m]]
     # an advanced index (x[[0, 0]], x[mask]) saves its indices in PyTorch; a slice does not
     for r in np.nonzero(hit & (op[:m] == K.GATHER))[0]:
-        frees[r] = tape.aux[tape.ip[r]] == _V_INDEX
+        variant = tape.aux[tape.ip[r]]
+        # (sort, topk, ... save their indices too)
+        frees[r] = variant == _V_INDEX or variant in K.VALUE_SELECTED
         if r in tape.custom_out:
             # an autograd.Function's output: freed if its forward saved tensors
             frees[r] = bool(tape.custom[tape.custom_out[r]].ctx._saved)

@@ -3318,3 +3318,496 @@ def _stacked(code, parts, value, d, widths):
     np.copyto(out, value)
     return _result(tape, tape.push(code, rows[0], -1, off, n, ip), out)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Scans and sorts (#16): cumsum, cumprod, logcumsumexp, cummax/cummin, diff, sort, argsort,
+# msort, topk, kthvalue, median, nanmedian, mode
+# ---------------------------------------------------------------------------------------------
+# PyTorch's named tuples print as torch.return_types.<name>(...); these as <name>(...)
+def _return_type(name):
+    return namedtuple(name, ["values", "indices"])
+
+
+SortResult = _return_type("sort")
+TopkResult = _return_type("topk")
+KthvalueResult = _return_type("kthvalue")
+MedianResult = _return_type("median")
+NanmedianResult = _return_type("nanmedian")
+ModeResult = _return_type("mode")
+CummaxResult = _return_type("cummax")
+CumminResult = _return_type("cummin")
+
+# GATHER variants of selections by value (structure._GATHER_NAMES)
+V_SORT, V_SORT_STABLE, V_TOPK, V_KTHVALUE, V_MEDIAN_DIM, V_NANMEDIAN_DIM, V_MODE = range(29, 36)
+V_CUMMAX, V_CUMMIN = 36, 37
+_UNSET = object()
+
+
+def _scan_dim(x, dim):
+    """dim wrapped (a 0-d tensor takes 0 and -1), and x's (O, R, I) along it."""
+    shape = x._value.shape
+    d = _wrap_dim(dim, len(shape))
+    if not shape:
+        return 0, 1, 1, 1
+    o = int(np.prod(shape[:d], dtype=np.int64))
+    i = int(np.prod(shape[d + 1:], dtype=np.int64))
+    return d, o, shape[d], i
+
+
+def _scan(code, x, dim, value):
+    """Record a scan along ``dim`` whose value NumPy already computed (x's shape)."""
+    value = np.asarray(value)
+    if not _records(x):
+        return _plain(value)
+    d, o, red, i = _scan_dim(x, dim)
+    n = value.size
+    tape = recording_tape(2 * n + x._value.size)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux((o, red, i))
+    off, out = _out(tape, value.shape, n)
+    np.copyto(out, value)
+    # traced integer or bool data keeps its eager dtype on the handle
+    return _result(tape, tape.push(code, r0, -1, off, n, ip),
+                   out if value.dtype.kind == "f" else value)
+
+
+def _integer_scan_value(v):
+    # bool and integer inputs scan in int64, as PyTorch's do
+    return v.astype(np.int64) if v.dtype.kind in "biu" else v
+
+
+def cumsum(x, dim, *, dtype=None):
+    """Running sum along ``dim``: ``out[..., k, ...] = x[..., 0, ...] + ... + x[..., k, ...]``.
+
+    Shape: that of ``x``.  Bool and integer tensors sum in int64 unless ``dtype`` is given.
+    ``grad_fn``: ``<CumsumBackward0>``; the gradient is a running sum from the end.
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> tg.cumsum(x, 0)
+        tensor([1., 3., 6.], grad_fn=<CumsumBackward0>)
+    """
+    x = _reduce_as(x, dtype)
+    d = _scan_dim(x, dim)[0]
+    v = _integer_scan_value(x._value)
+    value = np.cumsum(v, axis=d) if v.ndim else v.copy()
+    return _scan(K.CUMSUM, x, dim, value)
+
+
+def cumprod(x, dim, *, dtype=None):
+    """Running product along ``dim``.
+
+    Shape: that of ``x``; bool and integer tensors multiply in int64 unless ``dtype`` is
+    given.  ``grad_fn``: ``<CumprodBackward0>``; the gradient is exact where entries are zero
+    (no division by the input).
+
+    Example:
+        >>> x = tg.tensor([2.0, 0.0, 3.0], requires_grad=True)
+        >>> y = tg.cumprod(x, 0)
+        >>> y
+        tensor([2., 0., 0.], grad_fn=<CumprodBackward0>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([1., 8., 0.])
+    """
+    x = _reduce_as(x, dtype)
+    d = _scan_dim(x, dim)[0]
+    v = _integer_scan_value(x._value)
+    value = _quietly(np.cumprod, v, axis=d) if v.ndim else v.copy()
+    return _scan(K.CUMPROD, x, dim, value)
+
+
+def logcumsumexp(x, dim):
+    """``log(cumsum(exp(x), dim))``, computed without overflow.
+
+    Shape: that of ``x``; floating inputs only (PyTorch raises for integers).
+    ``grad_fn``: ``<LogcumsumexpBackward0>``.
+
+    Example:
+        >>> tg.logcumsumexp(tg.tensor([1000.0, 1000.0]), 0)
+        tensor([1000.0000, 1000.6931])
+    """
+    d = _scan_dim(x, dim)[0]
+    v = x._value
+    if v.dtype.kind != "f":
+        raise NotImplementedError(
+            f'"logcumsumexp_out_cpu" not implemented for \'{x.dtype.scalar_name}\'')
+    # np.logaddexp's formula is the compiled forward's (scan.py), so replay agrees
+    value = _quietly(np.logaddexp.accumulate, v, axis=d) if v.ndim and v.size else v.copy()
+    return _scan(K.LOGCUMSUMEXP, x, dim, value)
+
+
+def _select_by_value(x, idx, variant, what):
+    """x's entries at the flat positions ``idx``, chosen by looking at x's values: while
+    ``compile`` traces, x's values are guarded (a replay with other values records again)."""
+    read_value(x, what)
+    # (np.asarray: ascontiguousarray would make a 0-d index 1-d)
+    return _gathered(x, np.asarray(idx, dtype=np.int64), variant)
+
+
+def _flat_positions(shape, d, arg):
+    """Flat positions in an array of ``shape`` of the entries at ``arg`` (indices along d,
+    shaped like the result with d kept)."""
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    return np.take_along_axis(flat, arg, axis=d)
+
+
+def _cum_extreme(x, dim, is_max):
+    name = "cummax" if is_max else "cummin"
+    d = _wrap_dim(dim, x._value.ndim)
+    v = x._value
+    if v.ndim == 0:
+        arg = np.zeros((), dtype=np.int64)
+        values = _select_by_value(x, arg, V_CUMMAX if is_max else V_CUMMIN, f"{name}()")
+        return (CummaxResult if is_max else CumminResult)(values, _plain(arg))
+    w = np.moveaxis(v, d, -1)
+    arg = np.zeros(w.shape, dtype=np.int64)
+    if w.size:
+        best = w[..., 0].copy()
+        cur = np.zeros(w.shape[:-1], dtype=np.int64)
+        floating = v.dtype.kind == "f"
+        for k in range(w.shape[-1]):
+            col = w[..., k]
+            # PyTorch's rule: a later equal value takes over, and so does any nan
+            take = col >= best if is_max else col <= best
+            if floating:
+                take = np.isnan(col) | (take & ~np.isnan(best))
+            if k == 0:
+                take = np.ones_like(take)
+            best = np.where(take, col, best)
+            cur = np.where(take, k, cur)
+            arg[..., k] = cur
+    arg = np.moveaxis(arg, -1, d)
+    values = _select_by_value(x, _flat_positions(v.shape, d, arg),
+                              V_CUMMAX if is_max else V_CUMMIN, f"{name}()")
+    return (CummaxResult if is_max else CumminResult)(values, _plain(arg))
+
+
+def cummax(x, dim):
+    """Running maximum along ``dim`` and where it was taken: a named tuple
+    ``(values, indices)``, both of ``x``'s shape.
+
+    A later entry equal to the running maximum takes over its index, and a nan takes over
+    for good, as in PyTorch.  ``grad_fn`` of ``values``: ``<CummaxBackward0>``; each entry's
+    gradient goes to the entry its index names.
+
+    Example:
+        >>> tg.cummax(tg.tensor([1.0, 3.0, 2.0, 3.0]), 0)
+        cummax(values=tensor([1., 3., 3., 3.]), indices=tensor([0, 1, 1, 3]))
+    """
+    return _cum_extreme(x, dim, True)
+
+
+def cummin(x, dim):
+    """Running minimum along ``dim`` and where it was taken: a named tuple
+    ``(values, indices)``; as ``cummax``.
+
+    Example:
+        >>> tg.cummin(tg.tensor([3.0, 1.0, 2.0, 1.0]), 0).indices
+        tensor([0, 1, 1, 3])
+    """
+    return _cum_extreme(x, dim, False)
+
+
+def diff(x, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim``: ``x[1:] - x[:-1]`` applied ``n`` times,
+    after ``prepend`` and ``append`` are concatenated to ``x`` along ``dim``.
+
+    Shape: ``x``'s with ``dim`` shorter by ``n`` (never below 0).  Bool tensors take the
+    logical xor, as in PyTorch.  Recorded as slices and a subtraction (``<SubBackward0>``).
+
+    Example:
+        >>> tg.diff(tg.tensor([1.0, 4.0, 9.0, 16.0]))
+        tensor([3., 5., 7.])
+        >>> tg.diff(tg.tensor([1.0, 4.0, 9.0, 16.0]), n=2)
+        tensor([2., 2.])
+    """
+    if x._value.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _wrap_dim(dim, x._value.ndim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = cat([as_tensor_arg(p) for p in parts], d)
+    for _ in range(n):
+        length = x._value.shape[d]
+        if length == 0:
+            break
+        hi = narrow(x, d, 1, length - 1)
+        lo = narrow(x, d, 0, length - 1)
+        x = logical_xor(hi, lo) if x._value.dtype.kind == "b" else sub(hi, lo)
+    return x
+
+
+def _order(v, d, descending):
+    """Indices that sort v along d stably, nan last (first when descending): equal entries
+    keep their order, as PyTorch's CPU sort does (also without ``stable=True``)."""
+    if not descending:
+        return np.argsort(v, axis=d, kind="stable")
+    # a stable ascending sort of the reversed slices, reversed again: descending, ties in
+    # their original order, nan first (works for every dtype, where negation would not)
+    r = v.shape[d]
+    back = np.argsort(np.flip(v, d), axis=d, kind="stable")
+    return np.flip(r - 1 - back, d)
+
+
+def _check_sortable(x, name):
+    if x._value.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): complex tensors are not supported")
+
+
+def sort(x, dim=-1, descending=False, stable=_UNSET):
+    """x sorted along ``dim`` (ascending unless ``descending``) and where each value came
+    from: a named tuple ``(values, indices)``, both of ``x``'s shape.
+
+    nan sorts as the largest value.  Equal entries keep their order (the sort is stable, also
+    without ``stable=True``, as PyTorch's CPU sort is).  ``grad_fn`` of ``values``:
+    ``<SortBackward0>`` (``<SortBackward1>`` when ``stable`` is given); ``indices`` are int64.
+
+    Example:
+        >>> values, indices = tg.sort(tg.tensor([3.0, 1.0, 2.0]))
+        >>> values, indices
+        (tensor([1., 2., 3.]), tensor([1, 2, 0]))
+        >>> tg.sort(tg.tensor([3.0, 1.0, 2.0]), descending=True).indices
+        tensor([0, 2, 1])
+    """
+    _check_sortable(x, "sort")
+    v = x._value
+    variant = V_SORT if stable is _UNSET else V_SORT_STABLE
+    if v.ndim == 0:
+        _wrap_dim(dim, 0)
+        arg = np.zeros((), dtype=np.int64)
+        return SortResult(_select_by_value(x, arg, variant, "sort()"), _plain(arg))
+    d = _wrap_dim(dim, v.ndim)
+    arg = _order(v, d, descending).astype(np.int64)
+    values = _select_by_value(x, _flat_positions(v.shape, d, arg), variant, "sort()")
+    return SortResult(values, _plain(arg))
+
+
+def argsort(x, dim=-1, descending=False, stable=False):
+    """The indices that sort x along ``dim``: ``sort(x, dim, descending).indices`` (int64, no
+    gradient).
+
+    Example:
+        >>> tg.argsort(tg.tensor([[3, 1, 2], [0, 5, 4]]), dim=1)
+        tensor([[1, 2, 0],
+                [0, 2, 1]])
+    """
+    _check_sortable(x, "argsort")
+    _opaque_if_traced(x, "argsort of traced values")
+    v = x._value
+    if v.ndim == 0:
+        _wrap_dim(dim, 0)
+        return _plain(np.zeros((), dtype=np.int64))
+    return _plain(_order(v, _wrap_dim(dim, v.ndim), descending).astype(np.int64))
+
+
+def msort(x):
+    """x sorted along its first dim: ``sort(x, 0).values`` (``<SortBackward0>``).
+
+    Example:
+        >>> tg.msort(tg.tensor([[3.0, 1.0], [2.0, 4.0]]))
+        tensor([[2., 1.],
+                [3., 4.]])
+    """
+    return sort(x, 0).values
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (smallest unless ``largest``) entries along ``dim`` and their indices:
+    a named tuple ``(values, indices)`` of ``x``'s shape with ``k`` along ``dim``.
+
+    nan counts as the largest value.  The entries come in sorted order (also with
+    ``sorted=False``).  ``grad_fn`` of ``values``: ``<TopkBackward0>``.  Among equal entries
+    tapegrad takes the first ones; PyTorch's choice among ties is its selection algorithm's.
+
+    Example:
+        >>> tg.topk(tg.tensor([1.0, 5.0, 3.0, 4.0]), 2)
+        topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
+    """
+    _check_sortable(x, "topk")
+    v = x._value
+    d = _wrap_dim(dim, v.ndim)
+    length = v.shape[d] if v.ndim else 1
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"topk(): argument 'k' must be int, not {type(k).__name__}")
+    if k < 0 or k > length:
+        raise RuntimeError("selected index k out of range")
+    if v.ndim == 0:
+        # (a 0-d tensor gives its one value for k = 0 too, as PyTorch's topk does)
+        arg = np.zeros((), dtype=np.int64)
+        return TopkResult(_select_by_value(x, arg, V_TOPK, "topk()"), _plain(arg))
+    order = _order(v, d, largest).astype(np.int64)
+    arg = np.take(order, np.arange(k), axis=d)
+    values = _select_by_value(x, _flat_positions(v.shape, d, arg), V_TOPK, "topk()")
+    return TopkResult(values, _plain(arg))
+
+
+def _one_per_slice(x, dim, keepdim, pick, variant, name, result):
+    """A selection of one entry per slice along ``dim``: ``pick(sorted_order, slice_len)``
+    gives the position in ascending order, per slice (an int array shaped like the result
+    with ``dim`` kept)."""
+    v = x._value
+    if v.ndim == 0:
+        _wrap_dim(dim, 0)
+        arg = np.zeros((), dtype=np.int64)
+        return result(_select_by_value(x, arg, variant, f"{name}()"), _plain(arg))
+    d = _wrap_dim(dim, v.ndim)
+    if v.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    order = np.moveaxis(_order(v, d, False).astype(np.int64), d, -1)
+    sorted_v = np.take_along_axis(np.moveaxis(v, d, -1), order, axis=-1)
+    pos = pick(order, sorted_v)        # (..., ) positions into each sorted slice
+    arg = np.take_along_axis(order, pos[..., None], axis=-1)
+    arg = np.moveaxis(arg, -1, d)
+    positions = _flat_positions(v.shape, d, arg)
+    if not keepdim:    # gathered straight into the result's shape: one node, as PyTorch's
+        arg = arg.reshape(arg.shape[:d] + arg.shape[d + 1:])
+        positions = positions.reshape(arg.shape)
+    values = _select_by_value(x, positions, variant, f"{name}()")
+    return result(values, _plain(arg))
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest entry (k from 1) along ``dim`` and its index: a named tuple
+    ``(values, indices)`` of ``x``'s shape without ``dim`` (size 1 with ``keepdim``).
+
+    ``grad_fn`` of ``values``: ``<KthvalueBackward0>``.  Among equal entries tapegrad names
+    the first in sorted order; PyTorch's choice is its selection algorithm's.
+
+    Example:
+        >>> tg.kthvalue(tg.tensor([4.0, 1.0, 3.0]), 2)
+        kthvalue(values=tensor(3.), indices=tensor(2))
+    """
+    _check_sortable(x, "kthvalue")
+    v = x._value
+    d = _wrap_dim(dim, v.ndim)
+    length = v.shape[d] if v.ndim else 1
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= length:
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError(f"kthvalue(): argument 'k' must be int, not {type(k).__name__}")
+        raise RuntimeError(
+            f"kthvalue(): selected number k out of range for dimension {d}")
+
+    def pick(order, sorted_v):
+        return np.full(order.shape[:-1], k - 1, dtype=np.int64)
+    return _one_per_slice(x, dim, keepdim, pick, V_KTHVALUE, "kthvalue", KthvalueResult)
+
+
+def _median_all(x, skip_nan):
+    name = "nanmedian" if skip_nan else "median"
+    v = x._value
+    if v.dtype.kind == "b":
+        raise RuntimeError(f'"{name}_cpu" not implemented for \'Bool\'')
+    flat = np.sort(v.reshape(-1))     # nan sorts last
+    if v.dtype.kind == "f":
+        nans = int(np.isnan(flat).sum())
+        count = flat.size - nans
+        value = math.nan if (nans and not skip_nan) or count == 0 else flat[(count - 1) // 2]
+    elif flat.size == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                         "input.numel() == 0.")
+    else:
+        value = flat[(flat.size - 1) // 2]
+    value = np.asarray(value, dtype=v.dtype)
+    if not _records(x):
+        return _plain(value.reshape(()))
+    n = v.size
+    tape = recording_tape(n + 2)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux((1, n, 1))
+    off, out = _out(tape, (), 1)
+    out[...] = value
+    return _result(tape, tape.push(K.NANMEDIAN if skip_nan else K.MEDIAN, r0, -1, off, 1, ip),
+                   out.reshape(()) if value.dtype.kind == "f" else value.reshape(()))
+
+
+def _median_dim(x, dim, keepdim, skip_nan):
+    name = "nanmedian" if skip_nan else "median"
+
+    def pick(order, sorted_v):
+        length = sorted_v.shape[-1]
+        if sorted_v.dtype.kind != "f":
+            return np.full(sorted_v.shape[:-1], (length - 1) // 2, dtype=np.int64)
+        nans = np.isnan(sorted_v).sum(axis=-1)
+        if skip_nan:
+            # the lower median of the numbers; a slice of nan only: its first nan
+            count = length - nans
+            return np.where(count > 0, (count - 1) // 2, 0).astype(np.int64)
+        # nan anywhere makes the median nan: the first nan (sorted after every number)
+        return np.where(nans > 0, length - nans, (length - 1) // 2).astype(np.int64)
+    return _one_per_slice(x, dim, keepdim, pick,
+                          V_NANMEDIAN_DIM if skip_nan else V_MEDIAN_DIM, name,
+                          NanmedianResult if skip_nan else MedianResult)
+
+
+def median(x, dim=None, keepdim=False):
+    """The lower median: of all entries (a 0-d tensor), or along ``dim`` with its index (a
+    named tuple ``(values, indices)``).
+
+    Of an even count it is the lower of the two middle values, as in PyTorch; a nan makes it
+    nan.  ``grad_fn``: ``<MedianBackward0>`` (all entries: the gradient is shared among the
+    entries equal to the median) or ``<MedianBackward1>`` (with ``dim``).  With ``dim``, among
+    equal entries tapegrad names the first in sorted order; PyTorch's choice may differ.
+
+    Example:
+        >>> tg.median(tg.tensor([4.0, 1.0, 3.0, 2.0]))
+        tensor(2.)
+        >>> tg.median(tg.tensor([[4.0, 1.0, 3.0]]), dim=1)
+        median(values=tensor([3.]), indices=tensor([2]))
+    """
+    _check_sortable(x, "median")
+    if dim is None:
+        return _median_all(x, False)
+    return _median_dim(x, dim, keepdim, False)
+
+
+def nanmedian(x, dim=None, keepdim=False):
+    """``median`` ignoring nan: the lower median of the entries that are numbers (nan where
+    there is none).  ``grad_fn``: ``<NanmedianBackward0>`` / ``<NanmedianBackward1>``.
+
+    Example:
+        >>> tg.nanmedian(tg.tensor([4.0, float("nan"), 1.0, 3.0]))
+        tensor(3.)
+    """
+    _check_sortable(x, "nanmedian")
+    if dim is None:
+        return _median_all(x, True)
+    return _median_dim(x, dim, keepdim, True)
+
+
+def mode(x, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones) and an
+    index where it occurs: a named tuple ``(values, indices)``.
+
+    ``grad_fn`` of ``values``: ``<ModeBackward0>``.  tapegrad's index is the last occurrence
+    in the slice; PyTorch's choice among occurrences may differ.
+
+    Example:
+        >>> tg.mode(tg.tensor([2.0, 1.0, 2.0, 3.0]))
+        mode(values=tensor(2.), indices=tensor(2))
+    """
+    _check_sortable(x, "mode")
+
+    def pick(order, sorted_v):
+        # runs of equal values in each sorted slice: the longest, the first such run wins
+        shape = sorted_v.shape[:-1]
+        flat_v = sorted_v.reshape(-1, sorted_v.shape[-1])
+        res = np.empty(flat_v.shape[0], dtype=np.int64)
+        for row, s in enumerate(flat_v):
+            best_len, best_end, start = 0, 0, 0
+            for j in range(1, len(s) + 1):
+                # nan equals nothing, itself included: each nan is a run of its own
+                if j == len(s) or not s[j] == s[start]:
+                    if j - start > best_len:
+                        best_len, best_end = j - start, j - 1
+                    start = j
+            res[row] = best_end
+        return res.reshape(shape)
+    if x._value.ndim and x._value.shape[_wrap_dim(dim, x._value.ndim)] == 0:
+        raise IndexError(
+            f"mode(): Expected reduction dim {_wrap_dim(dim, x._value.ndim)} to have "
+            "non-zero size.")
+    return _one_per_slice(x, dim, keepdim, pick, V_MODE, "mode", ModeResult)

@@ -232,6 +232,10 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
         if family == T.ELEMENTWISE and all(i.n == n for i in ins):
             out = ins[0] if len(ins) == 1 else _union_into(
                 n, n_cols, [(i, np.arange(n)) for i in ins])
+        elif o == K.GATHER and int(aux[ip[r]]) in K.VALUE_SELECTED:
+            # sort, topk, ...: the recorded indices hold for the recorded values only; any
+            # entry of the input may be selected at other values (slice-wise would be tighter)
+            out = _everything(n, n_cols, ins)
         elif o in _GATHERS and len(ins) == 1:
             out = ins[0].take(aux[ip[r] + 2: ip[r] + 2 + n])
         elif o == K.RESHAPE and len(ins) == 1 and ins[0].n == n:

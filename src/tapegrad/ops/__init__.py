@@ -41,7 +41,10 @@ from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # 
                      SUM, SUM_DIM, VAR)
 from .linalg import MATMUL, gemm, value_at  # noqa: F401
 from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,  # noqa: F401
-                        LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK)
+                        LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK,
+                        VALUE_SELECTED)
+from .scan import (CUMPROD, CUMSUM, LOGCUMSUMEXP, MEDIAN, NANMEDIAN,  # noqa: F401
+                   SCANS)
 from .sweeps import plan  # noqa: F401
 from . import entries as _entries
 from . import sweeps as _sweeps

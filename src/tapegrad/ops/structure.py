@@ -147,7 +147,15 @@ _GATHER_NAMES = {
     21: "SplitWithSizesBackward0", 22: "UnbindBackward0", 23: "IndexSelectBackward0",
     24: "FlipBackward0", 25: "RollBackward0", 26: "RepeatBackward0", 27: "GatherBackward0",
     28: "TakeBackward0",
+    # selections whose indices come from the input's values (functional.py guards them
+    # while tracing, so a replay never reuses indices of other values)
+    29: "SortBackward0", 30: "SortBackward1", 31: "TopkBackward0", 32: "KthvalueBackward0",
+    33: "MedianBackward1", 34: "NanmedianBackward1", 35: "ModeBackward0",
+    36: "CummaxBackward0", 37: "CumminBackward0",
 }
+# the variants above whose indices were chosen by value: PyTorch saves them (a second backward
+# without retain_graph fails), and they hold only for the values they were chosen from
+VALUE_SELECTED = frozenset(range(29, 38))
 GATHER = declare(100, "IndexBackward0", family=ARRAY, variants=_GATHER_NAMES,
                  check=_check_gather, backward=gather_bwd, forward=gather_fwd,
                  tangent=gather_tan, curvature=LINEAR, **_COPY)
