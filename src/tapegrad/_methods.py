@@ -310,7 +310,8 @@ PROPERTIES = {
 
 def install():
     from .inplace import METHODS as IN_PLACE
-    for name, fn in {**METHODS, **IN_PLACE}.items():
+    from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
+    for name, fn in {**METHODS, **IN_PLACE, **LINALG}.items():
         setattr(Tensor, name, fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)
