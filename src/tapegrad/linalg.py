@@ -30,7 +30,7 @@ from . import functional as F
 from . import ops as K
 from ._public import public_dir
 from .functional import _expanded_ref, _out, _plain, _records, _result, broadcast_shape
-from .tape import recording_tape
+from .tape import recording_tape, state
 
 __all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
            "vector_norm", "matrix_norm", "norm", "vecdot", "multi_dot", "matrix_power",
@@ -88,7 +88,7 @@ def _record(code, inputs, aux, value):
     broadcast to, by hidden expansions) with the value NumPy computed; plain when nothing
     requires grad."""
     tensors = [t for t, _ in inputs]
-    value = np.ascontiguousarray(value, dtype=np.float64)
+    value = np.array(value, dtype=np.float64)   # (ascontiguousarray makes a 0-d value 1-d)
     if not _records(*tensors):
         return _plain(value)
     n = value.size
@@ -99,6 +99,17 @@ def _record(code, inputs, aux, value):
     np.copyto(out, value)
     return _result(tape, tape.push(code, refs[0], refs[1] if len(refs) > 1 else -1, off, n,
                                    ip), out)
+
+
+def _guarded(t, what):
+    """t, and while tracing (``tg.compile``) a guard that t has no nan: the replayed op gives
+    nan where the matrix is singular or not positive-definite (its compiled rule cannot
+    raise), and a failed guard sends the call back to eager mode, which raises PyTorch's
+    error."""
+    trace = state.trace
+    if trace is not None and t._tape is trace.tape:
+        trace.guard(F._compare(np.equal, t, t), what)
+    return t
 
 
 def _first_zero_pivot(m):
@@ -174,7 +185,8 @@ def inv(A, *, out=None):
             "zero, the inversion could not be completed because the input matrix is "
             "singular.") from None
     b = math.prod(v.shape[:-2])
-    return _record(K.LINALG_INV, [(A, v.shape)], (b, n), value)
+    return _guarded(_record(K.LINALG_INV, [(A, v.shape)], (b, n), value),
+                    "linalg.inv of an invertible matrix")
 
 
 def inv_ex(A, *, check_errors=False):
@@ -231,6 +243,10 @@ def solve(A, B, *, left=True, out=None):
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{eq} ({va.shape[-2]}x{n} and {b2[-2]}x{b2[-1]})")
+    if vector and not left:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                           "supported for left=False. In this case linalg.solve is equivalent "
+                           "to B / A.squeeze(-1)")
     batch = broadcast_shape(va.shape[:-2], b2[:-2])
     rows, cols = b2[-2:]
     k = cols if left else rows
@@ -253,8 +269,10 @@ def solve(A, B, *, left=True, out=None):
     bsz = math.prod(batch)
     # B is read in its matrix layout; a vector and its column share the flat values
     b_mat = B if not vector else F.unsqueeze(B, -1)
-    return _record(K.LINALG_SOLVE, [(A, batch + (n, n)), (b_mat, batch + (rows, cols))],
-                   (bsz, n, k, int(bool(left))), value)
+    return _guarded(_record(K.LINALG_SOLVE, [(A, batch + (n, n)),
+                                             (b_mat, batch + (rows, cols))],
+                            (bsz, n, k, int(bool(left))), value),
+                    "linalg.solve with an invertible matrix")
 
 
 def det(A, *, out=None):
@@ -352,8 +370,9 @@ def _cholesky(A, upper, name, variant):
             f"the input is not positive-definite (the leading minor of order {_minor_order(m)} "
             "is not positive-definite).") from None
     value = np.swapaxes(low, -1, -2) if upper else low
-    return _record(K.LINALG_CHOLESKY, [(A, v.shape)],
-                   (variant, math.prod(v.shape[:-2]), n, int(bool(upper))), value)
+    return _guarded(_record(K.LINALG_CHOLESKY, [(A, v.shape)],
+                            (variant, math.prod(v.shape[:-2]), n, int(bool(upper))), value),
+                    "linalg.cholesky of a positive-definite matrix")
 
 
 def cross(input, other, *, dim=-1, out=None):
@@ -380,15 +399,16 @@ def _cross(a, b, dim, name):
                            f"{b.dtype.scalar_name}")
     if va.dtype.kind != "f":
         raise RuntimeError(f"{name}: tapegrad computes cross products of floating tensors only")
-    shape = broadcast_shape(va.shape, vb.shape)
-    nd = len(shape)
-    if not -nd <= dim < nd:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
-                         f"{nd - 1}], but got {dim})")
-    d = dim % nd
-    if va.shape[d] != 3 or vb.shape[d] != 3:
+    for v in (va, vb):
+        if not -v.ndim <= dim < v.ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-v.ndim}, {v.ndim - 1}], but got {dim})")
+    # PyTorch checks the lengths along dim before it broadcasts
+    if va.shape[dim] != 3 or vb.shape[dim] != 3:
         raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got "
-                           f"{va.shape[d]} and {vb.shape[d]}")
+                           f"{va.shape[dim]} and {vb.shape[dim]}")
+    shape = broadcast_shape(va.shape, vb.shape)
+    d = dim % len(shape)
     value = np.cross(np.broadcast_to(va, shape), np.broadcast_to(vb, shape), axis=d)
     return _record(K.LINALG_CROSS, [(a, shape), (b, shape)],
                    (math.prod(shape[:d]), math.prod(shape[d + 1:])), value)
@@ -509,10 +529,17 @@ def multi_dot(tensors, *, out=None):
         nd = F.as_tensor_arg(t)._value.ndim
         if (nd not in (1, 2)) or (nd == 1 and 0 < j < len(tensors) - 1):
             raise RuntimeError(f"multi_dot(): tensor {j} must be 2D but got {nd}D")
-    result = tensors[0]
-    for t in tensors[1:]:
+    first, last = (F.as_tensor_arg(t)._value for t in (tensors[0], tensors[-1]))
+    mats = [F.unsqueeze(tensors[0], 0) if first.ndim == 1 else tensors[0]]
+    mats += list(tensors[1:-1])
+    mats.append(F.unsqueeze(tensors[-1], -1) if last.ndim == 1 else tensors[-1])
+    result = mats[0]
+    for t in mats[1:]:
         result = F.matmul(result, t)
-    return result
+    shape = result._value.shape
+    # PyTorch's result is a view of the (rows, cols) product, without the vectors' sides
+    shape = ((shape[0],) if first.ndim == 2 else ()) + ((shape[1],) if last.ndim == 2 else ())
+    return F.reshape(result, shape)
 
 
 def matrix_power(A, n):

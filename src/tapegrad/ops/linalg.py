@@ -158,14 +158,44 @@ def _oriented(m, keep):
 
 @inline
 def _store(arr, off, b, m):
+    # (numba's LAPACK wrappers return Fortran-ordered arrays, which do not reshape in place)
     rows, cols = m.shape
-    arr[off + b * rows * cols: off + (b + 1) * rows * cols] = m.reshape(rows * cols)
+    arr[off + b * rows * cols: off + (b + 1) * rows * cols] = \
+        np.ascontiguousarray(m).reshape(rows * cols)
 
 
 @inline
 def _add_into(arr, off, b, m):
     rows, cols = m.shape
-    arr[off + b * rows * cols: off + (b + 1) * rows * cols] += m.reshape(rows * cols)
+    arr[off + b * rows * cols: off + (b + 1) * rows * cols] += \
+        np.ascontiguousarray(m).reshape(rows * cols)
+
+
+# A rule must not raise: it runs as a compiled entry, where an exception cannot reach the
+# caller and would leave the record's output as it was.  numba's LAPACK calls raise for a
+# singular matrix and for infs and nans, so these check first and give nan instead, which
+# LAPACK would have propagated; a replay's guard (tapegrad.linalg._record) sees the nan and
+# hands the call back to eager mode, which raises PyTorch's error where PyTorch does.
+@inline
+def _finite(m):
+    return np.all(np.isfinite(m))
+
+
+@inline
+def _solve(m, rhs):
+    """m^-1 rhs (C-ordered), nan where m is singular or an operand is not finite."""
+    if not (_finite(m) and _finite(rhs)):
+        return np.full(rhs.shape, np.nan)
+    sign, logdet = np.linalg.slogdet(m)
+    if sign == 0.0:
+        return np.full(rhs.shape, np.nan)
+    return np.ascontiguousarray(np.linalg.solve(m, rhs))
+
+
+@inline
+def _inv(m):
+    # a solve with the identity, as NumPy's inv (the eager forward) computes it
+    return _solve(m, np.eye(m.shape[0]))
 
 
 def _record_aux(out):
@@ -192,8 +222,7 @@ def inv_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     if n == 0:
         return
     for b in range(b_n):
-        _store(vals, voff[r], b, np.linalg.inv(_oriented(_block(vals, voff[a0[r]], b, n, n),
-                                                         True)))
+        _store(vals, voff[r], b, _inv(_oriented(_block(vals, voff[a0[r]], b, n, n), True)))
 
 
 @rule
@@ -250,7 +279,7 @@ def solve_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     for b in range(b_n):
         m = _oriented(_block(vals, voff[a0[r]], b, n, n), left)
         rhs = _oriented(_block(vals, voff[a1[r]], b, rows, cols), left)
-        _store(vals, voff[r], b, _oriented(np.linalg.solve(m, rhs), left))
+        _store(vals, voff[r], b, _oriented(_solve(m, rhs), left))
 
 
 @rule
@@ -264,7 +293,7 @@ def solve_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
     for b in range(b_n):
         mt = _oriented(_block(vals, voff[a0[r]], b, n, n), not left)
         gy = _oriented(_block(grads, goff[r], b, rows, cols), left)
-        gr = np.linalg.solve(mt, gy)
+        gr = _solve(mt, gy)
         if need[a1[r]]:
             _add_into(grads, goff[a1[r]], b, _oriented(gr, left))
         if need[a0[r]]:
@@ -287,7 +316,7 @@ def solve_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, d
         if d0:
             y = _oriented(_block(vals, voff[r], bb, rows, cols), left)
             acc -= np.dot(_oriented(_block(tans, b + voff[a0[r]], bb, n, n), left), y)
-        _store(tans, b + voff[r], bb, _oriented(np.linalg.solve(m, acc), left))
+        _store(tans, b + voff[r], bb, _oriented(_solve(m, acc), left))
 
 
 def solve_graph(F, g, x0, x1, out, c):
@@ -325,8 +354,8 @@ def _cofactor(a, det, n):
     """The cofactor matrix, d det / dA: det A^-T where A is invertible (PyTorch's formula),
     and where it is not, its continuous extension from the SVD A = U diag(s) V^T,
     det(U) det(V) U diag(prod of the other s) V^T (a rank n-1 matrix has a nonzero one)."""
-    if det != 0.0:
-        return det * np.ascontiguousarray(np.linalg.inv(a).T)
+    if det != 0.0 or not _finite(a):
+        return det * np.ascontiguousarray(_inv(a).T)
     u, s, vt = np.linalg.svd(a)
     others = np.ones(n)
     for i in range(n):
@@ -340,8 +369,8 @@ def _cofactor(a, det, n):
 def det_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     b_n, n = aux[ip[r]], aux[ip[r] + 1]
     for b in range(b_n):
-        vals[voff[r] + b] = 1.0 if n == 0 else np.linalg.det(
-            _oriented(_block(vals, voff[a0[r]], b, n, n), True))
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
+        vals[voff[r] + b] = 1.0 if n == 0 else (np.linalg.det(a) if _finite(a) else np.nan)
 
 
 @rule
@@ -388,20 +417,20 @@ LINALG_DET = declare(84, "LinalgDetBackward0", family=ARRAY, reads=READS_X0 | RE
 @inline
 def _inverse_or_nan(a, n):
     """A^-1, or nan where A is singular (log|det| is -inf there and has no gradient)."""
-    sign, logdet = np.linalg.slogdet(a)
-    if sign == 0.0:
-        return np.full((n, n), np.nan)
-    return np.linalg.inv(a)
+    return _inv(a)
 
 
 @rule
 def slogdet_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     b_n, n, which = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
     for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
         if n == 0:
             sign, logdet = 1.0, 0.0
+        elif not _finite(a):
+            sign, logdet = np.nan, np.nan
         else:
-            sign, logdet = np.linalg.slogdet(_oriented(_block(vals, voff[a0[r]], b, n, n), True))
+            sign, logdet = np.linalg.slogdet(a)
         vals[voff[r] + b] = sign if which else logdet
 
 
@@ -452,13 +481,38 @@ LINALG_SLOGDET = declare(85, "LinalgSlogdetBackward0", family=ARRAY, reads=READS
 
 # --- Cholesky factor: out = L (lower) or L^T (upper); aux = variant, B, n, upper -----------------
 # variant 1 is the deprecated ``torch.cholesky`` (``Tensor.cholesky``), a node of its own name
+@inline
+def _positive_definite(a, n):
+    """Whether an unpivoted Cholesky factorisation of a (lower triangle) runs through."""
+    low = np.zeros((n, n))
+    for j in range(n):
+        d = a[j, j]
+        for k in range(j):
+            d -= low[j, k] * low[j, k]
+        if not d > 0.0:
+            return False
+        low[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            acc = a[i, j]
+            for k in range(j):
+                acc -= low[i, k] * low[j, k]
+            low[i, j] = acc / low[j, j]
+    return True
+
+
 @rule
 def cholesky_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     b_n, n, upper = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
     if n == 0:
         return
     for b in range(b_n):
-        low = np.linalg.cholesky(_oriented(_block(vals, voff[a0[r]], b, n, n), True))
+        a = _block(vals, voff[a0[r]], b, n, n)
+        # the lower triangle mirrored: only it is read, whichever triangle numba's potrf reads
+        sym = np.tril(a) + np.tril(a, -1).T
+        if _positive_definite(sym, n):
+            low = np.ascontiguousarray(np.linalg.cholesky(sym))
+        else:
+            low = np.full((n, n), np.nan)
         _store(vals, voff[r], b, _oriented(low, not upper))
 
 
@@ -475,9 +529,8 @@ def cholesky_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grad
         t = np.tril(np.dot(low.T, gl))
         p = 0.5 * (t + np.tril(t, -1).T)
         lt = np.ascontiguousarray(low.T)
-        half = np.linalg.solve(lt, p)                                    # L^-T P
-        _add_into(grads, goff[a0[r]], b,
-                  _oriented(np.linalg.solve(lt, np.ascontiguousarray(half.T)), False))
+        half = _solve(lt, p)                                             # L^-T P
+        _add_into(grads, goff[a0[r]], b, _oriented(_solve(lt, _oriented(half, False)), False))
 
 
 @rule
@@ -490,8 +543,8 @@ def cholesky_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1
     for k in range(b_n):
         low = _oriented(_block(vals, voff[r], k, n, n), not upper)
         ta = _oriented(_block(tans, b + voff[a0[r]], k, n, n), True)
-        x = np.linalg.solve(low, ta)                                       # L^-1 dA
-        x = np.ascontiguousarray(np.linalg.solve(low, np.ascontiguousarray(x.T)).T)
+        x = _solve(low, ta)                                                # L^-1 dA
+        x = _oriented(_solve(low, _oriented(x, False)), False)
         x = np.tril(x)
         for i in range(n):
             x[i, i] *= 0.5
