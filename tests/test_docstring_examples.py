@@ -21,7 +21,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.nn.utils", "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
            "tapegrad.optim.lr_scheduler", "tapegrad.utils.data", "tapegrad.cuda",
            "tapegrad._autograd_functional", "tapegrad.distributed", "tapegrad.sparsity",
-           "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize"]
+           "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize",
+           "tapegrad.linalg"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

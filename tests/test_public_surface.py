@@ -12,7 +12,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.nn.init", "tapegrad.nn.utils", "tapegrad.optim",
                   "tapegrad.optim.lr_scheduler", "tapegrad.utils", "tapegrad.utils.data",
                   "tapegrad.func", "tapegrad.cuda", "tapegrad.viz", "tapegrad.testing",
-                  "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring"]
+                  "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",
+                  "tapegrad.linalg"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed",

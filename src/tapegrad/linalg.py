@@ -15,7 +15,7 @@ Example:
     >>> x
     tensor([0.2000, 0.6000], grad_fn=<LinalgSolveExBackward0>)
     >>> tg.linalg.det(A).backward()
-    >>> A.grad
+    >>> tg.round(A.grad, decimals=12)
     tensor([[ 3., -1.],
             [-1.,  2.]])
 """
