@@ -676,4 +676,5 @@ LINALG_CROSS = declare(87, "LinalgCrossBackward0", family=ARRAY, arity=2,
 FACTORISATIONS = frozenset({LINALG_INV, LINALG_SOLVE, LINALG_DET, LINALG_SLOGDET,
                             LINALG_CHOLESKY})
 
-constants(globals())
+# public names only: BLAS's flag _T = ord("T") is 84, LINALG_DET's opcode
+constants({k: v for k, v in globals().items() if not k.startswith("_")})
