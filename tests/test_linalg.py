@@ -366,3 +366,21 @@ def test_compiled_call_on_a_failing_matrix_raises_as_eager(call):
         fns[call](bad)
     with pytest.raises(tg.linalg.LinAlgError):
         f(bad)
+
+
+def test_saved_tape_with_linalg_ops_loads_and_runs(tmp_path):
+    def fn(x, y):
+        a = x.reshape(3, 3)
+        return (tg.linalg.solve(a, y) ** 2).sum() + tg.linalg.det(a) + tg.linalg.slogdet(
+            a).logabsdet + tg.linalg.inv(a).sum() + tg.linalg.cross(a, y.mT).sum() + \
+            tg.linalg.cholesky(a @ a.mT, upper=True).sum()
+    compiled = tg.compile(fn)
+    y = RNG.standard_normal((3, 3))
+    compiled(tg.tensor(X9, requires_grad=True), tg.tensor(y))
+    path = tmp_path / "linalg.tape"
+    compiled.tape.save(path)
+    loaded = tg.load_tape(path)
+    x2 = (A3 + 0.2).reshape(-1)
+    got = loaded(tg.tensor(x2), tg.tensor(y))
+    want = fn(tg.tensor(x2), tg.tensor(y))
+    close(got, want)

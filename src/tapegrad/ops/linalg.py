@@ -205,17 +205,20 @@ def _record_aux(out):
     return [int(v) for v in tape.aux[tape.ip[r]: tape.ip[r] + 4]]
 
 
-def _check_square(count):
+def _check_square(count, square_out):
+    """A tape-file check: aux holds B, n (and flags), the input B square matrices and the
+    output B of them (square_out) or B values."""
     def check(a, r, fail):
         a.aux_span(r, a.ip[r], count)
         b, n = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 2])
-        if min(b, n) < 0 or b * n * n != a.size[a.a0[r]]:
+        if min(b, n) < 0 or b * n * n != a.size[a.a0[r]] or \
+                a.size[r] != (b * n * n if square_out else b):
             fail(f"record {r}: matrix sizes do not match")
         return b, n
     return check
 
 
-# --- inverse: out = A^-1; aux = B, n ---------------------------------------------------------------
+# --- inverse: out = A^-1; aux = B, n --------------------------------------------------------------
 @rule
 def inv_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     b_n, n = aux[ip[r]], aux[ip[r] + 1]
@@ -257,7 +260,7 @@ def inv_graph(F, g, x0, x1, out, c):
 
 
 LINALG_INV = declare(82, "LinalgInvExBackward0", family=ARRAY, reads=READS_OUT,
-                     check=_check_square(2), backward=inv_bwd, forward=inv_fwd,
+                     check=_check_square(2, True), backward=inv_bwd, forward=inv_fwd,
                      tangent=inv_tan, curvature=None, graph=inv_graph)
 
 
@@ -348,7 +351,7 @@ LINALG_SOLVE = declare(83, "LinalgSolveExBackward0", family=ARRAY, arity=2,
                        forward=solve_fwd, tangent=solve_tan, curvature=None, graph=solve_graph)
 
 
-# --- determinant: out (B,); aux = B, n -------------------------------------------------------------
+# --- determinant: out (B,); aux = B, n ------------------------------------------------------------
 @inline
 def _cofactor(a, det, n):
     """The cofactor matrix, d det / dA: det A^-T where A is invertible (PyTorch's formula),
@@ -409,7 +412,7 @@ def det_graph(F, g, x0, x1, out, c):
 
 
 LINALG_DET = declare(84, "LinalgDetBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
-                     check=_check_square(2), backward=det_bwd, forward=det_fwd,
+                     check=_check_square(2, False), backward=det_bwd, forward=det_fwd,
                      tangent=det_tan, curvature=None, graph=det_graph)
 
 
@@ -469,8 +472,8 @@ def slogdet_graph(F, g, x0, x1, out, c):
 
 
 def _check_slogdet(a, r, fail):
-    b, n = _check_square(3)(a, r, fail)
-    if b != a.size[r] or int(a.aux[a.ip[r] + 2]) not in (0, 1):
+    _check_square(3, False)(a, r, fail)
+    if int(a.aux[a.ip[r] + 2]) not in (0, 1):
         fail(f"record {r}: matrix sizes do not match")
 
 
