@@ -13,7 +13,7 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.optim.lr_scheduler", "tapegrad.utils", "tapegrad.utils.data",
                   "tapegrad.func", "tapegrad.cuda", "tapegrad.viz", "tapegrad.testing",
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",
-                  "tapegrad.special"]
+                  "tapegrad.special", "tapegrad.linalg"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

@@ -273,6 +273,14 @@ FORWARD_EXAMPLES = {
     "reduction over split dims": (lambda x: x.sum((0, 2)), [(2, 3, 2)]),
     "scatter (create_graph)": (_grad_of_gather, [(2, 3)]),
     "guard": (lambda x: x * (2.0 if x.sum() > 0 else 3.0), [(2, 3)]),
+    # linalg: entries in (0.5, 3) plus 4 on the diagonal are diagonally dominant
+    "linalg inv": (lambda x: tg.linalg.inv(x + 4.0 * tg.eye(2)), [(2, 2)]),
+    "linalg solve": (lambda x, y: tg.linalg.solve(x + 4.0 * tg.eye(2), y), [(2, 2), (2, 3)]),
+    "linalg det": (lambda x: tg.linalg.det(x), [(3, 3)]),
+    "linalg slogdet": (lambda x: tg.linalg.slogdet(x - 4.0 * tg.eye(2)).logabsdet, [(2, 2)]),
+    "linalg cholesky": (lambda x: tg.linalg.cholesky(x @ x.mT + tg.eye(2), upper=True),
+                        [(2, 2)]),
+    "linalg cross": (lambda x, y: tg.linalg.cross(x, y), [(2, 3), (2, 3)]),
 }
 
 # scans and sorts (#16); sort's indices are guarded (a GUARD record), the rest recomputed

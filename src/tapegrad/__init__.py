@@ -73,6 +73,11 @@ from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
 from .sparsity import hessian_sparsity, jacobian_sparsity  # noqa: E402
 from .compressed import sparse_hessian, sparse_jacobian  # noqa: E402
 from . import colouring, optimize, special  # noqa: E402,F401
+from . import linalg  # noqa: E402
+from .linalg import _TOP_LEVEL as _LINALG_TOP  # noqa: E402
+
+det, inverse, logdet, slogdet = (_LINALG_TOP[k] for k in ("det", "inverse", "logdet", "slogdet"))
+cholesky, cross, trace = (_LINALG_TOP[k] for k in ("cholesky", "cross", "trace"))
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402
@@ -99,6 +104,6 @@ from ._public import defined_public_names as _defined_public_names  # noqa: E402
 from ._public import public_dir as _public_dir  # noqa: E402
 
 __all__ = _defined_public_names(globals())
-_PUBLIC_SUBMODULES = ("autograd", "colouring", "cuda", "func", "nn", "optim", "optimize",
-                      "testing", "utils", "viz")
+_PUBLIC_SUBMODULES = ("autograd", "colouring", "cuda", "func", "linalg", "nn", "optim",
+                      "optimize", "special", "testing", "utils", "viz")
 __dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

@@ -270,7 +270,7 @@ METHODS = {
     "logaddexp": F.logaddexp, "__mod__": F.remainder,
     "__rmod__": lambda self, other: F.remainder(other, self),
     "tril": D.tril, "triu": D.triu, "diag": D.diag, "diag_embed": D.diag_embed,
-    "diagflat": D.diagflat, "trace": D.trace, "masked_fill": D.masked_fill,
+    "diagflat": D.diagflat, "masked_fill": D.masked_fill,
     "masked_select": D.masked_select, "index_fill": D.index_fill, "index_add": D.index_add,
     "index_copy": D.index_copy, "scatter": D.scatter, "scatter_add": D.scatter_add,
     "kron": D.kron, "addmm": D.addmm, "addmv": D.addmv, "addr": D.addr,
@@ -338,8 +338,9 @@ PROPERTIES = {
 def install():
     from .inplace import METHODS as IN_PLACE
     from .inplace import _in_place_methods
+    from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
     # the hand-written in-place ops take precedence over the recomputed ones
-    for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE}.items():
+    for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG}.items():
         setattr(Tensor, name, fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)

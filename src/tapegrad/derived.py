@@ -22,7 +22,7 @@ from .tape import state
 from .tensor import Tensor, read_value
 
 __all__ = [
-    "tril", "triu", "diag", "diag_embed", "diagflat", "trace", "masked_fill", "masked_select",
+    "tril", "triu", "diag", "diag_embed", "diagflat", "masked_fill", "masked_select",
     "index_fill", "index_add", "index_copy", "scatter", "scatter_add", "einsum", "kron",
     "addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "lerp", "cdist",
     "dist", "meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d",
@@ -163,20 +163,6 @@ def diagflat(input, offset=0):  # noqa: A002
                 [0., 2.]])
     """
     return diag_embed(F.reshape(_tensor(input), -1), offset)
-
-
-def trace(input):  # noqa: A002
-    """The sum of the main diagonal of a matrix (0-d).
-
-    Example:
-        >>> tg.trace(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
-        tensor(5.)
-    """
-    x = _tensor(input)
-    if x._value.ndim != 2:
-        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
-                           f"{x._value.ndim}")
-    return F.sum(F.diagonal(x))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1386,6 +1386,12 @@ def _aux_len(tape, r):
         return 3
     if code in (K.SOFTPLUS, K.CLAMP, K.GUARD):
         return None   # ip points into faux
+    if code in (K.LINALG_INV, K.LINALG_DET, K.LINALG_CROSS):
+        return 2      # B, n (cross: O, I)
+    if code == K.LINALG_SLOGDET:
+        return 3      # B, n, which output: the two outputs of one slogdet must not merge
+    if code in (K.LINALG_SOLVE, K.LINALG_CHOLESKY):
+        return 4      # B, n, k, left; variant, B, n, upper
     return 0
 
 

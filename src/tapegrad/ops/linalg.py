@@ -1,13 +1,15 @@
-"""Linear algebra: matrix products on BLAS.
+"""Linear algebra: matrix products on BLAS, and the LAPACK-backed ops of ``tapegrad.linalg``.
 
-``aux[ip:ip+5] = variant, B, M, K, N`` for a (B, M, K) @ (B, K, N) product.
+``aux[ip:ip+5] = variant, B, M, K, N`` for a (B, M, K) @ (B, K, N) product.  The
+factorisation ops hold a batch of B square (n, n) matrices, ``aux[ip:ip+2] = B, n`` and a
+flag after (see each block); ``cross`` views its operands as (O, 3, I).
 """
 import numba
 import numpy as np
 
 from .. import _blas
 from .._config import inline, rule
-from .table import ARRAY, READS_X0, READS_X1, constants, declare
+from .table import ARRAY, READS_OUT, READS_X0, READS_X1, constants, declare
 
 # BLAS dgemm with numba's own helper's signature (the one np.dot calls), bound by _blas to
 # scipy's OpenBLAS or to MKL: C = alpha op(A) op(B) + beta C, column-major.  With beta = 1 a
@@ -135,4 +137,547 @@ MATMUL = declare(90, "MmBackward0", family=ARRAY, arity=2, reads=READS_X0 | READ
                  backward=matmul_bwd, forward=matmul_fwd, tangent=matmul_tan,
                  curvature=matmul_curv)
 
-constants(globals())
+
+
+# --- shared by the factorisation ops -------------------------------------------------------------
+@inline
+def _block(arr, off, b, rows, cols):
+    """Matrix b of a batch of (rows, cols) matrices stored from arr[off]."""
+    return arr[off + b * rows * cols: off + (b + 1) * rows * cols].reshape((rows, cols))
+
+
+@inline
+def _oriented(m, keep):
+    """m itself (keep) or its transpose, as a C-ordered copy: the LAPACK calls and the
+    row-major stores below want contiguous operands, and right-sided solves and upper
+    factors are the left-sided, lower ones transposed."""
+    if keep:
+        return np.ascontiguousarray(m)
+    return np.ascontiguousarray(m.T)
+
+
+@inline
+def _store(arr, off, b, m):
+    # (numba's LAPACK wrappers return Fortran-ordered arrays, which do not reshape in place)
+    rows, cols = m.shape
+    arr[off + b * rows * cols: off + (b + 1) * rows * cols] = \
+        np.ascontiguousarray(m).reshape(rows * cols)
+
+
+@inline
+def _add_into(arr, off, b, m):
+    rows, cols = m.shape
+    arr[off + b * rows * cols: off + (b + 1) * rows * cols] += \
+        np.ascontiguousarray(m).reshape(rows * cols)
+
+
+# A rule must not raise: it runs as a compiled entry, where an exception cannot reach the
+# caller and would leave the record's output as it was.  numba's LAPACK calls raise for a
+# singular matrix and for infs and nans, so these check first and give nan instead, which
+# LAPACK would have propagated; a replay's guard (tapegrad.linalg._record) sees the nan and
+# hands the call back to eager mode, which raises PyTorch's error where PyTorch does.
+@inline
+def _finite(m):
+    return np.all(np.isfinite(m))
+
+
+@inline
+def _solve(m, rhs):
+    """m^-1 rhs (C-ordered), nan where m is singular or an operand is not finite."""
+    if not (_finite(m) and _finite(rhs)):
+        return np.full(rhs.shape, np.nan)
+    sign, logdet = np.linalg.slogdet(m)
+    if sign == 0.0:
+        return np.full(rhs.shape, np.nan)
+    return np.ascontiguousarray(np.linalg.solve(m, rhs))
+
+
+@inline
+def _inv(m):
+    # a solve with the identity, as NumPy's inv (the eager forward) computes it
+    return _solve(m, np.eye(m.shape[0]))
+
+
+def _record_aux(out):
+    """The first aux values of out's record: a graph rule reads the record's shape through
+    the handle of its output, which names the record."""
+    tape, r = out._tape, out._r
+    return [int(v) for v in tape.aux[tape.ip[r]: tape.ip[r] + 4]]
+
+
+def _check_square(count, square_out):
+    """A tape-file check: aux holds B, n (and flags), the input B square matrices and the
+    output B of them (square_out) or B values."""
+    def check(a, r, fail):
+        a.aux_span(r, a.ip[r], count)
+        b, n = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 2])
+        if min(b, n) < 0 or b * n * n != a.size[a.a0[r]] or \
+                a.size[r] != (b * n * n if square_out else b):
+            fail(f"record {r}: matrix sizes do not match")
+        return b, n
+    return check
+
+
+# --- inverse: out = A^-1; aux = B, n --------------------------------------------------------------
+@rule
+def inv_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for b in range(b_n):
+        _store(vals, voff[r], b, _inv(_oriented(_block(vals, voff[a0[r]], b, n, n), True)))
+
+
+@rule
+def inv_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+            beta1):
+    # d(A^-1) = -A^-1 dA A^-1, so gA = -A^-T g A^-T: only the saved inverse is read
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for b in range(b_n):
+        it = _oriented(_block(vals, voff[r], b, n, n), False)
+        g = _oriented(_block(grads, goff[r], b, n, n), True)
+        _add_into(grads, goff[a0[r]], b, -np.dot(np.dot(it, g), it))
+
+
+@rule
+def inv_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for k in range(b_n):
+        inv = _oriented(_block(vals, voff[r], k, n, n), True)
+        ta = _oriented(_block(tans, b + voff[a0[r]], k, n, n), True)
+        _store(tans, b + voff[r], k, -np.dot(np.dot(inv, ta), inv))
+
+
+def inv_graph(F, g, x0, x1, out, c):
+    # the same formula in recorded ops: the inverse's handle is itself differentiable
+    b, n = _record_aux(out)[:2]
+    it = F.transpose(F.reshape(out, b, n, n), 1, 2)
+    return F.reshape(F.neg(F.matmul(F.matmul(it, F.reshape(g, b, n, n)), it)), -1), None
+
+
+LINALG_INV = declare(82, "LinalgInvExBackward0", family=ARRAY, reads=READS_OUT,
+                     check=_check_square(2, True), backward=inv_bwd, forward=inv_fwd,
+                     tangent=inv_tan, curvature=None, graph=inv_graph)
+
+
+# --- solve: A X = B (left) or X A = B (right); aux = B, n, k, left -------------------------------
+# A is (n, n), B and X are (n, k) for a left solve and (k, n) for a right one.  A right solve
+# is the left solve A^T X^T = B^T, so each rule works on the left-sided form: M = A or A^T,
+# Y = X or X^T, R = B or B^T (``_oriented`` with keep = left).
+@inline
+def _solve_dims(r, ip, aux):
+    return aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
+
+
+@rule
+def solve_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n, k, left = _solve_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for b in range(b_n):
+        m = _oriented(_block(vals, voff[a0[r]], b, n, n), left)
+        rhs = _oriented(_block(vals, voff[a1[r]], b, rows, cols), left)
+        _store(vals, voff[r], b, _oriented(_solve(m, rhs), left))
+
+
+@rule
+def solve_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1):
+    # Y = M^-1 R: gR = M^-T gY, gM = -gR Y^T
+    b_n, n, k, left = _solve_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for b in range(b_n):
+        mt = _oriented(_block(vals, voff[a0[r]], b, n, n), not left)
+        gy = _oriented(_block(grads, goff[r], b, rows, cols), left)
+        gr = _solve(mt, gy)
+        if need[a1[r]]:
+            _add_into(grads, goff[a1[r]], b, _oriented(gr, left))
+        if need[a0[r]]:
+            y = _oriented(_block(vals, voff[r], b, rows, cols), left)
+            _add_into(grads, goff[a0[r]], b, _oriented(-np.dot(gr, y.T), left))
+
+
+@rule
+def solve_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # dY = M^-1 (dR - dM Y)
+    b_n, n, k, left = _solve_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for bb in range(b_n):
+        m = _oriented(_block(vals, voff[a0[r]], bb, n, n), left)
+        acc = np.zeros((n, k))
+        if d1:
+            acc += _oriented(_block(tans, b + voff[a1[r]], bb, rows, cols), left)
+        if d0:
+            y = _oriented(_block(vals, voff[r], bb, rows, cols), left)
+            acc -= np.dot(_oriented(_block(tans, b + voff[a0[r]], bb, n, n), left), y)
+        _store(tans, b + voff[r], bb, _oriented(_solve(m, acc), left))
+
+
+def solve_graph(F, g, x0, x1, out, c):
+    from .. import linalg
+    b, n, k, left = _record_aux(out)
+    a = F.reshape(x0, b, n, n)
+    if left:
+        gy, x = F.reshape(g, b, n, k), F.reshape(out, b, n, k)
+        gb = linalg.solve(F.transpose(a, 1, 2), gy)
+        ga = F.neg(F.matmul(gb, F.transpose(x, 1, 2)))
+    else:
+        # X A = B: gB = g A^-T, gA = -X^T gB
+        gy, x = F.reshape(g, b, k, n), F.reshape(out, b, k, n)
+        gb = linalg.solve(F.transpose(a, 1, 2), gy, left=False)
+        ga = F.neg(F.matmul(F.transpose(x, 1, 2), gb))
+    return F.reshape(ga, -1), F.reshape(gb, -1)
+
+
+def _check_solve(a, r, fail):
+    a.aux_span(r, a.ip[r], 4)
+    b, n, k, _ = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 4])
+    if min(b, n, k) < 0 or b * n * n != a.size[a.a0[r]] or b * n * k != a.size[a.a1[r]] \
+            or b * n * k != a.size[r]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_SOLVE = declare(83, "LinalgSolveExBackward0", family=ARRAY, arity=2,
+                       reads=READS_X0 | READS_OUT, check=_check_solve, backward=solve_bwd,
+                       forward=solve_fwd, tangent=solve_tan, curvature=None, graph=solve_graph)
+
+
+# --- determinant: out (B,); aux = B, n ------------------------------------------------------------
+@inline
+def _cofactor(a, det, n):
+    """The cofactor matrix, d det / dA: det A^-T where A is invertible (PyTorch's formula),
+    and where it is not, its continuous extension from the SVD A = U diag(s) V^T,
+    det(U) det(V) U diag(prod of the other s) V^T (a rank n-1 matrix has a nonzero one)."""
+    if det != 0.0 or not _finite(a):
+        return det * np.ascontiguousarray(_inv(a).T)
+    u, s, vt = np.linalg.svd(a)
+    others = np.ones(n)
+    for i in range(n):
+        for j in range(n):
+            if j != i:
+                others[i] *= s[j]
+    return np.dot(u * others, vt) * (np.linalg.det(u) * np.linalg.det(vt))
+
+
+@rule
+def det_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
+        vals[voff[r] + b] = 1.0 if n == 0 else (np.linalg.det(a) if _finite(a) else np.nan)
+
+
+@rule
+def det_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+            beta1):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
+        _add_into(grads, goff[a0[r]], b, grads[goff[r] + b] * _cofactor(a, vals[voff[r] + b], n))
+
+
+@rule
+def det_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    for k in range(b_n):
+        if n == 0:
+            tans[b + voff[r] + k] = 0.0
+            continue
+        a = _oriented(_block(vals, voff[a0[r]], k, n, n), True)
+        ta = _block(tans, b + voff[a0[r]], k, n, n)
+        tans[b + voff[r] + k] = np.sum(_cofactor(a, vals[voff[r] + k], n) * ta)
+
+
+def det_graph(F, g, x0, x1, out, c):
+    from .. import linalg
+    b, n = _record_aux(out)[:2]
+    if np.any(out._value == 0.0):
+        raise NotImplementedError(
+            "tapegrad: a differentiable (create_graph) backward of linalg.det at a singular "
+            "matrix is not supported; its first derivative is")
+    a = F.reshape(x0, b, n, n)
+    scale = F.reshape(F.mul(g, out), b, 1, 1)
+    return F.reshape(F.mul(scale, F.transpose(linalg.inv(a), 1, 2)), -1), None
+
+
+LINALG_DET = declare(84, "LinalgDetBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
+                     check=_check_square(2, False), backward=det_bwd, forward=det_fwd,
+                     tangent=det_tan, curvature=None, graph=det_graph)
+
+
+# --- slogdet: out (B,) is log|det A| (which 0) or its sign (which 1); aux = B, n, which ----------
+@inline
+def _inverse_or_nan(a, n):
+    """A^-1, or nan where A is singular (log|det| is -inf there and has no gradient)."""
+    return _inv(a)
+
+
+@rule
+def slogdet_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n, which = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
+        if n == 0:
+            sign, logdet = 1.0, 0.0
+        elif not _finite(a):
+            sign, logdet = np.nan, np.nan
+        else:
+            sign, logdet = np.linalg.slogdet(a)
+        vals[voff[r] + b] = sign if which else logdet
+
+
+@rule
+def slogdet_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+                beta1):
+    # d log|det A| = tr(A^-1 dA): gA = g A^-T; the sign is piecewise constant
+    b_n, n, which = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    if which or n == 0:
+        return
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
+        _add_into(grads, goff[a0[r]], b,
+                  grads[goff[r] + b] * np.ascontiguousarray(_inverse_or_nan(a, n).T))
+
+
+@rule
+def slogdet_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, n, which = aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
+    for k in range(b_n):
+        if which or n == 0:
+            tans[b + voff[r] + k] = 0.0
+            continue
+        a = _oriented(_block(vals, voff[a0[r]], k, n, n), True)
+        ta = _block(tans, b + voff[a0[r]], k, n, n)
+        tans[b + voff[r] + k] = np.sum(np.ascontiguousarray(_inverse_or_nan(a, n).T) * ta)
+
+
+def slogdet_graph(F, g, x0, x1, out, c):
+    from .. import linalg
+    b, n, which = _record_aux(out)[:3]
+    if which:
+        return None, None      # the sign is piecewise constant
+    a = F.reshape(x0, b, n, n)
+    return F.reshape(F.mul(F.reshape(g, b, 1, 1), F.transpose(linalg.inv(a), 1, 2)), -1), None
+
+
+def _check_slogdet(a, r, fail):
+    _check_square(3, False)(a, r, fail)
+    if int(a.aux[a.ip[r] + 2]) not in (0, 1):
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_SLOGDET = declare(85, "LinalgSlogdetBackward0", family=ARRAY, reads=READS_X0,
+                         check=_check_slogdet, backward=slogdet_bwd, forward=slogdet_fwd,
+                         tangent=slogdet_tan, curvature=None, graph=slogdet_graph)
+
+
+# --- Cholesky factor: out = L (lower) or L^T (upper); aux = variant, B, n, upper -----------------
+# variant 1 is the deprecated ``torch.cholesky`` (``Tensor.cholesky``), a node of its own name
+@inline
+def _positive_definite(a, n):
+    """Whether an unpivoted Cholesky factorisation of a (lower triangle) runs through."""
+    low = np.zeros((n, n))
+    for j in range(n):
+        d = a[j, j]
+        for k in range(j):
+            d -= low[j, k] * low[j, k]
+        if not d > 0.0:
+            return False
+        low[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            acc = a[i, j]
+            for k in range(j):
+                acc -= low[i, k] * low[j, k]
+            low[i, j] = acc / low[j, j]
+    return True
+
+
+@rule
+def cholesky_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n, upper = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
+    if n == 0:
+        return
+    for b in range(b_n):
+        a = _block(vals, voff[a0[r]], b, n, n)
+        # the lower triangle mirrored: only it is read, whichever triangle numba's potrf reads
+        sym = np.tril(a) + np.tril(a, -1).T
+        if _positive_definite(sym, n):
+            low = np.ascontiguousarray(np.linalg.cholesky(sym))
+        else:
+            low = np.full((n, n), np.nan)
+        _store(vals, voff[r], b, _oriented(low, not upper))
+
+
+@rule
+def cholesky_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+                 beta1):
+    # PyTorch's rule: T = tril(L^T gL), P = (T + tril(T, -1)^T) / 2, gA = L^-T P L^-1
+    b_n, n, upper = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
+    if n == 0:
+        return
+    for b in range(b_n):
+        low = _oriented(_block(vals, voff[r], b, n, n), not upper)
+        gl = _oriented(_block(grads, goff[r], b, n, n), not upper)
+        t = np.tril(np.dot(low.T, gl))
+        p = 0.5 * (t + np.tril(t, -1).T)
+        lt = np.ascontiguousarray(low.T)
+        half = _solve(lt, p)                                             # L^-T P
+        _add_into(grads, goff[a0[r]], b, _oriented(_solve(lt, _oriented(half, False)), False))
+
+
+@rule
+def cholesky_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # dL = L phi(L^-1 dA L^-T), phi: the lower triangle with the diagonal halved (PyTorch's
+    # forward rule; it reads all of dA, so perturbations are taken symmetric)
+    b_n, n, upper = aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
+    if n == 0:
+        return
+    for k in range(b_n):
+        low = _oriented(_block(vals, voff[r], k, n, n), not upper)
+        ta = _oriented(_block(tans, b + voff[a0[r]], k, n, n), True)
+        x = _solve(low, ta)                                                # L^-1 dA
+        x = _oriented(_solve(low, _oriented(x, False)), False)
+        x = np.tril(x)
+        for i in range(n):
+            x[i, i] *= 0.5
+        _store(tans, b + voff[r], k, _oriented(np.dot(low, x), not upper))
+
+
+def cholesky_graph(F, g, x0, x1, out, c):
+    from .. import linalg
+    b, n, upper = _record_aux(out)[1:4]
+    low, gl = F.reshape(out, b, n, n), F.reshape(g, b, n, n)
+    if upper:
+        low, gl = F.transpose(low, 1, 2), F.transpose(gl, 1, 2)
+    tril = F._plain(np.tril(np.ones((n, n))))
+    strict = F._plain(np.tril(np.ones((n, n)), -1))
+    t = F.mul(F.matmul(F.transpose(low, 1, 2), gl), tril)
+    p = F.mul(F.add(t, F.transpose(F.mul(t, strict), 1, 2)), 0.5)
+    li = linalg.inv(low)
+    return F.reshape(F.matmul(F.matmul(F.transpose(li, 1, 2), p), li), -1), None
+
+
+def _check_cholesky(a, r, fail):
+    a.aux_span(r, a.ip[r], 4)
+    b, n = (int(x) for x in a.aux[a.ip[r] + 1: a.ip[r] + 3])
+    if min(b, n) < 0 or b * n * n != a.size[r] or b * n * n != a.size[a.a0[r]]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_CHOLESKY = declare(86, "LinalgCholeskyExBackward0", family=ARRAY, reads=READS_OUT,
+                          check=_check_cholesky,
+                          variants={0: "LinalgCholeskyExBackward0", 1: "CholeskyBackward0"},
+                          backward=cholesky_bwd, forward=cholesky_fwd,
+                          tangent=cholesky_tan, curvature=None, graph=cholesky_graph)
+
+
+# --- cross product along the middle axis of (O, 3, I); aux = O, I -----------------------------
+@inline
+def _cross_at(x, y, xo, yo, i_n, j):
+    """Component j of x cross y at one (o, i): x and y read from offsets xo and yo, the
+    three components i_n apart."""
+    j1 = (j + 1) % 3
+    j2 = (j + 2) % 3
+    return x[xo + j1 * i_n] * y[yo + j2 * i_n] - x[xo + j2 * i_n] * y[yo + j1 * i_n]
+
+
+@rule
+def cross_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    o_n, i_n = aux[ip[r]], aux[ip[r] + 1]
+    for o in range(o_n):
+        for i in range(i_n):
+            base = o * 3 * i_n + i
+            for j in range(3):
+                vals[voff[r] + base + j * i_n] = _cross_at(vals, vals, voff[a0[r]] + base,
+                                                           voff[a1[r]] + base, i_n, j)
+
+
+@rule
+def cross_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1):
+    # <g, a x b> = <b x g, a> = <g x a, b>
+    o_n, i_n = aux[ip[r]], aux[ip[r] + 1]
+    for o in range(o_n):
+        for i in range(i_n):
+            base = o * 3 * i_n + i
+            for j in range(3):
+                if need[a0[r]]:
+                    grads[goff[a0[r]] + base + j * i_n] += _cross_at(
+                        vals, grads, voff[a1[r]] + base, goff[r] + base, i_n, j)
+                if need[a1[r]]:
+                    grads[goff[a1[r]] + base + j * i_n] += _cross_at(
+                        grads, vals, goff[r] + base, voff[a0[r]] + base, i_n, j)
+
+
+@rule
+def cross_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    o_n, i_n = aux[ip[r]], aux[ip[r] + 1]
+    for o in range(o_n):
+        for i in range(i_n):
+            base = o * 3 * i_n + i
+            for j in range(3):
+                acc = 0.0
+                if d0:
+                    acc += _cross_at(tans, vals, b + voff[a0[r]] + base, voff[a1[r]] + base,
+                                     i_n, j)
+                if d1:
+                    acc += _cross_at(vals, tans, voff[a0[r]] + base, b + voff[a1[r]] + base,
+                                     i_n, j)
+                tans[b + voff[r] + base + j * i_n] = acc
+
+
+@rule
+def cross_curv(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b, dg,
+               need):
+    # bilinear, as matmul: gA = b x g moves with b's tangent, gB = g x a with a's
+    o_n, i_n = aux[ip[r]], aux[ip[r] + 1]
+    for o in range(o_n):
+        for i in range(i_n):
+            base = o * 3 * i_n + i
+            for j in range(3):
+                if need[a0[r]]:
+                    dg[goff[a0[r]] + base + j * i_n] += _cross_at(
+                        tans, grads, b + voff[a1[r]] + base, goff[r] + base, i_n, j)
+                if need[a1[r]]:
+                    dg[goff[a1[r]] + base + j * i_n] += _cross_at(
+                        grads, tans, goff[r] + base, b + voff[a0[r]] + base, i_n, j)
+
+
+def cross_graph(F, g, x0, x1, out, c):
+    from .. import linalg
+    o_n, i_n = _record_aux(out)[:2]
+    shape = (o_n, 3, i_n)
+    a, bb, gg = (F.reshape(t, *shape) for t in (x0, x1, g))
+    return (F.reshape(linalg.cross(bb, gg, dim=1), -1),
+            F.reshape(linalg.cross(gg, a, dim=1), -1))
+
+
+def _check_cross(a, r, fail):
+    a.aux_span(r, a.ip[r], 2)
+    o, i = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 2])
+    if min(o, i) < 0 or not (3 * o * i == a.size[r] == a.size[a.a0[r]] == a.size[a.a1[r]]):
+        fail(f"record {r}: cross product sizes do not match")
+
+
+LINALG_CROSS = declare(87, "LinalgCrossBackward0", family=ARRAY, arity=2,
+                       reads=READS_X0 | READS_X1, check=_check_cross, backward=cross_bwd,
+                       forward=cross_fwd, tangent=cross_tan, curvature=cross_curv,
+                       graph=cross_graph)
+
+# the factorisation ops: a batch of B square matrices, aux = B, n, flags
+FACTORISATIONS = frozenset({LINALG_INV, LINALG_SOLVE, LINALG_DET, LINALG_SLOGDET,
+                            LINALG_CHOLESKY})
+
+# public names only: BLAS's flag _T = ord("T") is 84, LINALG_DET's opcode
+constants({k: v for k, v in globals().items() if not k.startswith("_")})
