@@ -90,13 +90,12 @@ def triu(input, diagonal=0):  # noqa: A002
 
 def _embedded(x, n, positions, shape):
     """A tensor of ``shape``, 0 except x's flat elements at ``positions``."""
-    from .higher import scatter_add
     total = int(np.prod(shape, dtype=np.int64))
     if x._value.dtype.kind != "f":
         out = np.zeros(total, x._value.dtype)
         out[positions.reshape(-1)] = x._value.reshape(-1)
         return Tensor._make(out.reshape(shape))
-    return F.reshape(scatter_add(F.reshape(x, -1), positions, total), *shape)
+    return F.reshape(F.scatter_add_flat(F.reshape(x, -1), positions, total), *shape)
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
@@ -292,7 +291,6 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
         >>> tg.index_add(tg.zeros(3), 0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0]))
         tensor([3., 0., 3.])
     """
-    from .higher import scatter_add as flat_scatter_add
     x = _tensor(input)
     src = _tensor(source)
     positions, _ = _index_positions(x, dim, index, "index_add")
@@ -302,7 +300,7 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
                            f"dimension {dim} and source slice shape: {list(src._value.shape)}")
     if alpha != 1:
         src = F.mul(src, alpha)
-    added = F.reshape(flat_scatter_add(F.reshape(src, -1), positions, x._value.size),
+    added = F.reshape(F.scatter_add_flat(F.reshape(src, -1), positions, x._value.size),
                       *x._value.shape)
     return F.add(x, added)
 
@@ -372,7 +370,6 @@ def scatter_add(input, dim, index, src):  # noqa: A002
         >>> tg.scatter_add(tg.zeros(3), 0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0]))
         tensor([3., 0., 3.])
     """
-    from .higher import scatter_add as flat_scatter_add
     x = _tensor(input)
     src = _tensor(src)
     s_shape = src._value.shape if src._value.ndim else (1,)
@@ -382,7 +379,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
         out = x._value.copy().reshape(-1)
         np.add.at(out, targets.reshape(-1), picked._value.reshape(-1).astype(out.dtype))
         return Tensor._make(out.reshape(x._value.shape))
-    added = flat_scatter_add(picked, targets, x._value.size)
+    added = F.scatter_add_flat(picked, targets, x._value.size)
     return F.add(x, F.reshape(added, *x._value.shape))
 
 
@@ -1791,8 +1788,9 @@ def frexp(input):  # noqa: A002
     ``[0.5, 1)`` in magnitude (int32 exponents); no gradient.
 
     Example:
-        >>> tg.frexp(tg.tensor([8.0]))
-        torch.return_types.frexp(mantissa=tensor([0.5000]), exponent=tensor([4], dtype=tapegrad.int32))
+        >>> m, e = tg.frexp(tg.tensor([8.0]))
+        >>> m, e
+        (tensor([0.5000]), tensor([4], dtype=tapegrad.int32))
     """
     v = _values(input, "frexp()")
     if v.dtype.kind != "f":
@@ -1810,7 +1808,7 @@ class _FrexpResult(tuple):
     exponent = property(lambda self: self[1])
 
     def __repr__(self):
-        return f"torch.return_types.frexp(mantissa={self[0]!r}, exponent={self[1]!r})"
+        return f"frexp(mantissa={self[0]!r}, exponent={self[1]!r})"
 
 
 def ldexp(input, other):  # noqa: A002

@@ -104,6 +104,22 @@ def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
     return tape.push(code, r0, -1, off, n, ip), out
 
 
+def scatter_add_flat(x, idx, n_out):
+    """out (n_out,) with out[idx[k]] += x[k]; differentiable (its gradient is a gather)."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+    value = np.zeros(n_out)
+    np.add.at(value, idx, x._value.reshape(-1))
+    if not _records(x):
+        return _plain(value)
+    tape = recording_tape(2 * n_out + x._value.size)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux([0, idx.size])
+    tape.aux.frombytes(idx.tobytes())
+    off, out = _out(tape, (n_out,), n_out)
+    np.copyto(out, value)
+    return _result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
+
+
 def _expanded_ref(tape, x, shape):
     """x's record, broadcast to ``shape`` by a hidden strided expansion when its shape
     differs."""

@@ -10,8 +10,11 @@ second order, not for training loops.  The transforms at the end run compiled sw
 """
 import numpy as np
 
+import types
+
 from . import autograd
 from . import functional as F
+from . import linalg
 from . import ops as K
 from .tape import NO_EXT, state
 from .tensor import Tensor
@@ -41,20 +44,14 @@ def _gather(x, idx):
     return F._gathered(x, np.asarray(idx, dtype=np.int64), 0)
 
 
-def scatter_add(x, idx, n_out):
-    """out (n_out,) with out[idx[k]] += x[k]; differentiable (its gradient is a gather)."""
-    idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
-    value = np.zeros(n_out)
-    np.add.at(value, idx, x._value.reshape(-1))
-    if not F._records(x):
-        return F._plain(value)
-    tape = F.recording_tape(2 * n_out + x._value.size)
-    r0 = F._ref(tape, x)
-    ip = tape.put_aux([0, idx.size])
-    tape.aux.frombytes(idx.tobytes())
-    off, out = F._out(tape, (n_out,), n_out)
-    np.copyto(out, value)
-    return F._result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
+# out (n_out,) with out[idx[k]] += x[k], differentiable (the backward of a gather)
+scatter_add = F.scatter_add_flat
+
+
+# What an op's differentiable rule (``graph``) is written with: tapegrad's functions, and its
+# linalg module for the rules of inv, solve, det, ... (the op table cannot import upward)
+GRAPH_OPS = types.SimpleNamespace(**{k: v for k, v in vars(F).items() if not k.startswith("__")},
+                                  linalg=linalg)
 
 
 # Rules that read values into constants (masks, signs, tie shares) or choose their formula
@@ -77,7 +74,7 @@ def _rule(tape, r, g):
     graph = K.OPS[o].graph
     if graph is not None:
         # the op's own differentiable rule, declared in its block of the op table
-        gx0, gx1 = graph(F, g, x0, x1, _handle(tape, r), c)
+        gx0, gx1 = graph(GRAPH_OPS, g, x0, x1, _handle(tape, r), c)
         return [(s, gx) for s, gx in ((a0, gx0), (a1, gx1)) if gx is not None]
     if o in (K.ADD, K.ADD_S):
         return [(a0, g), (a1, g)]

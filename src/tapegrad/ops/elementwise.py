@@ -1449,10 +1449,12 @@ def remainder_graph(F, g, x0, x1, out, c):
 
 # input 0's gradient reads nothing: PyTorch saves the operands for input 1's only
 FMOD = declare(6, "FmodBackward1", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-               frees=(False, True), forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1, graph=fmod_graph,
+               frees=(False, True), forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1,
+               graph=fmod_graph,
                curvature=LINEAR)
 REMAINDER = declare(7, "RemainderBackward1", family=ELEMENTWISE, arity=2,
-                    reads=READS_X0 | READS_X1, frees=(False, True), forward=remainder_fwd, vjp0=pass_vjp,
+                    reads=READS_X0 | READS_X1, frees=(False, True), forward=remainder_fwd,
+                    vjp0=pass_vjp,
                     vjp1=remainder_vjp1, graph=remainder_graph, curvature=LINEAR)
 fmod_array = _pair_array(3)
 remainder_array = _pair_array(4)
@@ -1477,7 +1479,8 @@ def copysign_graph(F, g, x0, x1, out, c):
 
 
 COPYSIGN = declare(8, "CopysignBackward0", family=ELEMENTWISE, arity=2,
-                   reads=READS_X0 | READS_OUT, frees=(True, False), forward=copysign_fwd, vjp0=copysign_vjp0,
+                   reads=READS_X0 | READS_OUT, frees=(True, False), forward=copysign_fwd,
+                   vjp0=copysign_vjp0,
                    vjp1=zero_vjp, graph=copysign_graph, curvature=LINEAR)
 copysign_array = _pair_array(5)
 

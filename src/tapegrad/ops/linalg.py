@@ -323,7 +323,7 @@ def solve_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, d
 
 
 def solve_graph(F, g, x0, x1, out, c):
-    from .. import linalg
+    linalg = F.linalg
     b, n, k, left = _record_aux(out)
     a = F.reshape(x0, b, n, n)
     if left:
@@ -400,7 +400,7 @@ def det_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep
 
 
 def det_graph(F, g, x0, x1, out, c):
-    from .. import linalg
+    linalg = F.linalg
     b, n = _record_aux(out)[:2]
     if np.any(out._value == 0.0):
         raise NotImplementedError(
@@ -463,7 +463,7 @@ def slogdet_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1,
 
 
 def slogdet_graph(F, g, x0, x1, out, c):
-    from .. import linalg
+    linalg = F.linalg
     b, n, which = _record_aux(out)[:3]
     if which:
         return None, None      # the sign is piecewise constant
@@ -555,7 +555,7 @@ def cholesky_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1
 
 
 def cholesky_graph(F, g, x0, x1, out, c):
-    from .. import linalg
+    linalg = F.linalg
     b, n, upper = _record_aux(out)[1:4]
     low, gl = F.reshape(out, b, n, n), F.reshape(g, b, n, n)
     if upper:
@@ -655,7 +655,7 @@ def cross_curv(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
 
 
 def cross_graph(F, g, x0, x1, out, c):
-    from .. import linalg
+    linalg = F.linalg
     o_n, i_n = _record_aux(out)[:2]
     shape = (o_n, 3, i_n)
     a, bb, gg = (F.reshape(t, *shape) for t in (x0, x1, g))

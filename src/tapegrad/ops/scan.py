@@ -35,9 +35,9 @@ def _ori_of(out):
     return int(tape.aux[ip]), int(tape.aux[ip + 1]), int(tape.aux[ip + 2])
 
 
-def _const(value, dtype=np.float64):
-    from ..tensor import Tensor
-    return Tensor._make(np.ascontiguousarray(value, dtype=dtype))
+def _const(F, value, dtype=np.float64):
+    """A constant tensor for a create_graph rule (made by tapegrad's functions ``F``)."""
+    return F._plain(np.ascontiguousarray(value, dtype=dtype))
 
 
 def _reverse_cumsum(F, t, o_n, r_n, i_n):
@@ -190,12 +190,13 @@ def cumprod_graph(F, g, x0, x1, out, c):
     keep = np.arange(r_n)[None, :] >= np.arange(r_n)[:, None]           # (k, m): m >= k
     shape4 = (o_n, r_n, r_n, i_n)
     xs = F.expand(F.reshape(x0, o_n, 1, r_n, i_n), *shape4)
-    factors = F.where(_const(np.broadcast_to(after[None, :, :, None], shape4), bool), xs, 1.0)
-    spans = F.mul(F.cumprod(factors, 2), _const(np.broadcast_to(keep[None, :, :, None],
-                                                                  shape4)))
+    after4 = _const(F, np.broadcast_to(after[None, :, :, None], shape4), bool)
+    factors = F.where(after4, xs, 1.0)
+    spans = F.mul(F.cumprod(factors, 2),
+                  _const(F, np.broadcast_to(keep[None, :, :, None], shape4)))
     acc = F.sum(F.mul(spans, F.reshape(g, o_n, 1, r_n, i_n)), 2)         # (O, R, I)
     out3 = F.reshape(out, o_n, r_n, i_n)
-    before = F.cat([_const(np.ones((o_n, 1, i_n))), F.narrow(out3, 1, 0, r_n - 1)], 1)
+    before = F.cat([_const(F, np.ones((o_n, 1, i_n))), F.narrow(out3, 1, 0, r_n - 1)], 1)
     return F.reshape(F.mul(before, acc), -1), None
 
 
@@ -293,7 +294,7 @@ def logcumsumexp_graph(F, g, x0, x1, out, c):
     upper = np.arange(r_n)[:, None] <= np.arange(r_n)[None, :]
     mask = np.broadcast_to(upper[None, :, :, None], (o_n, r_n, r_n, i_n))
     diff = F.sub(F.reshape(x0, o_n, r_n, 1, i_n), F.reshape(out, o_n, 1, r_n, i_n))
-    diff = F.where(_const(mask, bool), diff, -np.inf)
+    diff = F.where(_const(F, mask, bool), diff, -np.inf)
     terms = F.mul(F.exp(diff), F.reshape(g, o_n, 1, r_n, i_n))
     return F.reshape(F.sum(terms, 2), -1), None
 
@@ -327,7 +328,7 @@ def median_graph(F, g, x0, x1, out, c):
     best = out._value
     hit = (x == best) | (np.isnan(x) & np.isnan(best))
     share = hit / max(int(hit.sum()), 1)
-    return F.mul(g, _const(share)), None
+    return F.mul(g, _const(F, share)), None
 
 
 def _check_median(a, r, fail):
