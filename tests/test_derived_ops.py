@@ -448,3 +448,25 @@ def test_division_with_rounding(mode):
     assert w.tolist() == torch.tensor([-7.0, 7.5]).div_(2, rounding_mode=mode).tolist()
     with pytest.raises(ValueError, match="rounding_mode"):
         tg.div(tg.ones(1), 2, rounding_mode="round")
+
+
+def test_repeat_interleave_and_method_forms():
+    x = RNG.normal(size=(2, 3))
+    _check(lambda a: tg.repeat_interleave(a, 2), lambda a: torch.repeat_interleave(a, 2), [x])
+    _check(lambda a: a.repeat_interleave(tg.tensor([1, 0, 3]), dim=1),
+           lambda a: a.repeat_interleave(torch.tensor([1, 0, 3]), dim=1), [x])
+    _check(lambda a: tg.repeat_interleave(a, tg.tensor([2]), dim=0),
+           lambda a: torch.repeat_interleave(a, torch.tensor([2]), dim=0), [x])
+    assert tg.repeat_interleave(tg.tensor([2, 0, 1])).tolist() == \
+        torch.repeat_interleave(torch.tensor([2, 0, 1])).tolist()
+    _check(lambda a: a.where(a > 0, 0.5), lambda a: a.where(a > 0, 0.5), [x])
+    a = tg.tensor(x)
+    assert a.allclose(a + 1e-9) and a.isclose(a).all().item() and a.equal(a.clone())
+    _check(lambda y: tg.cumulative_trapezoid(y, dx=0.5),
+           lambda y: torch.cumulative_trapezoid(y, dx=0.5), [x])
+    _check(lambda y, t_: tg.cumulative_trapezoid(y, t_),
+           lambda y, t_: torch.cumulative_trapezoid(y, t_), [x, np.array([0.0, 0.5, 2.0])])
+    _check(lambda u, v: tg.cosine_similarity(u, v), lambda u, v: torch.cosine_similarity(u, v),
+           [x, x[::-1].copy()])
+    with pytest.raises(RuntimeError, match="repeats must have the same size"):
+        tg.repeat_interleave(tg.ones(3), tg.tensor([1, 2]))

@@ -2,6 +2,7 @@
 import numpy as np
 
 from . import _device, _dtype, _promote, autograd
+from . import comparison as _comparison
 from . import derived as D
 from . import functional as F
 from ._promote import cast as _cast
@@ -285,6 +286,13 @@ METHODS = {
     "nansum": D.nansum, "nanmean": D.nanmean, "cov": D.cov, "corrcoef": D.corrcoef,
     "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
     "is_nonzero": D.is_nonzero, "isin": D.isin,
+    "repeat_interleave": D.repeat_interleave,
+    "where": lambda self, condition, other: F.where(condition, self, other),
+    "allclose": lambda self, other, rtol=1e-05, atol=1e-08, equal_nan=False:
+        _comparison.allclose(self, other, rtol, atol, equal_nan),
+    "isclose": lambda self, other, rtol=1e-05, atol=1e-08, equal_nan=False:
+        _comparison.isclose(self, other, rtol, atol, equal_nan),
+    "equal": lambda self, other: _comparison.equal(self, other),
     "lgamma": F.lgamma, "digamma": F.digamma, "erfinv": F.erfinv, "mvlgamma": F.mvlgamma,
     "polygamma": lambda self, n: F.polygamma(n, self),
     "floor_divide": F.floor_divide, "__floordiv__": F.floor_divide,

@@ -37,7 +37,8 @@ __all__ = [
     "ldexp", "result_type", "promote_types", "can_cast", "set_num_threads",
     "get_num_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "seed", "initial_seed", "get_rng_state",
-    "set_rng_state", "is_nonzero", "chain_matmul", "pdist",
+    "set_rng_state", "is_nonzero", "chain_matmul", "pdist", "repeat_interleave",
+    "cosine_similarity", "cumulative_trapezoid",
 ]
 
 
@@ -1074,7 +1075,7 @@ def count_nonzero(input, dim=None):  # noqa: A002
 
 
 def bincount(input, weights=None, minlength=0):  # noqa: A002
-    """How often each value ``0 .. max`` occurs in a 1-D non-negative integer tensor
+    """How often each value from 0 to the largest occurs in a 1-D non-negative integer tensor
     (summing ``weights`` instead of ones when given).
 
     Example:
@@ -2004,3 +2005,81 @@ def pdist(input, p=2):  # noqa: A002
     diff = F.sub(F.index_select(x, 0, Tensor._make(i.astype(np.int64))),
                  F.index_select(x, 0, Tensor._make(j.astype(np.int64))))
     return F.norm(diff, float(p), dim=1)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    """Each element (or slice along ``dim``) repeated ``repeats`` times (a number, or a 1-D
+    tensor of counts, one per slice); without ``dim``, of the flattened input.  With a tensor
+    alone, ``repeat_interleave(counts)`` gives each index ``counts[i]`` times.
+
+    Example:
+        >>> tg.repeat_interleave(tg.tensor([1.0, 2.0]), 2)
+        tensor([1., 1., 2., 2.])
+        >>> tg.repeat_interleave(tg.tensor([[1, 2], [3, 4]]), tg.tensor([1, 2]), dim=0)
+        tensor([[1, 2],
+                [3, 4],
+                [3, 4]])
+    """
+    if repeats is None:
+        counts = _values(input, "repeat_interleave()")
+        if counts.ndim != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        return Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
+    x = _tensor(input)
+    if dim is None:
+        x = F.reshape(x, -1)
+        d = 0
+    else:
+        d = F._wrap_dim(dim, builtins.max(x._value.ndim, 1))
+    n = x._value.shape[d] if x._value.ndim else 1
+    if isinstance(repeats, Tensor):
+        counts = _values(repeats, "repeat_interleave()").astype(np.int64).reshape(-1)
+        if counts.size == 1:
+            counts = np.full(n, counts[0])
+        elif counts.size != n:
+            raise RuntimeError("repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
+    else:
+        counts = np.full(n, int(repeats))
+    if np.any(counts < 0):
+        raise RuntimeError("repeats can not be negative")
+    idx = np.repeat(np.arange(n, dtype=np.int64), counts)
+    return F.index_select(x, d, Tensor._make(idx))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``torch.nn.functional.cosine_similarity`` at the top level, as PyTorch has it.
+
+    Example:
+        >>> tg.cosine_similarity(tg.tensor([[1.0, 0.0]]), tg.tensor([[1.0, 1.0]]))
+        tensor([0.7071])
+    """
+    from .nn import functional as nn_functional
+    return nn_functional.cosine_similarity(x1, x2, dim, eps)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid-rule integral of ``y`` along ``dim`` (one element shorter), at
+    spacing ``dx`` (1 by default) or at sample points ``x``.
+
+    Example:
+        >>> tg.cumulative_trapezoid(tg.tensor([1.0, 2.0, 3.0]))
+        tensor([1.5000, 4.0000])
+    """
+    y = _tensor(y)
+    d = F._wrap_dim(dim, builtins.max(y._value.ndim, 1))
+    n = y._value.shape[d]
+    if n == 0:
+        return y
+    pair = F.add(F.narrow(y, d, 0, n - 1), F.narrow(y, d, 1, n - 1))
+    if x is not None and isinstance(x, Tensor):
+        xd = F._wrap_dim(dim, builtins.max(x._value.ndim, 1)) if x._value.ndim > 1 else 0
+        m = x._value.shape[xd]
+        step = F.sub(F.narrow(x, xd, 1, m - 1), F.narrow(x, xd, 0, m - 1))
+        if x._value.ndim == 1 and y._value.ndim > 1:
+            shape = [1] * y._value.ndim
+            shape[d] = m - 1
+            step = F.reshape(step, *shape)
+        return F.div(F.cumsum(F.mul(pair, step), d), 2.0)
+    step = 1.0 if dx is None and x is None else float(dx if dx is not None else x)
+    return F.mul(F.cumsum(pair, d), step / 2.0)

@@ -3394,7 +3394,7 @@ def _integer_scan_value(v):
 
 
 def cumsum(x, dim, *, dtype=None):
-    """Running sum along ``dim``: ``out[..., k, ...] = x[..., 0, ...] + ... + x[..., k, ...]``.
+    """Running sum along ``dim``: element k of the result is the sum of elements 0 to k.
 
     Shape: that of ``x``.  Bool and integer tensors sum in int64 unless ``dtype`` is given.
     ``grad_fn``: ``<CumsumBackward0>``; the gradient is a running sum from the end.
