@@ -470,3 +470,32 @@ def test_repeat_interleave_and_method_forms():
            [x, x[::-1].copy()])
     with pytest.raises(RuntimeError, match="repeats must have the same size"):
         tg.repeat_interleave(tg.ones(3), tg.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("name,program", [
+    ("index_select", lambda x, i: x.index_select(0, i).pow(2).sum()),
+    ("gather", lambda x, i: x.gather(0, i).pow(2).sum()),
+    ("take", lambda x, i: x.take(i).pow(2).sum()),
+    ("index_fill", lambda x, i: tg.index_fill(x, 0, i, 0.5).pow(2).sum()),
+    ("index_add", lambda x, i: tg.index_add(x, 0, i, x[:2]).pow(2).sum()),
+    ("index_copy", lambda x, i: tg.index_copy(x, 0, i, x[:2] * 3).pow(2).sum()),
+    ("scatter", lambda x, i: tg.scatter(x, 0, i, x[:2] * 10).pow(2).sum()),
+    ("scatter_add", lambda x, i: tg.scatter_add(x, 0, i, x[:2] * 10).pow(2).sum()),
+    ("take_along_dim", lambda x, i: tg.take_along_dim(x, i, 0).pow(2).sum()),
+    ("repeat_interleave", lambda x, i: x.repeat_interleave(i, dim=0).pow(2).sum()),
+])
+def test_compiled_calls_take_new_index_values(name, program):
+    """An index tensor argument's values become positions of the recorded gather or
+    scatter: a compiled call with new indices gives eager's answer (it once replayed the
+    first call's positions without a word)."""
+    compiled = tg.compile(program)
+    for idx in ([0, 1], [2, 3], [3, 3], [0, 1]):
+        x_c = tg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        x_e = tg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        index = idx if name != "repeat_interleave" else idx + [0, 1]
+        got, want = compiled(x_c, tg.tensor(index)), program(x_e, tg.tensor(index))
+        got.backward()
+        want.backward()
+        assert got.item() == want.item()
+        assert x_c.grad.tolist() == x_e.grad.tolist()
+    assert compiled.stats.eager == 0

@@ -1552,6 +1552,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     """
     x = _tensor(input)
     idx = _tensor(indices)
+    read_value(idx, "an index tensor")     # its values become the gather's positions
     if dim is None:
         return F.take(F.reshape(x, -1), F.reshape(idx, -1))
     nd = x._value.ndim

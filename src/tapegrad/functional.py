@@ -2672,7 +2672,10 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
 
 
 def _index_values(index, what):
-    """The int64 values of an index tensor (or array, or list)."""
+    """The int64 values of an index tensor (or array, or list).  They become positions of
+    the recorded gather, so a compiled call guards them: new indices record afresh."""
+    if isinstance(index, Tensor):
+        read_value(index, "an index tensor")
     v = index._value if isinstance(index, Tensor) else np.asarray(index)
     if v.dtype.kind not in "iu" and not (v.size == 0 and v.dtype.kind == "f"):
         raise RuntimeError(what)
