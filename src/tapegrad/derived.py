@@ -42,8 +42,7 @@ __all__ = [
 ]
 
 
-def _tensor(x):
-    return x if isinstance(x, Tensor) else F.as_tensor_arg(x)
+_tensor = F.as_tensor_arg     # a tensor as it is, anything else made one
 
 
 def _const_mask(mask):

@@ -10,7 +10,6 @@ import numpy as np
 from . import derived as D
 from . import functional as F
 from ._public import public_dir
-from .tensor import Tensor
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "expit", "logit", "exp2", "expm1", "log1p",
            "gammaln", "digamma", "psi", "polygamma", "multigammaln", "xlogy", "xlog1py",
@@ -37,8 +36,7 @@ logsumexp = F.logsumexp
 round = F.round  # noqa: A001 - PyTorch's name
 
 
-def _tensor(x):
-    return x if isinstance(x, Tensor) else F.as_tensor_arg(x)
+_tensor = F.as_tensor_arg
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002 - PyTorch's argument name
