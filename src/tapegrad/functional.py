@@ -909,7 +909,7 @@ def mvlgamma(x, p):
 
     Example:
         >>> tg.mvlgamma(tg.tensor([2.5]), 2)
-        tensor([1.2880])
+        tensor([0.8570])
     """
     x = as_tensor_arg(x) if not isinstance(x, Tensor) else x
     if p < 1:
