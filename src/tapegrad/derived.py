@@ -1616,16 +1616,7 @@ def logit(input, eps=None):  # noqa: A002
     return F.log(F.div(p, F.rsub(p, 1.0)))
 
 
-def xlog1py(input, other):  # noqa: A002
-    """``input * log1p(other)``, 0 where input is 0 (nan where other is nan).
-    ``grad_fn``: ``<SpecialXlog1PyBackward0>``.
-
-    Example:
-        >>> tg.xlog1py(tg.tensor([0.0, 2.0]), tg.tensor([-1.0, np.e - 1]))
-        tensor([0., 2.])
-    """
-    from . import ops as K
-    return F._pair(K.XLOG1PY, K.xlog1py_array, input, other, "xlog1py")
+xlog1py = F.xlog1py    # an op of the table, declared beside xlogy
 
 
 def float_power(input, exponent):  # noqa: A002

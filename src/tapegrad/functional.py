@@ -1406,6 +1406,16 @@ def xlogy(input, other):
     return _pair(K.XLOGY, K.xlogy_array, input, other, "xlogy")
 
 
+def xlog1py(input, other):  # noqa: A002 - PyTorch's argument names
+    """Elementwise ``input * log1p(other)``, 0 where ``input`` is 0 (nan where ``other`` is
+    nan); broadcast, float64.  ``grad_fn``: ``<SpecialXlog1PyBackward0>``.
+
+    Example:
+        >>> tg.xlog1py(tg.tensor([0.0, 2.0]), tg.tensor([-1.0, np.e - 1]))
+        tensor([0., 2.])
+    """
+    return _pair(K.XLOG1PY, K.xlog1py_array, input, other, "xlog1py")
+
 def fmod(input, other):
     """Elementwise remainder of ``input / other`` truncated toward zero: it has the sign of
     ``input`` (C's ``fmod``); integers stay integers.  ``grad_fn``: ``<FmodBackward1>``.
