@@ -1479,8 +1479,7 @@ def copysign_graph(F, g, x0, x1, out, c):
 
 
 COPYSIGN = declare(8, "CopysignBackward0", family=ELEMENTWISE, arity=2,
-                   reads=READS_X0 | READS_OUT, frees=(True, False), forward=copysign_fwd,
-                   vjp0=copysign_vjp0,
+                   reads=READS_X0 | READS_OUT, forward=copysign_fwd, vjp0=copysign_vjp0,
                    vjp1=zero_vjp, graph=copysign_graph, curvature=LINEAR)
 copysign_array = _pair_array(5)
 

@@ -679,5 +679,4 @@ LINALG_CROSS = declare(87, "LinalgCrossBackward0", family=ARRAY, arity=2,
 FACTORISATIONS = frozenset({LINALG_INV, LINALG_SOLVE, LINALG_DET, LINALG_SLOGDET,
                             LINALG_CHOLESKY})
 
-# public names only: BLAS's flag _T = ord("T") is 84, LINALG_DET's opcode
-constants({k: v for k, v in globals().items() if not k.startswith("_")})
+constants(globals())

@@ -113,8 +113,12 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
 def constants(namespace):
     """Name each declared op after the module constant that holds its code (for messages and
     for the generated dispatchers' comments)."""
+    # this module's own flags are not op names, though READS_OUT is 4 like an opcode; nor
+    # are private constants (BLAS's _T is 84)
+    flags = {k for k in globals() if k.isupper()}
     for key, value in namespace.items():
-        if key.isupper() and type(value) is int and value in OPS and OPS[value].const is None:
+        if (key.isupper() and not key.startswith("_") and key not in flags
+                and type(value) is int and value in OPS and OPS[value].const is None):
             OPS[value].const = key
 
 
