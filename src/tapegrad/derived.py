@@ -1262,12 +1262,16 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     """
     y = _tensor(y)
     d = F._wrap_dim(dim, builtins.max(y._value.ndim, 1))
-    n = y._value.shape[d]
-    if n == 0:
+    if y._value.shape[d] == 0:
         return F.sum(y, d)
-    left = F.narrow(y, d, 0, n - 1)
-    right = F.narrow(y, d, 1, n - 1)
-    pair = F.add(left, right)
+    return _trapezoid_rule(y, x, dx, dim, d, F.sum)
+
+
+def _trapezoid_rule(y, x, dx, dim, d, accumulate):
+    """``accumulate`` (sum or cumsum along d) of the trapezoids' areas: neighbour sums times
+    the steps of x (a tensor), or the spacing dx (or a number x), halved."""
+    n = y._value.shape[d]
+    pair = F.add(F.narrow(y, d, 0, n - 1), F.narrow(y, d, 1, n - 1))
     if x is not None and isinstance(x, Tensor):
         xd = F._wrap_dim(dim, builtins.max(x._value.ndim, 1)) if x._value.ndim > 1 else 0
         m = x._value.shape[xd]
@@ -1276,10 +1280,9 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
             shape = [1] * y._value.ndim
             shape[d] = m - 1
             step = F.reshape(step, *shape)
-        return F.div(F.sum(F.mul(pair, step), d), 2.0)
+        return F.div(accumulate(F.mul(pair, step), d), 2.0)
     step = 1.0 if dx is None and x is None else float(dx if dx is not None else x)
-    return F.mul(F.sum(pair, d), step / 2.0)
-
+    return F.mul(accumulate(pair, d), step / 2.0)
 
 trapz = trapezoid
 
@@ -2059,18 +2062,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """
     y = _tensor(y)
     d = F._wrap_dim(dim, builtins.max(y._value.ndim, 1))
-    n = y._value.shape[d]
-    if n == 0:
+    if y._value.shape[d] == 0:
         return y
-    pair = F.add(F.narrow(y, d, 0, n - 1), F.narrow(y, d, 1, n - 1))
-    if x is not None and isinstance(x, Tensor):
-        xd = F._wrap_dim(dim, builtins.max(x._value.ndim, 1)) if x._value.ndim > 1 else 0
-        m = x._value.shape[xd]
-        step = F.sub(F.narrow(x, xd, 1, m - 1), F.narrow(x, xd, 0, m - 1))
-        if x._value.ndim == 1 and y._value.ndim > 1:
-            shape = [1] * y._value.ndim
-            shape[d] = m - 1
-            step = F.reshape(step, *shape)
-        return F.div(F.cumsum(F.mul(pair, step), d), 2.0)
-    step = 1.0 if dx is None and x is None else float(dx if dx is not None else x)
-    return F.mul(F.cumsum(pair, d), step / 2.0)
+    return _trapezoid_rule(y, x, dx, dim, d, F.cumsum)
