@@ -14,18 +14,9 @@ layout is read from the tape through the output handle's record.
 import numpy as np
 
 from .._config import inline, rule
-from .reduce import extreme_bwd, extreme_tan
+# scans lay a record out as reductions do (O, R, I in aux): reduce's readers serve both
+from .reduce import _seg, _shape, extreme_bwd, extreme_tan
 from .table import ARRAY, LINEAR, READS_OUT, READS_X0, constants, declare
-
-
-@inline
-def _seg(arr, off, n):
-    return arr[off:off + n]
-
-
-@inline
-def _shape(r, ip, aux):
-    return aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2]
 
 
 def _ori_of(out):
