@@ -102,3 +102,119 @@ def test_per_sample_gradients_with_functional_call_match_torch():
     assert results[0].keys() == results[1].keys()
     for k in results[0]:
         np.testing.assert_allclose(results[0][k], results[1][k], rtol=1e-12, atol=1e-14)
+
+
+def _residual_network(lib):
+    """A custom Module as PyTorch's tutorials write one: a ModuleList of blocks, a norm, a
+    skip connection, a buffer and a forward with a Python loop."""
+
+    class Block(lib.nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.norm = lib.nn.LayerNorm(width)
+            self.linear = lib.nn.Linear(width, width)
+
+        def forward(self, x):
+            return x + lib.nn.functional.gelu(self.linear(self.norm(x)))
+
+    class ResidualNet(lib.nn.Module):
+        def __init__(self, width=8, depth=3):
+            super().__init__()
+            self.embed = lib.nn.Linear(4, width)
+            self.blocks = lib.nn.ModuleList([Block(width) for _ in range(depth)])
+            self.head = lib.nn.Linear(width, 1)
+            self.register_buffer("scale", lib.tensor(0.5))
+
+        def forward(self, x):
+            h = lib.tanh(self.embed(x))
+            for block in self.blocks:
+                h = block(h)
+            return self.scale * self.head(h)
+
+    return ResidualNet()
+
+
+def test_custom_module_with_module_list_trains_as_in_torch():
+    rng = np.random.default_rng(5)
+    results = []
+    for lib in (tg, torch):
+        model = _residual_network(lib)
+        with lib.no_grad():   # the same initial weights in both libraries
+            for p in model.parameters():
+                p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)) * 0.3))
+        rng = np.random.default_rng(5)
+        optimizer = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-3)
+        scheduler = lib.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[10, 20], gamma=0.3)
+        x, y = lib.tensor(FEATURES), lib.tensor(TARGETS)
+        losses = []
+        for step in range(30):
+            optimizer.zero_grad()
+            loss = lib.nn.functional.smooth_l1_loss(model(x), y)
+            loss.backward()
+            lib.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
+        names = [n for n, _ in model.named_parameters()]
+        state = {k: v.numpy() for k, v in model.state_dict().items()}
+        results.append((losses, names, state))
+    (losses, names, state), (tlosses, tnames, tstate) = results
+    assert names == tnames and state.keys() == tstate.keys()
+    np.testing.assert_allclose(losses, tlosses, rtol=1e-10)
+    assert losses[-1] < losses[0]
+    for k in state:
+        np.testing.assert_allclose(state[k], tstate[k], rtol=1e-9, atol=1e-12)
+
+
+def _truss_compliance(lib, stiffness, loads):
+    """A chain of springs fixed at one end: assemble the stiffness matrix from the spring
+    constants, solve K u = f for the displacements and return the compliance f.u, plus the
+    log-determinant of K (from a Cholesky factor) as a regulariser."""
+    n = stiffness.shape[0]
+    k_left = stiffness
+    k_right = lib.cat([stiffness[1:], lib.zeros(1, dtype=stiffness.dtype)])
+    K = lib.diag(k_left + k_right) - lib.diag(stiffness[1:], 1) - lib.diag(stiffness[1:], -1)
+    u = lib.linalg.solve(K, loads)
+    L = lib.linalg.cholesky(K)
+    logdet = 2 * lib.log(lib.diagonal(L)).sum()
+    assert K.shape == (n, n)
+    return loads @ u, logdet, u
+
+
+def test_physics_design_with_linalg_matches_torch():
+    """Optimal design as engineers write it in PyTorch: choose spring constants (positive
+    through softplus) that minimise the compliance of a loaded chain under a budget penalty,
+    with Adam, and check the optimality conditions by autograd.functional.hessian."""
+    rng = np.random.default_rng(8)
+    loads0 = rng.uniform(0.5, 1.5, 6)
+    theta0 = rng.standard_normal(6) * 0.1
+    results = []
+    for lib in (tg, torch):
+        theta = lib.tensor(theta0, requires_grad=True)
+        loads = lib.tensor(loads0)
+        optimizer = lib.optim.Adam([theta], lr=0.05)
+        history = []
+        for _ in range(40):
+            optimizer.zero_grad()
+            k = lib.nn.functional.softplus(theta) + 0.1
+            compliance, logdet, _ = _truss_compliance(lib, k, loads)
+            loss = compliance + 0.2 * (k.sum() - 6.0) ** 2 - 1e-3 * logdet
+            loss.backward()
+            optimizer.step()
+            history.append(loss.item())
+
+        def objective(t, lib=lib, loads=loads):
+            k = lib.nn.functional.softplus(t) + 0.1
+            compliance, logdet, _ = _truss_compliance(lib, k, loads)
+            return compliance + 0.2 * (k.sum() - 6.0) ** 2 - 1e-3 * logdet
+
+        H = lib.autograd.functional.hessian(objective, theta.detach())
+        eigenvalues = lib.linalg.eigvalsh(H)
+        with lib.no_grad():
+            _, _, u = _truss_compliance(lib, lib.nn.functional.softplus(theta) + 0.1, loads)
+        results.append((history, theta.detach().numpy(), H.numpy(), eigenvalues.numpy(),
+                        u.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+    history = results[0][0]
+    assert history[-1] < history[0]
