@@ -65,10 +65,18 @@ def test_every_op_reaches_every_pass_through_the_generated_dispatchers():
         curvature = info.rules.get("curvature")
         has_curvature = "d2" in info.rules or curvature not in (None, T.LINEAR)
         assert (f"curvature_{code}" in functions) == has_curvature, info
-        if info.family == T.ELEMENTWISE:
-            for name in ("vjp_one", "forward_one"):
-                assert code in _branches(one, name), (info, name)
-            assert (code in _branches(one, "d2_one")) == ("d2" in info.rules)
+        # hot ops also run inlined on one-element records; the others only through entries
+        for name in ("vjp_one", "forward_one"):
+            assert (code in _branches(one, name)) == info.hot, (info, name)
+        assert (code in _branches(one, "d2_one")) == (info.hot and "d2" in info.rules)
+
+
+def test_only_elementwise_ops_are_hot():
+    assert all(info.family == T.ELEMENTWISE for info in T.OPS.values() if info.hot)
+    with pytest.raises(ValueError, match="only elementwise ops are hot"):
+        T.declare(9998, "NopeBackward0", family=T.ARRAY, hot=True, backward=None,
+                  forward=None, tangent=None, curvature=None)
+    assert 9998 not in T.OPS
 
 
 def test_the_generated_chains_end_in_nan_not_a_default_rule():
@@ -84,7 +92,8 @@ def test_the_generated_chains_end_in_nan_not_a_default_rule():
 
 def test_flags_are_read_off_the_table():
     for code, info in T.OPS.items():
-        assert S._ONE[code] == (info.family == T.ELEMENTWISE)
+        assert S._ONE[code] == info.hot
+        assert S._SCALAR_CURVATURE[code] == (info.hot and "d2" in info.rules)
         assert S._FIRST_WRITE[code] == info.first_write
         assert S._NO_RULE[code] == (info.family == T.DATA)
         kind = S._CURVATURE[code]

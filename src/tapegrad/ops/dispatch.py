@@ -2,8 +2,9 @@
 
 Two generated modules:
 
-* the one-element chains (``one_element_module``): for records of one value, which scalar
-  code and per-op loops are made of, ``vjp_one``, ``forward_one`` and ``d2_one`` --
+* the one-element chains (``one_element_module``): for records of one value of the hot ops
+  (``declare(hot=True)``: the everyday arithmetic scalar code and per-op loops are made of),
+  ``vjp_one``, ``forward_one`` and ``d2_one`` --
   ``if o == CODE: return <the op's scalar rule>(numbers)`` -- inlined into the sweeps: such
   a record costs a few nanoseconds and no call;
 * the entries (``entries_module``): one function per op and pass, ``backward_39(r, context,
@@ -127,7 +128,7 @@ _ONE_CHAINS = {
 
 def _one_element_return(info, name, ref):
     """What op ``info``'s branch of chain ``name`` returns, or None (no branch)."""
-    if info.family != T.ELEMENTWISE or (name == "d2_one" and "d2" not in info.rules):
+    if not info.hot or (name == "d2_one" and "d2" not in info.rules):
         return None
     rules = info.rules
     return _ONE_CHAINS[name][1].format(

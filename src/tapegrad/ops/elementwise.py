@@ -185,14 +185,14 @@ def negate_vjp(g, x0, x1, x2, out, c, p0, p1):
 
 ADD = declare(10, "AddBackward0", family=ELEMENTWISE, arity=2, first_write=True,
               python=operator.add, forward=add_fwd, vjp0=pass_vjp, vjp1=pass_vjp,
-              curvature=LINEAR)
+              curvature=LINEAR, hot=True)
 ADD_S = declare(11, "AddBackward0", family=ELEMENTWISE, first_write=True, python=operator.add,
-                forward=add_s_fwd, vjp0=pass_vjp, curvature=LINEAR)
+                forward=add_s_fwd, vjp0=pass_vjp, curvature=LINEAR, hot=True)
 SUB = declare(12, "SubBackward0", family=ELEMENTWISE, arity=2, first_write=True,
               python=operator.sub, forward=sub_fwd, vjp0=pass_vjp, vjp1=negate_vjp,
-              curvature=LINEAR)
+              curvature=LINEAR, hot=True)
 SUB_S = declare(13, "SubBackward0", family=ELEMENTWISE, first_write=True, python=operator.sub,
-                forward=sub_s_fwd, vjp0=pass_vjp, curvature=LINEAR)
+                forward=sub_s_fwd, vjp0=pass_vjp, curvature=LINEAR, hot=True)
 
 
 # --- rsub (number - tensor), neg ---------------------------------------------------------------
@@ -207,9 +207,9 @@ def neg_fwd(x0, x1, x2, c, p0, p1):
 
 
 RSUB_S = declare(14, "RsubBackward1", family=ELEMENTWISE, python=lambda x, c: c - x,
-                 forward=rsub_s_fwd, vjp0=negate_vjp, curvature=LINEAR)
+                 forward=rsub_s_fwd, vjp0=negate_vjp, curvature=LINEAR, hot=True)
 NEG = declare(19, "NegBackward0", family=ELEMENTWISE, python=operator.neg, forward=neg_fwd,
-              vjp0=negate_vjp, curvature=LINEAR)
+              vjp0=negate_vjp, curvature=LINEAR, hot=True)
 
 
 # --- mul ---------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def mul_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, t
 
 MUL = declare(15, "MulBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
               python=operator.mul, forward=mul_fwd, vjp0=mul_vjp0, vjp1=mul_vjp1,
-              curvature=mul_curvature)
+              curvature=mul_curvature, hot=True)
 
 
 # --- mul by a number ---------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def mul_s_vjp(g, x0, x1, x2, out, c, p0, p1):
 
 
 MUL_S = declare(16, "MulBackward0", family=ELEMENTWISE, frees=True, python=operator.mul,
-                forward=mul_s_fwd, vjp0=mul_s_vjp, curvature=LINEAR)
+                forward=mul_s_fwd, vjp0=mul_s_vjp, curvature=LINEAR, hot=True)
 
 
 # --- div ---------------------------------------------------------------------------------------
@@ -305,7 +305,7 @@ def div_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, t
 
 DIV = declare(17, "DivBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
               python=operator.truediv, forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1,
-              curvature=div_curvature)
+              curvature=div_curvature, hot=True)
 
 
 # --- div by a number ---------------------------------------------------------------------------
@@ -320,7 +320,7 @@ def div_s_vjp(g, x0, x1, x2, out, c, p0, p1):
 
 
 DIV_S = declare(18, "DivBackward0", family=ELEMENTWISE, frees=True, python=operator.truediv,
-                forward=div_s_fwd, vjp0=div_s_vjp, curvature=LINEAR)
+                forward=div_s_fwd, vjp0=div_s_vjp, curvature=LINEAR, hot=True)
 
 
 # --- pow: tensor ** tensor -----------------------------------------------------------------
@@ -344,7 +344,7 @@ def pow_vjp1(g, x0, x1, x2, out, c, p0, p1):
 # no curvature rule: hessians through it take the create_graph route
 POW = declare(20, "PowBackward1", family=ELEMENTWISE, arity=2,
               reads=READS_X0 | READS_X1 | READS_OUT, masks=True, forward=pow_fwd,
-              vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None)
+              vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None, hot=True)
 
 
 # --- pow: tensor ** number -----------------------------------------------------------------
@@ -386,7 +386,7 @@ def pow_s_d2(x0, out, c, p0, p1):
 
 
 POW_S = declare(21, "PowBackward0", family=ELEMENTWISE, reads=READS_X0, forward=pow_s_fwd,
-                vjp0=pow_s_vjp, d2=pow_s_d2)
+                vjp0=pow_s_vjp, d2=pow_s_d2, hot=True)
 
 
 # --- pow: number ** tensor -----------------------------------------------------------------
@@ -408,7 +408,7 @@ def rpow_s_d2(x0, out, c, p0, p1):
 
 
 RPOW_S = declare(22, "PowBackward2", family=ELEMENTWISE, reads=READS_OUT, forward=rpow_s_fwd,
-                 vjp0=rpow_s_vjp, d2=rpow_s_d2)
+                 vjp0=rpow_s_vjp, d2=rpow_s_d2, hot=True)
 
 
 # --- reciprocal ----------------------------------------------------------------------------
@@ -428,7 +428,7 @@ def reciprocal_d2(x0, out, c, p0, p1):
 
 
 RECIPROCAL = declare(23, "ReciprocalBackward0", family=ELEMENTWISE, reads=READS_OUT,
-                     forward=reciprocal_fwd, vjp0=reciprocal_vjp, d2=reciprocal_d2)
+                     forward=reciprocal_fwd, vjp0=reciprocal_vjp, d2=reciprocal_d2, hot=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,7 +452,7 @@ def exp_d2(x0, out, c, p0, p1):
 
 
 EXP = declare(30, "ExpBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.exp,
-              numpy=np.exp, forward=exp_fwd, vjp0=exp_vjp, d2=exp_d2)
+              numpy=np.exp, forward=exp_fwd, vjp0=exp_vjp, d2=exp_d2, hot=True)
 
 
 # --- log -------------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def log_d2(x0, out, c, p0, p1):
 
 
 LOG = declare(31, "LogBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.log,
-              numpy=np.log, forward=log_fwd, vjp0=log_vjp, d2=log_d2)
+              numpy=np.log, forward=log_fwd, vjp0=log_vjp, d2=log_d2, hot=True)
 
 
 # --- log1p -----------------------------------------------------------------------------------
@@ -532,7 +532,7 @@ def sqrt_d2(x0, out, c, p0, p1):
 
 
 SQRT = declare(34, "SqrtBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.sqrt,
-               forward=sqrt_fwd, vjp0=sqrt_vjp, d2=sqrt_d2)
+               forward=sqrt_fwd, vjp0=sqrt_vjp, d2=sqrt_d2, hot=True)
 
 
 # --- abs -------------------------------------------------------------------------------------
@@ -548,7 +548,7 @@ def abs_vjp(g, x0, x1, x2, out, c, p0, p1):
 
 
 ABS = declare(35, "AbsBackward0", family=ELEMENTWISE, reads=READS_X0, masks=True,
-              forward=abs_fwd, vjp0=abs_vjp, curvature=LINEAR)
+              forward=abs_fwd, vjp0=abs_vjp, curvature=LINEAR, hot=True)
 
 
 # --- sin -------------------------------------------------------------------------------------
@@ -568,7 +568,7 @@ def sin_d2(x0, out, c, p0, p1):
 
 
 SIN = declare(36, "SinBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.sin,
-              numpy=np.sin, forward=sin_fwd, vjp0=sin_vjp, d2=sin_d2)
+              numpy=np.sin, forward=sin_fwd, vjp0=sin_vjp, d2=sin_d2, hot=True)
 
 
 # --- cos -------------------------------------------------------------------------------------
@@ -588,7 +588,7 @@ def cos_d2(x0, out, c, p0, p1):
 
 
 COS = declare(37, "CosBackward0", family=ELEMENTWISE, reads=READS_X0, python=math.cos,
-              numpy=np.cos, forward=cos_fwd, vjp0=cos_vjp, d2=cos_d2)
+              numpy=np.cos, forward=cos_fwd, vjp0=cos_vjp, d2=cos_d2, hot=True)
 
 
 # --- tan -------------------------------------------------------------------------------------
@@ -628,7 +628,7 @@ def tanh_d2(x0, out, c, p0, p1):
 
 
 TANH = declare(39, "TanhBackward0", family=ELEMENTWISE, reads=READS_OUT, python=math.tanh,
-               numpy=np.tanh, forward=tanh_fwd, vjp0=tanh_vjp, d2=tanh_d2)
+               numpy=np.tanh, forward=tanh_fwd, vjp0=tanh_vjp, d2=tanh_d2, hot=True)
 
 
 # --- sigmoid ---------------------------------------------------------------------------------
@@ -648,7 +648,7 @@ def sigmoid_d2(x0, out, c, p0, p1):
 
 
 SIGMOID = declare(40, "SigmoidBackward0", family=ELEMENTWISE, reads=READS_OUT,
-                  forward=sigmoid_fwd, vjp0=sigmoid_vjp, d2=sigmoid_d2)
+                  forward=sigmoid_fwd, vjp0=sigmoid_vjp, d2=sigmoid_d2, hot=True)
 
 
 # --- sinh ------------------------------------------------------------------------------------
@@ -946,7 +946,7 @@ def rsqrt_graph(F, g, x0, x1, out, c):
 
 
 RSQRT = declare(24, "RsqrtBackward0", family=ELEMENTWISE, reads=READS_OUT, forward=rsqrt_fwd,
-                vjp0=rsqrt_vjp, d2=rsqrt_d2, graph=rsqrt_graph)
+                vjp0=rsqrt_vjp, d2=rsqrt_d2, graph=rsqrt_graph, hot=True)
 
 
 # --- erf, erfc -----------------------------------------------------------------------------------
@@ -1131,7 +1131,7 @@ def relu_vjp(g, x0, x1, x2, out, c, p0, p1):
 
 
 RELU = declare(41, "ReluBackward0", family=ELEMENTWISE, reads=READS_OUT, masks=True,
-               first_write=True, forward=relu_fwd, vjp0=relu_vjp, curvature=LINEAR)
+               first_write=True, forward=relu_fwd, vjp0=relu_vjp, curvature=LINEAR, hot=True)
 
 
 # --- softplus: p0 = beta, p1 = threshold ---------------------------------------------------
@@ -1512,6 +1512,7 @@ LOGADDEXP = declare(9, "LogaddexpBackward0", family=ELEMENTWISE, arity=2,
                     reads=READS_X0 | READS_X1, forward=logaddexp_fwd, vjp0=logaddexp_vjp0,
                     vjp1=logaddexp_vjp1, graph=logaddexp_graph, curvature=None)
 logaddexp_array = _pair_array(6)
+
 
 
 # ---------------------------------------------------------------------------------------------

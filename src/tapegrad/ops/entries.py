@@ -4,8 +4,9 @@ numba compiles a function together with every function it calls.  A sweep that c
 op's rule directly took half a minute to compile on a fresh machine, for a program that uses
 three ops.  So the sweeps call whole-record rules through a table of addresses instead
 (``TABLE[pass, opcode]``), and an op's entry for a pass is compiled -- or loaded from
-numba's disk cache -- when a tape first holds a record of it.  A record of one value takes
-the scalar rules inlined into the sweeps themselves (``dispatch.py``), no call at all.
+numba's disk cache -- when a tape first holds a record of it.  A record of one value of a hot op (everyday
+arithmetic) takes the scalar rules inlined into the sweeps themselves (``dispatch.py``), no
+call at all.
 
 An entry has one C signature for every pass,
 ``int64 entry(int64 r, int64 context, float64 x, float64 y, int64 b, int64 flags)``:

@@ -29,16 +29,13 @@ def sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, ne
     scale = fp[r]
     g = _seg(grads, goff[r], o_n * i_n)
     gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
-    if i_n == 1:
-        for o in range(o_n):
-            go = g[o] * scale
-            gx0[o * r_n:(o + 1) * r_n] += go
-        return
+    # plain loops: an array expression (``gx0[a:b] += gb * scale``) makes numba compile its
+    # broadcast-mismatch message, 4 s of the first backward on a fresh machine
     for o in range(o_n):
-        gb = g[o * i_n:(o + 1) * i_n]
         for k in range(r_n):
             base = (o * r_n + k) * i_n
-            gx0[base:base + i_n] += gb * scale
+            for i in range(i_n):
+                gx0[base + i] += g[o * i_n + i] * scale
 
 
 @rule

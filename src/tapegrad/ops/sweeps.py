@@ -36,8 +36,9 @@ _NO_RULE = _flags(lambda i: i.family == T.DATA)
 _STARTS = _flags(lambda i: i.code in (LEAF, EXTERN))
 # inputs listed in aux (concatenation) instead of a0/a1
 _MANY = _flags(lambda i: i.code in (CAT, STACK))
-# elementwise: a one-element record runs the scalar rules on the arenas directly
-_ONE = _flags(lambda i: i.family == T.ELEMENTWISE)
+# hot elementwise ops: a one-element record runs the scalar rules on the arenas directly
+# (other ops' one-element records call their entry, as larger records do)
+_ONE = _flags(lambda i: i.hot)
 # may write its inputs' first gradient instead of adding to a cleared one
 _FIRST_WRITE = _flags(lambda i: i.first_write)
 # curvature: 0 nothing to add (linear), 1 a rule to run, -1 no rule (the caller takes
@@ -50,7 +51,7 @@ _CURVATURE = np.array([
      0 if T.OPS[c].rules["curvature"] == T.LINEAR else 1)
     for c in range(max(T.OPS) + 1)], dtype=np.int8)
 _CURVATURE.flags.writeable = False
-_SCALAR_CURVATURE = _flags(lambda i: "d2" in i.rules)
+_SCALAR_CURVATURE = _flags(lambda i: i.hot and "d2" in i.rules)
 # what an elementwise record's scalar rules read: a second input, where's condition (the
 # record ``ip`` names), two faux parameters
 _BINARY = _flags(lambda i: i.family == T.ELEMENTWISE and i.arity == 2)

@@ -37,7 +37,7 @@ class OpInfo:
 
     __slots__ = ("code", "name", "reads", "frees", "variants", "family", "arity", "params",
                  "rules", "static", "python", "numpy", "masks", "first_write", "layout",
-                 "graph", "check", "condition", "const", "frees_for")
+                 "graph", "check", "condition", "const", "frees_for", "hot")
 
     def __init__(self, code, name, reads, frees, variants, family, arity, params, rules,
                  static, python, numpy, masks, first_write, layout, graph, check, condition):
@@ -51,6 +51,7 @@ class OpInfo:
         # per input: whether the record frees saved values when that input needs a gradient
         # (PyTorch saves only what the gradients asked for need); None: ``frees`` alone
         self.frees_for = None
+        self.hot = False   # scalar rules inlined in the sweeps (see ``declare``)
 
     def rule(self, pass_name):
         return self.rules.get(pass_name)
@@ -73,7 +74,7 @@ OPTIONAL = ("curvature",)
 
 def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, params=0,
             static=(), python=None, numpy=None, masks=False, first_write=False, layout=1,
-            graph=None, check=None, condition=False, **rules):
+            graph=None, check=None, condition=False, hot=False, **rules):
     """Register opcode ``code`` with all of its rules; returns the code.
 
     ``family`` decides which rules are required (``REQUIRED``); an elementwise op gives
@@ -84,7 +85,11 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
     ``frees``: a bool, or one per input: the saved values are freed (a second backward
     fails) only when an input marked True needs a gradient.
     ``condition``: an elementwise op that reads a third value, the record ``ip`` names
-    (``where``'s condition).  ``check``: ``check(record, fail)`` validates a record read from a tape file beyond the
+    (``where``'s condition).  ``hot``: an elementwise op whose one-element records run its
+    scalar rules inlined in the compiled sweeps (a few nanoseconds a record, no call: scalar
+    code); every hot op adds about half a second to the first compile of each sweep on a
+    fresh machine, so only everyday arithmetic is hot, and other ops' one-element records
+    call their entry like larger records.  ``check``: ``check(record, fail)`` validates a record read from a tape file beyond the
     family's own checks.
     """
     if code in OPS:
@@ -100,6 +105,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
         raise ValueError(f"opcode {code} ({name}) lacks the rules {missing}")
     if family == ELEMENTWISE and params not in (0, 2):
         raise ValueError(f"opcode {code}: params is 0 or 2")
+    if hot and family != ELEMENTWISE:
+        raise ValueError(f"opcode {code}: only elementwise ops are hot")
     frees_for = None
     if isinstance(frees, tuple):
         frees_for, frees = frees, any(frees)
@@ -107,6 +114,7 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
                        family, arity, params, rules, tuple(static), python, numpy, masks,
                        first_write, layout, graph, check, condition)
     OPS[code].frees_for = frees_for
+    OPS[code].hot = hot
     return code
 
 
