@@ -392,6 +392,16 @@ add(
         "function": lambda m, a, b: m.copysign(a, b),
         "method": lambda m, a, b: a.copysign(b),
     }),
+    # probabilities away from 0 and 1 (where the floors make kinks), targets inside [0, 1]
+    # (a central difference must not step out of it: the range check raises); one shape, as
+    # PyTorch requires.  test_nn checks 0 and 1 themselves.
+    Case("binary_cross_entropy", K.BINARY_CROSS_ENTROPY,
+         two(S.pair(S.reals(0.05, 0.95), S.reals(0.05, 0.95),
+                    shapes_strategy=S.shapes().map(lambda sh: (sh, sh)))), {
+             "function": lambda m, a, b: m.nn.functional.binary_cross_entropy(
+                 a, b, reduction="none"),
+             "module": lambda m, a, b: m.nn.BCELoss(reduction="none")(a, b),
+         }),
     Case("logaddexp", K.LOGADDEXP, two(), {
         "function": lambda m, a, b: m.logaddexp(a, b),
         "method": lambda m, a, b: a.logaddexp(b),

@@ -88,6 +88,8 @@ FORMS = {
     K.REMAINDER: lambda x, y: tg.remainder(x, y.abs() + 0.5),
     K.COPYSIGN: lambda x, y: tg.copysign(x, y),
     K.LOGADDEXP: lambda x, y: tg.logaddexp(x, y),
+    K.BINARY_CROSS_ENTROPY: lambda x, y: tg.nn.functional.binary_cross_entropy(
+        tg.sigmoid(x), tg.sigmoid(y), reduction="none"),
     K.CMP: lambda x, y: tg.where(x <= y, x, y) + (x != y) * 1.0,
     K.SUM: lambda x, y: (x * y).reshape(1).sum(),
     K.MEAN: lambda x, y: (x - y).reshape(1).mean(),

@@ -247,6 +247,8 @@ FORWARD_EXAMPLES = {
     "remainder": (lambda x, y: tg.remainder(x, y), [(2, 3), (2, 3)]),
     "copysign": (lambda x, y: tg.copysign(x, y), [(2, 3), (2, 3)]),
     "logaddexp": (lambda x, y: tg.logaddexp(x, y), [(2, 3), (2, 3)]),
+    "binary_cross_entropy": (lambda x, y: tg.nn.functional.binary_cross_entropy(
+        x / (x + y), y / 4.0, reduction="none"), [(2, 3), (2, 3)]),
     "minimum": (lambda x, y: tg.minimum(x, y), [(2, 3), (2, 3)]),
     "where+cmp": (lambda x, y: tg.where(x > 1.5, x, y), [(2, 3), (2, 3)]),
     "cmp tensor": (lambda x, y: tg.where(x <= y, x, -y), [(2, 3), (2, 3)]),

@@ -1369,6 +1369,13 @@ def _pair(code, array_fn, a, b, name, integers=None):
     return _binary(code, a, b, array_fn)
 
 
+def binary_cross_entropy(input, target):
+    """The unreduced binary cross entropy of probabilities ``input`` against ``target``
+    (tensors of one shape): the op ``nn.functional.binary_cross_entropy`` records, after its
+    checks.  ``grad_fn``: ``<BinaryCrossEntropyBackward0>``."""
+    return _binary(K.BINARY_CROSS_ENTROPY, input, target, K.binary_cross_entropy_array)
+
+
 def atan2(input, other):
     """Elementwise angle of the point ``(other, input)`` in radians, in ``[-pi, pi]``:
     the arc tangent of ``input / other`` in the right quadrant; broadcast, float64.  Also

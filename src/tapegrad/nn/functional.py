@@ -391,13 +391,6 @@ def _check_same_size(input, target):
             f"({input.shape}) is deprecated. Please ensure they have the same size.")
 
 
-def _log_or_floor(x, mask, log_fn, neutral):
-    """``max(log_fn(x), -100)`` where ``mask``, -100 elsewhere, with no inf/nan reaching the
-    backward pass: the log only ever sees ``neutral`` in the masked-out places."""
-    safe = tg.where(mask, x, neutral)
-    return tg.clamp(tg.where(mask, log_fn(safe), -100.0), min=-100.0)
-
-
 def _all_in_unit_interval(x):
     """Whether every element of tensor ``x`` is in [0, 1] (NaN is not: both comparisons
     are false for it), counted with comparisons so that a compiled call guards the count."""
@@ -409,9 +402,12 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """``-(t * log(x) + (1 - t) * log(1 - x))`` with each log floored at -100, as PyTorch
     does; input (probabilities in [0, 1]) and target of one shape; weight broadcasts.
 
-    Computed with tensor ops throughout, masks and the range check included, so that a
-    compiled call recomputes them (the check as a guard: a replay whose input leaves [0, 1]
-    records again, and raises as eager mode does).
+    One op of the table per element (``<BinaryCrossEntropyBackward0>``), with PyTorch's
+    gradients: ``(x - t) / max((1 - x) x, 1e-12)`` for the input (finite at 0 and 1) and
+    ``-logit(x)`` for the target.  The range check is counted with comparisons, so that a
+    compiled call guards it (a replay whose input leaves [0, 1] records again, and raises as
+    eager mode does).  A weight or a reduction comes after the op, so the result's
+    ``grad_fn`` is then ``<MulBackward0>``, ``<MeanBackward0>`` or ``<SumBackward0>``.
 
     Shape: ``()``, or the input's shape with ``reduction="none"``.
 
@@ -425,9 +421,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     for name, values in (("input", input), ("target", target)):
         if not _all_in_unit_interval(values):
             raise RuntimeError(f"all elements of {name} should be between 0 and 1")
-    log_x = _log_or_floor(input, input > 0.0, tg.log, 1.0)
-    log_1mx = _log_or_floor(input, input < 1.0, lambda v: tg.log1p(-v), 0.0)
-    loss = (target - 1.0) * log_1mx - target * log_x
+    loss = _elementwise.binary_cross_entropy(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)

@@ -1267,6 +1267,8 @@ def _pair_loop(x0, x1, out, which):
             out[i] = copysign_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
         elif which == 7:
             out[i] = xlog1py_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
+        elif which == 8:
+            out[i] = binary_cross_entropy_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
         else:
             out[i] = logaddexp_fwd(a, b, 0.0, 0.0, 0.0, 0.0)
 
@@ -1513,6 +1515,45 @@ LOGADDEXP = declare(9, "LogaddexpBackward0", family=ELEMENTWISE, arity=2,
                     vjp1=logaddexp_vjp1, graph=logaddexp_graph, curvature=None)
 logaddexp_array = _pair_array(6)
 
+
+# --- binary cross entropy of probabilities x0 against targets x1 ----------------------------
+# PyTorch's CPU kernel: each log floored at -100 (a probability of exactly 0 or 1 gives a
+# finite loss), and the input's gradient divided by (1 - x) x floored at 1e-12 (finite, and 0
+# where x equals its target, at 0 and 1 too).  The target's gradient is -logit(x).
+_BCE_LOG_FLOOR = -100.0
+# PyTorch's floor is the float32 constant 1e-12, i.e. 9.99999996e-13 in float64
+_BCE_EPSILON = float(np.float32(1e-12))
+
+
+@inline
+def binary_cross_entropy_fwd(x0, x1, x2, c, p0, p1):
+    return ((x1 - 1.0) * max(math.log1p(-x0), _BCE_LOG_FLOOR)
+            - x1 * max(math.log(x0), _BCE_LOG_FLOOR))
+
+
+@inline
+def binary_cross_entropy_vjp0(g, x0, x1, x2, out, c, p0, p1):
+    return g * (x0 - x1) / max((1.0 - x0) * x0, _BCE_EPSILON)
+
+
+@inline
+def binary_cross_entropy_vjp1(g, x0, x1, x2, out, c, p0, p1):
+    return -math.log(x0 / (1.0 - x0)) * g
+
+
+def binary_cross_entropy_graph(F, g, x0, x1, out, c):
+    one_minus = F.add(F.neg(x0), 1.0)
+    gx0 = F.div(F.mul(g, F.sub(x0, x1)), F.clamp_min(F.mul(one_minus, x0), _BCE_EPSILON))
+    return gx0, F.mul(F.neg(F.log(F.div(x0, one_minus))), g)
+
+
+BINARY_CROSS_ENTROPY = declare(121, "BinaryCrossEntropyBackward0", family=ELEMENTWISE,
+                               arity=2, reads=READS_X0 | READS_X1,
+                               forward=binary_cross_entropy_fwd,
+                               vjp0=binary_cross_entropy_vjp0,
+                               vjp1=binary_cross_entropy_vjp1,
+                               graph=binary_cross_entropy_graph, curvature=None)
+binary_cross_entropy_array = _pair_array(8)
 
 
 # ---------------------------------------------------------------------------------------------
