@@ -956,6 +956,11 @@ ENTRIES = [
     lambda L: L.nn.functional.scaled_dot_product_attention(L.tensor(B), L.tensor(B), L.tensor(B)),
     lambda L: L.nn.functional.scaled_dot_product_attention(L.tensor(B), L.tensor(B), L.tensor(B), is_causal=True),
     lambda L: L.nn.functional.pixel_shuffle(L.tensor(np.arange(32.).reshape(1, 8, 2, 2)), 2),
+    lambda L: L.nn.functional.interpolate(L.tensor(IMG), scale_factor=2, mode="nearest"),
+    lambda L: L.nn.functional.interpolate(L.tensor(IMG), size=(7, 3)),
+    lambda L: L.nn.functional.interpolate(L.tensor(SEQ), size=6),
+    lambda L: L.nn.functional.interpolate(L.tensor(SEQ), scale_factor=1.5),
+    lambda L: grads(L, lambda x: L.nn.functional.interpolate(x, scale_factor=2).pow(2).sum(), IMG),
     # --- nn modules (weights fixed) -----------------------------------------------------
     lambda L: infer(L, fixed(L, L.nn.Linear(4, 2)), L.tensor(X)),
     lambda L: infer(L, fixed(L, L.nn.Linear(4, 2, bias=False)), L.tensor(V)),
@@ -989,6 +994,11 @@ ENTRIES = [
     lambda L: infer(L, L.nn.Softmax(dim=1), L.tensor(X)),
     lambda L: infer(L, L.nn.Dropout(0.5).eval(), L.tensor(X)),
     lambda L: infer(L, L.nn.Identity(), L.tensor(X)),
+    lambda L: infer(L, L.nn.Upsample(scale_factor=2), L.tensor(IMG)),
+    lambda L: infer(L, L.nn.Upsample(size=(3, 4)), L.tensor(IMG)),
+    lambda L: infer(L, L.nn.ZeroPad2d(1), L.tensor(IMG)),
+    lambda L: infer(L, L.nn.ZeroPad2d((1, 0, 2, 0)), L.tensor(IMG)),
+    lambda L: repr(L.nn.Sequential(L.nn.Upsample(scale_factor=2), L.nn.ZeroPad2d(1))),
     lambda L: L.nn.MSELoss()(L.tensor(X), L.tensor(U)),
     lambda L: L.nn.CrossEntropyLoss()(L.tensor(LOGITS), L.tensor(TARGET)),
     lambda L: L.nn.NLLLoss()(L.tensor(LOGITS).log_softmax(1), L.tensor(TARGET)),
@@ -1351,22 +1361,10 @@ ENTRIES = [
 #       why: not there yet
 #       tapegrad: ('error', 'AttributeError', "module 'tapegrad.nn.functional' has no attribute 'unfold'")
 #       PyTorch:  ('tuple', (('python', 'int', 2), ('python', 'int', 8), ('python', 'int', 16)))
-#   lambda L: L.nn.functional.interpolate(L.tensor(IMG), scale_factor=2, mode="nearest")
-#       why: not there yet
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.nn.functional' has no attribute 'interpolate'")
-#       PyTorch:  ('tensor', 'float64', (2, 2, 10, 10), (0.20211439504395987, 0.20211439504395987, 0.6941719367070082, 0.6941719367070082,...
 #   lambda L: fixed(L, L.nn.Linear(4, 2))(L.tensor(X))
 #       why: documented (README): grad_fn AddBackward0 (a composite), PyTorch's AddmmBackward0
 #       tapegrad: ('tensor', 'float64', (3, 2), (-0.1246651233130329, -0.22303984799805676, 0.0578032696214732, 0.8748248292264856, -0.509...
 #       PyTorch:  ('tensor', 'float64', (3, 2), (-0.1246651233130329, -0.22303984799805676, 0.0578032696214732, 0.8748248292264856, -0.509...
-#   lambda L: infer(L, L.nn.Upsample(scale_factor=2), L.tensor(IMG)).shape
-#       why: not there yet
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.nn' has no attribute 'Upsample'")
-#       PyTorch:  ('tuple', (('python', 'int', 2), ('python', 'int', 2), ('python', 'int', 10), ('python', 'int', 10)))
-#   lambda L: infer(L, L.nn.ZeroPad2d(1), L.tensor(IMG)).shape
-#       why: not there yet
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.nn' has no attribute 'ZeroPad2d'")
-#       PyTorch:  ('tuple', (('python', 'int', 2), ('python', 'int', 2), ('python', 'int', 7), ('python', 'int', 7)))
 #   lambda L: modified_in_place(L)
 #       why: documented (docs/autograd.md): tapegrad's message ends 'It was modified by add_ at <file>:<line>.', PyTorch's with an anomaly-detection hint
 #       tapegrad: ('error', 'RuntimeError', 'one of the variables needed for gradient computation has been modified by an inplace operatio...

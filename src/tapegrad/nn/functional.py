@@ -27,7 +27,7 @@ __all__ = [
     "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
-    "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d",
+    "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -1986,3 +1986,42 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
             cells.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
         rows.append(tg.stack(cells, -1))
     return tg.stack(rows, -2)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dimensions of ``(N, C, *spatial)`` to ``size`` or by
+    ``scale_factor``; only ``mode="nearest"`` so far (PyTorch's source index
+    ``floor(i * in / out)``, or ``floor(i / scale_factor)``).
+
+    Example:
+        >>> F.interpolate(tg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only "
+                                  f"'nearest')")
+    n = input.ndim - 2
+    if n < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.ndim}D) for the modes: nearest")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+
+    def per_dim(v):
+        return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+    out = input
+    for k in range(n):
+        dim = 2 + k
+        in_size = input.shape[dim]
+        if size is not None:
+            out_size = int(per_dim(size)[k])
+            scale = in_size / out_size
+        else:
+            factor = float(per_dim(scale_factor)[k])
+            out_size = int(math.floor(in_size * factor))
+            scale = in_size / out_size if recompute_scale_factor else 1.0 / factor
+        src = np.minimum(np.floor(np.arange(out_size) * np.float32(scale)).astype(np.int64),
+                         in_size - 1)
+        out = out.index_select(dim, tg.tensor(src))
+    return out
