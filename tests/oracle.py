@@ -14,14 +14,23 @@ def outcome(lib, fn):
     try:
         result = fn(lib)
     except Exception as e:  # noqa: BLE001 - the error is what is compared
-        return ("error", type(e).__name__, message(e))
+        return ("error", error_name(e), message(e))
     return summary(result)
 
 
 def message(e):
     text = re.sub(r"\btorch\b", "tapegrad", str(e))
-    # PyTorch's C++ errors may end in a traceback of C++ frames
+    # PyTorch's C++ errors may end in a traceback of C++ frames, and its C++ warnings (raised
+    # as errors under the suite's filterwarnings) in the source line that issued them
+    text = re.sub(r" \(Triggered internally at .*\)$", "", text, flags=re.S)
     return re.split(r"\nException raised from ", text)[0]
+
+
+def error_name(e):
+    """The error's class name; ``torch.linalg.LinAlgError`` is the C++ class
+    ``torch._C._LinAlgError`` under a public alias, whose name tapegrad's class has."""
+    name = type(e).__name__
+    return "LinAlgError" if name == "_LinAlgError" else name
 
 
 def summary(x):

@@ -51,10 +51,6 @@ half = float16
 # PyTorch's tapegrad.float is float32, which tapegrad does not have: programs write it (and
 # .float()) for "the floating type", so it names the floating type tapegrad computes in
 float = float64  # noqa: A001
-mm = matmul
-bmm = matmul
-dot = matmul
-mv = matmul
 clip = clamp
 subtract = sub
 multiply = mul
@@ -78,6 +74,7 @@ from .linalg import _TOP_LEVEL as _LINALG_TOP  # noqa: E402
 
 det, inverse, logdet, slogdet = (_LINALG_TOP[k] for k in ("det", "inverse", "logdet", "slogdet"))
 cholesky, cross, trace = (_LINALG_TOP[k] for k in ("cholesky", "cross", "trace"))
+matrix_power = linalg.matrix_power
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402

@@ -1,4 +1,6 @@
 """Tensor methods and operators, spelled as PyTorch spells them, bound to the functional ops."""
+import numbers
+
 import numpy as np
 
 from . import _device, _dtype, _promote, autograd
@@ -167,6 +169,23 @@ def _astype(self, dtype):
     return Tensor._make(_cast(self._value, dt))
 
 
+_TYPE_NAMES = {"float64": "DoubleTensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """``x.type()``: the tensor type's name; ``x.type(dtype)``: ``x`` as ``dtype``."""
+    if dtype is None:
+        return "tapegrad." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, str):
+        names = {f"{lib}.{v}": k for k, v in _TYPE_NAMES.items() for lib in ("torch", "tapegrad")}
+        if dtype not in names:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = names[dtype]
+    return _astype(self, dtype)
+
+
 def _converter(dt):
     """``.long()``, ``.int()``, ...: this tensor as ``dt``."""
     def method(self, memory_format=None):
@@ -248,10 +267,18 @@ METHODS = {
     "__or__": _bitwise(np.bitwise_or, "bitwise_or"),
     "__xor__": _bitwise(np.bitwise_xor, "bitwise_xor"),
     "__invert__": _invert,
+    "__lshift__": _bitwise(np.left_shift, "lshift"),
+    "__rshift__": _bitwise(np.right_shift, "rshift"),
+    "bitwise_and": _bitwise(np.bitwise_and, "bitwise_and"),
+    "bitwise_or": _bitwise(np.bitwise_or, "bitwise_or"),
+    "bitwise_xor": _bitwise(np.bitwise_xor, "bitwise_xor"),
+    "bitwise_left_shift": _bitwise(np.left_shift, "lshift"),
+    "bitwise_right_shift": _bitwise(np.right_shift, "rshift"),
+    "bitwise_not": _invert,
     "__getitem__": F.getitem,
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
     "subtract": F.sub, "multiply": F.mul, "divide": F.div, "true_divide": F.div,
-    "matmul": F.matmul, "mm": F.matmul, "dot": F.matmul, "mv": F.matmul, "bmm": F.matmul,
+    "matmul": F.matmul, "mm": D.mm, "dot": D.dot, "mv": D.mv, "bmm": D.bmm,
     "exp": F.exp, "log": F.log, "log1p": F.log1p, "expm1": F.expm1, "sqrt": F.sqrt,
     "abs": F.abs, "sin": F.sin, "cos": F.cos, "tan": F.tan, "tanh": F.tanh,
     "sinh": F.sinh, "cosh": F.cosh, "asin": F.asin, "acos": F.acos, "atan": F.atan,
@@ -287,6 +314,11 @@ METHODS = {
     "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
     "is_nonzero": D.is_nonzero, "isin": D.isin,
     "repeat_interleave": D.repeat_interleave,
+    "ravel": D.ravel, "inner": D.inner, "vdot": D.vdot, "aminmax": D.aminmax,
+    "signbit": D.signbit, "tensor_split": D.tensor_split, "logaddexp2": D.logaddexp2,
+    "unique_consecutive": D.unique_consecutive,
+    "greater": D.greater, "greater_equal": D.greater_equal, "less": D.less,
+    "less_equal": D.less_equal, "not_equal": D.not_equal, "type": _type,
     "where": lambda self, condition, other: F.where(condition, self, other),
     "allclose": lambda self, other, rtol=1e-05, atol=1e-08, equal_nan=False:
         _comparison.allclose(self, other, rtol, atol, equal_nan),
@@ -343,13 +375,33 @@ PROPERTIES = {
 }
 
 
+_OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
+              "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__and__", "__or__",
+              "__xor__", "__lshift__", "__rshift__", "__mod__", "__rmod__", "__floordiv__",
+              "__rfloordiv__")
+_OPERANDS = (Tensor, numbers.Number, np.ndarray, np.generic)
+
+
+def _operator(fn):
+    """A binary operator that returns NotImplemented for an operand that is not a tensor, a
+    number or a NumPy array, as PyTorch's do: ``x + "a"`` and ``x + [1, 2]`` raise Python's
+    TypeError, ``x == None`` is False."""
+    def method(self, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__ = getattr(fn, "__name__", "operator")
+    return method
+
+
 def install():
     from .inplace import METHODS as IN_PLACE
     from .inplace import _in_place_methods
     from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
     # the hand-written in-place ops take precedence over the recomputed ones
     for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG}.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, _operator(fn) if name in _OPERATORS else fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)
 

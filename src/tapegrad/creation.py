@@ -415,7 +415,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
     _device.check(device)
     _no_bool(dt, "arange_cpu")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     return _leaf(np.arange(start, end, step, dtype=dt.np), requires_grad)
 
 

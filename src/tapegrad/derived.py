@@ -39,6 +39,11 @@ __all__ = [
     "are_deterministic_algorithms_enabled", "seed", "initial_seed", "get_rng_state",
     "set_rng_state", "is_nonzero", "chain_matmul", "pdist", "repeat_interleave",
     "cosine_similarity", "cumulative_trapezoid",
+    "eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+    "not_equal", "ravel", "inner", "vdot", "cartesian_prod", "broadcast_shapes", "aminmax",
+    "signbit", "tensor_split", "mm", "bmm", "mv", "dot", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logaddexp2",
+    "unique_consecutive",
 ]
 
 
@@ -167,11 +172,16 @@ def diagflat(input, offset=0):  # noqa: A002
 # ---------------------------------------------------------------------------------------------
 # Masks, fills and scatters
 # ---------------------------------------------------------------------------------------------
+# the C++ names PyTorch's messages give dtypes
+_C_NAMES = {"float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+            "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
 def _bool_mask(mask, name):
     mask = _tensor(mask)
     if mask._value.dtype.kind != "b":
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype.scalar_name.lower()}")
+                           f"{_C_NAMES.get(mask.dtype.name, mask.dtype.name)}")
     return mask
 
 
@@ -185,9 +195,13 @@ def masked_fill(input, mask, value):  # noqa: A002
         tensor([1., 0., 3.])
     """
     x = _tensor(input)
-    mask = _bool_mask(mask, "masked_fill_")
+    mask = _tensor(mask)
     shape = x._value.shape
-    if F.broadcast_shape(shape, mask._value.shape) != shape:
+    # PyTorch broadcasts the mask against the input (tensor a is the mask), then checks its
+    # dtype
+    broadcast = F.broadcast_shape(mask._value.shape, shape)
+    mask = _bool_mask(mask, "masked_fill_")
+    if broadcast != shape:
         raise RuntimeError(f"The size of tensor a ({shape[-1] if shape else 1}) must match the "
                            f"size of tensor b ({mask._value.shape[-1]}) at non-singleton "
                            "dimension 0")
@@ -425,6 +439,25 @@ def _einsum_parse(equation, operands):
     return expanded, out
 
 
+def _check_einsum_sizes(operands, terms):
+    """PyTorch's checks of the subscripts' sizes, operand by operand, with its messages."""
+    seen = {}
+    for k, (x, t) in enumerate(zip(operands, terms)):
+        here = {}
+        for c, n in zip(t, x._value.shape):
+            if c in here and here[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but "
+                                   f"the sizes don't match, {n} != {here[c]}")
+            here[c] = n
+        for c, n in here.items():
+            if c in seen and n != seen[c] and n != 1 and seen[c] != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} "
+                                   f"which does not broadcast with previously seen size "
+                                   f"{seen[c]}")
+            if seen.get(c, 1) == 1:
+                seen[c] = n
+
+
 def _take_diagonals(x, term):
     """x with repeated letters of ``term`` reduced to their diagonal (one letter each)."""
     while True:
@@ -509,6 +542,7 @@ def einsum(equation, *operands):
         if not builtins.any(c in t for t in terms):
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
                                "equation for any input operand")
+    _check_einsum_sizes(operands, terms)
     xs = []
     for x, t in zip(operands, terms):
         x, t = _take_diagonals(x, t)
@@ -2065,3 +2099,283 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if y._value.shape[d] == 0:
         return y
     return _trapezoid_rule(y, x, dx, dim, d, F.cumsum)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's module-level names for Tensor methods, and small shape and value helpers
+# ---------------------------------------------------------------------------------------------
+def _comparison(method, name):
+    def compare(input, other):  # noqa: A002 - PyTorch's argument name
+        return getattr(_tensor(input), method)(other)
+    compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = (f"``input.{method}(other)`` elementwise, a bool tensor (PyTorch's "
+                       f"``torch.{name}``).")
+    return compare
+
+
+eq, ne, gt, ge, lt, le = (_comparison(m, m) for m in ("eq", "ne", "gt", "ge", "lt", "le"))
+bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift = (
+    _comparison(m, m) for m in ("bitwise_and", "bitwise_or", "bitwise_xor",
+                                "bitwise_left_shift", "bitwise_right_shift"))
+for _f in (bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift):
+    _f.__doc__ = (f"``torch.{_f.__name__}``: elementwise on integer and bool tensors, with "
+                  f"PyTorch's type promotion.")
+
+
+def bitwise_not(input):  # noqa: A002
+    """``~input``: the bitwise complement of an integer tensor, the negation of a bool one.
+
+    Example:
+        >>> tg.bitwise_not(tg.tensor([-1, 0, 3]))
+        tensor([ 0, -1, -4])
+    """
+    return _tensor(input).bitwise_not()
+
+
+greater, greater_equal, less, less_equal, not_equal = (
+    _comparison(m, n) for m, n in (("gt", "greater"), ("ge", "greater_equal"), ("lt", "less"),
+                                   ("le", "less_equal"), ("ne", "not_equal")))
+
+
+def ravel(input):  # noqa: A002
+    """The elements as a 1-D tensor, ``input.reshape(-1)``.
+
+    Example:
+        >>> tg.ravel(tg.tensor([[1, 2], [3, 4]]))
+        tensor([1, 2, 3, 4])
+    """
+    return F.reshape(_tensor(input), -1)
+
+
+def inner(input, other):  # noqa: A002
+    """The sum of products over the last dimension of both (a product when either is 0-d).
+
+    Example:
+        >>> tg.inner(tg.tensor([1.0, 2.0]), tg.tensor([[1.0, 1.0], [0.0, 2.0]]))
+        tensor([3., 4.])
+    """
+    a, b = _tensor(input), _tensor(other)
+    if a._value.ndim == 0 or b._value.ndim == 0:
+        return F.mul(a, b)
+    if a._value.shape[-1] != b._value.shape[-1]:
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got shapes "
+            f"{list(a._value.shape)} and {list(b._value.shape)}")
+    return tensordot(a, b, dims=([a._value.ndim - 1], [b._value.ndim - 1]))
+
+
+def vdot(input, other):  # noqa: A002
+    """The dot product of two 1-D tensors (``dot``: tapegrad's tensors are real).
+
+    Example:
+        >>> tg.vdot(tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
+    a, b = _tensor(input), _tensor(other)
+    if a._value.ndim != 1 or b._value.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._value.ndim}D and "
+                           f"{b._value.ndim}D tensors")
+    return dot(a, b)
+
+
+def cartesian_prod(*tensors):
+    """``torch.cartesian_prod``: all combinations of the elements of 1-D tensors, one per row.
+
+    Example:
+        >>> tg.cartesian_prod(tg.tensor([1, 2]), tg.tensor([3, 4])).tolist()
+        [[1, 3], [1, 4], [2, 3], [2, 4]]
+    """
+    return cartesian_product(*tensors)
+
+
+def broadcast_shapes(*shapes):
+    """The shape tensors of these shapes broadcast to, without making them.
+
+    Example:
+        >>> tg.broadcast_shapes((2,), (3, 1), (1, 1, 1))
+        tapegrad.Size([1, 3, 2])
+    """
+    from .tensor import Size
+    result = ()
+    for k, shape in enumerate(shapes):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        n = builtins.max(len(result), len(shape))
+        a, b = (1,) * (n - len(result)) + result, (1,) * (n - len(shape)) + shape
+        for i in range(n):
+            if b[i] != a[i] and b[i] != 1 and a[i] != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {b[i]} at {i - n}! "
+                    f"Mismatching argument at index {k} had {shape}; but expected shape "
+                    f"should be broadcastable to {list(result)}")
+        result = tuple(y if x == 1 else x for x, y in zip(a, b))
+    return Size(result)
+
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    """The minimum and the maximum, over all elements or along ``dim``: ``(min, max)``.
+
+    Example:
+        >>> tg.aminmax(tg.tensor([1, -3, 5]))
+        aminmax(min=tensor(-3), max=tensor(5))
+    """
+    x = _tensor(input)
+    dims = () if dim is None else dim
+    return _AminmaxResult(F.amin(x, dims, keepdim), F.amax(x, dims, keepdim))
+
+
+_AminmaxResult = __import__("collections").namedtuple("aminmax", ["min", "max"])
+
+
+def signbit(input):  # noqa: A002
+    """Whether each element's sign bit is set (True for -0.0 and negative numbers).
+
+    Example:
+        >>> tg.signbit(tg.tensor([0.7, -1.2, 0.0, -0.0]))
+        tensor([False,  True, False,  True])
+    """
+    x = _tensor(input)
+    read_value(x, "signbit")
+    return Tensor._make(np.ascontiguousarray(np.signbit(x._value)))
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Views of ``input`` split along ``dim``: into ``n`` nearly equal parts (the first
+    ``size % n`` one longer) for a number, or at the given indices for a list.
+
+    Example:
+        >>> [t.tolist() for t in tg.tensor_split(tg.arange(7), 3)]
+        [[0, 1, 2], [3, 4], [5, 6]]
+    """
+    x = _tensor(input)
+    d = F._wrap_dim(dim, x._value.ndim)
+    size = x._value.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = int(indices_or_sections)
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        bounds = [0]
+        for k in range(n):
+            bounds.append(bounds[-1] + q + (1 if k < r else 0))
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else int(i) + size, 0), size)
+                        for i in indices_or_sections] + [size]
+    return tuple(F.narrow(x, d, a, builtins.max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# mm, bmm, mv, dot: matmul for the shapes each takes, refusing the others as PyTorch does
+# ---------------------------------------------------------------------------------------------
+_SCALAR_NAMES = {"float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def mm(input, mat2):  # noqa: A002
+    """The product of two matrices (``matmul`` of 2-D tensors; others raise, as in PyTorch).
+
+    Example:
+        >>> tg.mm(tg.ones(2, 3), tg.ones(3, 1))
+        tensor([[3.],
+                [3.]])
+    """
+    a, b = _tensor(input), _tensor(mat2)
+    if a._value.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b._value.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    return F.matmul(a, b)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix products of two 3-D tensors with the same batch size.
+
+    Example:
+        >>> tg.bmm(tg.ones(4, 2, 3), tg.ones(4, 3, 5)).shape
+        tapegrad.Size([4, 2, 5])
+    """
+    a, b = _tensor(input), _tensor(mat2)
+    if a._value.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b._value.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    (n, _, k), (nb, kb, _) = a._value.shape, b._value.shape
+    if (nb, kb) != (n, k):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{n}, {k}] but got: [{nb}, {kb}].")
+    return F.matmul(a, b)
+
+
+def mv(input, vec):  # noqa: A002
+    """The product of a matrix and a vector.
+
+    Example:
+        >>> tg.mv(tg.ones(2, 3), tg.tensor([1.0, 2.0, 3.0]))
+        tensor([6., 6.])
+    """
+    a, b = _tensor(input), _tensor(vec)
+    if a._value.ndim != 2 or b._value.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a._value.ndim}, "
+                           f"{b._value.ndim}")
+    if a._value.shape[1] != b._value.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._value.shape[0]}), mat "
+                           f"({a._value.shape[0]}x{a._value.shape[1]}), vec ({b._value.shape[0]})")
+    return F.matmul(a, b)
+
+
+def dot(input, tensor):  # noqa: A002
+    """The dot product of two 1-D tensors of one dtype and length.
+
+    Example:
+        >>> tg.dot(tg.tensor([2, 3]), tg.tensor([2, 1]))
+        tensor(7)
+    """
+    a, b = _tensor(input), _tensor(tensor)
+    if a._value.ndim != 1 or b._value.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._value.ndim}D and "
+                           f"{b._value.ndim}D tensors")
+    if a._value.dtype != b._value.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found "
+            f"{_SCALAR_NAMES[a.dtype.name]} and {_SCALAR_NAMES[b.dtype.name]}")
+    if a._value.shape != b._value.shape:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{a._value.size}] and src "
+            f"[{b._value.size}] to have the same number of elements, but got {a._value.size} "
+            f"and {b._value.size} elements respectively")
+    return F.matmul(a, b)
+
+
+def logaddexp2(input, other):  # noqa: A002
+    """``log2(2**input + 2**other)`` without overflow: ``logaddexp`` in base 2.
+
+    Example:
+        >>> tg.logaddexp2(tg.tensor([1.0]), tg.tensor([1.0]))
+        tensor([2.])
+    """
+    ln2 = math.log(2.0)
+    return F.div(F.logaddexp(F.mul(_tensor(input), ln2), F.mul(_tensor(other), ln2)), ln2)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The elements with each run of equal consecutive ones kept once (of the flattened
+    input), with the position of each element's run and each run's length if asked.
+
+    Example:
+        >>> tg.unique_consecutive(tg.tensor([1, 1, 2, 2, 3, 1, 1, 2]))
+        tensor([1, 2, 3, 1, 2])
+    """
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive: dim is not supported yet")
+    x = _tensor(input)
+    read_value(x, "unique_consecutive")
+    v = x._value.reshape(-1)
+    starts = np.ones(v.shape, dtype=bool)
+    starts[1:] = v[1:] != v[:-1]
+    result = [Tensor._make(np.ascontiguousarray(v[starts]))]
+    if return_inverse:
+        result.append(Tensor._make((np.cumsum(starts) - 1).reshape(x._value.shape)))
+    if return_counts:
+        result.append(Tensor._make(np.diff(np.append(np.flatnonzero(starts), v.size))))
+    return result[0] if len(result) == 1 else tuple(result)

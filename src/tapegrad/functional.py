@@ -472,7 +472,7 @@ def div(a, b, *, rounding_mode=None):
 
 def _rounded_div(a, b, mode):
     if mode not in ("trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found '{mode}'")
     a = a if isinstance(a, Tensor) else as_tensor_arg(a)
     b = b if isinstance(b, Tensor) else as_tensor_arg(b)
@@ -2163,8 +2163,7 @@ def matmul(a, b):
     Shapes: ``(n,) @ (n,)`` gives ``()``; ``(m, n) @ (n,)`` gives ``(m,)``; ``(n,) @ (n, p)``
     gives ``(p,)``; ``(..., m, n) @ (..., n, p)`` gives ``(broadcast(...), m, p)``.  Both
     operands must have the same dtype.  ``tg.mm``, ``tg.bmm``, ``tg.dot`` and ``tg.mv`` are
-    this same function, so unlike PyTorch's they accept every shape ``matmul`` accepts
-    (``torch.mm`` of two vectors raises; ``tg.mm`` gives their dot product).
+    this function for the shapes each takes, and raise for others as PyTorch's do.
 
     Example:
         >>> a = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -2718,6 +2717,8 @@ def index_select(x, dim, index):
     size = x._value.shape[d] if nd else 1
     bad = idx[(idx < 0) | (idx >= size)]
     if bad.size:
+        if nd < 2 or d != 1:   # PyTorch's CPU kernel for dim 1 gives the message below
+            raise IndexError("index out of range in self")
         raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad[0]} "
                            f"axis_dim={size}")
     flat = _flat_index(x)
@@ -2840,7 +2841,7 @@ def gather(x, dim, index):
         tensor([[1, 1],
                 [4, 3]])
     """
-    idx = _index_values(index, "gather(): Expected dtype int64 for index")
+    idx = _index_values(index, "gather(): Expected dtype int32/int64 for index")
     nd = x._value.ndim
     d = _wrap_dim(dim, builtins.max(nd, 1))
     shape = x._value.shape if nd else (1,)
@@ -3010,7 +3011,9 @@ def expand(x, *sizes):
             f"the tensor ({len(s)})".replace("tapegrad.float64", "tapegrad.DoubleTensor"))
     lead = len(sizes) - len(s)
     target = []
-    for i, want in enumerate(sizes):
+    # from the last dimension, as PyTorch checks them (the first mismatch it names)
+    for i in reversed(range(len(sizes))):
+        want = sizes[i]
         have = s[i - lead] if i >= lead else None
         if want == -1:
             if have is None:
@@ -3024,7 +3027,7 @@ def expand(x, *sizes):
                 f"({have}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
                 f"Tensor sizes: {list(s)}")
         target.append(int(want))
-    idx = np.broadcast_to(_flat_index(x), tuple(target))
+    idx = np.broadcast_to(_flat_index(x), tuple(reversed(target)))
     # a copy, not ascontiguousarray: that would make a 0-d index 1-D
     return _gathered(x, idx.copy(), V_EXPAND)
 

@@ -5,7 +5,7 @@ from . import functional, init
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
-                      Sequential, Sigmoid, Softmax, Tanh, Unflatten)
+                      Sequential, Sigmoid, Softmax, Tanh, Unflatten, Upsample, ZeroPad2d)
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU, SiLU, Softmin, Softplus,
                          Softshrink, Softsign, Tanhshrink, Threshold)
@@ -32,7 +32,7 @@ __all__ = [
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
-    "TransformerEncoderLayer",
+    "TransformerEncoderLayer", "Upsample", "ZeroPad2d",
 ]
 
 

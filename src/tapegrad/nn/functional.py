@@ -25,7 +25,9 @@ __all__ = [
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
     "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
+    "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
+    "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -234,7 +236,7 @@ def _class_last(input, target):
     target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
     t = target._value
     if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(t)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(t)}")
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if input.ndim == 1:
@@ -366,12 +368,10 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     class_dim = 0 if input.ndim == 1 else 1
     logp = tg.log_softmax(input, class_dim)
     t_value = target._value if isinstance(target, tg.Tensor) else np.asarray(target)
-    if t_value.dtype.kind != "f":
+    # as PyTorch decides: a target of input's shape holds class probabilities, any other
+    # class indices (a floating one of another shape is refused there for its dtype)
+    if t_value.dtype.kind != "f" or tuple(t_value.shape) != tuple(input.shape):
         return nll_loss(logp, target, weight, ignore_index, reduction)
-    # class probabilities
-    if tuple(target.shape) != tuple(input.shape):
-        raise RuntimeError(
-            f"Expected target size {list(input.shape)}, got {list(target.shape)}")
     if weight is not None:
         shape = [1] * input.ndim
         shape[class_dim] = -1
@@ -1801,3 +1801,221 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 from .._public import public_dir as _public_dir  # noqa: E402
 
 __dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-d pools, instance_norm, margin losses and pixel_shuffle, from the ops above
+# ---------------------------------------------------------------------------------------------
+def _one(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """``max_pool2d`` along the last dimension of ``(N, C, L)`` or ``(C, L)``.
+
+    Example:
+        >>> F.max_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+        tensor([[[3., 2.]]])
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got "
+                           f"{list(input.shape)}")
+    stride = kernel_size if stride is None or stride == [] else stride
+    out = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)),
+                     (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """``avg_pool2d`` along the last dimension of ``(N, C, L)`` or ``(C, L)``.
+
+    Example:
+        >>> F.avg_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+        tensor([[[2., 1.]]])
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got "
+                           f"{list(input.shape)}")
+    stride = kernel_size if stride is None or stride == [] else stride
+    out = avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)),
+                     (0, _one(padding)), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions: group_norm
+    with one group per channel (running statistics are not supported yet).
+
+    Example:
+        >>> F.instance_norm(tg.tensor([[[1.0, 3.0], [2.0, 2.0]]]))
+        tensor([[[-1.0000,  1.0000],
+                 [ 0.0000,  0.0000]]])
+    """
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm: running statistics are not supported yet")
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-target * input))`` for targets of +1/-1, reduced.
+
+    Example:
+        >>> F.soft_margin_loss(tg.tensor([0.0]), tg.tensor([1.0]))
+        tensor(0.6931)
+    """
+    _check_reduction(reduction)
+    return _reduce(tg.log1p(tg.exp(-target * input)), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """The binary cross-entropy of each of ``C`` labels of ``(N, C)`` scores, averaged over
+    the labels, then reduced over the samples.
+
+    Example:
+        >>> F.multilabel_soft_margin_loss(tg.tensor([[0.0, 0.0]]), tg.tensor([[1.0, 0.0]]))
+        tensor(0.6931)
+    """
+    _check_reduction(reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``input`` where the target is 1, ``max(0, margin - input)`` where it is -1, reduced.
+
+    Example:
+        >>> F.hinge_embedding_loss(tg.tensor([0.3, 2.0]), tg.tensor([1.0, -1.0]))
+        tensor(0.1500)
+    """
+    _check_reduction(reduction)
+    zeros = tg.zeros_like(input)
+    margin_clamp = (margin - input).clamp_min(0)
+    loss = tg.where(target != 1, margin_clamp, zeros) + tg.where(target != -1, input, zeros)
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """The multi-class hinge loss of ``(N, C)`` scores and class indices: the mean over the
+    other classes ``i`` of ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).
+
+    Example:
+        >>> F.multi_margin_loss(tg.tensor([[0.1, 0.2, 0.4, 0.8]]), tg.tensor([3]))
+        tensor(0.3250)
+    """
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    unbatched = input.ndim <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    y = target.reshape(-1)
+    picked = x.gather(1, y.reshape(-1, 1))
+    terms = (margin - picked + x).clamp_min(0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.index_select(0, y).reshape(-1, 1)
+    others = tg.ones_like(x).scatter(1, y.reshape(-1, 1), 0.0)
+    loss = (terms * others).sum(1) / x.shape[1]
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """``(*, C r^2, H, W)`` rearranged to ``(*, C, H r, W r)``.
+
+    Example:
+        >>> F.pixel_shuffle(tg.arange(4.0).reshape(1, 4, 1, 1), 2)
+        tensor([[[[0., 1.],
+                  [2., 3.]]]])
+    """
+    r = upscale_factor
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling into an ``output_size`` grid of windows (PyTorch's adaptive window bounds;
+    an int for a square grid, ``None`` to keep a dimension).
+
+    Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., out_H, out_W)``.
+
+    Example:
+        >>> F.adaptive_max_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 1)
+        tensor([[[[15.]]]])
+    """
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices is not supported")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = (output_size,) * 2 if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    h, w = input.shape[-2:]
+    oh, ow = (s if o is None else o for s, o in zip((h, w), sizes))
+
+    def bounds(i, size, out):
+        return (i * size) // out, -((-(i + 1) * size) // out)
+    rows = []
+    for i in range(oh):
+        h0, h1 = bounds(i, h, oh)
+        cells = []
+        for j in range(ow):
+            w0, w1 = bounds(j, w, ow)
+            cells.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
+        rows.append(tg.stack(cells, -1))
+    return tg.stack(rows, -2)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dimensions of ``(N, C, *spatial)`` to ``size`` or by
+    ``scale_factor``; only ``mode="nearest"`` so far (PyTorch's source index
+    ``floor(i * in / out)``, or ``floor(i / scale_factor)``).
+
+    Example:
+        >>> F.interpolate(tg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only "
+                                  f"'nearest')")
+    n = input.ndim - 2
+    if n < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.ndim}D) for the modes: nearest")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+
+    def per_dim(v):
+        return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+    out = input
+    for k in range(n):
+        dim = 2 + k
+        in_size = input.shape[dim]
+        if size is not None:
+            out_size = int(per_dim(size)[k])
+            scale = in_size / out_size
+        else:
+            factor = float(per_dim(scale_factor)[k])
+            out_size = int(math.floor(in_size * factor))
+            scale = in_size / out_size if recompute_scale_factor else 1.0 / factor
+        src = np.minimum(np.floor(np.arange(out_size) * np.float32(scale)).astype(np.int64),
+                         in_size - 1)
+        out = out.index_select(dim, tg.tensor(src))
+    return out

@@ -937,3 +937,49 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+class Upsample(Module):
+    """``F.interpolate`` as a layer (``mode="nearest"`` so far).
+
+    Example:
+        >>> nn.Upsample(scale_factor=2)(tg.zeros(1, 3, 4, 4)).shape
+        tapegrad.Size([1, 3, 8, 8])
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, input):
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self):
+        if self.scale_factor is not None:
+            info = f"scale_factor={float(self.scale_factor)!r}"
+        else:
+            info = f"size={self.size!r}"
+        return f"{info}, mode={self.mode!r}"
+
+
+class ZeroPad2d(Module):
+    """Pads the last two dimensions with zeros: ``padding`` is one int for all four sides or
+    ``(left, right, top, bottom)``.
+
+    Example:
+        >>> nn.ZeroPad2d(1)(tg.ones(1, 2, 2)).shape
+        tapegrad.Size([1, 4, 4])
+    """
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, "constant", 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
