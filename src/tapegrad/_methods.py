@@ -294,6 +294,7 @@ METHODS = {
         _comparison.isclose(self, other, rtol, atol, equal_nan),
     "equal": lambda self, other: _comparison.equal(self, other),
     "lgamma": F.lgamma, "digamma": F.digamma, "erfinv": F.erfinv, "mvlgamma": F.mvlgamma,
+    "i0": F.i0,
     "polygamma": lambda self, n: F.polygamma(n, self),
     "floor_divide": F.floor_divide, "__floordiv__": F.floor_divide,
     "__rfloordiv__": lambda self, other: F.floor_divide(other, self),

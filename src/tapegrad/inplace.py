@@ -746,7 +746,7 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "log", "log1p", "expm1", "sin", "cos", "tan", 
                    "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",
                    "baddbmm", "addbmm", "logit", "floor_divide", "xlog1py", "fmax", "fmin",
                    "ldexp", "float_power", "lgamma", "digamma", "erfinv", "mvlgamma",
-                   "polygamma")
+                   "polygamma", "i0")
 
 
 def _in_place_methods(functions):
