@@ -257,6 +257,22 @@ add(
         "method": lambda m, x, n: x.polygamma(n),
         "special": lambda m, x, n: m.special.polygamma(n, x),
     }),
+    # modified Bessel functions, across the switch of series at |x| = 8; the scaled ones
+    # have a kink (i0e) or a jump of the second derivative (i1e) at 0, so stay away from it
+    Case("i0", K.I0, one(S.reals(-9.0, 9.0)), {
+        "function": lambda m, x: m.i0(x),
+        "method": lambda m, x: x.i0(),
+        "special": lambda m, x: m.special.i0(x),
+    }),
+    Case("i0e", K.I0E, one(S.nonzero(S.GAP, 9.0)), {
+        "special": lambda m, x: m.special.i0e(x),
+    }),
+    Case("i1", K.I1, one(S.reals(-9.0, 9.0)), {
+        "special": lambda m, x: m.special.i1(x),
+    }),
+    Case("i1e", K.I1E, one(S.nonzero(S.GAP, 9.0)), {
+        "special": lambda m, x: m.special.i1e(x),
+    }),
     # piecewise constant (frac: piecewise linear): away from the jumps
     unary("floor", K.FLOOR, S.avoiding(range(-3, 4))),
     unary("ceil", K.CEIL, S.avoiding(range(-3, 4))),

@@ -34,7 +34,7 @@ from .functional import (ger, isfinite, isinf, isnan, isneginf, isposinf, logica
                          logical_not, logical_or, logical_xor, outer)
 from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, logaddexp,
                          remainder, xlogy)
-from .functional import digamma, erfinv, lgamma, mvlgamma, polygamma
+from .functional import digamma, erfinv, i0, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
 from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
                          kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)

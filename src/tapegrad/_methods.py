@@ -326,6 +326,7 @@ METHODS = {
         _comparison.isclose(self, other, rtol, atol, equal_nan),
     "equal": lambda self, other: _comparison.equal(self, other),
     "lgamma": F.lgamma, "digamma": F.digamma, "erfinv": F.erfinv, "mvlgamma": F.mvlgamma,
+    "i0": F.i0, "masked_scatter": D.masked_scatter, "put": D.put, "index_put": D.index_put,
     "polygamma": lambda self, n: F.polygamma(n, self),
     "floor_divide": F.floor_divide, "__floordiv__": F.floor_divide,
     "__rfloordiv__": lambda self, other: F.floor_divide(other, self),
@@ -367,7 +368,24 @@ METHODS = {
     "any": lambda self, dim=None, keepdim=False: _logical(np.any, self, dim, keepdim),
 }
 
+
+def _H(self):
+    """The conjugate transpose of a matrix (the transpose: tapegrad's values are real)."""
+    nd = self._value.ndim
+    if nd == 2:
+        return F.transpose(self, 0, 1)
+    if nd == 0:
+        import warnings
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return self
+    hint = " For batches of matrices, consider using tensor.mH" if nd > 2 else ""
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D "
+                       f"tensor.{hint}")
+
+
 PROPERTIES = {
+    "H": property(_H),
     "T": property(F.numpy_T),
     "mT": property(F.mT),
     "is_cuda": property(lambda self: False),

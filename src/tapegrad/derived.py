@@ -44,6 +44,8 @@ __all__ = [
     "signbit", "tensor_split", "mm", "bmm", "mv", "dot", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logaddexp2",
     "unique_consecutive",
+    "masked_scatter", "put", "index_put",
+    "index_put_", "poisson",
 ]
 
 
@@ -2379,3 +2381,198 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if return_counts:
         result.append(Tensor._make(np.diff(np.append(np.flatnonzero(starts), v.size))))
     return result[0] if len(result) == 1 else tuple(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# masked_scatter, put, index_put: x with some elements replaced (or added to), recorded as one
+# gather from [x, source] whose variant carries PyTorch's node name
+# ---------------------------------------------------------------------------------------------
+V_MASKED_SCATTER, V_PUT, V_INDEX_PUT = 43, 44, 45   # structure._GATHER_NAMES
+
+
+def _replaced(x, positions, src, variant):
+    """x with src's elements (flat, in order) at flat ``positions`` of x (the last write
+    wins), as one gather from the concatenation of x and src."""
+    n = x._value.size
+    pos = positions.reshape(-1)
+    combined = F.cat([F.reshape(x, -1), F.reshape(src, -1)])
+    idx = np.arange(n, dtype=np.int64)
+    idx[pos] = n + np.arange(pos.size, dtype=np.int64)   # NumPy keeps the last of repeats
+    return F._gathered(combined, idx.reshape(x._value.shape), variant)
+
+
+def _added(x, positions, src, variant):
+    """x plus src's elements added at flat ``positions`` (repeats add up), named as
+    ``variant``'s node (an identity gather after the sum)."""
+    n = x._value.size
+    pos = positions.reshape(-1)
+    added = F.reshape(F.scatter_add_flat(F.reshape(src, -1), pos, n), *x._value.shape)
+    return F._gathered(F.add(x, added), F._flat_index(x), variant)
+
+
+def _dtype_name(t):
+    return t.dtype.scalar_name
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """``input`` with the elements of ``source`` (read in order) written where the bool
+    ``mask`` holds; ``input`` and ``mask`` broadcast together.  ``grad_fn``:
+    ``<MaskedScatterBackward0>`` (source's first ``mask.sum()`` elements get the gradient).
+
+    Example:
+        >>> tg.masked_scatter(tg.zeros(4), tg.tensor([True, False, True, False]),
+        ...                   tg.tensor([1.0, 2.0, 3.0]))
+        tensor([1., 0., 2., 0.])
+    """
+    x = _tensor(input)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"masked_scatter(): argument 'source' (position 2) must be Tensor, "
+                        f"not {type(source).__name__}")
+    mask = _tensor(mask)
+    if mask._value.dtype.kind != "b":
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype.scalar_name}")
+    if source._value.dtype != x._value.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got{_dtype_name(x)} and {_dtype_name(source)}")
+    shape = F.broadcast_shape(mask._value.shape, x._value.shape)
+    if x._value.shape != shape:
+        x = F.expand(x, *shape)
+    read_value(mask, "masked_scatter's mask")
+    hit = np.broadcast_to(mask._value, shape)
+    count = int(np.count_nonzero(hit))
+    if count > source._value.size:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    positions = F._flat_index(x)[hit]
+    src = F.reshape(source, -1)
+    if count < source._value.size:
+        src = F.getitem(src, slice(0, count))
+    return _replaced(x, positions, src, V_MASKED_SCATTER)
+
+
+def put(input, index, source, accumulate=False):  # noqa: A002
+    """``input`` with the elements of ``source`` written at the flat positions ``index``
+    (negative counts from the end), or added there with ``accumulate``.  ``grad_fn``:
+    ``<PutBackward0>``.
+
+    Example:
+        >>> tg.put(tg.zeros(2, 2), tg.tensor([0, -1]), tg.tensor([1.0, 2.0]))
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
+    x = _tensor(input)
+    if not isinstance(index, Tensor) or not isinstance(source, Tensor):
+        bad, pos = ("index", 1) if not isinstance(index, Tensor) else ("source", 2)
+        value = index if bad == "index" else source
+        raise TypeError(f"put(): argument '{bad}' (position {pos}) must be Tensor, not "
+                        f"{type(value).__name__}")
+    if index._value.dtype != np.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{_dtype_name(index)}")
+    if source._value.dtype != x._value.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_dtype_name(x)} and source.dtype = "
+                           f"{_dtype_name(source)}")
+    if source._value.size != index._value.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source._value.size}, "
+                         f"index.numel() = {index._value.size}")
+    idx = F._index_values(index, "").reshape(-1)
+    n = x._value.size
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad[0]} on a tensor of {n} "
+                         "elements.")
+    positions = np.where(idx < 0, idx + n, idx)
+    if accumulate:
+        return _added(x, positions, source, V_PUT)
+    return _replaced(x, positions, source, V_PUT)
+
+
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """``input`` with ``values`` (broadcast) written at ``input[indices]`` (a tuple of
+    integer or bool index tensors), or added there with ``accumulate`` (repeats add up).
+    ``grad_fn``: ``<IndexPutBackward0>``.
+
+    Example:
+        >>> tg.index_put(tg.zeros(2, 2), (tg.tensor([0, 1]), tg.tensor([1, 1])),
+        ...              tg.tensor(5.0))
+        tensor([[0., 5.],
+                [0., 5.]])
+    """
+    x = _tensor(input)
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of "
+                        f"Tensors, not {type(indices).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    for k, i in enumerate(indices):
+        if not isinstance(i, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
+                            f"{type(i).__name__}")
+    if len(indices) > x._value.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x._value.ndim} (got "
+                         f"{len(indices)})")
+    key = []
+    for i in indices:
+        if i._value.dtype.kind not in "iub":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        read_value(i, "an index tensor")
+        key.append(i._value.astype(np.int64) if i._value.dtype.kind in "iu" else i._value)
+    if values._value.dtype != x._value.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_dtype_name(x)} for the destination and {_dtype_name(values)} "
+                           f"for the source.")
+    target = F._flat_index(x)
+    try:
+        positions = np.asarray(target[tuple(key)])
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    vshape = values._value.shape
+    src = values
+    try:
+        # (the value expands to the indexed part: unlike x[key] = v, its leading 1s count)
+        if np.broadcast_shapes(vshape, positions.shape) != positions.shape:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                           f"broadcast to indexing result of shape {list(positions.shape)}"
+                           ) from None
+    if src._value.shape != positions.shape:
+        src = F.expand(src, *positions.shape)
+    if accumulate:
+        return _added(x, positions, src, V_INDEX_PUT)
+    return _replaced(x, positions, src, V_INDEX_PUT)
+
+
+def index_put_(input, indices, values, accumulate=False):  # noqa: A002
+    """In-place ``index_put``: ``input.index_put_(indices, values, accumulate)``.
+
+    Example:
+        >>> x = tg.zeros(3)
+        >>> _ = tg.index_put_(x, (tg.tensor([2]),), tg.tensor(1.0))
+        >>> x
+        tensor([0., 0., 1.])
+    """
+    return input.index_put_(indices, values, accumulate)
+
+
+def poisson(input, generator=None):  # noqa: A002
+    """Draws from Poisson distributions with the rates ``input`` (elementwise, each >= 0);
+    float64, no gradient.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.poisson(tg.tensor([0.0, 0.0]))
+        tensor([0., 0.])
+    """
+    x = _tensor(input)
+    rate = x._value
+    if rate.dtype.kind != "f":
+        raise NotImplementedError(f'"poisson_cpu" not implemented for '
+                                  f"'{_dtype_name(x)}'")
+    if np.any(rate < 0):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    draws = numpy_rng(generator).poisson(np.where(np.isnan(rate), 0.0, rate))
+    return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))

@@ -902,6 +902,52 @@ def erfinv(x):
     return _unary(K.ERFINV, x, K.erfinv_array)
 
 
+def i0(x):
+    """Elementwise modified Bessel function of the first kind of order 0,
+    ``sum_k (x**2 / 4)**k / (k!)**2``; float64.  ``grad_fn``: ``<I0Backward0>`` (the
+    gradient is ``i1``).
+
+    Example:
+        >>> tg.i0(tg.tensor([0.0, 1.0, 2.0]))
+        tensor([1.0000, 1.2661, 2.2796])
+    """
+    return _unary(K.I0, x, K.i0_array)
+
+
+def i0e(x):
+    """Elementwise exponentially scaled ``i0``: ``exp(-|x|) i0(x)``, finite for large x.
+    ``grad_fn``: ``<SpecialI0EBackward0>``.
+
+    Example:
+        >>> tg.special.i0e(tg.tensor([0.0, 1.0, 1000.0]))
+        tensor([1.0000, 0.4658, 0.0126])
+    """
+    return _unary(K.I0E, x, K.i0e_array)
+
+
+def i1(x):
+    """Elementwise modified Bessel function of the first kind of order 1,
+    ``(x / 2) sum_k (x**2 / 4)**k / (k! (k+1)!)``; float64.  ``grad_fn``:
+    ``<SpecialI1Backward0>`` (the gradient ``i0(x) - i1(x) / x``, 1/2 at 0).
+
+    Example:
+        >>> tg.special.i1(tg.tensor([0.0, 1.0, -2.0]))
+        tensor([ 0.0000,  0.5652, -1.5906])
+    """
+    return _unary(K.I1, x, K.i1_array)
+
+
+def i1e(x):
+    """Elementwise exponentially scaled ``i1``: ``exp(-|x|) i1(x)``.
+    ``grad_fn``: ``<SpecialI1EBackward0>``.
+
+    Example:
+        >>> tg.special.i1e(tg.tensor([0.0, 1.0, -2.0]))
+        tensor([ 0.0000,  0.2079, -0.2153])
+    """
+    return _unary(K.I1E, x, K.i1e_array)
+
+
 def mvlgamma(x, p):
     """The log of the multivariate gamma function of dimension ``p``:
     ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)`` for j = 0 .. p-1; every element of

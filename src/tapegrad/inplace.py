@@ -746,7 +746,7 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "log", "log1p", "expm1", "sin", "cos", "tan", 
                    "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",
                    "baddbmm", "addbmm", "logit", "floor_divide", "xlog1py", "fmax", "fmin",
                    "ldexp", "float_power", "lgamma", "digamma", "erfinv", "mvlgamma",
-                   "polygamma")
+                   "polygamma", "i0", "put", "index_put")
 
 
 def _in_place_methods(functions):
@@ -760,7 +760,114 @@ def _in_place_methods(functions):
     out["bernoulli_"] = _filled_("bernoulli_", _draw_bernoulli)
     out["exponential_"] = _filled_("exponential_", _draw_exponential)
     out["fill_diagonal_"] = _recomputed_("fill_diagonal_", _fill_diagonal)
+    out["masked_scatter_"] = _recomputed_("masked_scatter_",
+                                          _mask_within(functions["masked_scatter"]))
     return out
+
+
+def _mask_within(masked_scatter):
+    """masked_scatter_'s mask broadcasts to the tensor's shape, never beyond it."""
+    def fn(self, mask, source):
+        shape = self._value.shape
+        if isinstance(mask, Tensor) and F.broadcast_shape(shape, mask._value.shape) != shape:
+            m = mask._value.shape
+            if len(m) > len(shape):
+                raise RuntimeError(
+                    f"expand(CPUBoolType{{{list(m)}}}, size={list(shape)}): the number of sizes "
+                    f"provided ({len(shape)}) must be greater or equal to the number of "
+                    f"dimensions in the tensor ({len(m)})")
+            F.expand(Tensor._make(np.zeros(m, bool)), *shape)   # PyTorch's expand error
+        return masked_scatter(self, mask, source)
+    return fn
+
+
+# --- in-place view ops: squeeze_, unsqueeze_, t_ change the tensor's shape ------------------
+# GATHER/RESHAPE variants (structure._GATHER_NAMES): PyTorch's nodes of the in-place forms
+V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40, 41, 42
+
+
+def _plan_squeeze(t, dim=None):
+    variant = (V_SQUEEZE_ALL_ if dim is None else
+               V_SQUEEZE_DIMS_ if isinstance(dim, (tuple, list)) else V_SQUEEZE_DIM_)
+    return variant, F.squeeze(Tensor._make(F._flat_index(t)), dim)._value
+
+
+def _plan_unsqueeze(t, dim):
+    return V_UNSQUEEZE_, F.unsqueeze(Tensor._make(F._flat_index(t)), dim)._value
+
+
+def _plan_t(t):
+    try:
+        idx = F.t(Tensor._make(F._flat_index(t)))._value
+    except RuntimeError as e:
+        raise RuntimeError(str(e).replace("t()", "t_()")) from None
+    return V_T_, idx
+
+
+def _reshaped_in_place(name, plan):
+    """An in-place view op: t takes the shape (and, for t_, the element order) of the
+    out-of-place op's result, as PyTorch changes a tensor's sizes and strides in place.
+
+    ``plan(t, *args)`` gives the node's variant and t's flat positions laid out as the
+    result.  Recorded, t moves to a record of the op (its grad_fn is PyTorch's in-place
+    node); otherwise its value is laid out anew.  Its views and its root keep pointing at the
+    same elements: the positions of the links are laid out with it."""
+    def method(self, *args, **kwargs):
+        variant, idx = plan(self, *args, **kwargs)
+        flat = idx.reshape(-1)
+        in_order = bool(np.all(flat[1:] > flat[:-1]))     # squeeze, unsqueeze, t_ of a vector
+        records = state.grad_enabled and self._rg
+        link = self._alias
+        if records:
+            if self._tape is None:
+                raise RuntimeError(_LEAF_IN_PLACE)
+            if (type(link) is ViewOf and not link.detached and link.root is not None
+                    and link.root._tape is None and link.root._rg):
+                raise RuntimeError("a view of " + _LEAF_IN_PLACE)
+        elif not in_order and self._tape is not None:
+            # the record keeps the old order: PyTorch's next backward through it fails
+            raise RuntimeError(
+                f"tapegrad does not support {name}() without recording on a tensor that has "
+                "a history (its elements would change order under the recorded values); "
+                f"call {name}() with grad enabled, or on a detach()ed tensor")
+        if link is not None and state.trace is not None:
+            state.trace.opaque(f"{name}() on a view or on a tensor that has views")
+        fam = family(self) if link is not None else None
+        if fam is not None:
+            # lay the links out anew before self changes (positions read its old shape)
+            root, views = fam
+            if type(link) is ViewOf:
+                if not (in_order and link.index is None):
+                    link.index = link.positions(self._value.shape).reshape(-1)[flat].reshape(
+                        idx.shape)
+            elif not in_order:
+                # self is the root: its element order changes, so every view's positions do
+                new_at = np.empty(flat.size, dtype=np.int64)
+                new_at[flat] = np.arange(flat.size, dtype=np.int64)
+                for w in views:
+                    w._alias.index = new_at[w._alias.positions(w._value.shape)]
+        if records:
+            if in_order:
+                res = F._reshaped(self, idx.shape, variant)
+            else:
+                res = F._gathered(self, idx, variant)
+            _move_handle(self, res, name)
+        else:
+            v = self._value
+            self._value = (v.reshape(idx.shape) if in_order
+                           else np.ascontiguousarray(v.reshape(-1)[flat].reshape(idx.shape)))
+            _log(self, name)
+        self._version += 1
+        if fam is not None:
+            root, views = fam
+            if root is not self:
+                root._version += 1
+            for w in views:
+                if not w._alias.unversioned:
+                    w._version = root._version
+        return self
+    method.__name__ = name
+    return method
 
 
 METHODS = {
@@ -769,6 +876,9 @@ METHODS = {
     "__ipow__": pow_, "clamp_": clamp_, "clip_": clamp_, "relu_": relu_, "exp_": exp_,
     "tanh_": tanh_, "sigmoid_": sigmoid_, "neg_": neg_, "zero_": zero_, "fill_": fill_,
     "copy_": copy_, "__setitem__": setitem,
+    "squeeze_": _reshaped_in_place("squeeze_", _plan_squeeze),
+    "unsqueeze_": _reshaped_in_place("unsqueeze_", _plan_unsqueeze),
+    "t_": _reshaped_in_place("t_", _plan_t),
 }
 
 

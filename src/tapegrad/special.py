@@ -14,7 +14,7 @@ from ._public import public_dir
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "expit", "logit", "exp2", "expm1", "log1p",
            "gammaln", "digamma", "psi", "polygamma", "multigammaln", "xlogy", "xlog1py",
            "sinc", "entr", "ndtr", "ndtri", "log_ndtr", "logsumexp", "softmax",
-           "log_softmax", "round"]
+           "log_softmax", "round", "i0", "i0e", "i1", "i1e"]
 
 erf = F.erf
 erfc = F.erfc
@@ -34,6 +34,10 @@ logit = D.logit
 sinc = D.sinc
 logsumexp = F.logsumexp
 round = F.round  # noqa: A001 - PyTorch's name
+i0 = F.i0
+i0e = F.i0e
+i1 = F.i1
+i1e = F.i1e
 
 
 _tensor = F.as_tensor_arg

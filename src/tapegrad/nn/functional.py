@@ -28,6 +28,7 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
+    "gumbel_softmax",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -176,6 +177,29 @@ def dropout(input, p=0.5, training=True, inplace=False):
     keep = _generator().random(tuple(input.shape)) >= p
     scale = _constant(keep * (1.0 / (1.0 - p)))
     return input.mul_(scale) if inplace else input * scale
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` along
+    ``dim``, with ``g`` standard Gumbel noise drawn from tapegrad's generator.  With
+    ``hard``, the one-hot vector of the sample's largest entry, whose gradient is the soft
+    sample's (PyTorch's straight-through ``y_hard - y_soft.detach() + y_soft``).
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> y = F.gumbel_softmax(tg.zeros(2, 3), hard=True)
+        >>> (y > 0.5).sum(-1)
+        tensor([1, 1])
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = tg.empty_like(logits).exponential_().log().neg()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = tg.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ from .elementwise import (DIGAMMA, ERFINV, LGAMMA, POLYGAMMA, digamma_array,  # 
                           erfinv_array, lgamma_array, polygamma_array)
 from .elementwise import (BINARY_CROSS_ENTROPY,  # noqa: F401
                           binary_cross_entropy_array)
+from .elementwise import (I0, I0E, I1, I1E, i0_array, i0e_array, i1_array,  # noqa: F401
+                          i1e_array)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

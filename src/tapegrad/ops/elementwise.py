@@ -1682,8 +1682,16 @@ def _special_loop(x, out, which, n):
             out[i] = digamma_scalar(v)
         elif which == 2:
             out[i] = polygamma_scalar(n, v)
-        else:
+        elif which == 3:
             out[i] = erfinv_scalar(v)
+        elif which == 4:
+            out[i] = i0_scalar(v)
+        elif which == 5:
+            out[i] = i0e_scalar(v)
+        elif which == 6:
+            out[i] = i1_scalar(v)
+        else:
+            out[i] = i1e_scalar(v)
 
 
 def _special_array(which):
@@ -1829,5 +1837,276 @@ _SQRT_PI = math.sqrt(math.pi)
 ERFINV = declare(116, "ErfinvBackward0", family=ELEMENTWISE, reads=READS_X0 | READS_OUT,
                  forward=erfinv_fwd, vjp0=erfinv_vjp, d2=erfinv_d2, graph=erfinv_graph)
 erfinv_array = _special_array(3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Modified Bessel functions of the first kind, orders 0 and 1, and their scalings by e^-|x|
+# ---------------------------------------------------------------------------------------------
+# Chebyshev series of Cephes (as PyTorch's): e^-x I0(x) on [0, 8] in y = x/2 - 2, and
+# e^-x sqrt(x) I0(x) on (8, inf) in y = 32/x - 2; the same for I1 (divided by x on [0, 8])
+_I0_A = np.array([
+    -4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
+    1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
+    -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
+    9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-09,
+    -1.30002500998624804212e-08, 6.04699502254191894932e-08, -2.67079385394061173391e-07,
+    1.11738753912010371815e-06, -4.41673835845875056359e-06, 1.64484480707288970893e-05,
+    -5.75419501008210370398e-05, 1.88502885095841655729e-04, -5.76375574538582365885e-04,
+    1.63947561694133579842e-03, -4.32430999505057594430e-03, 1.05464603945949983183e-02,
+    -2.37374148058994688156e-02, 4.93052842396707084878e-02, -9.49010970480476444210e-02,
+    1.71620901522208775349e-01, -3.04682672343198398683e-01, 6.76795274409476084995e-01])
+_I0_B = np.array([
+    -7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
+    3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
+    1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
+    -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
+    7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
+    -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
+    3.39623202570838634515e-09, 2.26666899049817806459e-08, 2.04891858946906374183e-07,
+    2.89137052083475648297e-06, 6.88975834691682398426e-05, 3.36911647825569408990e-03,
+    8.04490411014108831608e-01])
+_I1_A = np.array([
+    2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
+    -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
+    3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
+    -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-09,
+    9.38153738649577178388e-09, -4.44505912879632808065e-08, 2.00329475355213526229e-07,
+    -8.56872026469545474066e-07, 3.47025130813767847674e-06, -1.32731636560394358279e-05,
+    4.78156510755005422638e-05, -1.61760815825896745588e-04, 5.12285956168575772895e-04,
+    -1.51357245063125314899e-03, 4.15642294431288815669e-03, -1.05640848946261981558e-02,
+    2.47264490306265168283e-02, -5.29459812080949914269e-02, 1.02643658689847095384e-01,
+    -1.76416518357834055153e-01, 2.52587186443633654823e-01])
+_I1_B = np.array([
+    7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
+    -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
+    -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
+    4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+    -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
+    3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
+    -3.83538038596423702205e-09, -2.63146884688951950684e-08, -2.51223623787020892529e-07,
+    -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
+    7.78576235018280120474e-01])
+# PyTorch's i1/i1e backward takes the limit 1/2 for |x| <= machine epsilon (not only at 0)
+_DBL_EPS = 2.0 ** -52
+
+
+@inline
+def _chbevl(y, coef):
+    """sum'_k coef[k] T_k(y / 2), by Clenshaw's recurrence in Cephes's order of operations."""
+    b0 = coef[0]
+    b1 = 0.0
+    b2 = 0.0
+    for i in range(1, coef.size):
+        b2 = b1
+        b1 = b0
+        b0 = y * b1 - b2 + coef[i]
+    return 0.5 * (b0 - b2)
+
+
+@inline
+def i0e_scalar(v):
+    x = abs(v)
+    if x <= 8.0:
+        return _chbevl(x / 2.0 - 2.0, _I0_A)
+    return _chbevl(32.0 / x - 2.0, _I0_B) / math.sqrt(x)
+
+
+@inline
+def i0_scalar(v):
+    x = abs(v)
+    if x <= 8.0:
+        return math.exp(x) * _chbevl(x / 2.0 - 2.0, _I0_A)
+    return math.exp(x) * _chbevl(32.0 / x - 2.0, _I0_B) / math.sqrt(x)
+
+
+@inline
+def i1e_scalar(v):
+    x = abs(v)
+    if x <= 8.0:
+        out = _chbevl(x / 2.0 - 2.0, _I1_A) * x
+    else:
+        out = _chbevl(32.0 / x - 2.0, _I1_B) / math.sqrt(x)
+    return -out if v < 0.0 else out
+
+
+@inline
+def i1_scalar(v):
+    x = abs(v)
+    if x <= 8.0:
+        out = math.exp(x) * x * _chbevl(x / 2.0 - 2.0, _I1_A)
+    else:
+        out = math.exp(x) * _chbevl(32.0 / x - 2.0, _I1_B) / math.sqrt(x)
+    return -out if v < 0.0 else out
+
+
+@inline
+def _sgn(x):
+    # 0 at 0 and at nan, as PyTorch's sgn
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+
+
+@inline
+def i1_slope(x, out):
+    """I1'(x) = I0(x) - I1(x) / x (out = I1(x)), 1/2 where |x| <= eps: PyTorch's i1
+    backward (and I0's second derivative)."""
+    if abs(x) <= _DBL_EPS:
+        return 0.5
+    return i0_scalar(x) - out * (1.0 / x)
+
+
+@inline
+def i1e_slope(x, out):
+    """d/dx e^-|x| I1(x) = i0e(x) - i1e(x) (sgn x + 1/x) (out = i1e(x)), 1/2 where
+    |x| <= eps: PyTorch's i1e backward."""
+    if abs(x) <= _DBL_EPS:
+        return 0.5
+    return i0e_scalar(x) - out * (_sgn(x) + 1.0 / x)
+
+
+@inline
+def i1_curvature_series(x):
+    """I1''(x) = sum over k >= 1 of k (2k + 1) / 2 (x/2)**(2k-1) / (k! (k+1)!), for |x| < 1
+    (the closed form I1 - I0/x + 2 I1/x**2 cancels near 0)."""
+    h = 0.5 * x
+    q = h * h
+    term = h / 2.0          # (x/2)**(2k-1) / (k! (k+1)!) at k = 1
+    total = 1.5 * term
+    for k in range(2, 12):
+        term *= q / (k * (k + 1.0))
+        total += 0.5 * k * (2.0 * k + 1.0) * term
+    return total
+
+
+@inline
+def i1_d2_scalar(x):
+    if abs(x) < 1.0:
+        return i1_curvature_series(x)
+    out = i1_scalar(x)
+    return out - i1_slope(x, out) / x + out / (x * x)
+
+
+@inline
+def i1e_d2_scalar(x):
+    # e^-|x| (I1'' - 2 sgn(x) I1' + I1): at 0 it jumps from 1 to -1 (0 at 0, sgn's value)
+    out = i1e_scalar(x)
+    s = _sgn(x)
+    if abs(x) < 1.0:
+        scaled_slope = i0e_scalar(x) - out / x if x != 0.0 else 0.5
+        return math.exp(-abs(x)) * i1_curvature_series(x) - 2.0 * s * scaled_slope + out
+    e0 = i0e_scalar(x)
+    slope = e0 - out * (s + 1.0 / x)
+    return (out - s * e0) - slope * (s + 1.0 / x) + out / (x * x)
+
+
+def _near_zero(F, x0):
+    """(|x0| <= eps, x0 with eps there): the guard of PyTorch's i1/i1e backward."""
+    tiny = F._compare(np.less_equal, F.abs(x0), _DBL_EPS)
+    return tiny, F.where(tiny, _DBL_EPS, x0)
+
+
+# --- i0: I0(x); gradient I1(x) -----------------------------------------------------------------
+@inline
+def i0_fwd(x0, x1, x2, c, p0, p1):
+    return i0_scalar(x0)
+
+
+@inline
+def i0_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * i1_scalar(x0)
+
+
+@inline
+def i0_d2(x0, out, c, p0, p1):
+    return i1_slope(x0, i1_scalar(x0))
+
+
+def i0_graph(F, g, x0, x1, out, c):
+    return F.mul(g, F.i1(x0)), None
+
+
+I0 = declare(117, "I0Backward0", family=ELEMENTWISE, reads=READS_X0, forward=i0_fwd,
+             vjp0=i0_vjp, d2=i0_d2, graph=i0_graph)
+i0_array = _special_array(4)
+
+
+# --- i0e: e^-|x| I0(x); gradient i1e(x) - sgn(x) i0e(x) ------------------------------------------
+@inline
+def i0e_fwd(x0, x1, x2, c, p0, p1):
+    return i0e_scalar(x0)
+
+
+@inline
+def i0e_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * (i1e_scalar(x0) - _sgn(x0) * out)
+
+
+@inline
+def i0e_d2(x0, out, c, p0, p1):
+    s = _sgn(x0)
+    e1 = i1e_scalar(x0)
+    return i1e_slope(x0, e1) - s * (e1 - s * out)
+
+
+def i0e_graph(F, g, x0, x1, out, c):
+    return F.mul(g, F.sub(F.i1e(x0), F.mul(F.sign(x0), out))), None
+
+
+I0E = declare(118, "SpecialI0EBackward0", family=ELEMENTWISE, reads=READS_X0 | READS_OUT,
+              forward=i0e_fwd, vjp0=i0e_vjp, d2=i0e_d2, graph=i0e_graph)
+i0e_array = _special_array(5)
+
+
+# --- i1: I1(x); gradient I0(x) - I1(x) / x ------------------------------------------------------
+@inline
+def i1_fwd(x0, x1, x2, c, p0, p1):
+    return i1_scalar(x0)
+
+
+@inline
+def i1_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * i1_slope(x0, out)
+
+
+@inline
+def i1_d2(x0, out, c, p0, p1):
+    return i1_d2_scalar(x0)
+
+
+def i1_graph(F, g, x0, x1, out, c):
+    tiny, safe = _near_zero(F, x0)
+    slope = F.sub(F.i0(safe), F.mul(out, F.reciprocal(safe)))
+    return F.mul(g, F.where(tiny, 0.5, slope)), None
+
+
+I1 = declare(119, "SpecialI1Backward0", family=ELEMENTWISE, reads=READS_X0 | READS_OUT,
+             forward=i1_fwd, vjp0=i1_vjp, d2=i1_d2, graph=i1_graph)
+i1_array = _special_array(6)
+
+
+# --- i1e: e^-|x| I1(x); gradient i0e(x) - i1e(x) (sgn x + 1/x) -----------------------------------
+@inline
+def i1e_fwd(x0, x1, x2, c, p0, p1):
+    return i1e_scalar(x0)
+
+
+@inline
+def i1e_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * i1e_slope(x0, out)
+
+
+@inline
+def i1e_d2(x0, out, c, p0, p1):
+    return i1e_d2_scalar(x0)
+
+
+def i1e_graph(F, g, x0, x1, out, c):
+    tiny, safe = _near_zero(F, x0)
+    slope = F.sub(F.i0e(safe), F.mul(out, F.add(F.sign(safe), F.reciprocal(safe))))
+    return F.mul(g, F.where(tiny, 0.5, slope)), None
+
+
+I1E = declare(120, "SpecialI1EBackward0", family=ELEMENTWISE, reads=READS_X0 | READS_OUT,
+              forward=i1e_fwd, vjp0=i1e_vjp, d2=i1e_d2, graph=i1e_graph)
+i1e_array = _special_array(7)
 
 constants(globals())

@@ -152,6 +152,11 @@ _GATHER_NAMES = {
     29: "SortBackward0", 30: "SortBackward1", 31: "TopkBackward0", 32: "KthvalueBackward0",
     33: "MedianBackward1", 34: "NanmedianBackward1", 35: "ModeBackward0",
     36: "CummaxBackward0", 37: "CumminBackward0",
+    # PyTorch's nodes of the in-place view ops (inplace.py), and of the ops that replace some
+    # elements with those of a source (derived.py: a gather from [input, source])
+    38: "SqueezeBackward3", 39: "SqueezeBackward4", 40: "SqueezeBackward5",
+    41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
+    44: "PutBackward0", 45: "IndexPutBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
