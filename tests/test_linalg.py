@@ -266,6 +266,37 @@ def test_jvp_matches_pytorch(name):
     close(got, (p.grad * torch.tensor(t)).sum(), rtol=1e-9)
 
 
+JVPS = {
+    # PyTorch's forward rules take the direction as given (not symmetrised for eigh)
+    "eigvalsh": lambda m, x: m.linalg.eigvalsh(x.reshape(3, 3)),
+    "eigh": lambda m, x: (lambda r: r.eigenvectors ** 2 * r.eigenvalues)(
+        m.linalg.eigh(x.reshape(3, 3), UPLO="U")),
+    "svd": lambda m, x: (lambda r: m.cat([(r.U ** 2).reshape(-1), r.S, (r.Vh ** 2).reshape(-1)]))(
+        m.linalg.svd(x.reshape(3, 3))),
+    "svd tall full": lambda m, x: (lambda r: m.cat([(r.U[:, :2] ** 2).reshape(-1),
+                                                    r.U[:, 2:].reshape(-1) * 0.0 + 1.0]))(
+        m.linalg.svd(x[:8].reshape(4, 2))),
+    "svd wide full": lambda m, x: m.linalg.svd(x[1:].reshape(2, 4)).Vh[:2] ** 2,
+    "qr": lambda m, x: (lambda r: m.cat([r.Q.reshape(-1), r.R.reshape(-1)]))(
+        m.linalg.qr(x.reshape(3, 3))),
+    "qr wide": lambda m, x: (lambda r: m.cat([r.Q.reshape(-1), r.R.reshape(-1)]))(
+        m.linalg.qr(x[1:].reshape(2, 4))),
+}
+
+
+# PyTorch's forward-mode AD scripts a helper with torch.jit on first use, which warns
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("name", sorted(JVPS))
+def test_decomposition_jvp_matches_pytorchs_jvp(name):
+    fn = JVPS[name]
+    t = RNG.standard_normal(9)
+    _, got = tg.jvp(lambda x: fn(tg, x), (tg.tensor(X9),), (tg.tensor(t),))
+    fw = torch.autograd.forward_ad
+    with fw.dual_level():
+        want = fw.unpack_dual(fn(torch, fw.make_dual(torch.tensor(X9), torch.tensor(t)))).tangent
+    close(got, want, rtol=1e-9, atol=1e-11)
+
+
 @pytest.mark.parametrize("name", sorted(SCALARS))
 def test_compiled_replay_on_new_values(name):
     fn = SCALARS[name]
