@@ -712,6 +712,87 @@ add(Case("linalg_cholesky", K.LINALG_CHOLESKY, _spd_factor(), {
 }))
 
 
+# The decompositions.  Drawn entries in [-0.5, 0.5] plus a separating diagonal keep the
+# eigenvalues (Gershgorin discs of radius <= 2 about 0, 6, 12 for a + a^T) and singular
+# values (Weyl: within ||a||_2 <= 1.5 of 2, 6, 10) apart and the singular values positive, so
+# that the vectors are well defined, R is invertible and differences see the derivative.
+# Vectors enter through functions invariant to their signs (LAPACK's choices, which NumPy's
+# and PyTorch's builds need not share): those cases are ``deep``.
+def _sym_apart(m, a):
+    n = a.shape[-1]
+    return a + a.mT + m.tensor(np.diag([0.0, 6.0, 12.0][:n]))
+
+
+@st.composite
+def _rectangular(draw):
+    batch = draw(S.shapes(0, 2, max_side=2))
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return [draw(S.arrays(batch + (rows, cols), S.reals(-0.5, 0.5)))], (True,), {}
+
+
+def _apart(m, a):
+    rows, cols = a.shape[-2:]
+    d = np.zeros((rows, cols))
+    for i in range(min(rows, cols)):
+        d[i, i] = 2.0 + 4.0 * i
+    return a + m.tensor(d)
+
+
+def _k(a):
+    return min(a.shape[-2:])
+
+
+def _qr_input(m, a):
+    """Full column rank (diagonal 3, 8, 13; ||a + 0.7 tril(1, -1)||_2 < 2.8), and no column
+    has zeros below the diagonal: there LAPACK's reflector is the identity (a zero column
+    needs no reflection), while any perturbation flips the signs of that row of R and that
+    column of Q, a jump that differences see."""
+    rows, cols = a.shape[-2:]
+    d = np.zeros((rows, cols))
+    for i in range(rows):
+        for j in range(cols):
+            d[i, j] = 3.0 + 5.0 * i if i == j else (0.7 if i > j else 0.0)
+    return a + m.tensor(d)
+
+
+add(Case("linalg_eigh", K.LINALG_EIGH, _one_square(), {
+    "eigvalsh": lambda m, a: m.linalg.eigvalsh(_sym_apart(m, a)),
+    "eigenvalues": lambda m, a: m.linalg.eigh(_sym_apart(m, a)).eigenvalues,
+    "upper": lambda m, a: m.linalg.eigvalsh(_sym_apart(m, a), UPLO="U"),
+}))
+
+add(Case("linalg_eigh_vectors", K.LINALG_EIGH, _one_square(), {
+    "squares": lambda m, a: m.linalg.eigh(_sym_apart(m, a)).eigenvectors ** 2,
+    "weighted": lambda m, a: (lambda r: r.eigenvectors * r.eigenvectors
+                              * r.eigenvalues.unsqueeze(-2))(m.linalg.eigh(_sym_apart(m, a))),
+    "projector": lambda m, a: (lambda v: v[..., :1] @ v[..., :1].mT)(
+        m.linalg.eigh(_sym_apart(m, a), UPLO="U").eigenvectors),
+}, deep=True))
+
+add(Case("linalg_svd", K.LINALG_SVD, _rectangular(), {
+    "svdvals": lambda m, a: m.linalg.svdvals(_apart(m, a)),
+    "S": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).S,
+    "S full": lambda m, a: m.linalg.svd(_apart(m, a)).S,
+}))
+
+add(Case("linalg_svd_vectors", K.LINALG_SVD, _rectangular(), {
+    "U": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).U ** 2,
+    "Vh": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).Vh ** 2,
+    "U full": lambda m, a: m.linalg.svd(_apart(m, a)).U[..., :_k(a)] ** 2,
+    "Vh full": lambda m, a: m.linalg.svd(_apart(m, a)).Vh[..., :_k(a), :] ** 2,
+    "outer": lambda m, a: (lambda r: (r.U[..., :1] * r.S[..., :1].unsqueeze(-1))
+                           @ r.Vh[..., :1, :])(m.linalg.svd(_apart(m, a))),
+}, deep=True))
+
+add(Case("linalg_qr", K.LINALG_QR, _rectangular(), {
+    "Q": lambda m, a: m.linalg.qr(_qr_input(m, a)).Q,
+    "R": lambda m, a: m.linalg.qr(_qr_input(m, a)).R,
+    # complete factors have a derivative when rows <= cols (then they are the reduced ones)
+    "complete R": lambda m, a: m.linalg.qr(
+        _qr_input(m, a), mode="complete" if a.shape[-2] <= a.shape[-1] else "reduced").R,
+}))
+
+
 @st.composite
 def _cross_inputs(draw):
     base = draw(S.shapes(0, 2, max_side=3))

@@ -89,6 +89,35 @@ CALLS = {
     "matrix_power": (lambda m, a: m.linalg.matrix_power(a, 3), [AB]),
     "matrix_power -2": (lambda m, a: m.linalg.matrix_power(a, -2), [A3]),
     "matrix_power 1": (lambda m, a: m.linalg.matrix_power(a, 1) * 2, [A3]),
+    # the decompositions: eigen- and singular vectors through functions of them that do not
+    # depend on their signs; A is not symmetric (PyTorch's gradient is symmetric all the same)
+    "eigvalsh": (lambda m, a: m.linalg.eigvalsh(a), [AB]),
+    "eigvalsh upper": (lambda m, a: m.linalg.eigvalsh(a, UPLO="U"), [AB]),
+    "eigh eigenvalues": (lambda m, a: m.linalg.eigh(a).eigenvalues, [A3]),
+    "eigh vectors": (lambda m, a: (lambda r: r.eigenvectors ** 2 * r.eigenvalues.unsqueeze(-2))(
+        m.linalg.eigh(a)), [AB]),
+    "eigh rebuilt upper": (lambda m, a: (lambda r: (r.eigenvectors * r.eigenvalues.unsqueeze(-2))
+                                         @ r.eigenvectors.mT)(m.linalg.eigh(a, UPLO="U")), [AB]),
+    "svdvals": (lambda m, a: m.linalg.svdvals(a), [AB]),
+    "svdvals tall": (lambda m, a: m.linalg.svdvals(a), [B32]),
+    "svd rebuilt": (lambda m, a: (lambda r: (r.U * r.S.unsqueeze(-2)) @ r.Vh)(
+        m.linalg.svd(a, full_matrices=False)), [AB]),
+    "svd vectors": (lambda m, a: (lambda r: r.U ** 3 * r.U + r.Vh.mT ** 4 * r.S.unsqueeze(-2))(
+        m.linalg.svd(a)), [AB]),
+    "svd tall U": (lambda m, a: m.linalg.svd(a, full_matrices=False).U ** 2, [B32]),
+    "svd tall full U": (lambda m, a: m.linalg.svd(a).U[:, :2] ** 2, [B32]),
+    "svd wide Vh": (lambda m, a: m.linalg.svd(a, full_matrices=False).Vh ** 2, [B32.T.copy()]),
+    "svd wide full Vh": (lambda m, a: m.linalg.svd(a).Vh[:2] ** 2, [B32.T.copy()]),
+    "qr Q": (lambda m, a: m.linalg.qr(a).Q, [AB]),
+    "qr R": (lambda m, a: m.linalg.qr(a).R, [AB]),
+    "qr tall": (lambda m, a: (lambda r: r.Q ** 2 @ r.R)(m.linalg.qr(a)), [B32]),
+    "qr wide": (lambda m, a: (lambda r: r.Q.mT @ r.R ** 3)(m.linalg.qr(a)), [B32.T.copy()]),
+    "qr wide complete": (lambda m, a: m.linalg.qr(a, mode="complete").R, [B32.T.copy()]),
+    "matrix_norm 2": (lambda m, a: m.linalg.matrix_norm(a, 2), [AB]),
+    "matrix_norm -2 dim": (lambda m, a: m.linalg.matrix_norm(a, -2, (0, 2)), [AB]),
+    "matrix_norm nuc keepdim": (lambda m, a: m.linalg.matrix_norm(a, "nuc", (2, 0), True),
+                                [AB]),
+    "norm 2": (lambda m, a: m.linalg.norm(a, 2), [A3]),
 }
 
 
@@ -175,6 +204,26 @@ SCALARS = {
     "cholesky upper": lambda m, x: m.linalg.cholesky(
         x.reshape(3, 3) @ x.reshape(3, 3).mT, upper=True)[0].sum() ** 2,
     "cross": lambda m, x: (m.linalg.cross(x[:3], x[3:6]) * x[6:]).sum() ** 2,
+    # symmetric matrices: a perturbation of the input is one of the matrix as a whole
+    "eigvalsh": lambda m, x: (m.linalg.eigvalsh(x.reshape(3, 3) + x.reshape(3, 3).mT)
+                              ** 3).sum(),
+    "eigh": lambda m, x: (lambda r: (r.eigenvectors ** 4).sum() + (r.eigenvectors[:, :1]
+                                     * r.eigenvalues).sum() ** 2)(
+        m.linalg.eigh(x.reshape(3, 3) + x.reshape(3, 3).mT, UPLO="U")),
+    "svdvals": lambda m, x: (m.linalg.svdvals(x.reshape(3, 3)) ** 3).sum(),
+    "svd": lambda m, x: (lambda r: (r.U ** 4).sum() + (r.Vh ** 4).sum() * r.S[0])(
+        m.linalg.svd(x.reshape(3, 3))),
+    "svd tall": lambda m, x: (lambda r: (r.U ** 4).sum() + (r.Vh ** 4).sum() * r.S[1])(
+        m.linalg.svd(x[:8].reshape(4, 2), full_matrices=False)),
+    "svd wide": lambda m, x: (lambda r: (r.U ** 4).sum() + (r.Vh ** 2).sum() * r.S[1])(
+        m.linalg.svd(x[1:].reshape(2, 4), full_matrices=False)),
+    "qr": lambda m, x: (lambda r: (r.Q ** 3).sum() + (r.R ** 3).sum())(
+        m.linalg.qr(x.reshape(3, 3))),
+    "qr tall": lambda m, x: (lambda r: (r.Q ** 3).sum() + (r.R ** 3).sum())(
+        m.linalg.qr(x[:8].reshape(4, 2))),
+    "qr wide": lambda m, x: (lambda r: (r.Q ** 3).sum() + (r.R ** 3).sum())(
+        m.linalg.qr(x[1:].reshape(2, 4))),
+    "matrix_norm 2": lambda m, x: m.linalg.matrix_norm(x.reshape(3, 3), 2) ** 2,
 }
 X9 = A3.reshape(-1)
 
@@ -215,6 +264,37 @@ def test_jvp_matches_pytorch(name):
     p = torch.tensor(X9, requires_grad=True)
     fn(torch, p).backward()
     close(got, (p.grad * torch.tensor(t)).sum(), rtol=1e-9)
+
+
+JVPS = {
+    # PyTorch's forward rules take the direction as given (not symmetrised for eigh)
+    "eigvalsh": lambda m, x: m.linalg.eigvalsh(x.reshape(3, 3)),
+    "eigh": lambda m, x: (lambda r: r.eigenvectors ** 2 * r.eigenvalues)(
+        m.linalg.eigh(x.reshape(3, 3), UPLO="U")),
+    "svd": lambda m, x: (lambda r: m.cat([(r.U ** 2).reshape(-1), r.S, (r.Vh ** 2).reshape(-1)]))(
+        m.linalg.svd(x.reshape(3, 3))),
+    "svd tall full": lambda m, x: (lambda r: m.cat([(r.U[:, :2] ** 2).reshape(-1),
+                                                    r.U[:, 2:].reshape(-1) * 0.0 + 1.0]))(
+        m.linalg.svd(x[:8].reshape(4, 2))),
+    "svd wide full": lambda m, x: m.linalg.svd(x[1:].reshape(2, 4)).Vh[:2] ** 2,
+    "qr": lambda m, x: (lambda r: m.cat([r.Q.reshape(-1), r.R.reshape(-1)]))(
+        m.linalg.qr(x.reshape(3, 3))),
+    "qr wide": lambda m, x: (lambda r: m.cat([r.Q.reshape(-1), r.R.reshape(-1)]))(
+        m.linalg.qr(x[1:].reshape(2, 4))),
+}
+
+
+# PyTorch's forward-mode AD scripts a helper with torch.jit on first use, which warns
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("name", sorted(JVPS))
+def test_decomposition_jvp_matches_pytorchs_jvp(name):
+    fn = JVPS[name]
+    t = RNG.standard_normal(9)
+    _, got = tg.jvp(lambda x: fn(tg, x), (tg.tensor(X9),), (tg.tensor(t),))
+    fw = torch.autograd.forward_ad
+    with fw.dual_level():
+        want = fw.unpack_dual(fn(torch, fw.make_dual(torch.tensor(X9), torch.tensor(t)))).tangent
+    close(got, want, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("name", sorted(SCALARS))
@@ -289,6 +369,16 @@ ERRORS = {
                                                                      dtype=m.float64), 2),
     "multi_dot one": lambda m: m.linalg.multi_dot([m.eye(2, dtype=m.float64)]),
     "trace 3-d": lambda m: m.trace(m.ones(2, 2, 2, dtype=m.float64)),
+    "eigh UPLO": lambda m: m.linalg.eigh(m.eye(2, dtype=m.float64), UPLO="X"),
+    "eigvalsh not square": lambda m: m.linalg.eigvalsh(m.ones(2, 3, dtype=m.float64)),
+    "svd 1-d": lambda m: m.linalg.svd(m.ones(3, dtype=m.float64)),
+    "qr mode": lambda m: m.linalg.qr(m.eye(2, dtype=m.float64), mode="full"),
+    "qr r backward": lambda m: m.linalg.qr(m.ones(3, 2, dtype=m.float64, requires_grad=True),
+                                           mode="r").R.sum().backward(),
+    "qr r backward wide": lambda m: m.linalg.qr(
+        m.ones(2, 3, dtype=m.float64, requires_grad=True), mode="r").R.sum().backward(),
+    "qr complete tall backward": lambda m: m.linalg.qr(
+        m.eye(3, 2, dtype=m.float64).requires_grad_(), mode="complete").Q.sum().backward(),
 }
 
 
@@ -304,23 +394,177 @@ def test_errors_match_pytorch(name):
         want.value, torch.linalg.LinAlgError)
 
 
-def test_value_only_functions_refuse_a_gradient():
-    x = tg.tensor(SPD, requires_grad=True)
-    for fn in (tg.linalg.eigvalsh, tg.linalg.svdvals, lambda a: tg.linalg.matrix_norm(a, 2)):
-        with pytest.raises(NotImplementedError, match="no gradient"):
-            fn(x)
-    with tg.no_grad():
-        close(tg.linalg.eigvalsh(x), torch.linalg.eigvalsh(torch.tensor(SPD)))
+def test_decompositions_are_numpys_values_recorded():
+    """Recording leaves the values as NumPy's LAPACK calls give them (signs included)."""
+    x = tg.tensor(AB, requires_grad=True)
+    w, v = np.linalg.eigh(AB, UPLO="U")
+    got = tg.linalg.eigh(x, UPLO="U")
+    np.testing.assert_array_equal(got.eigenvalues.detach().numpy(), w)
+    np.testing.assert_array_equal(got.eigenvectors.detach().numpy(), v)
+    np.testing.assert_array_equal(tg.linalg.eigvalsh(x).detach().numpy(), np.linalg.eigvalsh(AB))
+    for full in (True, False):
+        for want, t in zip(np.linalg.svd(B32, full_matrices=full),
+                           tg.linalg.svd(tg.tensor(B32, requires_grad=True), full)):
+            np.testing.assert_array_equal(t.detach().numpy(), want)
+    np.testing.assert_array_equal(tg.linalg.svdvals(x).detach().numpy(),
+                                  np.linalg.svd(AB, compute_uv=False))
+    for mode in ("reduced", "complete"):
+        for a in (B32, B32.T):
+            for want, t in zip(np.linalg.qr(a, mode=mode),
+                               tg.linalg.qr(tg.tensor(a, requires_grad=True), mode)):
+                np.testing.assert_array_equal(t.detach().numpy(), want)
+    r = tg.linalg.qr(x, mode="r")
+    np.testing.assert_array_equal(r.R.detach().numpy(), np.linalg.qr(AB, mode="r"))
+    assert tuple(r.Q.shape) == tuple(torch.linalg.qr(torch.tensor(AB), mode="r").Q.shape)
+
+
+DECOMPOSITIONS = {
+    "eigh": lambda m, a: m.linalg.eigh(a),
+    "eigh upper": lambda m, a: m.linalg.eigh(a, UPLO="U"),
+    "eigvalsh": lambda m, a: (m.linalg.eigvalsh(a),),
+    "svd": lambda m, a: m.linalg.svd(a),
+    "svd reduced": lambda m, a: m.linalg.svd(a, full_matrices=False),
+    "svdvals": lambda m, a: (m.linalg.svdvals(a),),
+    "qr": lambda m, a: m.linalg.qr(a),
+    "qr complete": lambda m, a: m.linalg.qr(a, mode="complete"),
+    "qr r": lambda m, a: m.linalg.qr(a, mode="r"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECOMPOSITIONS))
+def test_decomposition_outputs_have_pytorchs_node_names_and_shapes(name):
+    (_, got), (_, want) = both(DECOMPOSITIONS[name], A3[:, :3] if "svd" not in name and
+                               "qr" not in name else B32)
+    assert len(got) == len(want)
+    for t, p in zip(got, want):
+        assert tuple(t.shape) == tuple(p.shape)
+        assert type(t.grad_fn).__name__ == type(p.grad_fn).__name__
+        assert t.grad_fn.name() == p.grad_fn.name()
+
+
+def _eigh_loss(m, a):
+    r = m.linalg.eigh(a)
+    return (r.eigenvectors ** 2 * r.eigenvalues.unsqueeze(-2)).sum() + (
+        r.eigenvalues ** 2).sum()
+
+
+def _svd_loss(m, a):
+    r = m.linalg.svd(a, full_matrices=False)
+    return (r.U ** 4).sum() + (r.Vh ** 4 * r.S.unsqueeze(-1)).sum() + (r.S ** 3).sum()
+
+
+def _qr_loss(m, a):
+    r = m.linalg.qr(a)
+    return (r.Q ** 3).sum() + (r.R ** 3).sum()
+
+
+def _shaped(shape, apart):
+    """Entries in [-0.5, 0.5] and a separating diagonal (see op_cases)."""
+    a = RNG.uniform(-0.5, 0.5, shape)
+    k = min(shape[-2:])
+    idx = np.arange(k)
+    a[..., idx, idx] += apart[:k]
+    return a
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (0, 3, 3), (2, 0, 0), (3, 1, 1), (4, 4), (2, 2, 3, 3),
+                                   (5, 5)])
+def test_eigh_values_and_gradients_over_shapes_match_pytorch(shape):
+    a = _shaped(shape, 6.0 * np.arange(shape[-1]))
+    (tl, to), (pl, po) = both(_eigh_loss, a)
+    close(to, po)
+    to.backward()
+    po.backward()
+    close(tl[0].grad, pl[0].grad, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (0, 2, 3), (2, 0, 3), (2, 3, 0), (3, 1), (1, 3),
+                                   (2, 4, 2), (2, 2, 4), (2, 1, 3, 3), (5, 5)])
+@pytest.mark.parametrize("loss", ["svd", "qr"])
+def test_svd_and_qr_values_and_gradients_over_shapes_match_pytorch(shape, loss):
+    a = _shaped(shape, 2.0 + 4.0 * np.arange(min(shape[-2:])))
+    fn = _svd_loss if loss == "svd" else _qr_loss
+    (tl, to), (pl, po) = both(fn, a)
+    close(to, po)
+    to.backward()
+    po.backward()
+    close(tl[0].grad, pl[0].grad, rtol=1e-9, atol=1e-11)
+
+
+def test_gradients_at_repeated_eigen_and_singular_values_are_pytorchs():
+    """Vectors of a repeated eigenvalue (singular value) are not unique: their gradient is
+    inf or nan in both libraries, while the values' gradient stays finite."""
+    eye = np.eye(3)
+    losses = {
+        "vectors": lambda m, a: m.linalg.eigh(a).eigenvectors.sum(),
+        "vectors unused": lambda m, a: m.linalg.eigh(a).eigenvalues.sum(),
+        "singular vectors": lambda m, a: m.linalg.svd(a).U.sum(),
+        "singular values": lambda m, a: m.linalg.svdvals(a).sum(),
+    }
+    for name, fn in losses.items():
+        (tl, to), (pl, po) = both(fn, eye)
+        to.backward()
+        po.backward()
+        got, want = tl[0].grad.numpy(), pl[0].grad.numpy()
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want), err_msg=name)
+        close(got, want)
+        assert np.isfinite(got).all() == ("values" in name or "unused" in name), name
+
+
+def test_gradients_match_central_differences():
+    def fns(m):
+        return [lambda a: _eigh_loss(m, a + a.mT), lambda a: _svd_loss(m, a),
+                lambda a: _qr_loss(m, a), lambda a: _svd_loss(m, a[:, :2]),
+                lambda a: _qr_loss(m, a[:2])]
+    eps = 1e-6
+    a0 = A3 + np.diag([0.0, 3.0, 6.0])
+    for k, fn in enumerate(fns(tg)):
+        x = tg.tensor(a0, requires_grad=True)
+        fn(x).backward()
+        fd = np.zeros_like(a0)
+        for idx in np.ndindex(a0.shape):
+            d = np.zeros_like(a0)
+            d[idx] = eps
+            with tg.no_grad():
+                fd[idx] = (fn(tg.tensor(a0 + d)).item() - fn(tg.tensor(a0 - d)).item()) / (2 * eps)
+        np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6, atol=1e-5, err_msg=str(k))
+
+
+def test_matrix_norm_of_singular_values_has_pytorchs_nodes():
+    for o in (2, -2, "nuc"):
+        for keepdim in (False, True):
+            (_, to), (_, po) = both(lambda m, a: m.linalg.matrix_norm(a, o, keepdim=keepdim), AB)
+            close(to, po)
+            assert type(to.grad_fn).__name__ == type(po.grad_fn).__name__
     p = torch.tensor(SPD)
     t = tg.tensor(SPD)
-    close(tg.linalg.svdvals(t), torch.linalg.svdvals(p))
-    close(tg.linalg.eigh(t).eigenvalues, torch.linalg.eigh(p).eigenvalues)
-    for o in (2, -2, "nuc"):
-        close(tg.linalg.matrix_norm(t, o), torch.linalg.matrix_norm(p, o))
-    q, r = tg.linalg.qr(t)
-    close(q @ r, p)
-    u, s, vh = tg.linalg.svd(t)
-    close((u * s) @ vh, p)
+    with tg.no_grad():
+        close(tg.linalg.matrix_norm(tg.tensor(SPD, requires_grad=True), "nuc"),
+              torch.linalg.matrix_norm(p, "nuc"))
+    close(tg.linalg.matrix_norm(t, 2), torch.linalg.matrix_norm(p, 2))
+
+
+def test_compiled_decompositions_replay_each_output():
+    """The outputs are records of their own: a compiled function keeps them apart (not
+    merged as one record) and replays each on new values."""
+    def fn(x):
+        a = x.reshape(3, 3)
+        r = tg.linalg.eigh(a + a.mT)
+        u, s, vh = tg.linalg.svd(a)
+        q, rr = tg.linalg.qr(a)
+        return ((r.eigenvectors ** 2 * r.eigenvalues).sum() + (u ** 4).sum() + s.sum()
+                + (vh ** 3 * vh).sum() + (q ** 3).sum() + (rr ** 2).sum())
+    f = tg.compile(fn)
+    for x in (X9, (A3 + 0.3 * np.eye(3)).reshape(-1), (A3.T - 0.2).reshape(-1)):
+        a = tg.tensor(x, requires_grad=True)
+        out = f(a)
+        out.backward()
+        b = tg.tensor(x, requires_grad=True)
+        ref = fn(b)
+        ref.backward()
+        close(out, ref)
+        close(a.grad, b.grad, rtol=1e-9)
+    assert f.stats.replays == 2
 
 
 def test_inv_ex_reports_instead_of_raising():
@@ -373,7 +617,9 @@ def test_saved_tape_with_linalg_ops_loads_and_runs(tmp_path):
         a = x.reshape(3, 3)
         return (tg.linalg.solve(a, y) ** 2).sum() + tg.linalg.det(a) + tg.linalg.slogdet(
             a).logabsdet + tg.linalg.inv(a).sum() + tg.linalg.cross(a, y.mT).sum() + \
-            tg.linalg.cholesky(a @ a.mT, upper=True).sum()
+            tg.linalg.cholesky(a @ a.mT, upper=True).sum() + \
+            (tg.linalg.eigh(a + a.mT).eigenvectors ** 2).sum() + \
+            (tg.linalg.svd(a).U ** 4).sum() + (tg.linalg.qr(a).R ** 2).sum()
     compiled = tg.compile(fn)
     y = RNG.standard_normal((3, 3))
     compiled(tg.tensor(X9, requires_grad=True), tg.tensor(y))

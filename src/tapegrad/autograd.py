@@ -583,6 +583,7 @@ def _sweep(tape, tape_seeds):
             plans[key] = hit
     need, goff, total, fresh = hit
     _check_freed(tape, need, op)
+    _check_refused(tape, need, op)
     _check_versions(tape, need, op, a0, a1)
     grads = gradient_arena(total)
     hooked = sorted([r for r, (_, hs) in tape.hooks.items() if hs and need[r]]
@@ -669,6 +670,16 @@ def _check_freed(tape, need, op):
                            for keep, s in zip(per_input, (tape.a0[r], tape.a1[r])))
     if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
+
+
+def _check_refused(tape, need, op):
+    """PyTorch's backward error for records with no derivative: qr's factors in mode 'r', and
+    in mode 'complete' of a matrix with more rows than columns (their rules give nan)."""
+    for r in np.nonzero((np.asarray(op) == K.LINALG_QR) & need.astype(bool))[0]:
+        ip = tape.ip[r]
+        m, n, mode = tape.aux[ip + 2], tape.aux[ip + 3], tape.aux[ip + 4]
+        if mode == 2 or (mode == 1 and m > n):
+            raise RuntimeError(K.qr_refusal(mode))
 
 
 def _check_versions(tape, need, op, a0, a1):

@@ -1,13 +1,14 @@
 """Linear algebra, spelled as ``torch.linalg``: solves, inverses, determinants, Cholesky
 factors, norms and products, batched over leading dimensions, float64 only.
 
-``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky`` and ``cross`` are ops of their own
-(``ops/linalg.py``), with PyTorch's node names (``LinalgSolveExBackward0`` ...), reverse and
-forward rules, compiled replay, and differentiable backward passes for ``create_graph`` and
-``hessian``.  The norms and products are made of other ops.  The functions that need an
-eigen- or singular value decomposition (``eigvalsh``, ``eigh``, ``svdvals``, ``svd``, ``qr``,
-``matrix_norm`` of order 2, -2 or ``'nuc'``) give values only: they raise when the result
-would need a gradient, rather than return one that has none.
+``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``cross`` and the decompositions
+``eigh``/``eigvalsh``, ``svd``/``svdvals`` and ``qr`` are ops of their own
+(``ops/linalg.py``), with PyTorch's node names (``LinalgSolveExBackward0``,
+``LinalgEighBackward0`` ...), PyTorch's reverse and forward rules, compiled replay, and
+differentiable backward passes for ``create_graph`` and ``hessian``.  The decompositions'
+values are NumPy's (LAPACK's signs); their vectors' gradients are those of PyTorch's
+formulas, inf or nan where eigenvalues or singular values repeat.  The norms and products
+are made of other ops.
 
 Example:
     >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -147,14 +148,6 @@ def _invertible(m):
 def _quiet(fn, *args):
     with np.errstate(all="ignore"):
         return fn(*args)
-
-
-def _needs_no_grad(x, name):
-    """Functions with no backward here refuse inputs that would need one."""
-    if _records(x):
-        raise NotImplementedError(
-            f"tapegrad: linalg.{name} has no gradient in tapegrad yet; call it under no_grad "
-            "or on a tensor that does not require grad")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,8 +430,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The ``ord``-norm of each matrix in the plane of ``dim``: ``'fro'``, 1, -1 (largest and
-    smallest column sum of absolute values), ``inf``, ``-inf`` (row sums).  2, -2 and
-    ``'nuc'`` need singular values: values only (they raise when a gradient is needed).
+    smallest column sum of absolute values), ``inf``, ``-inf`` (row sums), 2, -2 (largest
+    and smallest singular value) and ``'nuc'`` (their sum).
 
     Example:
         >>> A = tg.tensor([[1.0, -2.0], [3.0, 4.0]])
@@ -461,12 +454,15 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if ord == "fro":
         return F.norm(A, 2.0, (d0, d1), keepdim)
     if ord == "nuc" or ord in (2, -2):
-        _needs_no_grad(A, "matrix_norm with ord=2, -2 or 'nuc' (singular values)")
-        s = np.linalg.svd(np.moveaxis(v, (d0, d1), (-2, -1)), compute_uv=False)
-        value = s.sum(-1) if ord == "nuc" else (s.max(-1) if ord == 2 else s.min(-1))
+        # PyTorch's composition: the singular values of the matrices moved last, then their
+        # sum, max or min; with keepdim the result is permuted back
+        perm = [d for d in range(v.ndim) if d not in (d0, d1)] + [d0, d1]
+        s = svdvals(F.permute(A, *perm))
+        value = (F.sum if ord == "nuc" else F.amax if ord == 2 else F.amin)(s, -1, keepdim)
         if keepdim:
-            value = np.expand_dims(value, (min(d0, d1), max(d0, d1)))
-        return _plain(np.asarray(value))
+            back = [perm.index(d) for d in range(v.ndim)]
+            value = F.permute(F.unsqueeze(value, -1), *back)
+        return value
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     # PyTorch's composition: a 1-norm along one dim, then max or min along the other
@@ -574,78 +570,138 @@ def matrix_power(A, n):
     return result
 
 
-# ---- values only -----------------------------------------------------------------------------
-def eigvalsh(A, UPLO="L"):
+# ---- decompositions --------------------------------------------------------------------------
+# Each output is a record of its own (``ops/linalg.py``): node names are PyTorch's, and the
+# outputs' gradient parts sum to PyTorch's backward.
+def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues of each symmetric matrix in A, ascending (the ``UPLO`` triangle read).
-    Values only: raises when a gradient would be needed.
+
+    ``grad_fn``: ``<LinalgEighBackward0>``, as PyTorch's; the gradient ``V diag(g) V^T`` is
+    symmetric, whichever triangle was read, and is finite at repeated eigenvalues.
 
     Example:
         >>> tg.linalg.eigvalsh(tg.tensor([[2.0, 1.0], [1.0, 2.0]]))
         tensor([1., 3.])
     """
-    A = _matrix_arg(A, "linalg.eigvalsh")
-    _needs_no_grad(A, "eigvalsh")
-    return _plain(np.linalg.eigvalsh(A._value, UPLO=UPLO))
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = _matrix_arg(A, "linalg.eigh")   # PyTorch names eigh in its errors
+    return _eigh(A, UPLO, vectors=False)[0]
 
 
-def eigh(A, UPLO="L"):
+def eigh(A, UPLO="L", *, out=None):
     """``(eigenvalues, eigenvectors)`` of each symmetric matrix in A (columns of the second
-    are the vectors; their signs are LAPACK's).  Values only: raises when a gradient would be
-    needed.
+    are the vectors; their signs are LAPACK's, as NumPy gives them).
+
+    Both have ``grad_fn`` ``<LinalgEighBackward0>``; the backward is PyTorch's
+    (``linalg_eig_backward``, Hermitian case), a symmetric gradient whichever triangle
+    ``UPLO`` read.  Only gauge-invariant functions of the eigenvectors (``V @ diag(L) @ V.T``,
+    ``V * V``) have a well-defined gradient; at repeated eigenvalues the eigenvectors'
+    gradient is inf or nan, as in PyTorch (the eigenvalues' stays finite).
 
     Example:
         >>> tg.linalg.eigh(tg.tensor([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
         tensor([1., 2.])
     """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
     A = _matrix_arg(A, "linalg.eigh")
-    _needs_no_grad(A, "eigh")
-    w, v = np.linalg.eigh(A._value, UPLO=UPLO)
-    return _EighResult(_plain(w), _plain(v))
+    return _EighResult(*_eigh(A, UPLO, vectors=True))
 
 
-def svdvals(A):
-    """The singular values of each matrix in A, descending.  Values only: raises when a
-    gradient would be needed.
+def _eigh(A, UPLO, vectors):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    v = A._value
+    n = v.shape[-1]
+    if vectors:
+        w, vecs = np.linalg.eigh(v, UPLO=UPLO)
+    else:
+        w, vecs = np.linalg.eigvalsh(v, UPLO=UPLO), None
+    aux = (math.prod(v.shape[:-2]), n, int(UPLO == "U"))
+    values = _record(K.LINALG_EIGH, [(A, v.shape)], (0,) + aux, w)
+    if not vectors:
+        return values, None
+    return values, _record(K.LINALG_EIGH, [(A, v.shape)], (1,) + aux, vecs)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix in A, descending.
+
+    ``grad_fn``: ``<LinalgSvdBackward0>``, as PyTorch's; the gradient is ``U diag(g) Vh``.
 
     Example:
         >>> tg.linalg.svdvals(tg.tensor([[3.0, 0.0], [0.0, -4.0]]))
         tensor([4., 3.])
     """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
     A = _matrix_arg(A, "linalg.svdvals", square=False)
-    _needs_no_grad(A, "svdvals")
-    return _plain(np.linalg.svd(A._value, compute_uv=False))
+    v = A._value
+    return _record(K.LINALG_SVD, [(A, v.shape)], _svd_aux(v, 1, False),
+                   np.linalg.svd(v, compute_uv=False))
 
 
-def svd(A, full_matrices=True):
-    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` (signs of the vectors are LAPACK's).  Values
-    only: raises when a gradient would be needed.
+def _svd_aux(v, which, full):
+    return (which, math.prod(v.shape[:-2]), v.shape[-2], v.shape[-1], int(bool(full)))
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` (signs of the vectors are LAPACK's, as NumPy
+    gives them).
+
+    The three have ``grad_fn`` ``<LinalgSvdBackward0>``; the backward is PyTorch's
+    (``svd_backward``): only gauge-invariant functions of U and Vh (``U @ diag(S) @ Vh``,
+    ``U * U``) have a well-defined gradient; where singular values repeat (or, for a
+    non-square A, one is zero) the vectors' gradient is inf or nan, as in PyTorch.  With
+    ``full_matrices=True`` the vectors past the ``min(m, n)``-th get no gradient (they are
+    an arbitrary basis), as in PyTorch.
 
     Example:
         >>> tg.linalg.svd(tg.tensor([[3.0, 0.0], [0.0, 4.0]])).S
         tensor([4., 3.])
     """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
     A = _matrix_arg(A, "linalg.svd", square=False)
-    _needs_no_grad(A, "svd")
-    u, s, vh = np.linalg.svd(A._value, full_matrices=full_matrices)
-    return _SVDResult(_plain(u), _plain(s), _plain(vh))
+    v = A._value
+    u, s, vh = np.linalg.svd(v, full_matrices=full_matrices)
+    return _SVDResult(*(_record(K.LINALG_SVD, [(A, v.shape)],
+                                _svd_aux(v, which, full_matrices), value)
+                        for which, value in enumerate((u, s, vh))))
 
 
-def qr(A, mode="reduced"):
-    """``(Q, R)`` with ``A = Q R`` (``mode`` 'reduced' or 'complete'; signs are LAPACK's).
-    Values only: raises when a gradient would be needed.
+_QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``(Q, R)`` with ``A = Q R``: ``mode`` 'reduced' (Q is (m, k), R (k, n), k = min(m, n)),
+    'complete' (Q is (m, m)) or 'r' (Q is empty); signs are LAPACK's, as NumPy gives them.
+
+    Both have ``grad_fn`` ``<LinalgQrBackward0>``; the backward is PyTorch's
+    (``linalg_qr_backward``), inf or nan where R is singular.  As in PyTorch, a backward
+    through the factors of mode 'r', or of mode 'complete' for a matrix with more rows than
+    columns, raises.
 
     Example:
         >>> tg.linalg.qr(tg.tensor([[2.0, 0.0], [0.0, 3.0]])).R.abs()
         tensor([[2., 0.],
                 [0., 3.]])
     """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
     A = _matrix_arg(A, "linalg.qr", square=False)
-    _needs_no_grad(A, "qr")
-    if mode not in ("reduced", "complete"):
+    if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    q, r = np.linalg.qr(A._value, mode=mode)
-    return _QRResult(_plain(q), _plain(r))
+    v = A._value
+    if mode == "r":
+        q, r = np.zeros(0), np.linalg.qr(v, mode="r")
+    else:
+        q, r = np.linalg.qr(v, mode=mode)
+    aux = (math.prod(v.shape[:-2]), v.shape[-2], v.shape[-1], _QR_MODES[mode])
+    return _QRResult(_record(K.LINALG_QR, [(A, v.shape)], (0,) + aux, q),
+                     _record(K.LINALG_QR, [(A, v.shape)], (1,) + aux, r))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1392,6 +1392,10 @@ def _aux_len(tape, r):
         return 3      # B, n, which output: the two outputs of one slogdet must not merge
     if code in (K.LINALG_SOLVE, K.LINALG_CHOLESKY):
         return 4      # B, n, k, left; variant, B, n, upper
+    if code == K.LINALG_EIGH:
+        return 4      # which output, B, n, upper: eigenvalues and vectors must not merge
+    if code in (K.LINALG_SVD, K.LINALG_QR):
+        return 5      # which output, B, m, n, full_matrices / mode
     return 0
 
 

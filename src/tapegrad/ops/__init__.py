@@ -45,7 +45,8 @@ from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # 
                      SUM, SUM_DIM, VAR)
 from .linalg import MATMUL, gemm, value_at  # noqa: F401
 from .linalg import (FACTORISATIONS, LINALG_CHOLESKY, LINALG_CROSS, LINALG_DET,  # noqa: F401
-                     LINALG_INV, LINALG_SLOGDET, LINALG_SOLVE)
+                     LINALG_EIGH, LINALG_INV, LINALG_QR, LINALG_SLOGDET, LINALG_SOLVE,
+                     LINALG_SVD, qr_refusal)
 from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,  # noqa: F401
                         LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK,
                         VALUE_SELECTED)

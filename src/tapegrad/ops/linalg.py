@@ -2,7 +2,8 @@
 
 ``aux[ip:ip+5] = variant, B, M, K, N`` for a (B, M, K) @ (B, K, N) product.  The
 factorisation ops hold a batch of B square (n, n) matrices, ``aux[ip:ip+2] = B, n`` and a
-flag after (see each block); ``cross`` views its operands as (O, 3, I).
+flag after (see each block); the decompositions (eigh, svd, qr) are one record per output,
+``aux`` starting with which output; ``cross`` views its operands as (O, 3, I).
 """
 import numba
 import numpy as np
@@ -675,8 +676,586 @@ LINALG_CROSS = declare(87, "LinalgCrossBackward0", family=ARRAY, arity=2,
                        forward=cross_fwd, tangent=cross_tan, curvature=cross_curv,
                        graph=cross_graph)
 
-# the factorisation ops: a batch of B square matrices, aux = B, n, flags
+# --- the decompositions: eigh, svd, qr -----------------------------------------------------------
+# A decomposition has several outputs and a record has one, so each output is a record of its
+# own, with ``which`` first in aux; its rules give that output's part of PyTorch's backward and
+# forward formulas, which are linear in the outputs' gradients (tangents of the input), so the
+# parts sum to PyTorch's gradient.  A rule that needs another output recomputes the
+# decomposition from the input (LAPACK through numba) and, where signs are arbitrary (singular
+# vectors, QR factors), flips the recomputed factors to agree with its own output.
+@inline
+def _copy(arr, off, b, rows, cols):
+    return np.ascontiguousarray(_block(arr, off, b, rows, cols))
+
+
+@inline
+def _gaps(w):
+    """e[i, j] = w[j] - w[i], with ones on the diagonal (PyTorch's E)."""
+    n = w.size
+    e = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            e[i, j] = 1.0 if i == j else w[j] - w[i]
+    return e
+
+
+@inline
+def _zero_diagonal(x):
+    for i in range(min(x.shape[0], x.shape[1])):
+        x[i, i] = 0.0
+    return x
+
+
+@inline
+def _column_side(x, y, j):
+    """+1 or -1: whether column j of x and of y point the same way."""
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i, j] * y[i, j]
+    return 1.0 if acc >= 0.0 else -1.0
+
+
+@inline
+def _row_side(x, y, i):
+    acc = 0.0
+    for j in range(x.shape[1]):
+        acc += x[i, j] * y[i, j]
+    return 1.0 if acc >= 0.0 else -1.0
+
+
+# --- eigh: which 0 the eigenvalues (B, n), which 1 the eigenvectors (B, n, n);
+#     aux = which, B, n, upper ---------------------------------------------------------------
+@inline
+def _eigh_dims(r, ip, aux):
+    return aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3] != 0
+
+
+@inline
+def _symmetric(vals, off, b, n, upper):
+    """The symmetric matrix LAPACK sees: the lower (upper) triangle of matrix b mirrored."""
+    a = _block(vals, off, b, n, n)
+    if upper:
+        return np.ascontiguousarray(np.triu(a) + np.triu(a, 1).T)
+    return np.ascontiguousarray(np.tril(a) + np.tril(a, -1).T)
+
+
+@inline
+def _eigh(vals, off, b, n, upper):
+    sym = _symmetric(vals, off, b, n, upper)
+    if not _finite(sym):
+        return np.full(n, np.nan), np.full((n, n), np.nan)
+    w, v = np.linalg.eigh(sym)
+    return np.ascontiguousarray(w), np.ascontiguousarray(v)
+
+
+@rule
+def eigh_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    which, b_n, n, upper = _eigh_dims(r, ip, aux)
+    if n == 0:
+        return
+    for b in range(b_n):
+        w, v = _eigh(vals, voff[a0[r]], b, n, upper)
+        if which == 0:
+            vals[voff[r] + b * n: voff[r] + (b + 1) * n] = w
+        else:
+            _store(vals, voff[r], b, v)
+
+
+@rule
+def eigh_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+             beta1):
+    # PyTorch's linalg_eig_backward, Hermitian case: gA = V (diag(gL) + skew(V^T gV) / E) V^T,
+    # skew(X) = (X - X^T) / 2; symmetric, whichever triangle was read
+    which, b_n, n, upper = _eigh_dims(r, ip, aux)
+    if n == 0:
+        return
+    for b in range(b_n):
+        w, v = _eigh(vals, voff[a0[r]], b, n, upper)
+        if which == 0:
+            gl = grads[goff[r] + b * n: goff[r] + (b + 1) * n]
+            inner = np.zeros((n, n))
+            for i in range(n):
+                inner[i, i] = gl[i]
+        else:
+            v = _copy(vals, voff[r], b, n, n)
+            x = np.dot(v.T, _copy(grads, goff[r], b, n, n))
+            inner = _zero_diagonal(0.5 * (x - x.T) / _gaps(w))
+        _add_into(grads, goff[a0[r]], b, np.dot(np.dot(v, inner), v.T))
+
+
+@rule
+def eigh_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # PyTorch's linalg_eig_jvp: dP = V^T dA V, dL = diag(dP), dV = V (dP / E, zero diagonal)
+    which, b_n, n, upper = _eigh_dims(r, ip, aux)
+    if n == 0:
+        return
+    for k in range(b_n):
+        w, v = _eigh(vals, voff[a0[r]], k, n, upper)
+        if which == 1:
+            v = _copy(vals, voff[r], k, n, n)
+        p = np.dot(np.dot(v.T, _copy(tans, b + voff[a0[r]], k, n, n)), v)
+        if which == 0:
+            for i in range(n):
+                tans[b + voff[r] + k * n + i] = p[i, i]
+        else:
+            _store(tans, b + voff[r], k, np.dot(v, _zero_diagonal(p / _gaps(w))))
+
+
+def eigh_graph(F, g, x0, x1, out, c):
+    linalg = F.linalg
+    which, b, n, upper = _record_aux(out)
+    a = F.reshape(x0, b, n, n)
+    uplo = "U" if upper else "L"
+    if which == 0:
+        v = linalg.eigh(a, UPLO=uplo).eigenvectors
+        inner = F.mul(F.unsqueeze(F.reshape(g, b, n), -2), F._plain(np.eye(n)))
+    else:
+        w = linalg.eigvalsh(a, UPLO=uplo)
+        v = F.reshape(out, b, n, n)
+        x = F.matmul(F.transpose(v, 1, 2), F.reshape(g, b, n, n))
+        gaps = F.add(F.sub(F.unsqueeze(w, -2), F.unsqueeze(w, -1)), F._plain(np.eye(n)))
+        inner = F.div(F.mul(F.sub(x, F.transpose(x, 1, 2)), 0.5), gaps)
+    return F.reshape(F.matmul(F.matmul(v, inner), F.transpose(v, 1, 2)), -1), None
+
+
+def _check_eigh(a, r, fail):
+    a.aux_span(r, a.ip[r], 4)
+    which, b, n = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 3])
+    if which not in (0, 1) or min(b, n) < 0 or b * n * n != a.size[a.a0[r]] or \
+            a.size[r] != (b * n if which == 0 else b * n * n):
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_EIGH = declare(88, "LinalgEighBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
+                      check=_check_eigh, backward=eigh_bwd, forward=eigh_fwd, tangent=eigh_tan,
+                      curvature=None, graph=eigh_graph)
+
+
+# --- svd: which 0 U (B, m, m or k), 1 S (B, k), 2 Vh (B, k or n, n), k = min(m, n);
+#     aux = which, B, m, n, full_matrices ------------------------------------------------------
+@inline
+def _svd_dims(r, ip, aux):
+    return (aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3],
+            aux[ip[r] + 4] != 0)
+
+
+@inline
+def _svd(a, m, n, full):
+    """(U, S, Vh) of a (m, n), C-ordered; nan where a is not finite."""
+    k = min(m, n)
+    um, vn = (m, n) if full else (k, k)
+    if not _finite(a):
+        return np.full((m, um), np.nan), np.full(k, np.nan), np.full((vn, n), np.nan)
+    if k == 0:
+        return np.eye(m)[:, :um].copy(), np.zeros(0), np.eye(n)[:vn, :].copy()
+    u, s, vh = np.linalg.svd(a, full)
+    return np.ascontiguousarray(u), np.ascontiguousarray(s), np.ascontiguousarray(vh)
+
+
+@inline
+def _svd_factors(vals, voff, a0, r, b, m, n, full, which):
+    """U (m, k), S, Vh (k, n) of matrix b, the singular vectors' signs those of record r's
+    own output (which 0: U, 2: Vh)."""
+    k = min(m, n)
+    u, s, vh = _svd(_copy(vals, voff[a0[r]], b, m, n), m, n, False)
+    if which == 0:
+        own = _copy(vals, voff[r], b, m, m if full else k)[:, :k].copy()
+        for j in range(k):
+            vh[j, :] *= _column_side(own, u, j)
+        u = own
+    elif which == 2:
+        own = _copy(vals, voff[r], b, n if full else k, n)[:k, :].copy()
+        for j in range(k):
+            u[:, j] *= _row_side(own, vh, j)
+        vh = own
+    return u, s, vh
+
+
+@inline
+def _square_gaps(s):
+    """e[i, j] = s_j^2 - s_i^2, with ones on the diagonal."""
+    return _gaps(s * s)
+
+
+@rule
+def svd_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    which, b_n, m, n, full = _svd_dims(r, ip, aux)
+    k = min(m, n)
+    for b in range(b_n):
+        u, s, vh = _svd(_copy(vals, voff[a0[r]], b, m, n), m, n, full)
+        if which == 0:
+            _store(vals, voff[r], b, u)
+        elif which == 1:
+            vals[voff[r] + b * k: voff[r] + (b + 1) * k] = s
+        else:
+            _store(vals, voff[r], b, vh)
+
+
+@rule
+def svd_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+            beta1):
+    # PyTorch's svd_backward, one output's part: with J = U^T gU - (U^T gU)^T,
+    # K = Vh gVh^T - (Vh gVh^T)^T and E[i, j] = s_j^2 - s_i^2,
+    #   gS:  U diag(gS) Vh
+    #   gU:  U (J / E) S Vh, plus (I - U U^T) gU S^-1 Vh when m > n
+    #   gVh: U S (K / E) Vh, plus U S^-1 gVh (I - Vh^T Vh) when m < n
+    # with full_matrices the vectors past the k-th get no gradient (they are arbitrary)
+    which, b_n, m, n, full = _svd_dims(r, ip, aux)
+    k = min(m, n)
+    if k == 0:
+        return
+    for b in range(b_n):
+        u, s, vh = _svd_factors(vals, voff, a0, r, b, m, n, full, which)
+        if which == 1:
+            gs = grads[goff[r] + b * k: goff[r] + (b + 1) * k]
+            ga = np.dot(u * gs, vh)
+        elif which == 0:
+            gu = _copy(grads, goff[r], b, m, m if full else k)[:, :k].copy()
+            x = np.dot(u.T, gu)
+            left = np.dot(u, (x - x.T) / _square_gaps(s) * s)
+            if m > n:
+                gus = gu / s
+                left += gus - np.dot(u, np.dot(u.T, gus))
+            ga = np.dot(left, vh)
+        else:
+            gvh = _copy(grads, goff[r], b, n if full else k, n)[:k, :].copy()
+            x = np.dot(vh, gvh.T)
+            right = np.dot(s.reshape((k, 1)) * ((x - x.T) / _square_gaps(s)), vh)
+            if m < n:
+                sg = gvh / s.reshape((k, 1))
+                right += sg - np.dot(np.dot(sg, vh.T), vh)
+            ga = np.dot(u, right)
+        _add_into(grads, goff[a0[r]], b, ga)
+
+
+@rule
+def svd_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # PyTorch's linalg_svd_jvp: dP = U^T dA V, dS = diag(dP), X = dP off the diagonal,
+    #   dU = U ((X S + S X^T) / E) + (I - U U^T) dA V S^-1 (m > n; zero columns after k)
+    #   dVh = -((S X + X^T S) / E) Vh + S^-1 U^T dA (I - V Vh) (m < n; zero rows after k)
+    which, b_n, m, n, full = _svd_dims(r, ip, aux)
+    k = min(m, n)
+    for kk in range(b_n):
+        out = b + voff[r]
+        if k == 0:
+            continue
+        u, s, vh = _svd_factors(vals, voff, a0, r, kk, m, n, full, which)
+        da = _copy(tans, b + voff[a0[r]], kk, m, n)
+        p = np.dot(np.dot(u.T, da), vh.T)
+        if which == 1:
+            for i in range(k):
+                tans[out + kk * k + i] = p[i, i]
+            continue
+        x = _zero_diagonal(p.copy())
+        e = _square_gaps(s)
+        if which == 0:
+            du = np.dot(u, (x * s + s.reshape((k, 1)) * x.T) / e)
+            if m > n:
+                davs = np.dot(da, vh.T) / s
+                du += davs - np.dot(u, np.dot(u.T, davs))
+            cols = m if full else k
+            res = np.zeros((m, cols))
+            res[:, :k] = du
+            _store(tans, out, kk, res)
+        else:
+            dvh = -np.dot((s.reshape((k, 1)) * x + x.T * s) / e, vh)
+            if m < n:
+                suda = np.dot(u.T, da) / s.reshape((k, 1))
+                dvh += suda - np.dot(np.dot(suda, vh.T), vh)
+            rows = n if full else k
+            res = np.zeros((rows, n))
+            res[:k, :] = dvh
+            _store(tans, out, kk, res)
+
+
+def _aligned_svd(F, a, out, which, full, k):
+    """svd(a) (reduced, recorded), its vectors' signs flipped to agree with out's."""
+    u, s, vh = F.linalg.svd(a, full_matrices=False)
+    if which == 0:
+        own = F.narrow(out, -1, 0, k)
+        d = np.where(np.sum(own._value * u._value, -2) >= 0.0, 1.0, -1.0)
+        return own, s, F.mul(vh, F._plain(d[..., :, None]))
+    if which == 2:
+        own = F.narrow(out, -2, 0, k)
+        d = np.where(np.sum(own._value * vh._value, -1) >= 0.0, 1.0, -1.0)
+        return F.mul(u, F._plain(d[..., None, :])), s, own
+    return u, s, vh
+
+
+def svd_graph(F, g, x0, x1, out, c):
+    which, b, m, n, full = _record_aux5(out)
+    k = min(m, n)
+    if k == 0:
+        return F.mul(x0, 0.0), None
+    a = F.reshape(x0, b, m, n)
+    shapes = {0: (b, m, m if full else k), 1: (b, k), 2: (b, n if full else k, n)}
+    o = F.reshape(out, *shapes[which])
+    gg = F.reshape(g, *shapes[which])
+    u, s, vh = _aligned_svd(F, a, o, which, full, k)
+    if which == 1:
+        return F.reshape(F.matmul(F.mul(u, F.unsqueeze(gg, -2)), vh), -1), None
+    s2 = F.mul(s, s)
+    e = F.add(F.sub(F.unsqueeze(s2, -2), F.unsqueeze(s2, -1)), F._plain(np.eye(k)))
+    if which == 0:
+        gu = F.narrow(gg, -1, 0, k)
+        x = F.matmul(F.transpose(u, 1, 2), gu)
+        left = F.matmul(u, F.mul(F.div(F.sub(x, F.transpose(x, 1, 2)), e), F.unsqueeze(s, -2)))
+        if m > n:
+            gus = F.div(gu, F.unsqueeze(s, -2))
+            left = F.add(left, F.sub(gus, F.matmul(u, F.matmul(F.transpose(u, 1, 2), gus))))
+        return F.reshape(F.matmul(left, vh), -1), None
+    gvh = F.narrow(gg, -2, 0, k)
+    x = F.matmul(vh, F.transpose(gvh, 1, 2))
+    right = F.matmul(F.mul(F.unsqueeze(s, -1), F.div(F.sub(x, F.transpose(x, 1, 2)), e)), vh)
+    if m < n:
+        sg = F.div(gvh, F.unsqueeze(s, -1))
+        right = F.add(right, F.sub(sg, F.matmul(F.matmul(sg, F.transpose(vh, 1, 2)), vh)))
+    return F.reshape(F.matmul(u, right), -1), None
+
+
+def _record_aux5(out):
+    tape, r = out._tape, out._r
+    return [int(v) for v in tape.aux[tape.ip[r]: tape.ip[r] + 5]]
+
+
+def _check_svd(a, r, fail):
+    a.aux_span(r, a.ip[r], 5)
+    which, b, m, n, full = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 5])
+    k = min(m, n)
+    sizes = {0: b * m * (m if full else k), 1: b * k, 2: b * n * (n if full else k)}
+    if which not in sizes or min(b, m, n) < 0 or b * m * n != a.size[a.a0[r]] or \
+            a.size[r] != sizes[which]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_SVD = declare(89, "LinalgSvdBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
+                     check=_check_svd, masks=True, backward=svd_bwd, forward=svd_fwd,
+                     tangent=svd_tan, curvature=None, graph=svd_graph)
+
+
+# --- qr: which 0 Q, 1 R; aux = which, B, m, n, mode (0 reduced, 1 complete, 2 'r': Q empty) ----
+# Q is (m, k) (complete: (m, m)), R (k, n) (complete: (m, n)).  PyTorch's backward refuses
+# mode 'r' and complete factors of a tall matrix (the engine raises its errors before the
+# sweep: see tapegrad.linalg); these rules give nan there.
+@inline
+def _qr_dims(r, ip, aux):
+    return aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2], aux[ip[r] + 3], aux[ip[r] + 4]
+
+
+@inline
+def _qr(a, m, n, complete):
+    """(Q, R) of a (m, n), C-ordered, as NumPy's qr in that mode; nan where a is not
+    finite.  Complete factors of a tall matrix are those of [a | 0] (the reflectors of zero
+    columns are identities), whose R's first n columns are a's."""
+    k = min(m, n)
+    qc = m if complete else k
+    rr = m if complete else k
+    if not _finite(a):
+        return np.full((m, qc), np.nan), np.full((rr, n), np.nan)
+    if k == 0:
+        return np.eye(m)[:, :qc].copy(), np.zeros((rr, n))
+    if complete and m > n:
+        wide = np.zeros((m, m))
+        wide[:, :n] = a
+        q, rw = np.linalg.qr(wide)
+        return np.ascontiguousarray(q), np.ascontiguousarray(rw[:, :n])
+    q, rf = np.linalg.qr(a)
+    return np.ascontiguousarray(q), np.ascontiguousarray(rf)
+
+
+@inline
+def _qr_factors(vals, voff, a0, r, b, m, n, which):
+    """Q (m, k), R (k, n) of matrix b (m <= n, or mode reduced), with the signs of record r's
+    own output."""
+    k = min(m, n)
+    q, rf = _qr(_copy(vals, voff[a0[r]], b, m, n), m, n, False)
+    if which == 0:
+        own = _copy(vals, voff[r], b, m, k)
+        for j in range(k):
+            rf[j, :] *= _column_side(own, q, j)
+        q = own
+    else:
+        own = _copy(vals, voff[r], b, k, n)
+        for j in range(k):
+            q[:, j] *= _row_side(own, rf, j)
+        rf = own
+    return q, rf
+
+
+@inline
+def _right_inv_t(x, rsq):
+    """x R^-T for an upper triangular (k, k) R: the solve R Y^T = X^T."""
+    return np.ascontiguousarray(_solve(rsq, np.ascontiguousarray(x.T)).T)
+
+
+@inline
+def _upper_mirror(x):
+    """triu(x) + triu(x, 1)^T."""
+    k = x.shape[0]
+    y = np.empty((k, k))
+    for i in range(k):
+        for j in range(k):
+            y[i, j] = x[i, j] if i <= j else x[j, i]
+    return y
+
+
+@rule
+def qr_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    which, b_n, m, n, mode = _qr_dims(r, ip, aux)
+    if which == 0 and mode == 2:
+        return
+    for b in range(b_n):
+        q, rf = _qr(_copy(vals, voff[a0[r]], b, m, n), m, n, mode == 1)
+        _store(vals, voff[r], b, q if which == 0 else rf)
+
+
+@rule
+def qr_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+           beta1):
+    # PyTorch's linalg_qr_backward, one output's part.  m >= n:
+    #   gA = (gQ + Q sym(triu(gR R^T - Q^T gQ))) R^-T, sym(T) = T + triu(T, 1)^T;
+    # m < n, A = [X | Y], R = [U | V], gR = [gU | gV]: the square rule for X with
+    # gQ + Y gV^T for gQ and gU for gR, and gY = Q gV
+    which, b_n, m, n, mode = _qr_dims(r, ip, aux)
+    k = min(m, n)
+    if k == 0:
+        return
+    for b in range(b_n):
+        if mode == 2 or (mode == 1 and m > n):
+            _add_into(grads, goff[a0[r]], b, np.full((m, n), np.nan))
+            continue
+        q, rf = _qr_factors(vals, voff, a0, r, b, m, n, which)
+        usq = np.ascontiguousarray(rf[:, :k])
+        ga = np.zeros((m, n))
+        if which == 0:
+            gq = _copy(grads, goff[r], b, m, k)
+            t = -np.dot(q.T, gq)
+            ga[:, :k] = _right_inv_t(gq + np.dot(q, _upper_mirror(t)), usq)
+        else:
+            gr = _copy(grads, goff[r], b, k, n)
+            gu = np.ascontiguousarray(gr[:, :k])
+            t = np.dot(gu, usq.T)
+            gq = np.zeros((m, k))
+            if m < n:
+                gv = np.ascontiguousarray(gr[:, k:])
+                y = np.ascontiguousarray(_copy(vals, voff[a0[r]], b, m, n)[:, k:])
+                gq = np.dot(y, gv.T)
+                t -= np.dot(q.T, gq)
+                ga[:, k:] = np.dot(q, gv)
+            ga[:, :k] = _right_inv_t(gq + np.dot(q, _upper_mirror(t)), usq)
+        _add_into(grads, goff[a0[r]], b, ga)
+
+
+@rule
+def qr_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # PyTorch's linalg_qr_jvp.  m >= n: C = Q^T dA R^-1, Q^T dQ = tril(C, -1) - tril(C, -1)^T,
+    # dR = (C - Q^T dQ) R, dQ = (dA - Q dR) R^-1; m < n: that for X, and dV = Q^T (dY - dQ V)
+    which, b_n, m, n, mode = _qr_dims(r, ip, aux)
+    k = min(m, n)
+    if which == 0 and mode == 2:
+        return
+    for kk in range(b_n):
+        if k == 0:
+            continue
+        if mode == 1 and m > n:
+            _store(tans, b + voff[r], kk, np.full((m, m) if which == 0 else (m, n), np.nan))
+            continue
+        q, rf = _qr_factors(vals, voff, a0, r, kk, m, n, which)
+        usq = np.ascontiguousarray(rf[:, :k])
+        da = _copy(tans, b + voff[a0[r]], kk, m, n)
+        dx = np.ascontiguousarray(da[:, :k])
+        c = _right_inv_t(np.dot(q.T, dx), np.ascontiguousarray(usq.T))   # Q^T dX U^-1
+        low = np.tril(c, -1)
+        om = low - low.T
+        du = np.dot(c - om, usq)
+        dq = _right_inv_t(dx - np.dot(q, du), np.ascontiguousarray(usq.T))
+        if which == 0:
+            _store(tans, b + voff[r], kk, dq)
+        else:
+            dr = np.zeros((k, n))
+            dr[:, :k] = du
+            if m < n:
+                dy = np.ascontiguousarray(da[:, k:])
+                dr[:, k:] = np.dot(q.T, dy - np.dot(dq, np.ascontiguousarray(rf[:, k:])))
+            _store(tans, b + voff[r], kk, dr)
+
+
+def qr_graph(F, g, x0, x1, out, c):
+    linalg = F.linalg
+    which, b, m, n, mode = _record_aux5(out)
+    k = min(m, n)
+    if mode == 2 or (mode == 1 and m > n):
+        raise RuntimeError(qr_refusal(mode))
+    if k == 0:
+        return F.mul(x0, 0.0), None
+    a = F.reshape(x0, b, m, n)
+    q, rf = linalg.qr(a)
+    if which == 0:
+        own = F.reshape(out, b, m, k)
+        d = np.where(np.sum(own._value * q._value, -2) >= 0.0, 1.0, -1.0)
+        q, rf = own, F.mul(rf, F._plain(d[..., :, None]))
+    else:
+        own = F.reshape(out, b, k, n)
+        d = np.where(np.sum(own._value * rf._value, -1) >= 0.0, 1.0, -1.0)
+        q, rf = F.mul(q, F._plain(d[..., None, :])), own
+    usq = F.narrow(rf, -1, 0, k)
+    upper = F._plain(np.triu(np.ones((k, k))))
+    strict = F._plain(np.triu(np.ones((k, k)), 1))
+    qt = F.transpose(q, 1, 2)
+    if which == 0:
+        gq = F.reshape(g, b, m, k)
+        t = F.neg(F.matmul(qt, gq))
+        gy = None
+    else:
+        gr = F.reshape(g, b, k, n)
+        t = F.matmul(F.narrow(gr, -1, 0, k), F.transpose(usq, 1, 2))
+        gq = None
+        gy = None
+        if m < n:
+            gv = F.narrow(gr, -1, k, n - k)
+            gq = F.matmul(F.narrow(a, -1, k, n - k), F.transpose(gv, 1, 2))
+            t = F.sub(t, F.matmul(qt, gq))
+            gy = F.matmul(q, gv)
+    sym = F.add(F.mul(t, upper), F.transpose(F.mul(t, strict), 1, 2))
+    x = F.matmul(q, sym)
+    if gq is not None:
+        x = F.add(gq, x)
+    gx = linalg.solve(F.transpose(usq, 1, 2), x, left=False)
+    if m < n and gy is None:
+        gy = F._plain(np.zeros((b, m, n - k)))      # Q does not depend on A's last columns
+    ga = gx if gy is None else F.cat([gx, gy], -1)
+    return F.reshape(ga, -1), None
+
+
+def qr_refusal(mode):
+    """PyTorch's error for a backward through qr factors that have no derivative."""
+    if mode == 2:
+        return ("The derivative of linalg.qr depends on Q, which is not computed when "
+                "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                "differentiate through linalg.qr.")
+    return "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+
+
+def _check_qr(a, r, fail):
+    a.aux_span(r, a.ip[r], 5)
+    which, b, m, n, mode = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 5])
+    k = min(m, n)
+    if mode == 2:
+        sizes = {0: 0, 1: b * k * n}
+    else:
+        sizes = {0: b * m * (m if mode else k), 1: b * n * (m if mode else k)}
+    if which not in sizes or mode not in (0, 1, 2) or min(b, m, n) < 0 or \
+            b * m * n != a.size[a.a0[r]] or a.size[r] != sizes[which]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_QR = declare(96, "LinalgQrBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
+                    check=_check_qr, masks=True, backward=qr_bwd, forward=qr_fwd,
+                    tangent=qr_tan, curvature=None, graph=qr_graph)
+
+# the LAPACK-backed ops: factorisations and decompositions of batches of matrices, aux their
+# shapes and flags
 FACTORISATIONS = frozenset({LINALG_INV, LINALG_SOLVE, LINALG_DET, LINALG_SLOGDET,
-                            LINALG_CHOLESKY})
+                            LINALG_CHOLESKY, LINALG_EIGH, LINALG_SVD, LINALG_QR})
 
 constants(globals())
