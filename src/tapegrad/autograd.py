@@ -674,7 +674,10 @@ def _check_freed(tape, need, op):
 
 def _check_refused(tape, need, op):
     """PyTorch's backward error for records with no derivative: qr's factors in mode 'r', and
-    in mode 'complete' of a matrix with more rows than columns (their rules give nan)."""
+    in mode 'complete' of a matrix with more rows than columns (their rules give nan).  Only
+    tapes that hold such a record are scanned."""
+    if not tape.refused:
+        return
     for r in np.nonzero((np.asarray(op) == K.LINALG_QR) & need.astype(bool))[0]:
         ip = tape.ip[r]
         m, n, mode = tape.aux[ip + 2], tape.aux[ip + 3], tape.aux[ip + 4]

@@ -700,8 +700,12 @@ def qr(A, mode="reduced", *, out=None):
     else:
         q, r = np.linalg.qr(v, mode=mode)
     aux = (math.prod(v.shape[:-2]), v.shape[-2], v.shape[-1], _QR_MODES[mode])
-    return _QRResult(_record(K.LINALG_QR, [(A, v.shape)], (0,) + aux, q),
-                     _record(K.LINALG_QR, [(A, v.shape)], (1,) + aux, r))
+    result = _QRResult(_record(K.LINALG_QR, [(A, v.shape)], (0,) + aux, q),
+                       _record(K.LINALG_QR, [(A, v.shape)], (1,) + aux, r))
+    if result.R._tape is not None and (mode == "r" or (mode == "complete" and
+                                                       v.shape[-2] > v.shape[-1])):
+        result.R._tape.refused = True   # a backward through it raises (autograd._check_refused)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

@@ -555,6 +555,7 @@ class Variant:
         inst.program = None
         inst.nodes, inst.inplace, inst.hooks = {}, [], {}
         inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
+        inst.refused = tpl.refused
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -1447,6 +1448,7 @@ def optimize(tape, arg_records, outputs, guards):
             stack.extend(canon[s] for s in _inputs_of(tape, r))
     new_index = {}
     out = Tape(0)
+    out.refused = tape.refused
     out.vals = tape.vals
     out.cap = tape.cap
     out.top = tape.top

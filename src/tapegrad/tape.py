@@ -100,7 +100,7 @@ class Tape:
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
-        "extern_rec", "nodes", "inplace", "storage_of", "hooks", "cached_cols", "plan_cache",
+        "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "__weakref__",
     )
 
@@ -126,6 +126,7 @@ class Tape:
         self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
         self.inplace = []        # (storage, record that changed it or .5 between, op, where, shape)
+        self.refused = False     # holds a record whose backward PyTorch refuses (qr's modes)
         self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> (shape, list of gradient hooks)
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)

@@ -435,6 +435,8 @@ class LoadedTape:
         tape.vals[:nv] = arrays["vals"]
         tape.top = nv
         tape.finished = True
+        # qr records may be of modes whose backward raises: the backward looks (autograd)
+        tape.refused = bool(np.any(arrays["op"] == K.LINALG_QR))
         arg_records = {int(i): int(r) for i, r in zip(arrays["arg_pos"], arrays["arg_rec"])}
         frozen = {int(r) for r in np.nonzero(arrays["op"] == K.LEAF)[0]} - set(
             arg_records.values())
