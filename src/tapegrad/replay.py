@@ -1392,6 +1392,11 @@ def _aux_len(tape, r):
         return 3      # B, n, which output: the two outputs of one slogdet must not merge
     if code in (K.LINALG_SOLVE, K.LINALG_CHOLESKY):
         return 4      # B, n, k, left; variant, B, n, upper
+    if code == K.LINALG_MATRIX_EXP:
+        return 2      # B, n
+    if code in (K.LINALG_SOLVE_TRIANGULAR, K.LINALG_PINV, K.LINALG_LSTSQ):
+        return 6      # B, n, k, left, upper, unit; B, m, n, hermitian, atol, rtol;
+                      # B, m, n, k, which output, rcond
     return 0
 
 
