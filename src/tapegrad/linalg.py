@@ -1,10 +1,10 @@
 """Linear algebra, spelled as ``torch.linalg``: solves, inverses, determinants, Cholesky
 factors, norms and products, batched over leading dimensions, float64 only.
 
-``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky`` and ``cross`` are ops of their own
-(``ops/linalg.py``), with PyTorch's node names (``LinalgSolveExBackward0`` ...), reverse and
-forward rules, compiled replay, and differentiable backward passes for ``create_graph`` and
-``hessian``.  The norms and products are made of other ops.  The functions that need an
+``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``cross``, ``solve_triangular``,
+``pinv``, ``lstsq`` and ``matrix_exp`` are ops of their own (``ops/linalg.py``), with
+PyTorch's node names (``LinalgSolveExBackward0`` ...), reverse and forward rules, compiled
+replay, and differentiable backward passes for ``create_graph`` and ``hessian``.  The norms and products are made of other ops.  The functions that need an
 eigen- or singular value decomposition (``eigvalsh``, ``eigh``, ``svdvals``, ``svd``, ``qr``,
 ``matrix_norm`` of order 2, -2 or ``'nuc'``) give values only: they raise when the result
 would need a gradient, rather than return one that has none.

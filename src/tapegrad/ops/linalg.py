@@ -974,7 +974,7 @@ LINALG_PINV = declare(99, "LinalgPinvBackward0", family=ARRAY, reads=READS_X0 | 
                       curvature=None, graph=pinv_graph)
 
 
-# --- matrix exponential: out = exp(A); aux = B, n ---------------------------------------------------
+# --- matrix exponential: out = exp(A); aux = B, n -------------------------------------------------
 # Pade approximant of degree 13 with scaling and squaring (Higham 2005).  Its derivatives are
 # the upper-right block of the exponential of [[X, D], [0, X]] (Mathias 1996): PyTorch's
 # backward, with X = A^T and D the incoming gradient; the forward rule with X = A, D = dA.
