@@ -724,7 +724,7 @@ def _sym_apart(m, a):
 
 
 @st.composite
-def _rectangular(draw):
+def _decomposition_input(draw):
     batch = draw(S.shapes(0, 2, max_side=2))
     rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     return [draw(S.arrays(batch + (rows, cols), S.reals(-0.5, 0.5)))], (True,), {}
@@ -769,13 +769,13 @@ add(Case("linalg_eigh_vectors", K.LINALG_EIGH, _one_square(), {
         m.linalg.eigh(_sym_apart(m, a), UPLO="U").eigenvectors),
 }, deep=True))
 
-add(Case("linalg_svd", K.LINALG_SVD, _rectangular(), {
+add(Case("linalg_svd", K.LINALG_SVD, _decomposition_input(), {
     "svdvals": lambda m, a: m.linalg.svdvals(_apart(m, a)),
     "S": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).S,
     "S full": lambda m, a: m.linalg.svd(_apart(m, a)).S,
 }))
 
-add(Case("linalg_svd_vectors", K.LINALG_SVD, _rectangular(), {
+add(Case("linalg_svd_vectors", K.LINALG_SVD, _decomposition_input(), {
     "U": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).U ** 2,
     "Vh": lambda m, a: m.linalg.svd(_apart(m, a), full_matrices=False).Vh ** 2,
     "U full": lambda m, a: m.linalg.svd(_apart(m, a)).U[..., :_k(a)] ** 2,
@@ -784,7 +784,7 @@ add(Case("linalg_svd_vectors", K.LINALG_SVD, _rectangular(), {
                            @ r.Vh[..., :1, :])(m.linalg.svd(_apart(m, a))),
 }, deep=True))
 
-add(Case("linalg_qr", K.LINALG_QR, _rectangular(), {
+add(Case("linalg_qr", K.LINALG_QR, _decomposition_input(), {
     "Q": lambda m, a: m.linalg.qr(_qr_input(m, a)).Q,
     "R": lambda m, a: m.linalg.qr(_qr_input(m, a)).R,
     # complete factors have a derivative when rows <= cols (then they are the reduced ones)
@@ -792,6 +792,95 @@ add(Case("linalg_qr", K.LINALG_QR, _rectangular(), {
         _qr_input(m, a), mode="complete" if a.shape[-2] <= a.shape[-1] else "reduced").R,
 }))
 
+
+# solve_triangular: B's batch broadcasts with A's; the forms read A's upper or lower triangle
+# (with _wc's diagonal of +-3, or ones when unitriangular)
+@st.composite
+def _triangular_inputs(draw):
+    ba, bb = draw(S.broadcast_shapes(2, 0, 2, 2))
+    a = draw(_square(ba))
+    n = a.shape[-1]
+    k = draw(st.integers(1, 3))
+    left = draw(st.booleans())
+    b = draw(S.arrays(bb + ((n, k) if left else (k, n))))
+    return [a, b], draw(st.sampled_from(RG_BOTH)), {
+        "left": left, "upper": draw(st.booleans()), "unit": draw(st.booleans())}
+
+
+add(Case("linalg_solve_triangular", K.LINALG_SOLVE_TRIANGULAR, _triangular_inputs(), {
+    "function": lambda m, a, b, left, upper, unit: m.linalg.solve_triangular(
+        _wc(m, a), b, upper=upper, left=left, unitriangular=unit),
+}))
+
+
+# pinv and lstsq: tall, wide and square matrices, kept of full rank and well conditioned by
+# 3 on the (rectangular) diagonal (singular values in [1.5, 4.5] for entries in [-0.5, 0.5])
+@st.composite
+def _rectangular(draw, batch):
+    m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return draw(S.arrays(batch + (m, n), S.reals(-0.5, 0.5)))
+
+
+def _wr(m, a):
+    rows, cols = a.shape[-2:]
+    return a + m.tensor(3.0 * np.eye(rows, cols))
+
+
+@st.composite
+def _one_rectangular(draw):
+    batch = draw(S.shapes(0, 2, max_side=2))
+    return [draw(_rectangular(batch))], (True,), {}
+
+
+add(Case("linalg_pinv", K.LINALG_PINV, _one_rectangular(), {
+    "linalg": lambda m, a: m.linalg.pinv(_wr(m, a)),
+    "pinverse": lambda m, a: m.pinverse(_wr(m, a)),
+    "method": lambda m, a: _wr(m, a).pinverse(),
+    "hermitian": lambda m, a: m.linalg.pinv(
+        _wr(m, a) @ _wr(m, a).mT + m.tensor(np.eye(a.shape[-2])), hermitian=True),
+}))
+
+add(Case("linalg_matrix_exp", K.LINALG_MATRIX_EXP, _one_square(), {
+    "linalg": lambda m, a: m.linalg.matrix_exp(a),
+    "top": lambda m, a: m.matrix_exp(4.0 * a),
+    "method": lambda m, a: a.matrix_exp(),
+}))
+
+
+@st.composite
+def _lstsq_inputs(draw):
+    # lstsq broadcasts batches of the same number of dims (B of one dim fewer is a vector)
+    ba, bb = draw(S.broadcast_shapes(2, 0, 2, 2))
+    nd = max(len(ba), len(bb))
+    ba, bb = (1,) * (nd - len(ba)) + ba, (1,) * (nd - len(bb)) + bb
+    a = draw(_rectangular(ba))
+    rows = a.shape[-2]
+    if draw(st.booleans()):
+        b = draw(S.arrays(a.shape[:-1]))        # a vector right-hand side of A's batch
+    else:
+        b = draw(S.arrays(bb + (rows, draw(st.integers(1, 3)))))
+    return [a, b], draw(st.sampled_from(RG_BOTH)), {
+        "driver": draw(st.sampled_from([None, "gelsy", "gelsd", "gelss", "gels"]))}
+
+
+def _residuals(m, a, b, driver):
+    # residuals come only for tall A of full rank, from the drivers other than gelsy: n rows
+    # of 3 I below A (and of ones below B) make any A so
+    a = _wr(m, a)
+    n = a.shape[-1]
+    a = m.cat([a, m.tensor(np.broadcast_to(3.0 * np.eye(n), a.shape[:-2] + (n, n)).copy())], -2)
+    if b.ndim == a.ndim - 1:
+        b = m.cat([b, m.tensor(np.ones(tuple(b.shape[:-1]) + (n,)))], -1)
+    else:
+        b = m.cat([b, m.tensor(np.ones(tuple(b.shape[:-2]) + (n, b.shape[-1])))], -2)
+    return m.linalg.lstsq(a, b, driver="gelsd" if driver in (None, "gelsy") else driver).residuals
+
+
+add(Case("linalg_lstsq", K.LINALG_LSTSQ, _lstsq_inputs(), {
+    "solution": lambda m, a, b, driver: m.linalg.lstsq(_wr(m, a), b, driver=driver).solution,
+    "rcond": lambda m, a, b, driver: m.linalg.lstsq(_wr(m, a), b, 1e-10).solution,
+    "residuals": _residuals,
+}))
 
 @st.composite
 def _cross_inputs(draw):

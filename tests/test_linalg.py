@@ -17,6 +17,12 @@ A3 = RNG.standard_normal((3, 3)) + 3.0 * np.eye(3)
 AB = RNG.standard_normal((2, 3, 3)) + np.diag([3.0, -3.0, 3.0])
 B32 = RNG.standard_normal((3, 2))
 SPD = A3 @ A3.T + np.eye(3)
+TALL = RNG.standard_normal((2, 5, 3))
+WIDE = RNG.standard_normal((3, 5))
+LOW_RANK = RNG.standard_normal((5, 2)) @ RNG.standard_normal((2, 4))    # rank 2
+# singular values 2, 2, 2: repeated (an SVD's vectors are not unique; A^+ is)
+REPEATED = 2.0 * np.linalg.qr(RNG.standard_normal((5, 3)))[0]
+B52 = RNG.standard_normal((5, 2))
 
 
 def both(fn, *arrays, rg=None):
@@ -118,6 +124,55 @@ CALLS = {
     "matrix_norm nuc keepdim": (lambda m, a: m.linalg.matrix_norm(a, "nuc", (2, 0), True),
                                 [AB]),
     "norm 2": (lambda m, a: m.linalg.norm(a, 2), [A3]),
+    # triangular solves, pseudo-inverses, least squares, matrix exponentials
+    "solve_triangular upper": (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True),
+                               [A3, B32]),
+    "solve_triangular lower batch broadcast": (
+        lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False), [AB, B32]),
+    "solve_triangular right": (lambda m, a, b: m.linalg.solve_triangular(
+        a, b, upper=True, left=False), [AB, B32.T[None].copy()]),
+    "solve_triangular unitriangular": (lambda m, a, b: m.linalg.solve_triangular(
+        a, b, upper=False, unitriangular=True), [A3, B32]),
+    "solve_triangular right unit upper": (lambda m, a, b: m.linalg.solve_triangular(
+        a, b, upper=True, left=False, unitriangular=True), [AB, B32.T.copy()]),
+    "solve_triangular 1x1": (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True),
+                             [A3[:1, :1] + 1.0, B32[:1]]),
+    "pinv tall batch": (lambda m, a: m.linalg.pinv(a), [TALL]),
+    "pinv wide": (lambda m, a: m.linalg.pinv(a), [WIDE]),
+    "pinv square": (lambda m, a: m.linalg.pinv(a), [AB]),
+    "pinv rank-deficient": (lambda m, a: m.linalg.pinv(a), [LOW_RANK]),
+    "pinv rank-deficient wide": (lambda m, a: m.linalg.pinv(a), [LOW_RANK.T.copy()]),
+    "pinv repeated singular values": (lambda m, a: m.linalg.pinv(a), [REPEATED]),
+    "pinv hermitian": (lambda m, a: m.linalg.pinv(a, hermitian=True), [SPD]),
+    "pinv rtol": (lambda m, a: m.linalg.pinv(a, rtol=0.4), [TALL]),
+    "pinv atol": (lambda m, a: m.linalg.pinv(a, atol=1.5), [TALL]),
+    "pinv 1x1": (lambda m, a: m.linalg.pinv(a), [A3[:1, :1]]),
+    "pinverse": (lambda m, a: m.pinverse(a), [WIDE]),
+    "pinverse rcond": (lambda m, a: m.pinverse(a, rcond=0.3), [LOW_RANK]),
+    "pinverse method": (lambda m, a: a.pinverse(), [TALL]),
+    "matrix_exp": (lambda m, a: m.linalg.matrix_exp(a), [AB]),
+    "matrix_exp large norm": (lambda m, a: m.linalg.matrix_exp(3.0 * a), [A3]),
+    "matrix_exp small norm": (lambda m, a: m.linalg.matrix_exp(1e-3 * a), [A3]),
+    "matrix_exp top": (lambda m, a: m.matrix_exp(a), [A3]),
+    "matrix_exp method": (lambda m, a: a.matrix_exp(), [AB]),
+    "matrix_exp 1x1": (lambda m, a: m.linalg.matrix_exp(a), [A3[:1, :1]]),
+    "lstsq tall": (lambda m, a, b: m.linalg.lstsq(a, b).solution, [TALL, B52[None]]),
+    "lstsq wide": (lambda m, a, b: m.linalg.lstsq(a, b).solution, [WIDE, B32]),
+    "lstsq square": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").solution,
+                     [AB, B32[None]]),
+    "lstsq vector": (lambda m, a, b: m.linalg.lstsq(a, b).solution, [TALL, TALL[:, :, 0]]),
+    "lstsq rank-deficient": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").solution,
+                             [LOW_RANK, B52]),
+    "lstsq gels": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gels").solution,
+                   [TALL, B52[None]]),
+    "lstsq gelss wide": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelss").solution,
+                         [WIDE, B32]),
+    "lstsq residuals": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").residuals,
+                        [TALL, B52[None]]),
+    "lstsq residuals gels vector": (
+        lambda m, a, b: m.linalg.lstsq(a, b, driver="gels").residuals, [TALL[0], B52[:, 0]]),
+    "lstsq residuals gelss": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelss").residuals,
+                              [TALL, B52[None]]),
 }
 
 
@@ -224,6 +279,18 @@ SCALARS = {
     "qr wide": lambda m, x: (lambda r: (r.Q ** 3).sum() + (r.R ** 3).sum())(
         m.linalg.qr(x[1:].reshape(2, 4))),
     "matrix_norm 2": lambda m, x: m.linalg.matrix_norm(x.reshape(3, 3), 2) ** 2,
+    "solve_triangular": lambda m, x: (m.linalg.solve_triangular(
+        x.reshape(3, 3), x[:3].reshape(3, 1), upper=True) ** 3).sum(),
+    "solve_triangular right unit": lambda m, x: m.linalg.solve_triangular(
+        x.reshape(3, 3), x[3:6].reshape(1, 3), upper=False, left=False,
+        unitriangular=True).sum() ** 2,
+    "pinv wide": lambda m, x: (m.linalg.pinv(x[:6].reshape(2, 3)) ** 2).sum(),
+    "pinv tall": lambda m, x: (m.linalg.pinv(x[3:].reshape(3, 2)) ** 3).sum(),
+    "matrix_exp": lambda m, x: (m.linalg.matrix_exp(x.reshape(3, 3)) ** 2).sum(),
+    "lstsq": lambda m, x: (m.linalg.lstsq(x[:6].reshape(3, 2),
+                                          x[3:].reshape(3, 2)).solution ** 2).sum(),
+    "lstsq residuals": lambda m, x: m.linalg.lstsq(
+        x[:6].reshape(3, 2), x[3:].reshape(3, 2), driver="gelsd").residuals.sum() ** 2,
 }
 X9 = A3.reshape(-1)
 
@@ -379,6 +446,43 @@ ERRORS = {
         m.ones(2, 3, dtype=m.float64, requires_grad=True), mode="r").R.sum().backward(),
     "qr complete tall backward": lambda m: m.linalg.qr(
         m.eye(3, 2, dtype=m.float64).requires_grad_(), mode="complete").Q.sum().backward(),
+    "solve_triangular not square": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 3, dtype=m.float64), m.ones(2, 1, dtype=m.float64), upper=False),
+    "solve_triangular B 1-d": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 2, dtype=m.float64), m.ones(2, dtype=m.float64), upper=False),
+    "solve_triangular A 1-d": lambda m: m.linalg.solve_triangular(
+        m.ones(2, dtype=m.float64), m.ones(2, 3, dtype=m.float64), upper=True),
+    "solve_triangular shapes": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 2, dtype=m.float64), m.ones(3, 1, dtype=m.float64), upper=False),
+    "solve_triangular shapes right": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 2, dtype=m.float64), m.ones(1, 3, dtype=m.float64), upper=False,
+        left=False),
+    "solve_triangular integer": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 2, dtype=m.int64), m.ones(2, 3, dtype=m.int64), upper=True),
+    "solve_triangular batch": lambda m: m.linalg.solve_triangular(
+        m.ones(2, 2, 2, dtype=m.float64), m.ones(3, 2, 1, dtype=m.float64), upper=True),
+    "pinv 1-d": lambda m: m.linalg.pinv(m.ones(3, dtype=m.float64)),
+    "pinv integer": lambda m: m.linalg.pinv(m.ones(3, 3, dtype=m.int64)),
+    "pinverse 1-d": lambda m: m.pinverse(m.ones(3, dtype=m.float64)),
+    "matrix_exp not square": lambda m: m.linalg.matrix_exp(m.ones(3, 2, dtype=m.float64)),
+    "matrix_exp 1-d": lambda m: m.linalg.matrix_exp(m.ones(3, dtype=m.float64)),
+    "matrix_exp integer": lambda m: m.linalg.matrix_exp(m.ones(3, 3, dtype=m.int64)),
+    "lstsq driver": lambda m: m.linalg.lstsq(m.ones(5, 3, dtype=m.float64),
+                                             m.ones(5, 2, dtype=m.float64), driver="foo"),
+    "lstsq rows": lambda m: m.linalg.lstsq(m.ones(5, 3, dtype=m.float64),
+                                           m.ones(4, 2, dtype=m.float64)),
+    "lstsq rows vector": lambda m: m.linalg.lstsq(m.ones(5, 3, dtype=m.float64),
+                                                  m.ones(4, dtype=m.float64)),
+    "lstsq 1-d": lambda m: m.linalg.lstsq(m.ones(5, dtype=m.float64),
+                                          m.ones(5, 2, dtype=m.float64)),
+    "lstsq dims": lambda m: m.linalg.lstsq(m.ones(3, 3, dtype=m.float64),
+                                           m.ones(2, 3, 3, dtype=m.float64)),
+    "lstsq vector of a batch": lambda m: m.linalg.lstsq(m.ones(2, 3, 3, dtype=m.float64),
+                                                        m.ones(3, dtype=m.float64)),
+    "lstsq batch": lambda m: m.linalg.lstsq(m.ones(2, 3, 3, dtype=m.float64),
+                                            m.ones(4, 3, 3, dtype=m.float64)),
+    "lstsq integer": lambda m: m.linalg.lstsq(m.ones(3, 3, dtype=m.int64),
+                                              m.ones(3, 3, dtype=m.int64)),
 }
 
 
@@ -511,7 +615,7 @@ def test_gradients_at_repeated_eigen_and_singular_values_are_pytorchs():
         assert np.isfinite(got).all() == ("values" in name or "unused" in name), name
 
 
-def test_gradients_match_central_differences():
+def test_decomposition_gradients_match_central_differences():
     def fns(m):
         return [lambda a: _eigh_loss(m, a + a.mT), lambda a: _svd_loss(m, a),
                 lambda a: _qr_loss(m, a), lambda a: _svd_loss(m, a[:, :2]),
@@ -630,3 +734,176 @@ def test_saved_tape_with_linalg_ops_loads_and_runs(tmp_path):
     got = loaded(tg.tensor(x2), tg.tensor(y))
     want = fn(tg.tensor(x2), tg.tensor(y))
     close(got, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# solve_triangular, pinv, lstsq, matrix_exp: shapes, fields, edge cases
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("driver", [None, "gelsy", "gelsd", "gelss", "gels"])
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((3, 3), (3, 1)),
+                                    ((2, 5, 3), (2, 5, 2)), ((1, 4, 2), (3, 4, 1)),
+                                    ((5, 3), (5,)), ((2, 4, 3), (2, 4)), ((5, 2), (5, 2)),
+                                    ((0, 3), (0, 2)), ((3, 0), (3, 2)), ((0, 0), (0, 2)),
+                                    ((0, 4, 2), (1, 4, 1))])
+def test_lstsq_fields_match_pytorch(driver, shapes):
+    """Which of residuals, rank and singular_values are filled, their shapes and dtypes and
+    values, per driver, for tall, wide, square, batched, vector and empty problems; the rank
+    of a rank-deficient matrix too (the (5, 2) case is of rank 1)."""
+    sa, sb = shapes
+    a = RNG.standard_normal(sa)
+    if sa == (5, 2):
+        a[:, 1] = 2.0 * a[:, 0]
+    b = RNG.standard_normal(sb)
+    got = tg.linalg.lstsq(tg.tensor(a), tg.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    assert type(got).__name__ == type(want).__name__ == "linalg_lstsq"
+    assert got._fields == ("solution", "residuals", "rank", "singular_values")
+    for g, w, field in zip(got, want, got._fields):
+        assert tuple(g.shape) == tuple(w.shape), field
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1], field
+        if field in ("solution", "residuals") and sa in ((5, 2), (3, 0)) and driver == "gels":
+            continue        # PyTorch's gels assumes full rank (see lstsq's docstring)
+        close(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_lstsq_rcond_decides_the_rank_as_pytorch():
+    a = np.diag([1.0, 1e-3, 1e-8])
+    b = np.ones((3, 1))
+    for rcond in (None, 1e-5, 1e-2):
+        for driver in ("gelsd", "gelss"):
+            got = tg.linalg.lstsq(tg.tensor(a), tg.tensor(b), rcond, driver=driver)
+            want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), rcond, driver=driver)
+            assert int(got.rank) == int(want.rank)
+            close(got.solution, want.solution, rtol=1e-9)
+
+
+def test_lstsq_node_names_and_results_without_a_gradient():
+    a = tg.tensor(TALL, requires_grad=True)
+    r = tg.linalg.lstsq(a, tg.tensor(B52[None]), driver="gelsd")
+    p = torch.linalg.lstsq(torch.tensor(TALL, requires_grad=True), torch.tensor(B52[None]),
+                           driver="gelsd")
+    for g, w in zip(r, p):
+        assert (g.grad_fn is None) == (w.grad_fn is None)
+        if w.grad_fn is not None:
+            assert type(g.grad_fn).__name__ == w.grad_fn.name() == "LinalgLstsqBackward0"
+    # gelsy's empty residuals are a node of PyTorch's too
+    empty = tg.linalg.lstsq(a, tg.tensor(B52[None])).residuals
+    assert tuple(empty.shape) == (0,) and type(empty.grad_fn).__name__ == "LinalgLstsqBackward0"
+    assert tg.linalg.lstsq(tg.tensor(TALL), tg.tensor(B52[None])).solution.grad_fn is None
+
+
+def test_lstsq_solution_and_residuals_together():
+    (tl, (x, res)), (pl, (xp, resp)) = both(
+        lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd")[:2], TALL, B52[None])
+    cx, cr = RNG.standard_normal(tuple(xp.shape)), RNG.standard_normal(tuple(resp.shape))
+    ((x * tg.tensor(cx)).sum() + (res * tg.tensor(cr)).sum()).backward()
+    ((xp * torch.tensor(cx)).sum() + (resp * torch.tensor(cr)).sum()).backward()
+    for a, b in zip(tl, pl):
+        close(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("name", ["solve_triangular", "pinv", "matrix_exp", "lstsq"])
+@pytest.mark.parametrize("batch", [(0,), (1,), (2, 1)])
+def test_batches_including_empty_ones_match_pytorch(name, batch):
+    n = 3
+    a = RNG.standard_normal(batch + (n, n)) + 3.0 * np.eye(n)
+    b = RNG.standard_normal(batch + (n, 2))
+    fns = {"solve_triangular": lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True),
+           "pinv": lambda m, a, b: m.linalg.pinv(a) @ b,
+           "matrix_exp": lambda m, a, b: m.linalg.matrix_exp(a) @ b,
+           "lstsq": lambda m, a, b: m.linalg.lstsq(a, b).solution}
+    check_against_torch(fns[name], a, b)
+
+
+@pytest.mark.parametrize("name", ["solve_triangular", "pinv", "matrix_exp", "lstsq"])
+def test_empty_matrices_match_pytorch(name):
+    fns = {"solve_triangular": (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False),
+                                [np.zeros((2, 0, 0)), np.zeros((2, 0, 3))]),
+           "pinv": (lambda m, a: m.linalg.pinv(a), [np.zeros((0, 3))]),
+           "matrix_exp": (lambda m, a: m.linalg.matrix_exp(a), [np.zeros((2, 0, 0))]),
+           "lstsq": (lambda m, a, b: m.linalg.lstsq(a, b).solution,
+                     [np.zeros((0, 3)), np.zeros((0, 2))])}
+    fn, arrays = fns[name]
+    (tl, to), (pl, po) = both(fn, *arrays)
+    close(to, po)
+    assert type(to.grad_fn).__name__ == po.grad_fn.name()
+    to.sum().backward()
+    po.sum().backward()
+    for a, b in zip(tl, pl):
+        close(a.grad, b.grad)
+
+
+def test_singular_triangular_matrix_gives_infs_as_pytorch():
+    a = np.array([[1.0, 0.0], [2.0, 0.0]])
+    got = tg.linalg.solve_triangular(tg.tensor(a), tg.tensor(np.ones((2, 1))), upper=False)
+    want = torch.linalg.solve_triangular(torch.tensor(a), torch.ones(2, 1, dtype=torch.float64),
+                                         upper=False)
+    close(got, want)
+    assert np.isinf(got._value[1, 0])
+
+
+def test_solve_triangular_reads_only_its_triangle():
+    noise = np.triu(RNG.standard_normal((3, 3)), 1)
+    for unit in (False, True):
+        low = np.tril(A3)
+        x = tg.linalg.solve_triangular(tg.tensor(low + noise), tg.tensor(B32), upper=False,
+                                       unitriangular=unit)
+        ref = tg.linalg.solve_triangular(tg.tensor(low), tg.tensor(B32), upper=False,
+                                         unitriangular=unit)
+        close(x, ref, rtol=0, atol=0)
+    a = tg.tensor(A3 + noise, requires_grad=True)
+    tg.linalg.solve_triangular(a, tg.tensor(B32), upper=False, unitriangular=True).sum().backward()
+    assert np.all(np.triu(a.grad._value) == 0.0)
+
+
+@pytest.mark.parametrize("name", ["solve_triangular", "solve_triangular right unit",
+                                  "pinv wide", "pinv tall", "matrix_exp", "lstsq",
+                                  "lstsq residuals"])
+def test_solve_pinv_lstsq_exp_gradients_match_central_differences(name):
+    x = tg.tensor(X9, requires_grad=True)
+    assert tg.testing.gradcheck(lambda t: SCALARS[name](tg, t), x)
+
+
+def test_pinv_hermitian_reads_the_lower_triangle():
+    sym = SPD + np.triu(RNG.standard_normal((3, 3)), 1)
+    got = tg.linalg.pinv(tg.tensor(sym), hermitian=True)
+    want = torch.linalg.pinv(torch.tensor(sym), hermitian=True)
+    close(got, want)
+
+
+def test_matrix_exp_matches_scipy():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    for scale in (1e-6, 0.1, 1.0, 10.0, 50.0):
+        a = scale * RNG.standard_normal((4, 4))
+        close(tg.linalg.matrix_exp(tg.tensor(a)), scipy_linalg.expm(a), rtol=1e-12,
+              atol=1e-300)
+
+
+def test_vmap_of_the_new_ops():
+    xs = AB.reshape(2, 9)
+
+    def fn(m, x):
+        a = x.reshape(3, 3)
+        return (m.linalg.matrix_exp(0.3 * a).sum() + m.linalg.pinv(a[:2]).sum()
+                + m.linalg.solve_triangular(a, a[:, :1], upper=True).sum()
+                + m.linalg.lstsq(a[:, :2], a[:, 2:]).solution.sum())
+    got = tg.vmap(lambda x: fn(tg, x))(tg.tensor(xs))
+    want = torch.vmap(lambda x: fn(torch, x))(torch.tensor(xs))
+    close(got, want)
+
+
+def test_saved_tape_with_the_new_ops_loads_and_runs(tmp_path):
+    def fn(x, y):
+        a = x.reshape(3, 3)
+        return (tg.linalg.solve_triangular(a, y, upper=True, left=False) ** 2).sum() + \
+            tg.linalg.pinv(a[:2]).sum() + tg.linalg.matrix_exp(0.5 * a).sum() + \
+            tg.linalg.lstsq(a, y.mT, driver="gelsd").solution.sum() + \
+            tg.linalg.lstsq(a[:, :2], y[0], driver="gelsd").residuals.sum()
+    compiled = tg.compile(fn)
+    y = RNG.standard_normal((3, 3))
+    compiled(tg.tensor(X9, requires_grad=True), tg.tensor(y))
+    path = tmp_path / "linalg_more.tape"
+    compiled.tape.save(path)
+    loaded = tg.load_tape(path)
+    x2 = (A3 + 0.2).reshape(-1)
+    close(loaded(tg.tensor(x2), tg.tensor(y)), fn(tg.tensor(x2), tg.tensor(y)))

@@ -293,6 +293,17 @@ FORWARD_EXAMPLES = {
     "linalg cholesky": (lambda x: tg.linalg.cholesky(x @ x.mT + tg.eye(2), upper=True),
                         [(2, 2)]),
     "linalg cross": (lambda x, y: tg.linalg.cross(x, y), [(2, 3), (2, 3)]),
+    "linalg solve_triangular": (lambda x, y: tg.linalg.solve_triangular(
+        x + 4.0 * tg.eye(2), y, upper=True), [(2, 2), (2, 3)]),
+    "linalg solve_triangular right unit": (lambda x, y: tg.linalg.solve_triangular(
+        x, y, upper=False, left=False, unitriangular=True), [(3, 3), (2, 3)]),
+    "linalg pinv": (lambda x: tg.linalg.pinv(x + 4.0 * tg.eye(2, 3)), [(2, 3)]),
+    "linalg pinv hermitian": (lambda x: tg.linalg.pinv(x + x.mT, hermitian=True), [(3, 3)]),
+    "linalg matrix_exp": (lambda x: tg.linalg.matrix_exp(x), [(3, 3)]),
+    "linalg lstsq": (lambda x, y: tg.linalg.lstsq(x + 4.0 * tg.eye(3, 2), y).solution,
+                     [(3, 2), (3, 2)]),
+    "linalg lstsq residuals": (lambda x, y: tg.linalg.lstsq(
+        x + 4.0 * tg.eye(3, 2), y, driver="gelsd").residuals, [(3, 2), (3, 2)]),
 }
 
 # scans and sorts (#16); sort's indices are guarded (a GUARD record), the rest recomputed

@@ -1,14 +1,14 @@
 """Linear algebra, spelled as ``torch.linalg``: solves, inverses, determinants, Cholesky
 factors, norms and products, batched over leading dimensions, float64 only.
 
-``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``cross`` and the decompositions
-``eigh``/``eigvalsh``, ``svd``/``svdvals`` and ``qr`` are ops of their own
-(``ops/linalg.py``), with PyTorch's node names (``LinalgSolveExBackward0``,
-``LinalgEighBackward0`` ...), PyTorch's reverse and forward rules, compiled replay, and
-differentiable backward passes for ``create_graph`` and ``hessian``.  The decompositions'
-values are NumPy's (LAPACK's signs); their vectors' gradients are those of PyTorch's
-formulas, inf or nan where eigenvalues or singular values repeat.  The norms and products
-are made of other ops.
+``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``cross``, ``solve_triangular``,
+``pinv``, ``lstsq``, ``matrix_exp`` and the decompositions ``eigh``/``eigvalsh``,
+``svd``/``svdvals`` and ``qr`` are ops of their own (``ops/linalg.py``), with PyTorch's node
+names (``LinalgSolveExBackward0``, ``LinalgEighBackward0`` ...), PyTorch's reverse and
+forward rules, compiled replay, and differentiable backward passes for ``create_graph`` and
+``hessian``.  The decompositions' values are NumPy's (LAPACK's signs); their vectors'
+gradients are those of PyTorch's formulas, inf or nan where eigenvalues or singular values
+repeat.  The norms and products are made of other ops.
 
 Example:
     >>> A = tg.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -35,7 +35,8 @@ from .tape import recording_tape, state
 
 __all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
            "vector_norm", "matrix_norm", "norm", "vecdot", "multi_dot", "matrix_power",
-           "eigvalsh", "eigh", "svdvals", "svd", "qr"]
+           "eigvalsh", "eigh", "svdvals", "svd", "qr",
+           "solve_triangular", "pinv", "lstsq", "matrix_exp"]
 __dir__ = public_dir(globals())
 
 
@@ -405,6 +406,289 @@ def _cross(a, b, dim, name):
     value = np.cross(np.broadcast_to(va, shape), np.broadcast_to(vb, shape), axis=d)
     return _record(K.LINALG_CROSS, [(a, shape), (b, shape)],
                    (math.prod(shape[:d]), math.prod(shape[d + 1:])), value)
+
+
+# ---- triangular solves, pseudo-inverses, least squares, the matrix exponential -------------
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """The solution X of ``A X = B`` (``X A = B`` with ``left=False``) for triangular A: only
+    its upper (``upper=True``) or lower triangle is read, and not its diagonal (taken as ones)
+    with ``unitriangular=True``.  A is ``(*, n, n)``, B ``(*, n, k)`` (``(*, k, n)`` for a
+    right solve), leading dims broadcast.  A zero on the diagonal gives infs and nans, as in
+    PyTorch (no error).
+
+    ``grad_fn``: ``<LinalgSolveTriangularBackward0>``; A's gradient lies in the triangle read.
+
+    Example:
+        >>> A = tg.tensor([[2.0, 0.0], [1.0, 4.0]])
+        >>> tg.linalg.solve_triangular(A, tg.tensor([[2.0], [9.0]]), upper=False)
+        tensor([[1.],
+                [2.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    name = "linalg.solve_triangular"
+    A, B = F.as_tensor_arg(A), F.as_tensor_arg(B)
+    va, vb = A._value, B._value
+    for t, which in ((va, "A"), (vb, "B")):
+        if t.ndim < 2:
+            raise RuntimeError(f"{name}: The input tensor {which} must have at least 2 "
+                               "dimensions.")
+    for t in (A, B):
+        if t._value.dtype.kind != "f":
+            raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for "
+                                      f"'{t.dtype.scalar_name}'")
+    if va.shape[-1] != va.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{va.shape[-2]} by {va.shape[-1]} matrices")
+    n = va.shape[-1]
+    rows, cols = vb.shape[-2:]
+    if (rows if left else cols) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({n}x{n} and {rows}x{cols})")
+    batch = broadcast_shape(vb.shape[:-2], va.shape[:-2])    # PyTorch's order, for its message
+    ea = np.broadcast_to(va.astype(np.float64), batch + (n, n))
+    eb = np.broadcast_to(vb.astype(np.float64), batch + (rows, cols))
+    # the left-sided form M Y = R: M = A^T, Y = X^T, R = B^T for a right solve
+    m = ea if left else np.swapaxes(ea, -1, -2)
+    r = eb if left else np.swapaxes(eb, -1, -2)
+    lower = (not upper) if left else bool(upper)
+    y = np.zeros(r.shape)
+    order = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(all="ignore"):
+        for i in order:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            acc = r[..., i, :] - np.einsum("...j,...jk->...k", m[..., i, done], y[..., done, :])
+            y[..., i, :] = acc if unitriangular else acc / m[..., i, i][..., None]
+    value = y if left else np.swapaxes(y, -1, -2)
+    k = cols if left else rows
+    return _record(K.LINALG_SOLVE_TRIANGULAR, [(A, batch + (n, n)), (B, batch + (rows, cols))],
+                   (math.prod(batch), n, k, int(bool(left)), int(bool(upper)),
+                    int(bool(unitriangular))), value)
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _tolerance_arg(x):
+    if x is None:
+        return None
+    if hasattr(x, "_value"):
+        if np.ndim(x._value) != 0:
+            raise NotImplementedError("tapegrad: linalg.pinv takes a number (or 0-d tensor) "
+                                      "as atol / rtol")
+        x = x._value
+    return float(x)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The pseudo-inverse (Moore-Penrose inverse) of each matrix in ``A`` (``(*, m, n)``;
+    result ``(*, n, m)``), from its singular value decomposition (the eigendecomposition of
+    the lower triangle with ``hermitian=True``).  Singular values at most
+    ``max(atol, rtol * largest)`` count as zero; without either, ``rtol`` is
+    ``eps * max(m, n)``, and 0 when only ``atol`` (> 0) is given.  ``rcond`` is ``rtol``.
+
+    ``grad_fn``: ``<LinalgPinvBackward0>``, PyTorch's formula in A and A^+ (no SVD is
+    differentiated: it holds at repeated and zero singular values).  Also ``tg.pinverse``
+    and ``Tensor.pinverse``.
+
+    Example:
+        >>> tg.linalg.pinv(tg.tensor([[1.0, 0.0], [0.0, 0.0]]))
+        tensor([[1., 0.],
+                [0., 0.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    if rcond is not None:
+        if rtol is not None or atol is not None:
+            raise TypeError("linalg_pinv(): give rcond or atol / rtol, not both")
+        atol, rtol = 0.0, rcond
+    A = F.as_tensor_arg(A)
+    v = A._value
+    if v.ndim < 2 or v.dtype.kind != "f":
+        raise RuntimeError(f"linalg.pinv({A.dtype.scalar_name}{{{list(v.shape)}}}): expected a "
+                           "tensor with 2 or more dimensions of float, double, cfloat or "
+                           "cdouble types")
+    atol, rtol = _tolerance_arg(atol), _tolerance_arg(rtol)
+    m, n = v.shape[-2:]
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and atol > 0) else _EPS * max(m, n)
+    atol = 0.0 if atol is None else atol
+    b = math.prod(v.shape[:-2])
+    value = np.zeros(v.shape[:-2] + (n, m))
+    if m and n and b:
+        with np.errstate(all="ignore"):
+            if hermitian:
+                sym = np.tril(v) + np.swapaxes(np.tril(v, -1), -1, -2)
+                w, vec = np.linalg.eigh(sym) if np.all(np.isfinite(v)) else (
+                    np.full(v.shape[:-1], np.nan), np.full(v.shape, np.nan))
+                tol = np.maximum(atol, rtol * np.max(np.abs(w), -1, keepdims=True))
+                winv = np.where(np.abs(w) > tol, 1.0 / np.where(w == 0, 1.0, w), 0.0)
+                value = (vec * winv[..., None, :]) @ np.swapaxes(vec, -1, -2)
+            else:
+                u, s, vh = _svd_or_nan(v)
+                tol = np.maximum(atol, rtol * s[..., :1])
+                sinv = np.where(s > tol, 1.0 / np.where(s == 0, 1.0, s), 0.0)
+                value = (np.swapaxes(vh, -1, -2) * sinv[..., None, :]) @ np.swapaxes(u, -1, -2)
+    return _record(K.LINALG_PINV, [(A, v.shape)],
+                   (b, m, n, int(bool(hermitian)), K.float_bits(atol), K.float_bits(rtol)),
+                   value)
+
+
+def _svd_or_nan(v):
+    """The thin SVD; nan factors for a matrix with an inf or nan (LAPACK would give nan)."""
+    if np.all(np.isfinite(v)):
+        return np.linalg.svd(v, full_matrices=False)
+    m, n = v.shape[-2:]
+    r = min(m, n)
+    u, s, vh = (np.zeros(v.shape[:-2] + t) for t in ((m, r), (r,), (r, n)))
+    flat = v.reshape((-1, m, n))
+    for i, mat in enumerate(flat):
+        idx = np.unravel_index(i, v.shape[:-2]) if v.ndim > 2 else ()
+        if np.all(np.isfinite(mat)):
+            u[idx], s[idx], vh[idx] = np.linalg.svd(mat, full_matrices=False)
+        else:
+            u[idx], s[idx], vh[idx] = np.nan, np.nan, np.nan
+    return u, s, vh
+
+
+def _ranks_and_singular_values(flat, rcond):
+    ranks = np.zeros(len(flat), dtype=np.int64)
+    sv = np.zeros((len(flat), min(flat.shape[-2:])))
+    with np.errstate(all="ignore"):
+        for i, a in enumerate(flat):
+            if sv.shape[1] and np.all(np.isfinite(a)):
+                sv[i] = np.linalg.svd(a, compute_uv=False)
+                ranks[i] = int(np.sum(sv[i] > rcond * sv[i][0]))
+            elif sv.shape[1]:
+                sv[i] = np.nan
+    return ranks, sv
+
+
+def matrix_exp(A):
+    """The matrix exponential of each square matrix in ``A`` (``(*, n, n)``): Pade
+    approximation with scaling and squaring.
+
+    ``grad_fn``: ``<LinalgMatrixExpBackward0>``; the gradient is the upper-right block of
+    the exponential of ``[[A^T, G], [0, A^T]]``, as PyTorch computes it.  Also
+    ``tg.matrix_exp`` and ``Tensor.matrix_exp``.
+
+    Example:
+        >>> tg.linalg.matrix_exp(tg.tensor([[0.0, 1.0], [0.0, 0.0]]))
+        tensor([[1.0000, 1.0000],
+                [0.0000, 1.0000]])
+    """
+    A = _matrix_arg(A, "linalg.matrix_exp")
+    v = A._value
+    n = v.shape[-1]
+    b = math.prod(v.shape[:-2])
+    value = np.zeros(v.shape)
+    if n:
+        flat = v.reshape((b, n, n))
+        value = np.array([K.expm_plain(np.ascontiguousarray(a)) for a in flat]).reshape(
+            v.shape)
+    return _record(K.LINALG_MATRIX_EXP, [(A, v.shape)], (b, n), value)
+
+
+_LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """``(solution, residuals, rank, singular_values)``: the least-squares solution X of
+    ``A X = B`` (the one of least norm where A is rank-deficient), A ``(*, m, n)`` and B
+    ``(*, m, k)`` or ``(*, m)``, leading dims broadcast.  Singular values below ``rcond``
+    (default ``eps * max(m, n)``) times the largest count as zero.
+
+    What is filled follows PyTorch's CPU drivers (default ``'gelsy'``): ``residuals`` (the
+    squared residual norm of each column) only for m > n, a driver other than ``'gelsy'``
+    and, except for ``'gels'``, A of full rank; ``rank`` except for ``'gels'``;
+    ``singular_values`` for ``'gelsd'`` and ``'gelss'``; the others are empty.  Every driver
+    gives the minimum-norm solution here (PyTorch's ``'gels'`` assumes full rank, and gives
+    zero residuals for an A of no columns).
+
+    ``grad_fn`` of the solution and residuals: ``<LinalgLstsqBackward0>``; the solution's
+    gradient is taken through A^+, as PyTorch's.
+
+    Example:
+        >>> A = tg.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+        >>> tg.linalg.lstsq(A, tg.tensor([[1.0], [2.0], [3.0]])).solution
+        tensor([[1.],
+                [2.]])
+    """
+    from .creation import tensor
+    name = "torch.linalg.lstsq"
+    A, B = F.as_tensor_arg(A), F.as_tensor_arg(B)
+    va, vb = A._value, B._value
+    if va.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if vb.ndim < 1:
+        raise RuntimeError(f"{name}: other must have at least 1 dimension.")
+    if va.dtype != vb.dtype:
+        raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {A.dtype.scalar_name} and other's dtype "
+                           f"{B.dtype.scalar_name}")
+    vector = va.ndim - vb.ndim
+    if not 0 <= vector <= 1:
+        raise RuntimeError(f"{name}: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
+    b2 = vb.shape + (1,) if vector else vb.shape
+    if va.shape[-2] != b2[-2]:
+        raise RuntimeError(f"{name}: input.size(-2) should match other.size("
+                           f"{-1 if vector else -2})")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"{name}: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                           "gelss)")
+    if va.dtype.kind != "f":
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    m, n = va.shape[-2:]
+    k = b2[-1]
+    batch = broadcast_shape(va.shape[:-2], b2[:-2])
+    if rcond is None:
+        rcond = _EPS * max(m, n)
+    rcond = float(rcond)
+    bsz = math.prod(batch)
+    ea = np.broadcast_to(va, batch + (m, n)).reshape((bsz, m, n))
+    eb = np.broadcast_to(vb.reshape(b2), batch + (m, k)).reshape((bsz, m, k))
+    r = min(m, n)
+    x = np.zeros((bsz, n, k))
+    ranks = np.zeros(bsz, dtype=np.int64)
+    sv = np.zeros((bsz, r))
+    with np.errstate(all="ignore"):
+        for i in range(bsz):
+            if m and n and k and np.all(np.isfinite(ea[i])) and np.all(np.isfinite(eb[i])):
+                x[i], _, ranks[i], sv[i] = np.linalg.lstsq(ea[i], eb[i], rcond=rcond)
+            elif m and n:
+                if not (np.all(np.isfinite(ea[i])) and np.all(np.isfinite(eb[i]))):
+                    x[i], sv[i] = np.nan, np.nan
+                else:
+                    sv[i] = np.linalg.svd(ea[i], compute_uv=False)
+                    ranks[i] = int(np.sum(sv[i] > rcond * sv[i][0])) if r else 0
+        res = np.sum((ea @ x - eb) ** 2, axis=-2)
+    # rank and singular values are A's own, of its batch (not the broadcast one)
+    own = math.prod(va.shape[:-2])
+    if own != bsz:
+        ranks, sv = _ranks_and_singular_values(va.reshape((own, m, n)), rcond)
+    with_res = m > n and driver != "gelsy" and (driver == "gels" or bool(np.all(ranks == n)))
+    aux = (bsz, m, n, k)
+    bits = K.float_bits(rcond)
+    inputs = [(A, batch + (m, n)), (B if not vector else F.unsqueeze(B, -1), batch + (m, k))]
+    sol_shape = batch + ((n,) if vector else (n, k))
+    solution = _record(K.LINALG_LSTSQ, inputs, aux + (0, bits), x.reshape(sol_shape))
+    if with_res:
+        residuals = _record(K.LINALG_LSTSQ, inputs, aux + (1, bits),
+                            res.reshape(batch + (k,)))
+    else:
+        residuals = _record(K.LINALG_LSTSQ, inputs, aux + (2, bits), np.zeros(0))
+    rank = tensor(ranks.reshape(va.shape[:-2])) if driver != "gels" else tensor(
+        np.zeros(0, dtype=np.int64))
+    if driver in ("gelsd", "gelss"):
+        singular = _plain(sv.reshape(va.shape[:-2] + (r,)))
+    else:
+        singular = _plain(np.zeros(0))
+    return _LstsqResult(solution, residuals, rank, singular)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -784,7 +1068,19 @@ def _trace(A):
     return F.sum(F.diagonal(A, 0, 0, 1))
 
 
+def _pinverse(input, rcond=1e-15):  # noqa: A002 - PyTorch's argument name
+    """The pseudo-inverse, as ``tg.linalg.pinv(input, rtol=rcond)`` (``atol`` 0).
+
+    Example:
+        >>> tg.pinverse(tg.tensor([[2.0, 0.0], [0.0, 0.0]]))
+        tensor([[0.5000, 0.0000],
+                [0.0000, 0.0000]])
+    """
+    return pinv(input, atol=0.0, rtol=rcond)
+
+
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
 _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slogdet,
-             "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace}
+             "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
+             "pinverse": _pinverse, "matrix_exp": matrix_exp}
 _METHODS = dict(_TOP_LEVEL)

@@ -1397,6 +1397,11 @@ def _aux_len(tape, r):
         return 4      # which output, B, n, upper: eigenvalues and vectors must not merge
     if code in (K.LINALG_SVD, K.LINALG_QR):
         return 5      # which output, B, m, n, full_matrices / mode
+    if code == K.LINALG_MATRIX_EXP:
+        return 2      # B, n
+    if code in (K.LINALG_SOLVE_TRIANGULAR, K.LINALG_PINV, K.LINALG_LSTSQ):
+        return 6      # B, n, k, left, upper, unit; B, m, n, hermitian, atol, rtol;
+                      # B, m, n, k, which output, rcond
     return 0
 
 

@@ -47,6 +47,8 @@ from .linalg import MATMUL, gemm, value_at  # noqa: F401
 from .linalg import (FACTORISATIONS, LINALG_CHOLESKY, LINALG_CROSS, LINALG_DET,  # noqa: F401
                      LINALG_EIGH, LINALG_INV, LINALG_QR, LINALG_SLOGDET, LINALG_SOLVE,
                      LINALG_SVD, qr_refusal)
+from .linalg import (LINALG_LSTSQ, LINALG_MATRIX_EXP, LINALG_PINV,  # noqa: F401
+                     LINALG_SOLVE_TRIANGULAR, expm_plain, float_bits)
 from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,  # noqa: F401
                         LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK,
                         VALUE_SELECTED)

@@ -1253,9 +1253,558 @@ LINALG_QR = declare(96, "LinalgQrBackward0", family=ARRAY, reads=READS_X0 | READ
                     check=_check_qr, masks=True, backward=qr_bwd, forward=qr_fwd,
                     tangent=qr_tan, curvature=None, graph=qr_graph)
 
+
+# =================================================================================================
+# Triangular solves, pseudo-inverses, least squares and the matrix exponential (opcodes 98, 99,
+# 107, 108).  A tolerance (a float) is kept in aux as its 64 bits: ``float_bits`` writes it,
+# ``_float_at`` reads it back.
+# =================================================================================================
+def float_bits(x):
+    """The int64 with the bits of float x (how a tolerance is stored in aux)."""
+    return int(np.array([x], dtype=np.float64).view(np.int64)[0])
+
+
+@inline
+def _float_at(aux, i):
+    return aux[i:i + 1].view(np.float64)[0]
+
+
+def _aux_of(out, count):
+    """The first ``count`` aux values of out's record (see ``_record_aux``)."""
+    tape, r = out._tape, out._r
+    return [int(v) for v in tape.aux[tape.ip[r]: tape.ip[r] + count]]
+
+
+def _mask(rows, cols, lower, unit):
+    """A constant (rows, cols) 0/1 mask of the lower (or upper) triangle, strict if unit."""
+    if lower:
+        return np.tril(np.ones((rows, cols)), -1 if unit else 0)
+    return np.triu(np.ones((rows, cols)), 1 if unit else 0)
+
+
+# --- solve_triangular: A X = B (left) or X A = B; aux = B, n, k, left, upper, unitriangular -----
+# As for solve, each rule works on the left-sided form M Y = R (M = A or A^T, ...); M is lower
+# triangular when A is lower and left, or A is upper and right.  Only M's triangle is read
+# (and not its diagonal when unitriangular): its gradient is projected onto that triangle.
+@inline
+def _tri_solve(m, rhs, lower, unit):
+    """m^-1 rhs by substitution, m triangular (only its triangle read); a zero pivot gives
+    inf or nan, as LAPACK's trsm."""
+    n, k = rhs.shape
+    x = np.empty((n, k))
+    for c in range(k):
+        for t in range(n):
+            i = t if lower else n - 1 - t
+            acc = rhs[i, c]
+            if lower:
+                for j in range(i):
+                    acc -= m[i, j] * x[j, c]
+            else:
+                for j in range(i + 1, n):
+                    acc -= m[i, j] * x[j, c]
+            x[i, c] = acc if unit else acc / m[i, i]
+    return x
+
+
+@inline
+def _project(g, lower, unit):
+    n = g.shape[0]
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if (j < i if lower else j > i) or (j == i and not unit):
+                out[i, j] = g[i, j]
+    return out
+
+
+@inline
+def _tri_dims(r, ip, aux):
+    left, upper = aux[ip[r] + 3] != 0, aux[ip[r] + 4] != 0
+    return (aux[ip[r]], aux[ip[r] + 1], aux[ip[r] + 2], left, upper == (not left),
+            aux[ip[r] + 5] != 0)
+
+
+@rule
+def tri_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n, k, left, lower, unit = _tri_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for b in range(b_n):
+        m = _oriented(_block(vals, voff[a0[r]], b, n, n), left)
+        rhs = _oriented(_block(vals, voff[a1[r]], b, rows, cols), left)
+        _store(vals, voff[r], b, _oriented(_tri_solve(m, rhs, lower, unit), left))
+
+
+@rule
+def tri_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+            beta1):
+    # Y = M^-1 R: gR = M^-T gY (M^T triangular the other way), gM = -gR Y^T on M's triangle
+    b_n, n, k, left, lower, unit = _tri_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for b in range(b_n):
+        mt = _oriented(_block(vals, voff[a0[r]], b, n, n), not left)
+        gy = _oriented(_block(grads, goff[r], b, rows, cols), left)
+        gr = _tri_solve(mt, gy, not lower, unit)
+        if need[a1[r]]:
+            _add_into(grads, goff[a1[r]], b, _oriented(gr, left))
+        if need[a0[r]]:
+            y = _oriented(_block(vals, voff[r], b, rows, cols), left)
+            gm = _project(-np.dot(gr, np.ascontiguousarray(y.T)), lower, unit)
+            _add_into(grads, goff[a0[r]], b, _oriented(gm, left))
+
+
+@rule
+def tri_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # dY = M^-1 (dR - dM Y), dM on M's triangle
+    b_n, n, k, left, lower, unit = _tri_dims(r, ip, aux)
+    if n == 0 or k == 0:
+        return
+    rows, cols = (n, k) if left else (k, n)
+    for bb in range(b_n):
+        m = _oriented(_block(vals, voff[a0[r]], bb, n, n), left)
+        acc = np.zeros((n, k))
+        if d1:
+            acc += _oriented(_block(tans, b + voff[a1[r]], bb, rows, cols), left)
+        if d0:
+            y = _oriented(_block(vals, voff[r], bb, rows, cols), left)
+            dm = _project(_oriented(_block(tans, b + voff[a0[r]], bb, n, n), left), lower, unit)
+            acc -= np.dot(dm, y)
+        _store(tans, b + voff[r], bb, _oriented(_tri_solve(m, acc, lower, unit), left))
+
+
+def tri_graph(F, g, x0, x1, out, c):
+    linalg = F.linalg
+    b, n, k, left, upper, unit = _aux_of(out, 6)
+    a = F.reshape(x0, b, n, n)
+    at = F.transpose(a, 1, 2)
+    mask = F._plain(_mask(n, n, not upper, unit))
+    if left:
+        gy, x = F.reshape(g, b, n, k), F.reshape(out, b, n, k)
+        gb = linalg.solve_triangular(at, gy, upper=not upper, unitriangular=bool(unit))
+        ga = F.neg(F.matmul(gb, F.transpose(x, 1, 2)))
+    else:
+        gy, x = F.reshape(g, b, k, n), F.reshape(out, b, k, n)
+        gb = linalg.solve_triangular(at, gy, upper=not upper, left=False,
+                                     unitriangular=bool(unit))
+        ga = F.neg(F.matmul(F.transpose(x, 1, 2), gb))
+    return F.reshape(F.mul(ga, mask), -1), F.reshape(gb, -1)
+
+
+def _check_tri(a, r, fail):
+    a.aux_span(r, a.ip[r], 6)
+    b, n, k = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 3])
+    if min(b, n, k) < 0 or b * n * n != a.size[a.a0[r]] or b * n * k != a.size[a.a1[r]] \
+            or b * n * k != a.size[r]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_SOLVE_TRIANGULAR = declare(
+    98, "LinalgSolveTriangularBackward0", family=ARRAY, arity=2, reads=READS_X0 | READS_OUT,
+    check=_check_tri, backward=tri_bwd, forward=tri_fwd, tangent=tri_tan, curvature=None,
+    graph=tri_graph)
+
+
+# --- pseudo-inverse: out (B, n, m) = A^+ of A (B, m, n); aux = B, m, n, hermitian, atol, rtol ----
+@inline
+def _pinv(a, atol, rtol, herm):
+    """A^+ from the SVD (the eigendecomposition of the lower triangle mirrored, if herm),
+    singular values (|eigenvalues|) at most max(atol, rtol * the largest) taken as 0."""
+    m, n = a.shape
+    out = np.zeros((n, m))
+    if m == 0 or n == 0:
+        return out
+    if not _finite(a):
+        return np.full((n, m), np.nan)
+    if herm:
+        w, v = np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+        tol = max(atol, rtol * np.max(np.abs(w)))
+        for i in range(n):
+            if abs(w[i]) > tol:
+                col = np.ascontiguousarray(v[:, i])
+                out += np.outer(col / w[i], col)
+        return out
+    u, s, vt = np.linalg.svd(np.ascontiguousarray(a), full_matrices=False)
+    tol = max(atol, rtol * s[0])
+    for i in range(min(m, n)):
+        if s[i] > tol:
+            out += np.outer(np.ascontiguousarray(vt[i, :]) / s[i], np.ascontiguousarray(u[:, i]))
+    return out
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+@inline
+def _default_pinv(a):
+    m, n = a.shape
+    return _pinv(a, 0.0, _EPS * max(m, n), False)
+
+
+@inline
+def _pinv_vjp(g, p, a):
+    """PyTorch's pinv_backward: the gradient of A for gradient g (n, m) of P = A^+, in the
+    products of the smaller of m and n (right also where A is rank-deficient)."""
+    m, n = a.shape
+    if m == 0 or n == 0:
+        return np.zeros((m, n))
+    gt = np.ascontiguousarray(g.T)
+    pt = np.ascontiguousarray(p.T)
+    if m <= n:
+        kk = np.dot(gt, p)
+        kpt = np.dot(kk, pt)
+        return (-np.ascontiguousarray(np.dot(p, kk).T) + kpt - np.dot(np.dot(a, p), kpt)
+                + np.dot(np.dot(pt, p), gt - np.dot(kk, a)))
+    kk = np.dot(p, gt)
+    ptk = np.dot(pt, kk)
+    return (-np.ascontiguousarray(np.dot(kk, p).T) + np.dot(np.dot(gt - np.dot(a, kk), p), pt)
+            + ptk - np.dot(np.dot(ptk, p), a))
+
+
+@inline
+def _pinv_jvp(da, p, a):
+    """dP = -P dA P + (I - P A) dA^T P^T P + P P^T dA^T (I - A P)."""
+    m, n = a.shape
+    if m == 0 or n == 0:
+        return np.zeros((n, m))
+    dat = np.ascontiguousarray(da.T)
+    pt = np.ascontiguousarray(p.T)
+    return (-np.dot(np.dot(p, da), p)
+            + np.dot(np.dot(np.eye(n) - np.dot(p, a), dat), np.dot(pt, p))
+            + np.dot(np.dot(np.dot(p, pt), dat), np.eye(m) - np.dot(a, p)))
+
+
+@inline
+def _pinv_dims(r, ip, aux):
+    i = ip[r]
+    return (aux[i], aux[i + 1], aux[i + 2], aux[i + 3] != 0, _float_at(aux, i + 4),
+            _float_at(aux, i + 5))
+
+
+@rule
+def pinv_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, m, n, herm, atol, rtol = _pinv_dims(r, ip, aux)
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, m, n), True)
+        _store(vals, voff[r], b, _pinv(a, atol, rtol, herm))
+
+
+@rule
+def pinv_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+             beta1):
+    b_n, m, n, herm, atol, rtol = _pinv_dims(r, ip, aux)
+    if m == 0 or n == 0:
+        return
+    for b in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], b, m, n), True)
+        p = _oriented(_block(vals, voff[r], b, n, m), True)
+        g = _oriented(_block(grads, goff[r], b, n, m), True)
+        _add_into(grads, goff[a0[r]], b, _pinv_vjp(g, p, a))
+
+
+@rule
+def pinv_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, m, n, herm, atol, rtol = _pinv_dims(r, ip, aux)
+    if m == 0 or n == 0:
+        return
+    for k in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], k, m, n), True)
+        p = _oriented(_block(vals, voff[r], k, n, m), True)
+        da = _oriented(_block(tans, b + voff[a0[r]], k, m, n), True)
+        _store(tans, b + voff[r], k, _pinv_jvp(da, p, a))
+
+
+def _pinv_vjp_graph(F, g, p, a):
+    """``_pinv_vjp`` in recorded ops, on (B, ...) handles."""
+    m, n = a._value.shape[-2:]
+    mm, t = F.matmul, (lambda x: F.transpose(x, 1, 2))
+    gt, pt = t(g), t(p)
+    if m <= n:
+        kk = mm(gt, p)
+        kpt = mm(kk, pt)
+        return F.add(F.sub(F.sub(kpt, t(mm(p, kk))), mm(mm(a, p), kpt)),
+                     mm(mm(pt, p), F.sub(gt, mm(kk, a))))
+    kk = mm(p, gt)
+    ptk = mm(pt, kk)
+    return F.sub(F.add(F.sub(mm(mm(F.sub(gt, mm(a, kk)), p), pt), t(mm(kk, p))), ptk),
+                 mm(mm(ptk, p), a))
+
+
+def pinv_graph(F, g, x0, x1, out, c):
+    b, m, n = _aux_of(out, 3)
+    if m == 0 or n == 0:
+        return F.mul(x0, 0.0), None
+    a, p = F.reshape(x0, b, m, n), F.reshape(out, b, n, m)
+    return F.reshape(_pinv_vjp_graph(F, F.reshape(g, b, n, m), p, a), -1), None
+
+
+def _check_pinv(a, r, fail):
+    a.aux_span(r, a.ip[r], 6)
+    b, m, n = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 3])
+    if min(b, m, n) < 0 or b * m * n != a.size[a.a0[r]] or b * m * n != a.size[r]:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_PINV = declare(99, "LinalgPinvBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
+                      check=_check_pinv, backward=pinv_bwd, forward=pinv_fwd, tangent=pinv_tan,
+                      curvature=None, graph=pinv_graph)
+
+
+# --- matrix exponential: out = exp(A); aux = B, n -------------------------------------------------
+# Pade approximant of degree 13 with scaling and squaring (Higham 2005).  Its derivatives are
+# the upper-right block of the exponential of [[X, D], [0, X]] (Mathias 1996): PyTorch's
+# backward, with X = A^T and D the incoming gradient; the forward rule with X = A, D = dA.
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+           1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
+           33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def expm_plain(a):
+    """exp(a) of one square C-ordered matrix; plain NumPy (the eager value), compiled as the
+    replay's ``_expm``."""
+    n = a.shape[0]
+    if n == 0:
+        return np.zeros((0, 0))
+    if not np.all(np.isfinite(a)):
+        return np.full((n, n), np.nan)
+    c = _PADE13
+    norm = np.max(np.sum(np.abs(a), axis=0))
+    s = 0
+    if norm > _THETA13:
+        s = int(np.ceil(np.log2(norm / _THETA13)))
+    x = a / 2.0 ** s
+    eye = np.eye(n)
+    x2 = np.dot(x, x)
+    x4 = np.dot(x2, x2)
+    x6 = np.dot(x4, x2)
+    u = np.dot(x, np.dot(x6, c[13] * x6 + c[11] * x4 + c[9] * x2)
+               + c[7] * x6 + c[5] * x4 + c[3] * x2 + c[1] * eye)
+    v = np.dot(x6, c[12] * x6 + c[10] * x4 + c[8] * x2) + c[6] * x6 + c[4] * x4 \
+        + c[2] * x2 + c[0] * eye
+    e = np.ascontiguousarray(np.linalg.solve(v - u, v + u))
+    for _ in range(s):
+        e = np.dot(e, e)
+    return e
+
+
+_expm = inline(expm_plain)
+
+
+@inline
+def _expm_block(x, d):
+    """The upper-right block of exp([[x, d], [0, x]])."""
+    n = x.shape[0]
+    big = np.zeros((2 * n, 2 * n))
+    big[:n, :n] = x
+    big[n:, n:] = x
+    big[:n, n:] = d
+    return np.ascontiguousarray(_expm(big)[:n, n:])
+
+
+@rule
+def expm_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for b in range(b_n):
+        _store(vals, voff[r], b, _expm(_oriented(_block(vals, voff[a0[r]], b, n, n), True)))
+
+
+@rule
+def expm_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+             beta1):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for b in range(b_n):
+        at = _oriented(_block(vals, voff[a0[r]], b, n, n), False)
+        g = _oriented(_block(grads, goff[r], b, n, n), True)
+        _add_into(grads, goff[a0[r]], b, _expm_block(at, g))
+
+
+@rule
+def expm_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, n = aux[ip[r]], aux[ip[r] + 1]
+    if n == 0:
+        return
+    for k in range(b_n):
+        a = _oriented(_block(vals, voff[a0[r]], k, n, n), True)
+        da = _oriented(_block(tans, b + voff[a0[r]], k, n, n), True)
+        _store(tans, b + voff[r], k, _expm_block(a, da))
+
+
+def expm_graph(F, g, x0, x1, out, c):
+    b, n = _aux_of(out, 2)
+    if n == 0:
+        return F.mul(x0, 0.0), None
+    at = F.transpose(F.reshape(x0, b, n, n), 1, 2)
+    zero = F._plain(np.zeros((b, n, n)))
+    big = F.cat([F.cat([at, F.reshape(g, b, n, n)], 2), F.cat([zero, at], 2)], 1)
+    e = F.linalg.matrix_exp(big)
+    return F.reshape(F.narrow(F.narrow(e, 1, 0, n), 2, n, n), -1), None
+
+
+LINALG_MATRIX_EXP = declare(107, "LinalgMatrixExpBackward0", family=ARRAY, reads=READS_X0,
+                            check=_check_square(2, True), backward=expm_bwd, forward=expm_fwd,
+                            tangent=expm_tan, curvature=None, graph=expm_graph)
+
+
+# --- least squares: A (B, m, n), B (B, m, k); aux = B, m, n, k, which, rcond ----------------------
+# which 0: the solution X (B, n, k), the minimum-norm least-squares solution; which 1: the
+# residuals (B, k), |A X - B|^2 by column (where A is tall and of full rank); which 2: the
+# empty residuals PyTorch gives otherwise (a node with no values: every rule does nothing).
+# PyTorch's gradients: X's through A^+ (the default tolerance), X = A^+ B; the residuals'
+# 2 (A X - B) X^T and -2 (A X - B) by column (A^T (A X - B) = 0: X's own change adds nothing).
+@inline
+def _lstsq(a, rhs, rcond):
+    m, n = a.shape
+    k = rhs.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return np.zeros((n, k))
+    if not (_finite(a) and _finite(rhs)):
+        return np.full((n, k), np.nan)
+    x, res, rank, sv = np.linalg.lstsq(a, rhs, rcond)
+    return np.ascontiguousarray(x)
+
+
+@inline
+def _lstsq_dims(r, ip, aux):
+    i = ip[r]
+    return aux[i], aux[i + 1], aux[i + 2], aux[i + 3], aux[i + 4], _float_at(aux, i + 5)
+
+
+@inline
+def _lstsq_operands(vals, voff, a0, a1, r, b, m, n, k):
+    a = _oriented(_block(vals, voff[a0[r]], b, m, n), True)
+    rhs = _oriented(_block(vals, voff[a1[r]], b, m, k), True)
+    return a, rhs
+
+
+@rule
+def lstsq_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    b_n, m, n, k, which, rcond = _lstsq_dims(r, ip, aux)
+    if which == 2:
+        return
+    for b in range(b_n):
+        a, rhs = _lstsq_operands(vals, voff, a0, a1, r, b, m, n, k)
+        x = _lstsq(a, rhs, rcond)
+        if which == 0:
+            _store(vals, voff[r], b, x)
+        else:
+            res = np.dot(a, x) - rhs
+            for j in range(k):
+                vals[voff[r] + b * k + j] = np.sum(res[:, j] * res[:, j])
+
+
+@rule
+def lstsq_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1):
+    b_n, m, n, k, which, rcond = _lstsq_dims(r, ip, aux)
+    if which == 2:
+        return
+    if m == 0 or n == 0 or k == 0:
+        if which == 1 and need[a1[r]]:
+            for b in range(b_n):    # no unknowns: the residuals are |B|^2
+                rhs = _oriented(_block(vals, voff[a1[r]], b, m, k), True)
+                g = grads[goff[r] + b * k: goff[r] + (b + 1) * k]
+                _add_into(grads, goff[a1[r]], b, 2.0 * rhs * g.reshape((1, k)))
+        return
+    for b in range(b_n):
+        a, rhs = _lstsq_operands(vals, voff, a0, a1, r, b, m, n, k)
+        if which == 0:
+            p = _default_pinv(a)
+            gx = _oriented(_block(grads, goff[r], b, n, k), True)
+            if need[a0[r]]:
+                _add_into(grads, goff[a0[r]], b,
+                          _pinv_vjp(np.dot(gx, np.ascontiguousarray(rhs.T)), p, a))
+            if need[a1[r]]:
+                _add_into(grads, goff[a1[r]], b, np.dot(np.ascontiguousarray(p.T), gx))
+        else:
+            x = _lstsq(a, rhs, rcond)
+            g = grads[goff[r] + b * k: goff[r] + (b + 1) * k].reshape((1, k))
+            res = 2.0 * (np.dot(a, x) - rhs) * g
+            if need[a0[r]]:
+                _add_into(grads, goff[a0[r]], b, np.dot(res, np.ascontiguousarray(x.T)))
+            if need[a1[r]]:
+                _add_into(grads, goff[a1[r]], b, -res)
+
+
+@rule
+def lstsq_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    b_n, m, n, k, which, rcond = _lstsq_dims(r, ip, aux)
+    if which == 2:
+        return
+    width = k if which else n * k
+    for bb in range(b_n):
+        a, rhs = _lstsq_operands(vals, voff, a0, a1, r, bb, m, n, k)
+        da = np.zeros((m, n))
+        drhs = np.zeros((m, k))
+        if d0:
+            da = _oriented(_block(tans, b + voff[a0[r]], bb, m, n), True)
+        if d1:
+            drhs = _oriented(_block(tans, b + voff[a1[r]], bb, m, k), True)
+        t0 = b + voff[r] + bb * width
+        if m == 0 or n == 0 or k == 0:
+            if which == 1:
+                for j in range(k):    # no unknowns: the residuals are |B|^2
+                    tans[t0 + j] = 2.0 * np.sum(rhs[:, j] * drhs[:, j])
+            else:
+                tans[t0: t0 + width] = 0.0
+            continue
+        if which == 0:
+            p = _default_pinv(a)
+            dx = np.dot(_pinv_jvp(da, p, a), rhs) + np.dot(p, drhs)
+            tans[t0: t0 + width] = dx.reshape(width)
+        else:
+            x = _lstsq(a, rhs, rcond)
+            res = np.dot(a, x) - rhs
+            move = np.dot(da, x) - drhs
+            for j in range(k):
+                tans[t0 + j] = 2.0 * np.sum(res[:, j] * move[:, j])
+
+
+def lstsq_graph(F, g, x0, x1, out, c):
+    linalg = F.linalg
+    b, m, n, k, which = _aux_of(out, 5)
+    if which == 2:
+        return None, None
+    a, rhs = F.reshape(x0, b, m, n), F.reshape(x1, b, m, k)
+    if m == 0 or n == 0 or k == 0:
+        if which == 0:
+            return F.mul(x0, 0.0), F.mul(x1, 0.0)
+        return F.mul(x0, 0.0), F.reshape(F.mul(F.mul(rhs, F.reshape(g, b, 1, k)), 2.0), -1)
+    p = linalg.pinv(a)
+    if which == 0:
+        gx = F.reshape(g, b, n, k)
+        ga = _pinv_vjp_graph(F, F.matmul(gx, F.transpose(rhs, 1, 2)), p, a)
+        gb = F.matmul(F.transpose(p, 1, 2), gx)
+        return F.reshape(ga, -1), F.reshape(gb, -1)
+    x = F.matmul(p, rhs)
+    res = F.mul(F.sub(F.matmul(a, x), rhs), F.mul(F.reshape(g, b, 1, k), 2.0))
+    return F.reshape(F.matmul(res, F.transpose(x, 1, 2)), -1), F.reshape(F.neg(res), -1)
+
+
+def _check_lstsq(a, r, fail):
+    a.aux_span(r, a.ip[r], 6)
+    b, m, n, k, which = (int(x) for x in a.aux[a.ip[r]: a.ip[r] + 5])
+    expected = {0: b * n * k, 1: b * k, 2: 0}.get(which)
+    if min(b, m, n, k) < 0 or expected is None or b * m * n != a.size[a.a0[r]] or \
+            b * m * k != a.size[a.a1[r]] or a.size[r] != expected:
+        fail(f"record {r}: matrix sizes do not match")
+
+
+LINALG_LSTSQ = declare(108, "LinalgLstsqBackward0", family=ARRAY, arity=2,
+                       reads=READS_X0 | READS_X1, check=_check_lstsq, backward=lstsq_bwd,
+                       forward=lstsq_fwd, tangent=lstsq_tan, curvature=None, graph=lstsq_graph)
+
 # the LAPACK-backed ops: factorisations and decompositions of batches of matrices, aux their
 # shapes and flags
 FACTORISATIONS = frozenset({LINALG_INV, LINALG_SOLVE, LINALG_DET, LINALG_SLOGDET,
-                            LINALG_CHOLESKY, LINALG_EIGH, LINALG_SVD, LINALG_QR})
+                            LINALG_CHOLESKY, LINALG_EIGH, LINALG_SVD, LINALG_QR,
+                            LINALG_SOLVE_TRIANGULAR, LINALG_PINV, LINALG_MATRIX_EXP,
+                            LINALG_LSTSQ})
 
 constants(globals())
