@@ -1320,6 +1320,27 @@ ENTRIES = [
     lambda L: L.eye(2, dtype=L.int64).inverse(),
     lambda L: L.nn.functional.pad(L.tensor(V), (1,)),
     lambda L: L.topk(L.tensor(V), 5),
+    # linalg added since the table was written, and in-place shape changes
+    lambda L: L.tensor(V).clone().unsqueeze_(0),
+    lambda L: L.tensor(X).clone().t_(),
+    lambda L: L.cholesky_solve(L.tensor(X), L.linalg.cholesky(L.tensor(SPD))),
+    lambda L: L.linalg.pinv(L.tensor(X)),
+    lambda L: L.linalg.matrix_rank(L.tensor(X)),
+    lambda L: L.linalg.lstsq(L.tensor(Y).t(), L.tensor(np.arange(10.).reshape(5, 2))).solution,
+    lambda L: L.linalg.eigvalsh(L.tensor(SPD)),
+    lambda L: L.linalg.svdvals(L.tensor(X)),
+    lambda L: L.linalg.matrix_exp(L.tensor(SPD) / 10),
+    lambda L: L.linalg.solve_triangular(L.tensor(SPD).tril(), L.tensor(X), upper=False),
+    lambda L: L.linalg.matrix_rank(L.tensor([[1.0, 2.0], [2.0, 4.0]])),
+    lambda L: L.linalg.matrix_rank(L.tensor(V)),
+    lambda L: L.cholesky_solve(L.tensor(V), L.tensor(SPD)),
+    lambda L: L.special.i0(L.tensor(V)),
+    lambda L: L.special.i1e(L.tensor(X)),
+    lambda L: L.tensor(X).clone().squeeze_(),
+    lambda L: L.tensor(X).H,
+    lambda L: L.nn.functional.binary_cross_entropy(L.tensor([0.0, 1.0, 0.5]),
+                                                   L.tensor([0.0, 1.0, 1.0]),
+                                                   reduction="none"),
 ]
 
 # Known to differ (see report): entries taken out of ENTRIES because tapegrad's outcome
@@ -1333,30 +1354,6 @@ ENTRIES = [
 #       why: documented (README): .float() is float64 here, float32 in PyTorch
 #       tapegrad: ('python', 'bool', True)
 #       PyTorch:  ('python', 'bool', False)
-#   lambda L: L.tensor(V).clone().unsqueeze_(0)
-#       why: in-place view ops unsqueeze_/t_ are not there yet
-#       tapegrad: ('error', 'AttributeError', "'Tensor' object has no attribute 'unsqueeze_'")
-#       PyTorch:  ('tensor', 'float64', (1, 4), (-0.15922500991447772, 0.5408455846858077, 0.2146591225063409, 0.3553727090399214), False,...
-#   lambda L: L.tensor(X).clone().t_()
-#       why: in-place view ops unsqueeze_/t_ are not there yet
-#       tapegrad: ('error', 'AttributeError', "'Tensor' object has no attribute 't_'")
-#       PyTorch:  ('tensor', 'float64', (4, 3), (0.1257302210933933, -0.535669373161111, -0.7037352358069926, -0.1321048632913019, 0.36159...
-#   lambda L: L.cholesky_solve(L.tensor(X), L.linalg.cholesky(L.tensor(SPD)))
-#       why: not there yet (linalg.py, edited by another worker)
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad' has no attribute 'cholesky_solve'")
-#       PyTorch:  ('tensor', 'float64', (3, 4), (0.02238380209567581, 0.05672316768157257, 0.182655158750303, 0.060210149983106524, -0.120...
-#   lambda L: L.linalg.pinv(L.tensor(X))
-#       why: not there yet (linalg.py, edited by another worker)
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.linalg' has no attribute 'pinv'")
-#       PyTorch:  ('tensor', 'float64', (4, 3), (1.046698532658251, -0.5589812380213051, -0.34194686834156984, -1.1980912749149841, 0.2860...
-#   lambda L: L.linalg.matrix_rank(L.tensor(X))
-#       why: not there yet (linalg.py, edited by another worker)
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.linalg' has no attribute 'matrix_rank'")
-#       PyTorch:  ('tensor', 'int64', (), (3,), False, None)
-#   lambda L: L.linalg.lstsq(L.tensor(Y).t(), L.tensor(np.arange(10.).reshape(5, 2))).solution
-#       why: not there yet (linalg.py, edited by another worker)
-#       tapegrad: ('error', 'AttributeError', "module 'tapegrad.linalg' has no attribute 'lstsq'")
-#       PyTorch:  ('tensor', 'float64', (4, 2), (1.0109029892283616, 0.804840355173357, 5.351205774543882, 6.029666055744691, 0.3498711300...
 #   lambda L: L.nn.functional.unfold(L.tensor(IMG), kernel_size=2).shape
 #       why: not there yet
 #       tapegrad: ('error', 'AttributeError', "module 'tapegrad.nn.functional' has no attribute 'unfold'")

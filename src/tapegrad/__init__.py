@@ -75,7 +75,8 @@ from .linalg import _TOP_LEVEL as _LINALG_TOP  # noqa: E402
 det, inverse, logdet, slogdet = (_LINALG_TOP[k] for k in ("det", "inverse", "logdet", "slogdet"))
 cholesky, cross, trace = (_LINALG_TOP[k] for k in ("cholesky", "cross", "trace"))
 matrix_power = linalg.matrix_power
-pinverse, matrix_exp = (_LINALG_TOP[k] for k in ("pinverse", "matrix_exp"))
+pinverse, matrix_exp, cholesky_solve = (_LINALG_TOP[k] for k in ("pinverse", "matrix_exp",
+                                                                 "cholesky_solve"))
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402

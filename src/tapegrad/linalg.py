@@ -36,7 +36,7 @@ from .tape import recording_tape, state
 __all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
            "vector_norm", "matrix_norm", "norm", "vecdot", "multi_dot", "matrix_power",
            "eigvalsh", "eigh", "svdvals", "svd", "qr",
-           "solve_triangular", "pinv", "lstsq", "matrix_exp"]
+           "solve_triangular", "pinv", "lstsq", "matrix_exp", "matrix_rank"]
 __dir__ = public_dir(globals())
 
 
@@ -1079,8 +1079,69 @@ def _pinverse(input, rcond=1e-15):  # noqa: A002 - PyTorch's argument name
     return pinv(input, atol=0.0, rtol=rcond)
 
 
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values of each matrix in A above ``max(atol, rtol * s_max)``
+    (int64, no gradient).  With neither tolerance given, ``rtol`` is ``eps * max(m, n)``; with
+    only ``atol`` (nonzero), ``rtol`` is 0.  ``hermitian=True``: eigenvalues of the lower
+    triangle, in absolute value.  In a compiled call the values are read (a guard).
+
+    Example:
+        >>> tg.linalg.matrix_rank(tg.tensor([[1.0, 2.0], [2.0, 4.0]]))
+        tensor(1)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(A)
+    if A._value.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at "
+                           "least 2 dimensions.")
+    F.read_value(A, "linalg.matrix_rank()")
+    v = np.asarray(A._value, dtype=np.float64)
+    m, n = v.shape[-2:]
+    if hermitian:
+        s = np.abs(np.linalg.eigvalsh(v)) if m * n else np.zeros(v.shape[:-1])
+    else:
+        s = np.linalg.svd(v, compute_uv=False) if m * n else np.zeros(v.shape[:-2] + (0,))
+    if rtol is None:
+        rtol = np.finfo(np.float64).eps * max(m, n) if not atol else 0.0
+    s_max = s.max(axis=-1, initial=0.0)
+    tol = np.maximum(0.0 if atol is None else atol, rtol * s_max)
+    return _plain(np.asarray((s > tol[..., None]).sum(axis=-1), dtype=np.int64))
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """The solution X of ``A X = B`` given A's Cholesky factor L (``A = L L^T``, or
+    ``A = U^T U`` with ``upper=True``): two triangular solves, batched and broadcast as
+    ``linalg.solve_triangular``.  Made of those solves, so its ``grad_fn`` is
+    ``<LinalgSolveTriangularBackward0>`` (PyTorch's is ``CholeskySolveBackward0``).
+
+    Example:
+        >>> L = tg.tensor([[2.0, 0.0], [1.0, 1.0]])
+        >>> tg.cholesky_solve(tg.tensor([[4.0], [3.0]]), L)
+        tensor([[1.],
+                [0.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    B, L = F.as_tensor_arg(B), F.as_tensor_arg(L)
+    for name, t in (("b", B), ("u", L)):
+        if t._value.ndim < 2:
+            raise RuntimeError(f"{name} should have at least 2 dimensions, but has "
+                               f"{t._value.ndim} dimensions instead")
+    n, k = L._value.shape[-1], B._value.shape[-2:]
+    if L._value.shape[-2] != n or k[0] != n:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{L._value.shape[-2]} by {n} but each b matrix is {k[0]} by {k[1]}")
+    if upper:
+        y = solve_triangular(L.mT, B, upper=False)
+        return solve_triangular(L, y, upper=True)
+    y = solve_triangular(L, B, upper=False)
+    return solve_triangular(L.mT, y, upper=True)
+
+
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
 _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slogdet,
              "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
-             "pinverse": _pinverse, "matrix_exp": matrix_exp}
+             "pinverse": _pinverse, "matrix_exp": matrix_exp,
+             "cholesky_solve": cholesky_solve}
 _METHODS = dict(_TOP_LEVEL)
