@@ -1401,10 +1401,10 @@ def _check_tri(a, r, fail):
         fail(f"record {r}: matrix sizes do not match")
 
 
-LINALG_SOLVE_TRIANGULAR = declare(
-    98, "LinalgSolveTriangularBackward0", family=ARRAY, arity=2, reads=READS_X0 | READS_OUT,
-    check=_check_tri, backward=tri_bwd, forward=tri_fwd, tangent=tri_tan, curvature=None,
-    graph=tri_graph)
+LINALG_SOLVE_TRIANGULAR = declare(98, "LinalgSolveTriangularBackward0", family=ARRAY,
+                                  arity=2, reads=READS_X0 | READS_OUT, check=_check_tri,
+                                  backward=tri_bwd, forward=tri_fwd, tangent=tri_tan,
+                                  curvature=None, graph=tri_graph)
 
 
 # --- pseudo-inverse: out (B, n, m) = A^+ of A (B, m, n); aux = B, m, n, hermitian, atol, rtol ----
