@@ -399,6 +399,7 @@ _OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__xor__", "__lshift__", "__rshift__", "__mod__", "__rmod__", "__floordiv__",
               "__rfloordiv__")
 _OPERANDS = (Tensor, numbers.Number, np.ndarray, np.generic)
+_PLAIN_OPERANDS = frozenset({Tensor, float, int, bool})
 
 
 def _operator(fn):
@@ -406,9 +407,11 @@ def _operator(fn):
     number or a NumPy array, as PyTorch's do: ``x + "a"`` and ``x + [1, 2]`` raise Python's
     TypeError, ``x == None`` is False."""
     def method(self, other):
-        if not isinstance(other, _OPERANDS):
-            return NotImplemented
-        return fn(self, other)
+        # exact types first: isinstance with numbers.Number (an ABC) costs more than the rest
+        # of the check, and x * 2.0 is the hot path of scalar code
+        if other.__class__ in _PLAIN_OPERANDS or isinstance(other, _OPERANDS):
+            return fn(self, other)
+        return NotImplemented
     method.__name__ = getattr(fn, "__name__", "operator")
     return method
 
