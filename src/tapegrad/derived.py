@@ -2173,11 +2173,7 @@ def vdot(input, other):  # noqa: A002
         >>> tg.vdot(tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]))
         tensor(11.)
     """
-    a, b = _tensor(input), _tensor(other)
-    if a._value.ndim != 1 or b._value.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a._value.ndim}D and "
-                           f"{b._value.ndim}D tensors")
-    return dot(a, b)
+    return dot(input, other)   # (PyTorch's vdot raises dot's errors too)
 
 
 def cartesian_prod(*tensors):
