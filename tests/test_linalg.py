@@ -915,3 +915,38 @@ def test_saved_tape_with_the_new_ops_loads_and_runs(tmp_path):
     loaded = tg.load_tape(path)
     x2 = (A3 + 0.2).reshape(-1)
     close(loaded(tg.tensor(x2), tg.tensor(y)), fn(tg.tensor(x2), tg.tensor(y)))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("b_shape", [(3, 2), (2, 3, 1)])
+def test_cholesky_solve_values_and_gradients_match_torch(upper, b_shape):
+    rng = np.random.default_rng(41)
+    m = rng.standard_normal((3, 3))
+    factor = np.linalg.cholesky(m @ m.T + 3 * np.eye(3))
+    factor = factor.T.copy() if upper else factor
+    b = rng.standard_normal(b_shape)
+    (tl, to), (pl, po) = both(lambda lib, b_, f_: lib.cholesky_solve(b_, f_, upper=upper),
+                              b, factor)
+    close(to, po, rtol=1e-13)
+    # a solve with the product of the factors here (README "what differs"), one
+    # CholeskySolveBackward0 there
+    assert to.grad_fn.name() == "LinalgSolveExBackward0"
+    cot = rng.standard_normal(tuple(po.shape))
+    to.backward(tg.tensor(cot))
+    po.backward(torch.tensor(cot))
+    for a, b_ in zip(tl, pl):
+        close(a.grad, b_.grad, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"hermitian": True}, {"atol": 0.5}, {"rtol": 0.3},
+                                    {"atol": 0.1, "rtol": 0.2}])
+def test_matrix_rank_matches_torch(kwargs):
+    rng = np.random.default_rng(43)
+    low = rng.standard_normal((2, 4, 2)) @ rng.standard_normal((2, 2, 4))
+    spread = np.diag([3.0, 1.0, 0.4, 1e-9])
+    for a in (low, low @ low.transpose(0, 2, 1), spread, np.zeros((0, 3)), np.zeros((2, 3, 0))):
+        if kwargs.get("hermitian") and a.shape[-1] != a.shape[-2]:
+            continue
+        got = tg.linalg.matrix_rank(tg.tensor(a), **kwargs)
+        want = torch.linalg.matrix_rank(torch.tensor(a), **kwargs)
+        assert got.dtype == tg.int64 and got.tolist() == want.tolist(), (a.shape, kwargs)

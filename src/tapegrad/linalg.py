@@ -1111,9 +1111,12 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def cholesky_solve(B, L, upper=False, *, out=None):
     """The solution X of ``A X = B`` given A's Cholesky factor L (``A = L L^T``, or
-    ``A = U^T U`` with ``upper=True``): two triangular solves, batched and broadcast as
-    ``linalg.solve_triangular``.  Made of those solves, so its ``grad_fn`` is
-    ``<LinalgSolveTriangularBackward0>`` (PyTorch's is ``CholeskySolveBackward0``).
+    ``A = U^T U`` with ``upper=True``), batched and broadcast.
+
+    Recorded as ``linalg.solve(L L^T, B)``: that composite's gradient for the factor is
+    PyTorch's, ``-(G X^T + X G^T) L`` with ``G = A^-T dX``, a full matrix (two triangular
+    solves would give only its triangle).  Its ``grad_fn`` is ``<LinalgSolveExBackward0>``
+    (PyTorch's ``CholeskySolveBackward0``), and its values agree with PyTorch's to rounding.
 
     Example:
         >>> L = tg.tensor([[2.0, 0.0], [1.0, 1.0]])
@@ -1132,11 +1135,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     if L._value.shape[-2] != n or k[0] != n:
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
                            f"{L._value.shape[-2]} by {n} but each b matrix is {k[0]} by {k[1]}")
-    if upper:
-        y = solve_triangular(L.mT, B, upper=False)
-        return solve_triangular(L, y, upper=True)
-    y = solve_triangular(L, B, upper=False)
-    return solve_triangular(L.mT, y, upper=True)
+    A = L.mT @ L if upper else L @ L.mT
+    return solve(A, B)
 
 
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
