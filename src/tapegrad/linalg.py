@@ -1120,9 +1120,9 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
     Example:
         >>> L = tg.tensor([[2.0, 0.0], [1.0, 1.0]])
-        >>> tg.cholesky_solve(tg.tensor([[4.0], [3.0]]), L)
-        tensor([[1.],
-                [0.]])
+        >>> tg.cholesky_solve(tg.tensor([[4.0], [3.0]]), L)   # A = [[4, 2], [2, 2]]
+        tensor([[0.5000],
+                [1.0000]])
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
