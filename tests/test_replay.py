@@ -298,6 +298,12 @@ FORWARD_EXAMPLES = {
     "linalg solve_triangular right unit": (lambda x, y: tg.linalg.solve_triangular(
         x, y, upper=False, left=False, unitriangular=True), [(3, 3), (2, 3)]),
     "linalg pinv": (lambda x: tg.linalg.pinv(x + 4.0 * tg.eye(2, 3)), [(2, 3)]),
+    # the decompositions, through functions that do not depend on the vectors' signs
+    "linalg eigh": (lambda x: tg.linalg.eigh(x + x.mT).eigenvectors ** 2
+                    + tg.linalg.eigvalsh(x + x.mT), [(3, 3)]),
+    "linalg svd": (lambda x: tg.linalg.svd(x, full_matrices=False).U ** 2
+                   * tg.linalg.svdvals(x), [(3, 2)]),
+    "linalg qr": (lambda x: tg.linalg.qr(x).R ** 2 + tg.linalg.qr(x).Q[:2] ** 2, [(3, 2)]),
     "linalg pinv hermitian": (lambda x: tg.linalg.pinv(x + x.mT, hermitian=True), [(3, 3)]),
     "linalg matrix_exp": (lambda x: tg.linalg.matrix_exp(x), [(3, 3)]),
     "linalg lstsq": (lambda x, y: tg.linalg.lstsq(x + 4.0 * tg.eye(3, 2), y).solution,

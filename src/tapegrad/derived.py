@@ -2000,6 +2000,9 @@ def is_nonzero(input):  # noqa: A002
     return bool(x)
 
 
+_chain_matmul_warned = False
+
+
 def chain_matmul(*matrices):
     """The product of the matrices, left to right.
 
@@ -2011,9 +2014,13 @@ def chain_matmul(*matrices):
         tapegrad.Size([2, 3])
     """
     import warnings
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
-                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two "
-                  "or more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    global _chain_matmul_warned
+    if not _chain_matmul_warned:   # once per process, as PyTorch's TORCH_WARN_ONCE
+        _chain_matmul_warned = True
+        warnings.warn("torch.chain_matmul is deprecated and will be removed in a future "
+                      "PyTorch release. Use torch.linalg.multi_dot instead, which accepts a "
+                      "list of two or more tensors rather than multiple parameters.",
+                      UserWarning, stacklevel=2)
     ms = _tensors(matrices)
     out = ms[0]
     for m in ms[1:]:
