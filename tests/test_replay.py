@@ -20,6 +20,7 @@ import inspect
 import linecache
 from collections import namedtuple
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -320,6 +321,25 @@ FORWARD_EXAMPLES.update({
     "median": (lambda x: x.median() * x, [(2, 3)]),
     "nanmedian": (lambda x: x.nanmedian() + x, [(2, 3)]),
 })
+
+
+@numba.njit
+def _scaled_product(x, y, out, p):
+    for i in range(out.size):
+        out[i] = p[0] * x[i] * y[i % y.size]
+
+
+@numba.njit
+def _scaled_product_vjp(x, y, out, g, gx, gy, p):
+    for i in range(out.size):
+        gx[i] = p[0] * g[i] * y[i % y.size]
+        gy[i % y.size] += p[0] * g[i] * x[i]
+
+
+# a custom op (tapegrad.custom_op): its forward kernel runs inside the replay
+_SCALED_PRODUCT = tg.custom_op("ScaledProduct", _scaled_product, vjp=_scaled_product_vjp)
+FORWARD_EXAMPLES["custom"] = (lambda x, y: _SCALED_PRODUCT(x, y, params=[1.5]),
+                              [(2, 3), (3,)])
 
 
 def positive_distinct(rng, shape):

@@ -24,6 +24,7 @@ import zipfile
 import numpy as np
 
 from . import ops as K
+from .ops import custom
 from .ops import table as T
 from . import replay
 from .tape import Tape
@@ -288,6 +289,8 @@ def _check(arrays, max_bytes):
     pos, recs = arrays["arg_pos"].tolist(), arrays["arg_rec"].tolist()
     if any(p < 0 for p in pos) or len(set(pos)) != len(pos) or len(set(recs)) != len(recs):
         _fail("argument positions must be distinct and non-negative, records distinct")
+    if np.any(arrays["op"] == K.CUSTOM):
+        arrays["aux"] = np.array(arrays["aux"])   # custom records are relinked in it
     _check_records(arrays)
     # a backward sweep gives each record's values a gradient: a few records claiming the
     # whole arena each must not make it allocate what the file never held
@@ -371,6 +374,9 @@ def _check_records(arrays):
             continue
         if code == K.EXTERN:
             _fail(f"record {r} refers to another tape")
+        if code == K.CUSTOM:
+            # ids and kernel addresses are this process's: found again by name and digest
+            custom.relink(a, r, _fail)
         if info.variants is not None:
             a.aux_span(r, a.ip[r], 1)
             if int(a.aux[a.ip[r]]) not in info.variants:
@@ -381,7 +387,7 @@ def _check_records(arrays):
         a.record(a.a0[r], r, "first input")
         if info.arity == 2:
             a.record(a.a1[r], r, "second input")
-        elif a.a1[r] != -1 and code != K.CMP:
+        elif a.a1[r] != -1 and code not in (K.CMP, K.CUSTOM):
             # backward rules shared with binary ops would write a gradient there
             _fail(f"record {r}: a one-input op has a second input")
         s0 = size[a.a0[r]]

@@ -13,7 +13,7 @@ from .autograd import no_grad
 from .creation import tensor
 from .tensor import Tensor
 
-__all__ = ["gradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
+__all__ = ["gradcheck", "gradgradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
 
 
 def _as_tuple(out):
@@ -98,6 +98,81 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, raise_excepti
         if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
             msg = (f"gradcheck failed: <J^T v, u> = {analytic!r} from backward, but "
                    f"<v, J u> = {numeric!r} from central differences (eps={eps})")
+            if raise_exception:
+                raise AssertionError(msg)
+            return False
+    return True
+
+
+def gradgradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0,
+                  raise_exception=True, trials=2):
+    """Check tapegrad's second derivatives of ``fn`` against central differences of its
+    gradients.
+
+    Arguments as ``gradcheck``.  For a random output cotangent ``v``, ``h = <v, fn(inputs)>``
+    is a scalar function of the inputs that require grad (flattened into one vector ``z``);
+    each trial compares ``<w, H u>`` for random ``u``, ``w`` -- H u from tapegrad's forward over
+    reverse (``hvp``, which runs custom ops' curvature kernels), or where that has no rule from
+    a differentiable backward (``create_graph``) -- with ``<w, (grad h(z + eps u) - grad
+    h(z - eps u)) / (2 eps)>`` from tapegrad's backward.  Run ``gradcheck`` first: this
+    trusts the gradient.
+
+    Example:
+        >>> a = tg.randn(3, requires_grad=True)
+        >>> gradgradcheck(lambda a: (a * a.sin()).sum(), a)
+        True
+    """
+    from .higher import hvp
+    rng = np.random.default_rng(seed)
+    slots = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not slots:
+        raise ValueError("gradgradcheck: no input requires grad")
+    shapes = [tuple(inputs[i].shape) for i in slots]
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    z0 = np.concatenate([np.asarray(inputs[i]._value, dtype=np.float64).reshape(-1)
+                         for i in slots])
+    with no_grad():
+        outs = _as_tuple(fn(*inputs))
+    for _ in range(trials):
+        cot = [tensor(rng.standard_normal(o.shape)) if isinstance(o, Tensor) else None
+               for o in outs]
+
+        def h(z):
+            args, off = list(inputs), 0
+            for i, shape, n in zip(slots, shapes, sizes):
+                args[i] = z[off:off + n].reshape(shape)
+                off += n
+            total = None
+            for o, c in zip(_as_tuple(fn(*args)), cot):
+                if c is not None:
+                    term = (o * c).sum()
+                    total = term if total is None else total + term
+            return total
+
+        def grad_at(values):
+            z = tensor(values, requires_grad=True)
+            return _grad([h(z)], [z], allow_unused=True)[0]
+
+        u, w = rng.standard_normal(z0.size), rng.standard_normal(z0.size)
+        try:
+            hu = np.asarray(hvp(h, tensor(z0), tensor(u))._value)
+        except Exception as first:
+            try:   # (a Python backward: no forward-over-reverse rule)
+                z = tensor(z0, requires_grad=True)
+                g = _grad([h(z)], [z], create_graph=True)[0]
+                hu = np.asarray(_grad([(g * tensor(u)).sum()], [z])[0]._value)
+            except Exception:
+                raise first from None
+        gp, gm = grad_at(z0 + eps * u), grad_at(z0 - eps * u)
+        numeric = 0.0
+        if gp is not None and gm is not None:
+            numeric = float(np.sum((np.asarray(gp._value) - np.asarray(gm._value))
+                                   / (2 * eps) * w))
+        analytic = float(np.sum(hu * w))
+        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+            msg = (f"gradgradcheck failed: <w, H u> = {analytic!r} from forward over "
+                   f"reverse, but {numeric!r} from central differences of the gradient "
+                   f"(eps={eps})")
             if raise_exception:
                 raise AssertionError(msg)
             return False

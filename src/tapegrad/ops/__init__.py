@@ -54,7 +54,9 @@ from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,
                         VALUE_SELECTED)
 from .scan import (CUMPROD, CUMSUM, LOGCUMSUMEXP, MEDIAN, NANMEDIAN,  # noqa: F401
                    SCANS)
+from .custom import CUSTOM  # noqa: F401
 from .sweeps import plan  # noqa: F401
+from . import custom as _custom
 from . import entries as _entries
 from . import sweeps as _sweeps
 from . import table as _table
@@ -70,13 +72,23 @@ NO_GRADIENT = frozenset(c for c, i in OPS.items() if i.family == _table.DATA) - 
 # The passes, as the rest of tapegrad calls them: the kernels of ``sweeps``, given the entry
 # table, and called again once an entry a record needs is compiled (``entries.ensure``).
 # ---------------------------------------------------------------------------------------------
+def _arguments(kernel, args):
+    code = kernel.py_func.__code__
+    return dict(zip(code.co_varnames[:code.co_argcount], args))
+
+
 def _compiling(kernel, pass_, op_arg):
     table = _entries.TABLE
     missing = _entries.MISSING
+    pending = _custom.PENDING[pass_]
 
     def run(*args):
+        if pending:
+            _custom.compile_pending(pass_)
         while True:
             bad = kernel(*args, table)
+            if _custom.NAMES and _custom.FAULT[0]:
+                _custom.raise_fault(_arguments(kernel, args))
             if bad > missing:
                 return bad
             _entries.ensure(pass_, int(args[op_arg][missing - bad]))
@@ -97,7 +109,12 @@ def _batched(kernel):
         # every entry the tape may need, first: a batch has no way back out to compile one
         _entries.ensure_codes(_entries.FORWARD, op)
         _entries.ensure_codes(_entries.BACKWARD, op)
-        return kernel(op, *args, _entries.TABLE)
+        _custom.compile_pending(_entries.FORWARD)
+        _custom.compile_pending(_entries.BACKWARD)
+        result = kernel(op, *args, _entries.TABLE)
+        if _custom.NAMES and _custom.FAULT[0]:
+            _custom.raise_fault(_arguments(kernel, (op,) + args))
+        return result
     run.__name__ = kernel.__name__
     run.__doc__ = kernel.__doc__
     run.kernel = kernel

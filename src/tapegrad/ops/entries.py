@@ -37,7 +37,8 @@ CONTEXT = 2 * 17
 
 # TABLE[pass, code]: an entry's address; 0 not compiled yet; -1 the op has no rule for the
 # pass (the sweeps report such a record as unsupported)
-TABLE = np.zeros((len(PASSES), max(T.OPS) + 1), dtype=np.int64)
+# (room for every opcode: modules imported after this one declare ops too)
+TABLE = np.zeros((len(PASSES), T.MAX_OPCODES), dtype=np.int64)
 # a status the kernels return, minus the record, when a record's entry is not compiled yet
 MISSING = -(1 << 40)
 

@@ -61,6 +61,7 @@ class OpInfo:
 
 
 OPS = {}
+MAX_OPCODES = 512   # opcodes are 0 .. MAX_OPCODES - 1
 
 # the rules each family needs, by pass (``None`` allowed where listed in ``OPTIONAL``)
 REQUIRED = {
@@ -107,6 +108,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
         raise ValueError(f"opcode {code}: params is 0 or 2")
     if hot and family != ELEMENTWISE:
         raise ValueError(f"opcode {code}: only elementwise ops are hot")
+    if not 0 <= code < MAX_OPCODES:
+        raise ValueError(f"opcode {code}: opcodes are 0 to {MAX_OPCODES - 1}")
     frees_for = None
     if isinstance(frees, tuple):
         frees_for, frees = frees, any(frees)

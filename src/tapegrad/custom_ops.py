@@ -1,0 +1,225 @@
+"""Your own ``@njit`` kernels as differentiable ops that run inside tapegrad's compiled passes.
+
+``autograd.Function`` runs a Python ``backward`` per use.  ``custom_op`` takes numba kernels
+instead: the backward sweep, the compiled replay (``compile``), batched replay (``vmap``),
+forward mode (``jvp``, ``jacfwd``) and second order (``hessian``, ``hvp``) call them from
+compiled code, with no Python per record, as they call tapegrad's own ops::
+
+    @numba.njit
+    def cube(x, out, p):               # forward: write out from x (flat float64 arrays)
+        for i in range(x.size):
+            out[i] = p[0] * x[i] ** 3
+
+    @numba.njit
+    def cube_vjp(x, out, g, gx, p):    # backward: write gx = J^T g (gx starts at zero)
+        for i in range(x.size):
+            gx[i] = g[i] * 3.0 * p[0] * x[i] ** 2
+
+    cube_op = tapegrad.custom_op("Cube", forward=cube, vjp=cube_vjp)
+    y = cube_op(x, params=[2.0])       # grad_fn=<CubeBackward>
+
+The kernels' arguments, all flat float64 arrays (``p``: the ``params`` of the call):
+
+========== =========================== ====================================================
+kernel     one input                   two inputs
+========== =========================== ====================================================
+forward    ``(x, out, p)``             ``(x, y, out, p)``
+vjp        ``(x, out, g, gx, p)``      ``(x, y, out, g, gx, gy, p)``: write J^T g
+jvp        ``(x, tx, out, tout, p)``   ``(x, y, tx, ty, out, tout, p)``: write J t
+curvature  ``(x, tx, out, g, gx, p)``  ``(x, y, tx, ty, out, g, gx, gy, p)``
+========== =========================== ====================================================
+
+``curvature`` writes the directional derivative of the vjp: d/de [J(x + e tx)^T g] at
+e = 0 (for an elementwise f: ``gx = g * f''(x) * tx``); the Hessian needs it.  Outputs are
+zeroed before each call, so a kernel assigns them.  A kernel's exception (give it
+``@njit(boundscheck=True)`` to catch indexing errors) becomes a RuntimeError naming the op and
+kernel; a pass that needs a kernel the op lacks says which to pass.  Check your rules with
+``tapegrad.testing.gradcheck`` and ``gradgradcheck``.
+
+Each wrapper compiles (about half a second) when a pass first needs it: ``vjp`` on the first
+backward, ``forward`` on the first replay.  A tape file holding a custom op loads only in a
+process that has defined an op of the same name with the same kernels.
+"""
+import hashlib
+import inspect
+import math
+import numbers
+
+import numba
+import numpy as np
+
+from . import functional as F
+from . import ops as K
+from ._public import public_dir
+from .functional import _out, _plain, _records, _ref, _result
+from .ops import custom as _table
+from .tape import recording_tape
+from .tensor import Tensor
+
+__all__ = ["custom_op", "CustomOp"]
+__dir__ = public_dir(globals())
+
+_NO_PARAMS = np.zeros(0)   # (writable: a read-only array would make numba compile again)
+
+
+def _dispatcher(kernel, what):
+    if kernel is None:
+        return None
+    if isinstance(kernel, numba.core.registry.CPUDispatcher):
+        return kernel
+    if callable(kernel):
+        return numba.njit(kernel)
+    raise TypeError(f"custom_op: {what} must be a function (a numba @njit kernel), "
+                    f"not {type(kernel).__name__}")
+
+
+def _parameters(fn):
+    return len(inspect.signature(getattr(fn, "py_func", fn)).parameters)
+
+
+def _digest(name, arity, kernels):
+    """A stable key of the kernels' code: a tape file is loaded only with the same ones."""
+    h = hashlib.sha256(f"{name}\0{arity}".encode())
+    for k in kernels:
+        if k is None:
+            h.update(b"\0none")
+            continue
+        code = k.py_func.__code__
+        h.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
+    return int.from_bytes(h.digest()[:8], "little") >> 2
+
+
+class CustomOp:
+    """A differentiable op made of numba kernels (see ``custom_op``).  Call it on tensors:
+    ``op(x)`` or ``op(x, y)``, with ``params=`` a sequence of floats the kernels read as
+    ``p``."""
+
+    def __init__(self, name, forward, vjp, jvp, curvature, shape):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"custom_op: the name must be an identifier, got {name!r}")
+        fwd = _dispatcher(forward, "forward")
+        if fwd is None:
+            raise TypeError("custom_op: a forward kernel is required")
+        arity = _parameters(fwd) - 2
+        if arity not in (1, 2):
+            raise TypeError(f"custom_op '{name}': the forward kernel takes (x, out, p) or "
+                            f"(x, y, out, p), not {_parameters(fwd)} arguments")
+        kernels = [None] * 4
+        kernels[_table.FORWARD] = fwd
+        for kind, given in ((_table.VJP, vjp), (_table.JVP, jvp),
+                            (_table.CURVATURE, curvature)):
+            k = _dispatcher(given, _table.KIND_NAMES[kind])
+            want = len(_table.KERNEL_ARGS[kind, arity])
+            if k is not None and _parameters(k) != want:
+                names = ", ".join(_table.SLOT_NAMES[s]
+                                  for s in _table.KERNEL_ARGS[kind, arity])
+                raise TypeError(f"custom_op '{name}': the {_table.KIND_NAMES[kind]} kernel "
+                                f"of a {arity}-input op takes ({names}), not "
+                                f"{_parameters(k)} arguments")
+            kernels[kind] = k
+        if shape is not None and not callable(shape):
+            raise TypeError("custom_op: shape must be a function of the input shapes")
+        self.name, self.arity, self._shape = name, arity, shape
+        self._kernels = _table.register(name, arity, kernels, _digest(name, arity, kernels))
+        # what a record of this op holds after its ip (ops/custom.py: the record layout)
+        self._aux_head = [self._kernels.ident, self._kernels.slots.ctypes.data]
+        self._aux_tail = [self._kernels.digest, len(name)] + [ord(c) for c in name]
+
+    def __repr__(self):
+        kinds = [n for n, k in zip(_table.KIND_NAMES, self._kernels.kernels) if k is not None]
+        return f"<custom op {self.name}: {', '.join(kinds)}>"
+
+    def output_shape(self, *shapes):
+        """The output's shape for inputs of ``shapes`` (the first input's, unless ``shape``
+        was given)."""
+        if self._shape is None:
+            return tuple(shapes[0])
+        out = self._shape(*shapes)
+        if isinstance(out, numbers.Integral):
+            out = (out,)
+        try:
+            out = tuple(int(d) for d in out)
+        except (TypeError, ValueError):
+            raise TypeError(f"custom op '{self.name}': shape returned {out!r}, not a tuple "
+                            "of ints") from None
+        if any(d < 0 for d in out):
+            raise ValueError(f"custom op '{self.name}': shape returned {out}, which has a "
+                             "negative size")
+        return out
+
+    def _params(self, params):
+        """``params`` as a flat float64 array (numbers only: a tensor would be frozen)."""
+        if isinstance(params, (tuple, list)):
+            if not params:
+                return _NO_PARAMS
+            if any(isinstance(v, Tensor) for v in params):
+                raise TypeError(f"custom op '{self.name}': params are numbers (constants of "
+                                "the op); pass tensors as inputs")
+        elif isinstance(params, Tensor):
+            raise TypeError(f"custom op '{self.name}': params are numbers (constants of the "
+                            "op); pass tensors as inputs")
+        return np.ascontiguousarray(params, dtype=np.float64).reshape(-1)
+
+    def __call__(self, *inputs, params=()):
+        if len(inputs) != self.arity:
+            raise TypeError(f"custom op '{self.name}' takes {self.arity} tensor "
+                            f"input{'s' if self.arity > 1 else ''}, got {len(inputs)}")
+        xs = []
+        for x in inputs:
+            x = F.as_tensor_arg(x)
+            if x._value.dtype != np.float64:
+                x = x.double()
+            xs.append(x)
+        p = self._params(params)
+        shape = (xs[0]._value.shape if self._shape is None else
+                 self.output_shape(*(x._value.shape for x in xs)))
+        n = math.prod(shape)
+        flat = [np.ascontiguousarray(x._value).reshape(-1) for x in xs]
+        value = np.zeros(n)
+        try:
+            self._kernels.kernels[_table.FORWARD](*flat, value, p)
+        except Exception as exc:
+            raise RuntimeError(f"custom op '{self.name}': its forward kernel raised "
+                               f"{type(exc).__name__}: {exc}") from exc
+        if not _records(*xs):
+            return _plain(value.reshape(shape))
+        tape = recording_tape(2 * n + sum(v.size for v in flat) + 2)
+        refs = [_ref(tape, x) for x in xs]
+        p_off = tape.put_faux(p.tolist())
+        ip = tape.put_aux(self._aux_head + [p.size, p_off] + self._aux_tail)
+        off, out = _out(tape, shape, n)
+        np.copyto(out, value.reshape(shape))
+        return _result(tape, tape.push(K.CUSTOM, refs[0], refs[1] if len(refs) > 1 else -1,
+                                       off, n, ip), out)
+
+
+def custom_op(name, forward, *, vjp=None, jvp=None, curvature=None, shape=None):
+    """Make numba kernels a differentiable op of tapegrad's table: a ``CustomOp``.
+
+    ``forward``/``vjp``/``jvp``/``curvature``: ``@njit`` kernels on flat float64 arrays
+    (plain functions are compiled with ``numba.njit``); their arguments are listed in the
+    module docstring, and the number of ``forward``'s says whether the op takes one input
+    or two.  ``shape(*input_shapes)``: the output's shape (default: the first input's).
+    ``name`` makes the grad_fn ``<{name}Backward>``.  Only ``forward`` is required;
+    backward needs ``vjp``, forward mode ``jvp``, second order ``curvature`` too.
+
+    Example:
+        >>> import numba
+        >>> @numba.njit
+        ... def square(x, out, p):
+        ...     for i in range(x.size):
+        ...         out[i] = x[i] * x[i]
+        >>> @numba.njit
+        ... def square_vjp(x, out, g, gx, p):
+        ...     for i in range(x.size):
+        ...         gx[i] = 2.0 * x[i] * g[i]
+        >>> sq = tg.custom_op("Square", square, vjp=square_vjp)
+        >>> x = tg.tensor([1.0, 3.0], requires_grad=True)
+        >>> y = sq(x)
+        >>> y
+        tensor([1., 9.], grad_fn=<SquareBackward>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([2., 6.])
+    """
+    return CustomOp(name, forward, vjp, jvp, curvature, shape)
