@@ -332,13 +332,87 @@ def test_vmap_of_a_gradient_through_it():
 
 @pytest.mark.parametrize("transform", [
     lambda f, x: tg.hessian(f)(x),
-    lambda f, x: tg.jvp(f, (x,), (tg.ones_like(x),)),
     lambda f, x: tg.autograd.functional.jacobian(f, x),
+    lambda f, x: tg.func.jacrev(f)(x),
 ])
-def test_forward_mode_and_second_order_refuse_it_by_name(transform):
+def test_reverse_and_second_order_transforms_refuse_it_by_name(transform):
     Exp = FNS[tg]["Exp"]
     with pytest.raises(RuntimeError, match=r"autograd\.Function \(Exp\) are not supported yet"):
         transform(lambda x: Exp.apply(x).sum(), tg.tensor([0.5, 1.0]))
+
+
+def _with_jvp(L):
+    class SinScale(L.autograd.Function):
+        generate_vmap_rule = True   # (PyTorch's jacfwd vmaps over the seeds)
+
+        @staticmethod
+        def forward(x, k):
+            return x.sin() * k, x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, k = inputs
+            ctx.save_for_forward(x)
+            ctx.k = k
+
+        @staticmethod
+        def backward(ctx, g, h):
+            (x,) = ctx.saved_tensors
+            return x.cos() * ctx.k * g + 2 * x * h, None
+
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            (x,) = ctx.saved_tensors
+            return x.cos() * ctx.k * tx, 2 * x * tx
+    return SinScale
+
+
+# (torch.func's first use warns that torch.jit.script is deprecated)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("transform", ["func.jvp", "jacfwd", "tapegrad.jvp"])
+def test_forward_mode_runs_its_jvp_as_pytorch_does(transform):
+    x0, t0 = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -2.0])
+    results = {}
+    for L in (tg, torch):
+        SinScale = _with_jvp(L)
+
+        def f(x):
+            a, b = SinScale.apply(x.exp() * 0.5, 3.0)
+            return (a * x, b + a)
+
+        x, t = L.tensor(x0, dtype=L.float64), L.tensor(t0, dtype=L.float64)
+        if transform == "func.jvp":
+            results[L] = [npy(v) for part in L.func.jvp(f, (x,), (t,)) for v in part]
+        elif transform == "jacfwd":
+            results[L] = [npy(L.func.jacfwd(lambda v: f(v)[1])(x))]
+        elif L is tg:
+            results[L] = [npy(v) for v in tg.jvp(lambda v: f(v)[0], x, t)]
+        else:
+            results[L] = [npy(v) for v in torch.func.jvp(lambda v: f(v)[0], (x,), (t,))]
+    for ours, theirs in zip(results[tg], results[torch]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_forward_mode_without_a_jvp_raises_pytorchs_error():
+    for L in (tg, torch):
+        class Exp(L.autograd.Function):   # (torch.func wants the setup_context style)
+            @staticmethod
+            def forward(x):
+                return x.exp()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(output)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.saved_tensors[0]
+
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function "
+                                                      "for custom autograd.Function to use "
+                                                      "it with forward mode AD."):
+            L.func.jvp(lambda x: Exp.apply(x), (L.ones(2),), (L.ones(2),))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -130,9 +130,10 @@ def _split(array, like):
 class Recorded:
     """``fn(*pieces) -> list of tensors`` recorded once on a private tape as a function of
     one flat leaf holding ``leaves``; ``outputs`` are the function's outputs (their values
-    copied out of the private arena)."""
+    copied out of the private arena).  ``forward_only``: only tangent sweeps will run over the
+    tape (jvp, jacfwd), so autograd.Functions with a jvp may be on it."""
 
-    def __init__(self, fn, leaves):
+    def __init__(self, fn, leaves, forward_only=False):
         self.leaves = leaves
         held = {}
 
@@ -142,7 +143,9 @@ class Recorded:
             return F.cat([F.reshape(o, -1) for o in outs])
 
         self.x = _pack(leaves)
-        self.tape, self.y = higher._run(flat, [self.x])
+        # functions: autograd.Functions on the tape, which only the tangent sweeps can run
+        # (through their jvp)
+        self.tape, self.y = higher._run(flat, [self.x], functions=forward_only)
         self.raw_outputs = held["outs"]
         self.outputs = [Tensor._make(np.array(o._value)) for o in self.raw_outputs]
 

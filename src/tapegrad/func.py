@@ -280,7 +280,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
     graph = is_grad_enabled() and diff.tracked()
     if not graph:
-        recorded = core.Recorded(flat_fn, diff.tensors)
+        recorded = core.Recorded(flat_fn, diff.tensors, forward_only=True)
         graph = _needs_graph(diff, recorded)
     if graph:
         with enable_grad():
@@ -319,7 +319,7 @@ def _jacobian_transform(func, argnums, has_aux, forward):
 
         graph = is_grad_enabled() and diff.tracked()
         if not graph:
-            recorded = core.Recorded(flat_fn, diff.tensors)
+            recorded = core.Recorded(flat_fn, diff.tensors, forward_only=forward)
             graph = _needs_graph(diff, recorded)
         if graph:
             # recorded results, differentiable again (jacfwd too: reverse rows then)

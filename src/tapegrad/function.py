@@ -13,7 +13,9 @@ custom op costs one Python call of ``backward`` per use, plus one split of the c
 
 ``create_graph=True`` calls ``backward`` with grad mode on, so a backward written with
 tapegrad ops is differentiated again.  ``compile`` runs a function that uses one eagerly (the
-reason is in ``fn.stats``); forward mode and second-order transforms refuse it (not yet).
+reason is in ``fn.stats``).  Forward mode runs ``jvp`` (higher._tangents stops the tangent sweep
+at the outputs' records and writes what ``jvp`` returns); the reverse and second-order
+transforms refuse it (not yet).
 """
 import sys
 

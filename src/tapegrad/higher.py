@@ -8,6 +8,8 @@ records, the layout the compiled rules use, and is slower than the compiled swee
 second order, not for training loops.  The transforms at the end run compiled sweeps
 (tangent, reverse and curvature) over one recorded tape.
 """
+import math
+
 import numpy as np
 
 import types
@@ -437,7 +439,7 @@ def _as_array(v, like, what):
     return np.asarray(a, dtype=np.float64)
 
 
-def _record(fn, xs, consts=()):
+def _record(fn, xs, consts=(), functions=False):
     """Run fn(*xs, *consts) recording on a private tape large enough to hold all of it
     (``consts``: further arguments, which are not differentiated).
 
@@ -472,12 +474,13 @@ def _record(fn, xs, consts=()):
                                "backward(), or records more than 2**28 values)")
         capacity *= 4   # the recording outgrew its arena: record again with more room
     tape.finished = True
-    if tape.custom:
+    if tape.custom and not functions:
         name = next(iter(tape.custom.values())).cls.__name__
         raise RuntimeError(
-            "forward-mode and second-order transforms (jvp, jacobian, hessian, hvp) of a "
+            "reverse-mode and second-order transforms (jacobian, jacrev, hessian, hvp) of a "
             f"function that uses an autograd.Function ({name}) are not supported yet: its "
-            "backward is Python, which the compiled sweeps cannot run")
+            "backward is Python, which the compiled sweeps cannot run (forward mode -- jvp, "
+            "jacfwd -- runs its jvp)")
     if _escaped(tape, out, mark):
         raise RuntimeError("the function computes its result partly on another tape (a "
                            "tensor recorded during the call outside it), which the tangent "
@@ -496,7 +499,7 @@ def _escaped(tape, out, mark):
                o._tape.id > mark for o in flat)
 
 
-def _run(fn, xs, derive=None, consts=()):
+def _run(fn, xs, derive=None, consts=(), functions=False):
     """(tape, result) of ``fn(*xs, *consts)``, or of ``derive(fn.fn)(*xs)`` with ``derive``
     (then without ``consts``).
 
@@ -521,7 +524,7 @@ def _run(fn, xs, derive=None, consts=()):
         if got is not None:
             return got
         fn = fn.fn
-    return _record(fn if derive is None else derive(fn), xs, consts)
+    return _record(fn if derive is None else derive(fn), xs, consts, functions)
 
 
 def _replayed(compiled, xs, consts=()):
@@ -562,6 +565,53 @@ def _leaf_records(tape, x):
     return [r for r, leaf in tape.leaves.items() if leaf is x]
 
 
+def _function_tangents(call, c, rows, dep, voff, size):
+    """Write the tangents of an autograd.Function's outputs (``call``, custom record c, whose
+    value is its inputs' values side by side) from ``jvp(ctx, *input tangents)``, per seed."""
+    if not dep[c]:
+        return   # no input depends on a seed: the outputs' tangents stay zero
+    ctx = call.ctx
+    places, at = {}, 0
+    for i, x in call.inputs:
+        places[i] = (at, x._value.shape)
+        at += x._value.size
+    for s in range(rows.shape[0]):
+        tangents = []
+        for i, a in enumerate(call.args):
+            if i in places:
+                at, shape = places[i]
+                n = math.prod(shape)
+                tangents.append(Tensor._make(rows[s, voff[c] + at:voff[c] + at + n]
+                                             .reshape(shape).copy()))
+            elif isinstance(a, Tensor) and ctx.materialize_grads:
+                tangents.append(Tensor._make(np.zeros(a._value.shape)))
+            else:
+                tangents.append(None)
+        with autograd.no_grad():
+            res = call.cls.jvp(ctx, *tangents)
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) != len(call.outputs):
+            raise RuntimeError(f"function {call.cls.__name__}.jvp returned an incorrect "
+                               f"number of forward gradients (expected {len(call.outputs)}, "
+                               f"got {len(res)})")
+        for rec, shape, t in zip(call.outputs, call.out_shapes, res):
+            if rec is None:
+                continue
+            part = rows[s, voff[rec]:voff[rec] + size[rec]]
+            if t is None:
+                part[:] = 0.0
+                continue
+            value = np.asarray(t._value if isinstance(t, Tensor) else t, dtype=np.float64)
+            if value.shape != tuple(shape):
+                raise RuntimeError(f"function {call.cls.__name__}.jvp returned a tangent of "
+                                   f"shape {list(value.shape)} for an output of shape "
+                                   f"{list(shape)}")
+            part[:] = value.reshape(-1)
+    for rec in call.outputs:
+        if rec is not None:
+            dep[rec] = 1
+
+
 def _tangents(tape, seeds, outs, n_seeds):
     """Tangents of ``outs`` (tensors) for ``n_seeds`` seeds, one compiled sweep.
 
@@ -577,8 +627,21 @@ def _tangents(tape, seeds, outs, n_seeds):
         for r in _leaf_records(tape, x):
             dep[r] = 1
             rows[:, voff[r]:voff[r] + size[r]] = s
+    lo = 0
+    # an autograd.Function's outputs get their tangents from its jvp, in Python: the sweep
+    # stops before them and goes on after (it passes over records already marked in dep)
+    for c, call in sorted(tape.custom.items()):
+        outputs = [r for r in call.outputs if r is not None]
+        if not outputs:
+            continue
+        bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, n_seeds,
+                        stride, dep, lo, min(outputs))
+        if bad >= 0:
+            raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
+        _function_tangents(call, c, rows, dep, voff, size)
+        lo = min(outputs)
     bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, n_seeds,
-                    stride, dep, 0, len(op))
+                    stride, dep, lo, len(op))
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
     result = []
@@ -670,7 +733,7 @@ def jvp(fn, primals, tangents):
     xs = [_as_input(p) for p in primals]
     seeds = [(x, _as_array(t, x, f"jvp: tangent {j}").reshape(1, -1))
              for j, (x, t) in enumerate(zip(xs, tangents))]
-    tape, out = _run(fn, xs)
+    tape, out = _run(fn, xs, functions=True)
     outs, is_tuple = _flat_outputs(out, "jvp")
     tans = _tangents(tape, seeds, outs, 1)
     values = [Tensor._make(np.array(o._value)) for o in outs]
