@@ -477,6 +477,54 @@ def test_an_exception_inside_a_kernel_is_reported_with_its_message():
     assert fn(3.0 * tg.ones(2)).item() == 6.0   # and the next call is right again
 
 
+def test_a_kernel_numba_cannot_compile_is_reported_where_the_op_is_used():
+    @numba.njit
+    def untyped_vjp(x, out, g, gx, p):
+        gx[0] = "not a number"
+
+    broken = tg.custom_op("BrokenVjp", cube, vjp=untyped_vjp)
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    (CUBE(x, params=[1.0]).sum()).backward()   # other ops' backward is not held up by it
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
+    with pytest.raises(RuntimeError, match="'BrokenVjp': numba could not compile its vjp"):
+        broken(x, params=[1.0]).sum().backward()
+    with pytest.raises(RuntimeError, match="'BrokenVjp': numba could not compile its vjp"):
+        broken(x, params=[1.0]).sum().backward()
+
+
+def test_threads_running_custom_ops_each_get_their_own_result_or_error():
+    import threading
+
+    @numba.njit
+    def checked_forward(x, out, p):
+        if x[0] < 0.0:
+            raise ValueError("negative")
+        for i in range(x.size):
+            out[i] = 2.0 * x[i]
+
+    checked = tg.custom_op("Checked", checked_forward)
+    fn = tg.compile(lambda t: checked(t).sum())
+    fn(tg.ones(3))
+    results, errors = {}, {}
+
+    def worker(k):
+        try:
+            for _ in range(200):
+                v = -1.0 if k % 2 else float(k)
+                results[k] = fn(tg.full((3,), v)).item()
+        except RuntimeError as exc:
+            errors[k] = str(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {0: 0.0, 2: 12.0}
+    assert sorted(errors) == [1, 3] and all("raised ValueError: negative" in e
+                                            for e in errors.values())
+
+
 def test_bad_definitions_and_calls_are_refused():
     with pytest.raises(TypeError, match=r"takes \(x, out, p\) or \(x, y, out, p\)"):
         tg.custom_op("Nope", lambda x, p: None)

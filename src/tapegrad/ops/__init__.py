@@ -82,16 +82,24 @@ def _compiling(kernel, pass_, op_arg):
     missing = _entries.MISSING
     pending = _custom.PENDING[pass_]
 
-    def run(*args):
-        if pending:
-            _custom.compile_pending(pass_)
+    def passes(args):
         while True:
             bad = kernel(*args, table)
-            if _custom.NAMES and _custom.FAULT[0]:
+            if _custom.FAULT[0]:
                 _custom.raise_fault(_arguments(kernel, args))
             if bad > missing:
                 return bad
             _entries.ensure(pass_, int(args[op_arg][missing - bad]))
+
+    def run(*args):
+        if not _custom.NAMES:
+            return passes(args)
+        # custom ops report a failing kernel in one cell (custom.FAULT): one pass at a time
+        # while any exist, so that each pass reads its own report
+        with _custom.LOCK:
+            if pending:
+                _custom.compile_pending(pass_)
+            return passes(args)
     run.__name__ = kernel.__name__
     run.__doc__ = kernel.__doc__
     run.kernel = kernel
@@ -109,12 +117,15 @@ def _batched(kernel):
         # every entry the tape may need, first: a batch has no way back out to compile one
         _entries.ensure_codes(_entries.FORWARD, op)
         _entries.ensure_codes(_entries.BACKWARD, op)
-        _custom.compile_pending(_entries.FORWARD)
-        _custom.compile_pending(_entries.BACKWARD)
-        result = kernel(op, *args, _entries.TABLE)
-        if _custom.NAMES and _custom.FAULT[0]:
-            _custom.raise_fault(_arguments(kernel, (op,) + args))
-        return result
+        if not _custom.NAMES:
+            return kernel(op, *args, _entries.TABLE)
+        with _custom.LOCK:   # (see _compiling)
+            _custom.compile_pending(_entries.FORWARD)
+            _custom.compile_pending(_entries.BACKWARD)
+            result = kernel(op, *args, _entries.TABLE)
+            if _custom.FAULT[0]:
+                _custom.raise_fault(_arguments(kernel, (op,) + args))
+            return result
     run.__name__ = kernel.__name__
     run.__doc__ = kernel.__doc__
     run.kernel = kernel

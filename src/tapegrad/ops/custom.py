@@ -21,6 +21,8 @@ grad_fn), slots address, number of parameters, their offset in ``faux``, the ker
 digest, the name's length and its code points (a tape file is relinked by name and digest
 when it is loaded: addresses do not survive a process).
 """
+import threading
+
 import numba
 import numpy as np
 
@@ -41,6 +43,8 @@ KIND_NAMES = ("vjp", "forward", "jvp", "curvature")
 # FAULT[1] the record, FAULT[2] the kind (FORWARD...), FAULT[3] the op's id
 FAULT = np.zeros(4, dtype=np.int64)
 RAISED, LACKING = 1, 2
+# held by every pass while custom ops exist (ops.__init__): FAULT is one cell for the process
+LOCK = threading.RLock()
 
 # the frame: (address, length) of each array a kernel may take, in these slots
 X0, X1, OUT, G, T0, T1, TOUT, H0, H1, P = range(10)
@@ -294,13 +298,20 @@ class Kernels:
         self.slots = np.zeros(N_SLOTS, dtype=np.int64)
         self.slots[FAULT_AT] = FAULT.ctypes.data
         self.wrappers = {}
+        self.broken = {}                  # by kind: why its wrapper did not compile
 
     def compile(self, kind):
         """Compile the C wrapper of ``kind``'s kernel and put its address in the slots."""
         if self.slots[kind] or self.kernels[kind] is None:
             return
         entry = _wrapper(self.kernels[kind], KERNEL_ARGS[kind, self.arity])
-        _config.report_compile(entry.compile, f"custom op {self.name} ({KIND_NAMES[kind]})")
+        try:
+            _config.report_compile(entry.compile,
+                                   f"custom op {self.name} ({KIND_NAMES[kind]})")
+        except numba.core.errors.NumbaError as exc:
+            raise RuntimeError(f"custom op '{self.name}': numba could not compile its "
+                               f"{KIND_NAMES[kind]} kernel for flat float64 arrays:\n{exc}"
+                               ) from exc
         self.wrappers[kind] = entry
         self.slots[kind] = entry.address
 
@@ -330,8 +341,13 @@ def compile_pending(kind):
     a compiled pass has no way back out to compile one)."""
     pending = PENDING[kind]
     while pending:
-        REGISTRY[pending[-1]].compile(kind)
-        pending.pop()
+        k = REGISTRY[pending.pop()]
+        try:
+            k.compile(kind)
+        except RuntimeError as exc:
+            # said where a record of the op needs it (raise_fault), not in passes that
+            # never meet the op
+            k.broken[kind] = str(exc)
 
 
 def _wrapper(kernel, slots):
@@ -360,6 +376,8 @@ def raise_fault(arguments):
     FAULT[:] = 0
     k = REGISTRY[ident]
     what = f"custom op '{k.name}'"
+    if status == LACKING and kind in k.broken:
+        raise RuntimeError(k.broken[kind])
     if status == LACKING:
         hint = {JVP: "forward mode (jvp, jacfwd, hessian)",
                 CURVATURE: "second derivatives (hessian, hvp)",
