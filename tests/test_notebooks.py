@@ -29,7 +29,7 @@ KERNEL = "tapegrad-tests"
 def test_the_notebooks_are_there():
     assert [p.name for p in NOTEBOOKS] == [
         "01_tour_of_the_seed.ipynb", "02_eager_speedups.ipynb", "03_replay.ipynb",
-        "04_sparse_derivatives.ipynb"]
+        "04_sparse_derivatives.ipynb", "05_custom_ops.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
