@@ -473,3 +473,39 @@ def test_recording_goes_on_while_views_of_the_tape_columns_are_alive():
     np.testing.assert_allclose(x.grad.numpy(), [2 * np.exp(2.0) * 0.5, 3.0])
     for old, new in zip(before, kept):
         np.testing.assert_array_equal(old, new)   # the views keep what they saw
+
+
+def test_graphs_never_differentiated_do_not_grow_memory_without_end():
+    """A loss computed and dropped without backward (a validation pass outside no_grad)
+    fills tapes one after the other; the arena chunks alive stay bounded, where doubling
+    each new tape's size made memory grow with every tape (1 GB after 3,000 such calls)."""
+    import gc
+    import threading
+
+    from tapegrad import tape as tape_module
+
+    def live_chunk_bytes():
+        return sum(8 * ref().size for ref in list(tape_module._ARENA_CHUNKS.values())
+                   if ref() is not None)
+
+    def run():
+        b = tg.tensor(np.linspace(0.0, 1.0, 20000), requires_grad=True)
+        x = tg.tensor(np.linspace(1.0, 2.0, 20000))
+        sizes = []
+        for i in range(1200):
+            s = (b * x).sum()
+            if i % 200 == 199:
+                gc.collect()
+                sizes.append(live_chunk_bytes())
+        assert s.item() == pytest.approx(float(np.dot(b._value, x._value)))
+        box.append(sizes)
+
+    box = []
+    worker = threading.Thread(target=run)   # a fresh thread: its own tapes and pool
+    worker.start()
+    worker.join()
+    sizes = box[0]
+    limit = 8 * tape_module.GROWTH_LIMIT
+    # at most the tape being filled, the one the last result holds, and the pool's chunks
+    assert max(sizes) <= (2 + tape_module._POOL_LIMIT) * limit + (1 << 24), sizes
+    assert sizes[-1] <= sizes[1], sizes   # flat once the tapes have grown to the limit

@@ -26,6 +26,7 @@ from . import ops
 # its whole chunk, so chunks are only as large as the work needs.
 MIN_CAPACITY = 1 << 12      # float64 values (32 KiB)
 _POOL_LIMIT = 4             # free chunks kept for reuse per thread
+GROWTH_LIMIT = 1 << 22      # values (32 MiB): tapes that fill up grow to this, then repeat
 
 _tape_ids = itertools.count()
 
@@ -237,7 +238,11 @@ def recording_tape(n):
         if t is None or t.finished:
             want = max(n, state.last_used + state.last_used // 4)
         else:
-            want = max(n, 2 * t.cap)
+            # twice as much, up to GROWTH_LIMIT: graphs that are built and never
+            # differentiated (a loss printed, a validation pass outside no_grad) fill tapes
+            # one after the other, and unbounded doubling made each new chunk too large for
+            # the pool's freed ones: memory grew without end.  A larger graph spans tapes.
+            want = max(n, min(2 * t.cap, GROWTH_LIMIT))
         t = Tape(want)
         state.tape = t
     return t
