@@ -1557,7 +1557,7 @@ def where(condition, input=None, other=None):
     # input), even if neither branch requires grad: the mask must be recomputed on replay
     if not _records(a, b, condition):
         return _plain(np.where(condition._value, a._value, b._value))
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     tape = recording_tape(5 * n + a._value.size + b._value.size + condition._value.size)
     rc = _expanded_ref(tape, condition, shape)
     r0 = _expanded_ref(tape, a, shape)
@@ -1642,14 +1642,14 @@ def _ori(tape, x, dims):
         perm = kept + list(dims)
         idx = np.arange(x._value.size).reshape(shape).transpose(perm)
         r0 = _gather_record(tape, r0, idx, idx.shape, 0, K.BCAST)[0]
-        outer = int(np.prod([shape[d] for d in kept], dtype=np.int64))
-        red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+        outer = math.prod([shape[d] for d in kept])
+        red = math.prod([shape[d] for d in dims])
         return r0, outer, red, 1
     if not dims:
         return r0, x._value.size, 1, 1
-    o = int(np.prod(shape[:dims[0]], dtype=np.int64))
-    red = int(np.prod(shape[dims[0]:dims[-1] + 1], dtype=np.int64))
-    i = int(np.prod(shape[dims[-1] + 1:], dtype=np.int64))
+    o = math.prod(shape[:dims[0]])
+    red = math.prod(shape[dims[0]:dims[-1] + 1])
+    i = math.prod(shape[dims[-1] + 1:])
     return r0, o, red, i
 
 
@@ -1737,7 +1737,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {x.dtype.scalar_name}")
     dims = _dims(x, dim)
-    count = int(np.prod([x._value.shape[d] for d in dims], dtype=np.int64))
+    count = math.prod([x._value.shape[d] for d in dims])
     if count:
         value = np.asarray(_quietly(np.mean, x._value, axis=dims, keepdims=True))
     else:  # NumPy would warn "Mean of empty slice"; PyTorch gives nan silently
@@ -1952,7 +1952,7 @@ def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     corr = _correction(unbiased, correction)
     dims = _dims(x, dim)
     v = _float_value(x)
-    count = int(np.prod([v.shape[d] for d in dims], dtype=np.int64))
+    count = math.prod([v.shape[d] for d in dims])
     if count - corr <= 0:
         warnings.warn(
             f"{'std' if is_std else 'var'}(): degrees of freedom is <= 0. Correction should be "
@@ -2138,7 +2138,7 @@ def _mm_error(sa, sb):
 
 
 def _prod(shape):
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def _matmul_form(sa, sb, a_rg, b_rg):
@@ -2270,8 +2270,8 @@ def matmul(a, b):
         # fold the batch into the rows: (..., m, k) @ (k, n) is one (B*m, k) @ (k, n)
         kb = sb[0]
         if sa[-1] != kb:
-            raise _mm_error((int(np.prod(sa[:-1])), sa[-1]), sb if len(sb) == 2 else (kb, 1))
-        rows = int(np.prod(sa[:-1], dtype=np.int64))
+            raise _mm_error((math.prod(sa[:-1]), sa[-1]), sb if len(sb) == 2 else (kb, 1))
+        rows = math.prod(sa[:-1])
         nn = sb[1] if len(sb) == 2 else 1
         variant, bsz, m, k, n = 4, 1, rows, sa[-1], nn
         shape = sa[:-1] + ((sb[1],) if len(sb) == 2 else ())
@@ -2282,11 +2282,11 @@ def matmul(a, b):
         if a2[-1] != b2[-2]:
             raise RuntimeError(
                 f"Expected size for first two dimensions of batch2 tensor to be: "
-                f"[{int(np.prod(a2[:-2], dtype=np.int64))}, {a2[-1]}] but got: "
-                f"[{int(np.prod(b2[:-2], dtype=np.int64))}, {b2[-2]}].")
+                f"[{math.prod(a2[:-2])}, {a2[-1]}] but got: "
+                f"[{math.prod(b2[:-2])}, {b2[-2]}].")
         batch = broadcast_shape(a2[:-2], b2[:-2])
         m, k, n = a2[-2], a2[-1], b2[-1]
-        bsz = int(np.prod(batch, dtype=np.int64))
+        bsz = math.prod(batch)
         shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
         ea, eb = batch + (m, k), batch + (k, n)
     value = _quietly(np.matmul, a._value, b._value)
@@ -2344,7 +2344,7 @@ def _infer_shape(shape, numel):
     for i, s in enumerate(shape):
         if not isinstance(s, (int, np.integer)) or (s < 0 and s != -1):
             raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    known = math.prod([s for s in shape if s != -1])
     if neg:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
@@ -2495,7 +2495,7 @@ def flatten(x, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if a == b:
         return x
-    new = s[:a] + (int(np.prod(s[a:b + 1], dtype=np.int64)),) + s[b + 1:]
+    new = s[:a] + (math.prod(s[a:b + 1]),) + s[b + 1:]
     return _view_or_copy(x, new)
 
 
@@ -3359,7 +3359,7 @@ def cat(tensors, dim=0):
         value = value.astype(np.float64, copy=False)
     # the skipped empty tensors stay inputs (of width 0): they get an empty gradient
     kept = {id(t) for t in parts}
-    widths = [int(np.prod(t._value.shape[d:], dtype=np.int64)) if id(t) in kept else 0
+    widths = [math.prod(t._value.shape[d:]) if id(t) in kept else 0
               for t in tensors]
     return _stacked(K.CAT, tensors, value, d, widths)
 
@@ -3383,7 +3383,7 @@ def stack(tensors, dim=0):
                 f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                 f"entry 0 and {list(t._value.shape)} at entry {j}")
     value = np.stack([t._value for t in tensors], axis=d)
-    width = int(np.prod(ref.shape[d:], dtype=np.int64))
+    width = math.prod(ref.shape[d:])
     return _stacked(K.STACK, tensors, value, d, [width] * len(tensors))
 
 
@@ -3397,7 +3397,7 @@ def _stacked(code, parts, value, d, widths):
     for t, w in zip(parts, widths):
         rows.extend((_ref(tape, t), start, w))
         start += w
-    outer = int(np.prod(value.shape[:d], dtype=np.int64))
+    outer = math.prod(value.shape[:d])
     ip = tape.put_aux([len(parts)] + rows + [outer, start])
     off, out = _out(tape, value.shape, n)
     np.copyto(out, value)
@@ -3435,8 +3435,8 @@ def _scan_dim(x, dim):
     d = _wrap_dim(dim, len(shape))
     if not shape:
         return 0, 1, 1, 1
-    o = int(np.prod(shape[:d], dtype=np.int64))
-    i = int(np.prod(shape[d + 1:], dtype=np.int64))
+    o = math.prod(shape[:d])
+    i = math.prod(shape[d + 1:])
     return d, o, shape[d], i
 
 
@@ -3534,7 +3534,7 @@ def _select_by_value(x, idx, variant, what):
 def _flat_positions(shape, d, arg):
     """Flat positions in an array of ``shape`` of the entries at ``arg`` (indices along d,
     shaped like the result with d kept)."""
-    flat = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     return np.take_along_axis(flat, arg, axis=d)
 
 
