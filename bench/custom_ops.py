@@ -26,11 +26,9 @@ import os
 import sys
 import time
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("JAX_ENABLE_X64", "1")
+from bench.machine import REPO_DIR, one_thread_everywhere, pin_to_one_cpu  # noqa: E402
 
-from bench.machine import REPO_DIR, pin_to_one_cpu  # noqa: E402
+one_thread_everywhere()
 
 PINNED = pin_to_one_cpu()
 sys.path.insert(0, os.path.join(REPO_DIR, "src"))

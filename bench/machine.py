@@ -15,6 +15,17 @@ import sys
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def one_thread_everywhere() -> None:
+    """Ask every library for one thread, float64 in JAX (unless the caller's environment
+    says otherwise): call before NumPy, numba, torch or JAX are imported."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1")
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+
+
 def pin_to_one_cpu(cpu: int | None = None) -> int | None:
     """Pin this process to ``cpu`` (default: the last CPU it may run on); return it."""
     if not hasattr(os, "sched_setaffinity"):

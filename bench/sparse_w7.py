@@ -24,19 +24,14 @@ Run: ``python -m bench.sparse_w7 [--quick] [--json PATH]``.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1")
-os.environ.setdefault("JAX_ENABLE_X64", "1")
+from bench.machine import REPO_DIR, one_thread_everywhere, pin_to_one_cpu  # noqa: E402
 
-from bench.machine import REPO_DIR, pin_to_one_cpu  # noqa: E402
+one_thread_everywhere()
 
 PINNED = pin_to_one_cpu()
 sys.path.insert(0, os.path.join(REPO_DIR, "src"))
@@ -44,7 +39,8 @@ sys.path.insert(0, os.path.join(REPO_DIR, "src"))
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from bench.timing import Entry, TimingConfig, call_batch, run_rounds, summarize  # noqa: E402
+from bench.timing import (Entry, call_batch, run_rounds, script_arguments,  # noqa: E402
+                          summarize)
 
 BRATU_SIZES = (30, 100, 300)
 ROSENBROCK_SIZES = (10 ** 3, 10 ** 4, 10 ** 5)
@@ -262,11 +258,8 @@ def render(results):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results", "w7.json"))
-    args = parser.parse_args(argv)
-    config = TimingConfig.quick() if args.quick else TimingConfig.sweep()
+    args = script_arguments(__doc__, "w7.json", argv)
+    config = args.config
     # warm tapegrad's kernels on a small case first, so that "first call" at each size is
     # recording + pattern + colouring + evaluation, not numba compiling
     tapegrad_sparse("bratu", 4, bratu_point(4))

@@ -65,6 +65,20 @@ class Entry:
     calls_per_batch: int = 1
 
 
+def script_arguments(doc: str, json_name: str, argv=None):
+    """The arguments of a workload's own script (``--quick``, ``--json``), with ``config``:
+    the quick budgets, or the per-point budgets of a sweep over sizes."""
+    import argparse
+    import os
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--json", default=os.path.join(here, "results", json_name))
+    args = parser.parse_args(argv)
+    args.config = TimingConfig.quick() if args.quick else TimingConfig.sweep()
+    return args
+
+
 def call_batch(fn: Callable[[], object]) -> Batch:
     """Time ``n`` back-to-back calls of ``fn`` as one interval."""
 

@@ -45,26 +45,23 @@ Run: ``python -m bench.w8 [--quick] [--json PATH]``.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import sys
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1")
-os.environ.setdefault("JAX_ENABLE_X64", "1")
+from bench.machine import (REPO_DIR, load_average, one_thread_everywhere,
+                           pin_to_one_cpu)
 
-from bench.machine import REPO_DIR, load_average, pin_to_one_cpu  # noqa: E402
+one_thread_everywhere()
 
 PINNED = pin_to_one_cpu()
 sys.path.insert(0, os.path.join(REPO_DIR, "src"))
 
 import numpy as np  # noqa: E402
 
-from bench.timing import Entry, TimingConfig, call_batch, run_rounds, summarize  # noqa: E402
+from bench.timing import (Entry, call_batch, run_rounds, script_arguments,  # noqa: E402
+                          summarize)
 
 SIZES = (10 ** 2, 10 ** 3, 10 ** 4, 10 ** 5)
 VARIANTS = ("cubic", "linear")
@@ -324,11 +321,8 @@ def render(variant, table):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", default=os.path.join(REPO_DIR, "bench", "results", "w8.json"))
-    args = parser.parse_args(argv)
-    config = TimingConfig.quick() if args.quick else TimingConfig.sweep()
+    args = script_arguments(__doc__, "w8.json", argv)
+    config = args.config
     load_start = load_average()
     results = {}
     for variant in VARIANTS:

@@ -161,31 +161,38 @@ def custom_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     _run(_slots(r, ip, aux), FORWARD, r, ip, aux, frame)
 
 
+@inline
+def _add(target, goff, need, s, h):
+    if need[s]:
+        o = goff[s]
+        for i in range(h.size):
+            target[o + i] += h[i]
+
+
+@inline
+def _run_into(kind, r, a0, a1, goff, size, ip, aux, need, frame, target):
+    """Run ``kind``'s kernel, whose outputs are shaped as the inputs (gx, gy), on zeroed
+    scratch, then add them to the inputs' rows of ``target`` (the gradient arena, or a row of
+    curvature terms): a kernel that assigns (gx[i] = ...) is right even where an input feeds
+    several records."""
+    n0 = size[a0[r]]
+    n1 = size[a1[r]] if a1[r] >= 0 else 0
+    h0, h1 = _scratch(n0, n1)
+    _put(frame, H0, h0.ctypes.data, n0)
+    _put(frame, H1, h1.ctypes.data, n1)
+    if not _run(_slots(r, ip, aux), kind, r, ip, aux, frame):
+        return
+    _add(target, goff, need, a0[r], h0)
+    if a1[r] >= 0:
+        _add(target, goff, need, a1[r], h1)
+
+
 @rule
 def custom_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
                beta1):
-    # the kernel writes its gradients into zeroed scratch, which is then added: a kernel
-    # that assigns (gx[i] = ...) is right even where an input feeds several records
     frame = _frame(r, a0, a1, voff, size, ip, aux, faux, vals)
     _put(frame, G, grads.ctypes.data + 8 * goff[r], size[r])
-    n0 = size[a0[r]]
-    n1 = size[a1[r]] if a1[r] >= 0 else 0
-    g0, g1 = _scratch(n0, n1)
-    _put(frame, H0, g0.ctypes.data, n0)
-    _put(frame, H1, g1.ctypes.data, n1)
-    if not _run(_slots(r, ip, aux), VJP, r, ip, aux, frame):
-        return
-    s0 = a0[r]
-    if need[s0]:
-        o = goff[s0]
-        for i in range(n0):
-            grads[o + i] += g0[i]
-    if a1[r] >= 0:
-        s1 = a1[r]
-        if need[s1]:
-            o = goff[s1]
-            for i in range(n1):
-                grads[o + i] += g1[i]
+    _run_into(VJP, r, a0, a1, goff, size, ip, aux, need, frame, grads)
 
 
 @rule
@@ -215,28 +222,11 @@ def custom_curv(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tan
     # the second-order term: d/de [J(x + e t)^T g] at e = 0, added to the inputs' rows
     frame = _frame(r, a0, a1, voff, size, ip, aux, faux, vals)
     _put(frame, G, grads.ctypes.data + 8 * goff[r], size[r])
-    n0 = size[a0[r]]
-    n1 = size[a1[r]] if a1[r] >= 0 else 0
     base = tans.ctypes.data
-    _put(frame, T0, base + 8 * (b + voff[a0[r]]), n0)
+    _put(frame, T0, base + 8 * (b + voff[a0[r]]), size[a0[r]])
     if a1[r] >= 0:
-        _put(frame, T1, base + 8 * (b + voff[a1[r]]), n1)
-    h0, h1 = _scratch(n0, n1)
-    _put(frame, H0, h0.ctypes.data, n0)
-    _put(frame, H1, h1.ctypes.data, n1)
-    if not _run(_slots(r, ip, aux), CURVATURE, r, ip, aux, frame):
-        return
-    s0 = a0[r]
-    if need[s0]:
-        o = goff[s0]
-        for i in range(n0):
-            dg[o + i] += h0[i]
-    if a1[r] >= 0:
-        s1 = a1[r]
-        if need[s1]:
-            o = goff[s1]
-            for i in range(n1):
-                dg[o + i] += h1[i]
+        _put(frame, T1, base + 8 * (b + voff[a1[r]]), size[a1[r]])
+    _run_into(CURVATURE, r, a0, a1, goff, size, ip, aux, need, frame, dg)
 
 
 def custom_graph(F, g, x0, x1, out, c):
