@@ -10,7 +10,8 @@ tensor of ``n`` values (n = 1, W1's size, and n = 1000), forward and backward.  
   kernels (forward, vjp), eager and compiled;
 * **torch built-in** / **torch Function** -- ``torch.tanh``, and a ``torch.autograd.Function``
   whose forward and backward call ``torch.tanh`` and multiply (its backward is Python).
-JAX's ``custom_vjp`` row needs jax, which is optional: reported as not installed without it.
+JAX's rows (``jax.jit`` of ``grad`` over a ``lax.fori_loop`` of the op, built-in and
+``custom_vjp``) need jax, which is optional: reported as not installed without it.
 
 The first-use cost of a new custom op (its wrappers compile when a pass first needs them)
 is measured before the timed rounds: defining an op, its first backward, its first replay.
@@ -164,9 +165,9 @@ def jax_rows(n):
     rows = {}
     for name, step in (("built-in", jnp.tanh), ("custom_vjp", tanh)):
         def loss(x, step=step):
-            for _ in range(K):
-                x = step(x)
-            return x.sum()
+            # a fori_loop, as W5 under jit: XLA fails on the unrolled 2000-op chain here
+            # ("Unknown MLIR failure", jax 0.10.2)
+            return jax.lax.fori_loop(0, K, lambda _, y: step(y), x).sum()
         g = jax.jit(jax.grad(loss))
         g(x0).block_until_ready()
         rows[f"jax.jit {name}"] = lambda g=g: g(x0).block_until_ready()
