@@ -593,3 +593,53 @@ def test_a_tape_file_is_refused_where_the_op_is_missing_or_different(tmp_path):
         CUBE = tg.custom_op("Cube", cube, vjp=cube_vjp, jvp=cube_jvp, curvature=cube_curvature)
         assert CUBE is not old
     tg.load_tape(str(path))   # the same kernels again: it loads
+
+
+_OPS_MODULE = '''
+import numba
+import tapegrad as tg
+
+
+@numba.njit
+def shifted_square(x, out, p):
+    def square(v):            # a nested function: its code object is among the kernel's
+        return v * v
+    for i in range(x.size):
+        out[i] = square(x[i] - p[0])
+
+
+@numba.njit
+def shifted_square_vjp(x, out, g, gx, p):
+    for i in range(x.size):
+        gx[i] = 2.0 * (x[i] - p[0]) * g[i]
+
+
+OP = tg.custom_op("ShiftedSquare", shifted_square, vjp=shifted_square_vjp)
+'''
+
+
+def test_a_tape_file_loads_in_another_process_that_defines_the_same_op(tmp_path):
+    import importlib.util
+    source = tmp_path / "shifted_ops.py"
+    source.write_text(_OPS_MODULE)
+    spec = importlib.util.spec_from_file_location("shifted_ops", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = tg.compile(lambda x: (module.OP(x, params=[0.5]) * x).sum())
+    fn(tg.tensor([1.0, 2.0]))
+    path = tmp_path / "shifted.npz"
+    fn.variants()[0].save(str(path))
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+            "import shifted_ops, tapegrad as tg\n"
+            f"loaded = tg.load_tape({str(path)!r})\n"
+            "x = tg.tensor([3.0, -1.0], requires_grad=True)\n"
+            "out = loaded(x)\n"
+            "out.backward()\n"
+            "print(out.item(), x.grad.tolist())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    value, grad = run.stdout.strip().split(" ", 1)
+    x = np.array([3.0, -1.0])
+    assert float(value) == pytest.approx(float(((x - 0.5) ** 2 * x).sum()), rel=1e-14)
+    assert eval(grad) == pytest.approx(list(2 * (x - 0.5) * x + (x - 0.5) ** 2), rel=1e-14)

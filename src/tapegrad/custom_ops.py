@@ -84,9 +84,19 @@ def _digest(name, arity, kernels):
         if k is None:
             h.update(b"\0none")
             continue
-        code = k.py_func.__code__
-        h.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
+        _hash_code(h, k.py_func.__code__)
     return int.from_bytes(h.digest()[:8], "little") >> 2
+
+
+def _hash_code(h, code):
+    # nested code objects by their contents: their repr holds a memory address, which differs
+    # from process to process
+    h.update(code.co_code + repr(code.co_names).encode())
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _hash_code(h, c)
+        else:
+            h.update(repr(c).encode())
 
 
 class CustomOp:
