@@ -82,10 +82,10 @@ def _compiling(kernel, pass_, op_arg):
     missing = _entries.MISSING
     pending = _custom.PENDING[pass_]
 
-    def passes(args):
+    def passes(args, custom):
         while True:
             bad = kernel(*args, table)
-            if _custom.FAULT[0]:
+            if custom and _custom.FAULT[0]:
                 _custom.raise_fault(_arguments(kernel, args))
             if bad > missing:
                 return bad
@@ -93,13 +93,13 @@ def _compiling(kernel, pass_, op_arg):
 
     def run(*args):
         if not _custom.NAMES:
-            return passes(args)
+            return passes(args, False)
         # custom ops report a failing kernel in one cell (custom.FAULT): one pass at a time
         # while any exist, so that each pass reads its own report
         with _custom.LOCK:
             if pending:
                 _custom.compile_pending(pass_)
-            return passes(args)
+            return passes(args, True)
     run.__name__ = kernel.__name__
     run.__doc__ = kernel.__doc__
     run.kernel = kernel
