@@ -159,13 +159,11 @@ class CustomOp:
 
     def _params(self, params):
         """``params`` as a flat float64 array (numbers only: a tensor would be frozen)."""
-        if isinstance(params, (tuple, list)):
-            if not params:
-                return _NO_PARAMS
-            if any(isinstance(v, Tensor) for v in params):
-                raise TypeError(f"custom op '{self.name}': params are numbers (constants of "
-                                "the op); pass tensors as inputs")
-        elif isinstance(params, Tensor):
+        listed = isinstance(params, (tuple, list))
+        if listed and not params:
+            return _NO_PARAMS
+        if isinstance(params, Tensor) or (listed and any(isinstance(v, Tensor)
+                                                         for v in params)):
             raise TypeError(f"custom op '{self.name}': params are numbers (constants of the "
                             "op); pass tensors as inputs")
         return np.ascontiguousarray(params, dtype=np.float64).reshape(-1)
