@@ -365,6 +365,23 @@ def test_values_from_two_trips_back():
     assert "for k in range(" in _same_as_interpreter(program, args)
 
 
+def test_a_value_of_the_trip_before_read_after_a_record_with_parameters():
+    # c of the trip before is kept in a local across the trip; clamp reads its bounds into
+    # locals of its own, which once had the same name and overwrote it
+    def program(x):
+        a, before = x * 1.0, x * 0.5
+        for _ in range(40):
+            c = a * 0.9
+            a = c.clamp(-0.7, 0.7) + before * 0.1
+            before = c
+        return a.sum()
+
+    def args(seed):
+        return [tg.tensor([(0.3, 0.8, -0.4)[seed]], requires_grad=True)]
+
+    assert "for k in range(" in _same_as_interpreter(program, args)
+
+
 def test_a_vector_read_one_element_per_trip():
     def program(v, w):
         u = w

@@ -231,16 +231,17 @@ def _forward_block(keys, rows, steps, m):
     p = len(keys)
     carried, before, after = {}, [], []
     if m > 1:
-        # a value the previous trip made stays in a local instead of a store and a load
+        # a value the previous trip made stays in a local instead of a store and a load (named
+        # pv: p0/p1 are the parameters a record reads, and would overwrite it)
         made = {(rows[j][1] - steps[j][1], steps[j][1]): j for j in range(p)
                 if keys[j][0] != K.GUARD and steps[j][1] != 0}
         for j in range(p):
             for f in (2, 3, 4):
                 jj = made.get((rows[j][f], steps[j][f]))
                 if jj is not None and (rows[j][f], steps[j][f]) not in carried:
-                    carried[(rows[j][f], steps[j][f])] = f"p{jj}"
-                    before.append(f"p{jj} = vals[{rows[jj][1] - steps[jj][1]}]")
-                    after.append(f"p{jj} = v{jj}")
+                    carried[(rows[j][f], steps[j][f])] = f"pv{jj}"
+                    before.append(f"pv{jj} = vals[{rows[jj][1] - steps[jj][1]}]")
+                    after.append(f"pv{jj} = v{jj}")
         # values made before the loop (parameters) are read once: the loop's stores never
         # reach them, but numba cannot know that the arena does not alias itself
         for j in range(p):
