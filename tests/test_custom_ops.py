@@ -643,3 +643,185 @@ def test_a_tape_file_loads_in_another_process_that_defines_the_same_op(tmp_path)
     x = np.array([3.0, -1.0])
     assert float(value) == pytest.approx(float(((x - 0.5) ** 2 * x).sum()), rel=1e-14)
     assert eval(grad) == pytest.approx(list(2 * (x - 0.5) * x + (x - 0.5) ** 2), rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise_op: an op from its rules on one element, called by generated code too
+# ---------------------------------------------------------------------------------------------
+@numba.njit
+def softclip(x, p):              # p[0] * tanh(x / p[0])
+    return p[0] * np.tanh(x / p[0])
+
+
+@numba.njit
+def softclip_d(x, y, p):
+    t = y / p[0]
+    return 1.0 - t * t
+
+
+@numba.njit
+def softclip_d2(x, y, p):
+    t = y / p[0]
+    return -2.0 * t * (1.0 - t * t) / p[0]
+
+
+@numba.njit
+def expmul(x, y, p):             # exp(x) * y + p[0] * x * y
+    return np.exp(x) * y + p[0] * x * y
+
+
+@numba.njit
+def expmul_d(x, y, z, p):
+    return np.exp(x) * y + p[0] * y, np.exp(x) + p[0] * x
+
+
+@numba.njit
+def expmul_d2(x, y, z, p):
+    return np.exp(x) * y, np.exp(x) + p[0], 0.0
+
+
+SOFTCLIP = tg.elementwise_op("SoftClip", softclip, softclip_d, softclip_d2)
+EXPMUL = tg.elementwise_op("ExpMul", expmul, expmul_d, expmul_d2)
+
+
+def _torch_softclip(x, c):
+    return c * torch.tanh(x / c)
+
+
+def _torch_expmul(x, y, c):
+    return torch.exp(x) * y + c * x * y
+
+
+@settings(max_examples=30, deadline=None)
+@given(_vector(), st.floats(0.5, 3.0))
+def test_an_elementwise_op_matches_pytorch(v, c):
+    x, xt = _both(v)
+    y = SOFTCLIP(x, params=[c])
+    yt = _torch_softclip(xt, c)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-14, atol=1e-15)
+    assert repr(y).endswith("grad_fn=<SoftClipBackward>)") or v.size == 0
+    (y * y).sum().backward()
+    (yt * yt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([((3,), (3,)), ((2, 3), (3,)), ((4, 1), (1, 2)), ((), (2,)),
+                        ((0,), (1,)), ((2, 1), ())]),
+       st.integers(0, 2 ** 16), st.floats(-1.0, 1.0))
+def test_a_two_input_elementwise_op_broadcasts_as_pytorch_does(shapes, seed, c):
+    rng = np.random.default_rng(seed)
+    (x, xt), (y, yt) = (_both(rng.uniform(-2, 2, s)) for s in shapes)
+    out, out_t = EXPMUL(x, y, params=[c]), _torch_expmul(xt, yt, c)
+    assert out.shape == out_t.shape
+    np.testing.assert_allclose(out.detach().numpy(), out_t.detach().numpy(), rtol=1e-13,
+                               atol=1e-14)
+    (out * out).sum().backward()
+    (out_t * out_t).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=1e-12, atol=1e-13)
+
+
+def test_an_elementwise_op_passes_gradcheck_and_gradgradcheck_and_hessian():
+    v = tg.tensor([0.3, -1.2, 2.0], requires_grad=True)
+    w = tg.tensor([1.1, 0.4, -0.7], requires_grad=True)
+    assert gradcheck(lambda a: SOFTCLIP(a, params=[1.5]), v)
+    assert gradgradcheck(lambda a: SOFTCLIP(a, params=[1.5]), v)
+    assert gradcheck(lambda a, b: EXPMUL(a, b, params=[0.6]), v, w)
+    assert gradgradcheck(lambda a, b: EXPMUL(a, b, params=[0.6]), v, w)
+    z = np.array([0.3, -1.2, 2.0, 1.1, 0.4, -0.7])
+
+    def ours(t):
+        return (SOFTCLIP(EXPMUL(t[:3] * 1.0, t[3:] * 1.0, params=[0.6]), params=[1.5])).sum()
+
+    def theirs(t):
+        return _torch_softclip(_torch_expmul(t[:3], t[3:], 0.6), 1.5).sum()
+
+    h = tg.hessian(ours)(tg.tensor(z))
+    h_t = torch.autograd.functional.hessian(theirs, torch.tensor(z))
+    np.testing.assert_allclose(h.numpy(), h_t.numpy(), rtol=1e-11, atol=1e-12)
+    tangent = np.linspace(-1.0, 1.0, 6)
+    _, tan = tg.func.jvp(ours, (tg.tensor(z),), (tg.tensor(tangent),))
+    _, tan_t = torch.autograd.functional.jvp(theirs, torch.tensor(z), torch.tensor(tangent))
+    np.testing.assert_allclose(tan.numpy(), tan_t.numpy(), rtol=1e-12)
+
+
+def _scalar_loop(x, y):
+    for _ in range(30):
+        x = SOFTCLIP(EXPMUL(x, y * 0.5, params=[0.25]) * 0.3, params=[1.5])
+    return x.sum()
+
+
+def test_an_elementwise_op_runs_in_generated_code_with_the_interpreters_bits():
+    generated = tg.compile(_scalar_loop, codegen=True)
+    interpreted = tg.compile(_scalar_loop, codegen=False)
+    for values in ((0.4, -0.8), (1.5, 0.3), (-2.0, 2.5), (0.0, -1.0)):
+        args = [[tg.tensor([v], requires_grad=True) for v in values] for _ in range(3)]
+        got, want = generated(*args[0]), interpreted(*args[1])
+        eager = _scalar_loop(*args[2])
+        for out in (got, want, eager):
+            out.backward()
+        assert got.item() == want.item()
+        for a, b, e in zip(*args):
+            assert a.grad.item() == b.grad.item()
+            assert a.grad.item() == pytest.approx(e.grad.item(), rel=1e-13)
+        assert got.item() == pytest.approx(eager.item(), rel=1e-14)
+    assert generated.stats.generated == 1, generated.stats.not_generated
+    source = generated.tape.program.source
+    assert "_derivative(" in source and "for k in range(" in source
+
+
+def test_a_custom_op_without_scalar_rules_stays_with_the_interpreter_and_says_why():
+    fn = tg.compile(lambda x: CUBE(CUBE(x, params=[0.5]), params=[0.5]).sum(), codegen=True)
+    for _ in range(2):
+        x = tg.tensor([0.7], requires_grad=True)
+        fn(x).backward()
+    assert fn.stats.replays == 1 and fn.stats.generated == 0
+    assert "'Cube' has no scalar rules" in " ".join(fn.stats.not_generated)
+    np.testing.assert_allclose(x.grad.numpy(), [9 * 0.0625 * 0.7 ** 8],   # d/dx 0.0625 x^9
+                               rtol=1e-13)
+
+
+def test_generated_code_checks_the_op_it_was_written_for():
+    from tapegrad.ops import custom
+    k = custom.REGISTRY[SOFTCLIP._kernels.ident]
+    assert custom.scalar_rules(k.ident, k.digest)[0] is k.scalar[0]
+    with pytest.raises(RuntimeError, match="has not defined"):
+        custom.scalar_rules(k.ident, k.digest + 1)
+
+
+def test_elementwise_ops_with_other_rules_have_other_digests():
+    @numba.njit
+    def other_d(x, y, p):
+        return 1.0 - (y / p[0]) ** 2
+
+    same = tg.elementwise_op("SoftClip", softclip, softclip_d, softclip_d2)
+    other = tg.elementwise_op("SoftClip", softclip, other_d, softclip_d2)
+    assert same._kernels.digest == SOFTCLIP._kernels.digest
+    assert other._kernels.digest != SOFTCLIP._kernels.digest
+
+
+def test_an_elementwise_op_without_a_second_derivative_says_what_hessian_needs():
+    first_only = tg.elementwise_op("SoftClipFirst", softclip, softclip_d)
+    x = tg.tensor([0.5, -0.25])
+    with pytest.raises(RuntimeError, match="'SoftClipFirst' has no second derivative, which "
+                                           r"second derivatives \(hessian, hvp\) needs: pass "
+                                           "second_derivative= to tapegrad.elementwise_op"):
+        tg.hessian(lambda t: first_only(t, params=[1.0]).sum())(x)
+    y = tg.tensor([0.5, -0.25], requires_grad=True)
+    first_only(y, params=[1.0]).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), 1.0 - np.tanh([0.5, -0.25]) ** 2, rtol=1e-14)
+
+
+def test_bad_elementwise_definitions_are_refused():
+    with pytest.raises(TypeError, match=r"value takes \(x, p\) or \(x, y, p\), not 1"):
+        tg.elementwise_op("Bad", lambda x: x, softclip_d)
+    with pytest.raises(TypeError, match="a derivative function is required"):
+        tg.elementwise_op("Bad", softclip, None)
+    with pytest.raises(TypeError, match=r"derivative of a 1-input op takes \(x, y, p\), not 2"):
+        tg.elementwise_op("Bad", softclip, lambda x, p: x)
+    with pytest.raises(TypeError, match=r"second_derivative of a 2-input op takes "
+                                        r"\(x, y, z, p\), not 3"):
+        tg.elementwise_op("Bad", expmul, expmul_d, lambda x, y, p: x)
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        EXPMUL(tg.ones(3), tg.ones(4), params=[1.0])

@@ -68,7 +68,7 @@ from .transforms import grad, value_and_grad  # noqa: E402
 from .higher import hessian, hvp, jacobian, jvp  # noqa: E402
 from .sparsity import hessian_sparsity, jacobian_sparsity  # noqa: E402
 from .compressed import sparse_hessian, sparse_jacobian  # noqa: E402
-from .custom_ops import CustomOp, custom_op  # noqa: E402
+from .custom_ops import CustomOp, custom_op, elementwise_op  # noqa: E402
 from . import colouring, optimize, special  # noqa: E402,F401
 from . import linalg  # noqa: E402
 from .linalg import _TOP_LEVEL as _LINALG_TOP  # noqa: E402

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _generated
 from . import ops as K
+from .ops import custom as _custom
 from .ops import table as T
 
 # Rolling needs this many repetitions; straight-line code beyond MAX_STATEMENTS records is
@@ -49,9 +50,12 @@ def _records(cols, need, goff):
             continue
         if size[r] != 1:
             raise Unsupported(f"record {r} ({K.OPS[o].name}) holds {size[r]} values")
-        if o != K.CMP and o != K.GUARD and _scalar_rules(o) is None:
-            raise Unsupported(f"no scalar rule for {K.OPS[o].name}")
         i0, i1 = int(a0[r]), int(a1[r])
+        kind = int(ip[r]) if o == K.CMP else 0
+        if o == K.CUSTOM:
+            kind = _custom_op(aux, int(ip[r]), i1, size)
+        elif o != K.CMP and o != K.GUARD and _scalar_rules(o) is None:
+            raise Unsupported(f"no scalar rule for {K.OPS[o].name}")
         s0 = s1 = s2 = g0 = g1 = 0
         n0 = n1 = 0
         if i0 >= 0:
@@ -68,10 +72,22 @@ def _records(cols, need, goff):
             g1 = int(goff[i1]) if n1 else 0
         if o == K.WHERE:
             s2 = int(voff[ip[r]])
-        kind = int(ip[r]) if o == K.CMP else 0
         keys.append((o, i1 >= 0, int(need[r]), n0, n1, kind))
         rows.append((r, int(voff[r]), s0, s1, s2, int(goff[r]) if need[r] else 0, g0, g1))
     return keys, np.array(rows, dtype=np.int64).reshape(-1, 8)
+
+
+def _custom_op(aux, at, i1, size):
+    """The registry id of the custom op of a record (its key's kind: records of different
+    ops never roll into one loop), when the op has scalar rules."""
+    k = _custom.REGISTRY.get(int(aux[at + _custom.A_ID]))
+    if k is None or k.scalar is None:
+        name = _custom.name_of(aux, at)
+        raise Unsupported(f"custom op '{name}' has no scalar rules (tapegrad.elementwise_op "
+                          "makes an op that has them)")
+    if i1 >= 0 and size[i1] != 1:
+        raise Unsupported(f"custom op '{k.name}' reads {size[i1]} values")
+    return k.ident
 
 
 def _blocks(keys, rows):
@@ -174,6 +190,32 @@ def _call(fn, args):
     return f"{_RULE_MODULES[fn.py_func.__module__]}.{fn.__name__}({args})"
 
 
+def _custom_call(key, rule, rec):
+    """The lines that call a custom op's scalar rule (0: value, 1: derivative) into ``out``
+    or ``dd``: its parameters are a slice of faux, as its array kernels see them."""
+    _, has_x1, _, _, _, ident = key
+    at = f"ip[{rec}]"
+    lines = [f"P = faux[aux[{at} + {_custom.A_PARAMS}]:aux[{at} + {_custom.A_PARAMS}] + "
+             f"aux[{at} + {_custom.A_NPARAMS}]]"]
+    xs = "x0, x1" if has_x1 else "x0"
+    if rule == 0:
+        return lines + [f"out = _cu{ident}_value({xs}, P)"]
+    return lines + [f"dd = _cu{ident}_derivative({xs}, out, P)"]
+
+
+def _custom_preamble(keys):
+    """Module lines that bind each custom op's scalar rules, checked by id and digest."""
+    idents = sorted({key[5] for key in keys if key[0] == K.CUSTOM})
+    if not idents:
+        return []
+    lines = ["from tapegrad.ops.custom import scalar_rules as _scalar_rules"]
+    for ident in idents:
+        digest = _custom.REGISTRY[ident].digest
+        lines.append(f"_cu{ident}_value, _cu{ident}_derivative = "
+                     f"_scalar_rules({ident}, {digest})")
+    return lines
+
+
 def _operands(o, has_x1):
     """The argument names of o's scalar rules after x0: x1, x2, c, p0, p1 (x0 stands in for
     an input the op does not have, 0.0 for parameters it does not read)."""
@@ -213,12 +255,15 @@ def _forward_lines(key, row, step, local, carried, j):
         return lines
     if o == K.WHERE:
         lines.append(f"x2 = {_load('vals', s2, ds2, local, carried)}")
-    lines += [f"c = fp[{rec}]"] + _params(o, rec)
-    if o == K.CMP:
+    if o == K.CUSTOM:
+        lines += _custom_call(key, 0, rec)
+    elif o == K.CMP:
+        lines += [f"c = fp[{rec}]"]
         rhs = "x1" if has_x1 else "c"
         cmp = ("<", "<=", ">", ">=", "==", "!=")[kind]
         lines.append(f"out = 1.0 if x0 {cmp} {rhs} else 0.0")
     else:
+        lines += [f"c = fp[{rec}]"] + _params(o, rec)
         lines.append(f"out = {_call(_scalar_rules(o)[0], 'x0, ' + _operands(o, has_x1))}")
     var = f"v{j}"
     lines += [f"{var} = out", f"{_at('vals', so, dso)} = out"]
@@ -267,14 +312,24 @@ def _backward_lines(key, row, step, g, targets, fixed):
     """Source for one record's backward: its gradient is ``g``; ``targets`` are the lvalues
     its input gradients accumulate into; ``fixed`` names the values read before the loop."""
     o, has_x1, _, need0, need1, _ = key
-    rules = _scalar_rules(o)
     r, so, s0, s1, s2 = row[:5]
     dr, dso, ds0, ds1, ds2 = step[:5]
     rec = str(r) if dr == 0 else f"({r} + k * {dr})"
     lines = [f"g = {g}", f"x0 = {_load('vals', s0, ds0, fixed)}",
-             f"out = {_at('vals', so, dso)}", f"c = fp[{rec}]"]
+             f"out = {_at('vals', so, dso)}"]
     if has_x1:
         lines.append(f"x1 = {_load('vals', s1, ds1, fixed)}")
+    if o == K.CUSTOM:
+        # the derived vjp kernel's bits: g times the derivative, then added
+        lines += _custom_call(key, 1, rec)
+        parts = ("dd[0]", "dd[1]") if has_x1 else ("dd",)
+        if need0:
+            lines.append(f"{targets[0]} += g * {parts[0]}")
+        if has_x1 and need1:
+            lines.append(f"{targets[1]} += g * {parts[1]}")
+        return lines
+    rules = _scalar_rules(o)
+    lines.append(f"c = fp[{rec}]")
     if o == K.WHERE:
         lines.append(f"x2 = {_load('vals', s2, ds2, fixed)}")
     lines += _params(o, rec)
@@ -293,8 +348,9 @@ def _swept(key):
 def _input_targets(key, row, step):
     """(field, (base, step)) of the input gradients record's backward accumulates into."""
     out = []
+    has_vjp = ((True, True) if key[0] == K.CUSTOM else _scalar_rules(key[0])[1:])
     for i, f in ((0, 6), (1, 7)):
-        if key[3 + i] and _scalar_rules(key[0])[1 + i] and (i == 0 or key[1]):
+        if key[3 + i] and has_vjp[i] and (i == 0 or key[1]):
             out.append((i, (int(row[f]), int(step[f]))))
     return out
 
@@ -504,7 +560,7 @@ def _assign_first_terms(body):
 def generate(cols, need, goff, seeds=()):
     """Python source of ``forward(vals, ...) -> int`` and ``backward(vals, grads, ...)`` for
     a tape of one-element records; each takes, after those, the parameter columns it reads
-    (``fp``, ``ip``, ``faux``, in that order).
+    (``fp``, ``ip``, ``aux``, ``faux``, in that order).
 
     ``need``/``goff`` are the plan of the backward from the records ``seeds`` (None: no
     backward is generated).  The backward expects the seeds' gradients in ``grads`` and
@@ -550,8 +606,13 @@ def generate(cols, need, goff, seeds=()):
         bwd = mem.zeroing(keep)
         # the backward runs the blocks last to first
         bwd += [line for body in reversed(bodies) for line in body]
-    src = ["import numpy as np", "from tapegrad._config import kernel"]
+    custom = _custom_preamble(keys)
+    # a custom op's rules live in the user's process: such a module is compiled in each
+    # process (numba's cache would keep the op's code of the process that wrote it)
+    src = ["import numpy as np",
+           "from tapegrad._config import " + ("rule as kernel" if custom else "kernel")]
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
+    src += custom
     src += ["", "",
            "@kernel", f"def forward({_signature('vals', fwd)}):"]
     src += ["    " + line for line in fwd] + ["    return -1", "", ""]
@@ -561,8 +622,8 @@ def generate(cols, need, goff, seeds=()):
 
 
 # the tape's parameter columns a generated function may read, in the order it takes them
-_PARAM_COLUMNS = {"fp": 6, "ip": 5, "faux": 8}
-_PARAM_USE = re.compile(r"\b(fp|ip|faux)\[")
+_PARAM_COLUMNS = {"fp": 6, "ip": 5, "aux": 7, "faux": 8}
+_PARAM_USE = re.compile(r"\b(fp|ip|aux|faux)\[")
 
 
 def _signature(first, lines):

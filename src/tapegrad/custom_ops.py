@@ -56,7 +56,7 @@ from .ops import custom as _table
 from .tape import recording_tape
 from .tensor import Tensor
 
-__all__ = ["custom_op", "CustomOp"]
+__all__ = ["custom_op", "elementwise_op", "CustomOp"]
 __dir__ = public_dir(globals())
 
 _NO_PARAMS = np.zeros(0)   # (writable: a read-only array would make numba compile again)
@@ -99,12 +99,65 @@ def _hash_code(h, code):
             h.update(repr(c).encode())
 
 
-class CustomOp:
-    """A differentiable op made of numba kernels (see ``custom_op``).  Call it on tensors:
-    ``op(x)`` or ``op(x, y)``, with ``params=`` a sequence of floats the kernels read as
-    ``p``."""
+def _derived(arity, value, derivative, second):
+    """The array kernels of an elementwise op, as loops over its scalar rules.  The vjp
+    computes ``g * derivative`` and nothing else, as generated code does, so both give the
+    same bits."""
+    f, df, d2f = value, derivative, second
+    if arity == 1:
+        @numba.njit
+        def forward(x, out, p):
+            for i in range(x.size):
+                out[i] = f(x[i], p)
 
-    def __init__(self, name, forward, vjp, jvp, curvature, shape):
+        @numba.njit
+        def vjp(x, out, g, gx, p):
+            for i in range(x.size):
+                gx[i] = g[i] * df(x[i], out[i], p)
+
+        @numba.njit
+        def jvp(x, tx, out, tout, p):
+            for i in range(x.size):
+                tout[i] = df(x[i], out[i], p) * tx[i]
+
+        @numba.njit
+        def curvature(x, tx, out, g, gx, p):
+            for i in range(x.size):
+                gx[i] = g[i] * d2f(x[i], out[i], p) * tx[i]
+    else:
+        @numba.njit
+        def forward(x, y, out, p):
+            for i in range(x.size):
+                out[i] = f(x[i], y[i], p)
+
+        @numba.njit
+        def vjp(x, y, out, g, gx, gy, p):
+            for i in range(x.size):
+                dx, dy = df(x[i], y[i], out[i], p)
+                gx[i] = g[i] * dx
+                gy[i] = g[i] * dy
+
+        @numba.njit
+        def jvp(x, y, tx, ty, out, tout, p):
+            for i in range(x.size):
+                dx, dy = df(x[i], y[i], out[i], p)
+                tout[i] = dx * tx[i] + dy * ty[i]
+
+        @numba.njit
+        def curvature(x, y, tx, ty, out, g, gx, gy, p):
+            for i in range(x.size):
+                hxx, hxy, hyy = d2f(x[i], y[i], out[i], p)
+                gx[i] = g[i] * (hxx * tx[i] + hxy * ty[i])
+                gy[i] = g[i] * (hxy * tx[i] + hyy * ty[i])
+    return forward, vjp, jvp, (curvature if d2f is not None else None)
+
+
+class CustomOp:
+    """A differentiable op made of numba kernels (see ``custom_op`` and ``elementwise_op``).
+    Call it on tensors: ``op(x)`` or ``op(x, y)``, with ``params=`` a sequence of floats the
+    kernels read as ``p``."""
+
+    def __init__(self, name, forward, vjp, jvp, curvature, shape, scalar=None):
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"custom_op: the name must be an identifier, got {name!r}")
         fwd = _dispatcher(forward, "forward")
@@ -130,7 +183,12 @@ class CustomOp:
         if shape is not None and not callable(shape):
             raise TypeError("custom_op: shape must be a function of the input shapes")
         self.name, self.arity, self._shape = name, arity, shape
-        self._kernels = _table.register(name, arity, kernels, _digest(name, arity, kernels))
+        # an elementwise op: its inputs broadcast, and its digest is its scalar rules' (the
+        # derived kernels' code is the same for every such op)
+        self.elementwise = scalar is not None
+        digest = _digest(name, arity, scalar if self.elementwise else kernels)
+        self._kernels = _table.register(name, arity, kernels, digest,
+                                        scalar[:2] if self.elementwise else None)
         # what a record of this op holds after its ip (ops/custom.py: the record layout)
         self._aux_head = [self._kernels.ident, self._kernels.slots.ctypes.data]
         self._aux_tail = [self._kernels.digest, len(name)] + [ord(c) for c in name]
@@ -178,6 +236,9 @@ class CustomOp:
             if x._value.dtype != np.float64:
                 x = x.double()
             xs.append(x)
+        if self.elementwise and len(xs) == 2 and xs[0]._value.shape != xs[1]._value.shape:
+            common = F.broadcast_shape(xs[0]._value.shape, xs[1]._value.shape)
+            xs = [x if x._value.shape == common else F.expand(x, *common) for x in xs]
         p = self._params(params)
         shape = (xs[0]._value.shape if self._shape is None else
                  self.output_shape(*(x._value.shape for x in xs)))
@@ -231,3 +292,54 @@ def custom_op(name, forward, *, vjp=None, jvp=None, curvature=None, shape=None):
         tensor([2., 6.])
     """
     return CustomOp(name, forward, vjp, jvp, curvature, shape)
+
+
+def elementwise_op(name, value, derivative, second_derivative=None):
+    """An elementwise op from its rules on one element: a ``CustomOp`` whose array kernels
+    loop over them, and which generated code (``compile`` of one-element tapes, as in
+    scalar loops) calls directly.
+
+    One input: ``value(x, p) -> y``, ``derivative(x, y, p) -> dy/dx``,
+    ``second_derivative(x, y, p) -> d2y/dx2``.  Two inputs (broadcast like ``x + y``):
+    ``value(x, y, p) -> z``, ``derivative(x, y, z, p) -> (dz/dx, dz/dy)``,
+    ``second_derivative(x, y, z, p) -> (d2z/dx2, d2z/dxdy, d2z/dy2)``.  ``x``, ``y``, the
+    values and the derivatives are floats; ``p`` the call's ``params`` (a float64 array).
+    Give them as ``@njit`` functions (plain functions are compiled with ``numba.njit``).
+    ``second_derivative`` is what ``hessian``/``hvp`` need; without it they say so.
+
+    Example:
+        >>> @numba.njit
+        ... def softsign(x, p):
+        ...     return x / (1.0 + abs(x))
+        >>> @numba.njit
+        ... def softsign_d(x, y, p):
+        ...     return 1.0 / (1.0 + abs(x)) ** 2
+        >>> op = tg.elementwise_op("Softsign", softsign, softsign_d)
+        >>> x = tg.tensor([-1.0, 3.0], requires_grad=True)
+        >>> y = op(x)
+        >>> y
+        tensor([-0.5000,  0.7500], grad_fn=<SoftsignBackward>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([0.2500, 0.0625])
+    """
+    f = _dispatcher(value, "value")
+    if f is None:
+        raise TypeError("elementwise_op: a value function is required")
+    arity = _parameters(f) - 1
+    if arity not in (1, 2):
+        raise TypeError(f"elementwise_op '{name}': value takes (x, p) or (x, y, p), not "
+                        f"{_parameters(f)} arguments")
+    rules = [f]
+    for what, given, required in (("derivative", derivative, True),
+                                  ("second_derivative", second_derivative, False)):
+        rule = _dispatcher(given, what)
+        if rule is None and required:
+            raise TypeError(f"elementwise_op '{name}': a derivative function is required")
+        if rule is not None and _parameters(rule) != arity + 2:
+            args = "x, y, p" if arity == 1 else "x, y, z, p"
+            raise TypeError(f"elementwise_op '{name}': {what} of a {arity}-input op takes "
+                            f"({args}), not {_parameters(rule)} arguments")
+        rules.append(rule)
+    forward, vjp, jvp, curvature = _derived(arity, *rules)
+    return CustomOp(name, forward, vjp, jvp, curvature, None, scalar=tuple(rules))

@@ -282,9 +282,12 @@ class Kernels:
     """One custom op's kernels (numba dispatchers, None where not given), its slots (the
     wrappers' addresses its records read) and its wrappers, kept alive here."""
 
-    def __init__(self, ident, name, arity, kernels, digest):
+    def __init__(self, ident, name, arity, kernels, digest, scalar):
         self.ident, self.name, self.arity, self.digest = ident, name, arity, digest
         self.kernels = kernels            # by kind: a dispatcher or None
+        # an elementwise op's (value, derivative) on one element, which generated code calls
+        # (codegen.py), or None
+        self.scalar = scalar
         self.slots = np.zeros(N_SLOTS, dtype=np.int64)
         self.slots[FAULT_AT] = FAULT.ctypes.data
         self.wrappers = {}
@@ -312,11 +315,11 @@ BY_NAME = {}      # name -> id of the op registered last under that name
 PENDING = ([], [], [], [])
 
 
-def register(name, arity, kernels, digest):
+def register(name, arity, kernels, digest, scalar=None):
     """A new op's Kernels (a name registered again points to the new kernels from now on;
     tapes recorded before keep the old ones)."""
     ident = len(REGISTRY) + 1
-    k = Kernels(ident, name, arity, kernels, digest)
+    k = Kernels(ident, name, arity, kernels, digest, scalar)
     REGISTRY[ident] = k
     BY_NAME[name] = ident
     NAMES[ident] = f"{name}Backward"
@@ -324,6 +327,17 @@ def register(name, arity, kernels, digest):
         if kernels[kind] is not None:
             PENDING[kind].append(ident)
     return k
+
+
+def scalar_rules(ident, digest):
+    """Op ``ident``'s (value, derivative) on one element, for a generated module (which names
+    the op by id and digest: a module written by another process is checked against this
+    process's op of that id)."""
+    k = REGISTRY.get(ident)
+    if k is None or k.digest != digest or k.scalar is None:
+        raise RuntimeError(f"generated code calls custom op {ident} with digest {digest}, "
+                           "which this process has not defined")
+    return k.scalar
 
 
 def compile_pending(kind):
@@ -372,6 +386,9 @@ def raise_fault(arguments):
         hint = {JVP: "forward mode (jvp, jacfwd, hessian)",
                 CURVATURE: "second derivatives (hessian, hvp)",
                 FORWARD: "replay (compile, vmap)", VJP: "backward"}[kind]
+        if k.scalar is not None:   # made by elementwise_op: only its second rule is optional
+            raise RuntimeError(f"{what} has no second derivative, which {hint} needs: pass "
+                               "second_derivative= to tapegrad.elementwise_op")
         raise RuntimeError(f"{what} has no {KIND_NAMES[kind]} kernel, which {hint} needs: "
                            f"pass {KIND_NAMES[kind]}= to tapegrad.custom_op")
     detail = ""
