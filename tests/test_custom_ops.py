@@ -468,6 +468,18 @@ def test_an_exception_inside_a_kernel_is_reported_with_its_message():
     picky = tg.custom_op("Picky", raising_forward)
     with pytest.raises(RuntimeError, match="its forward kernel raised ValueError: x.0. must"):
         picky(-tg.ones(3))
+    # while recording: the kernel writes the output's arena slot; raising, it leaves the tape
+    # as it was
+    w = tg.ones(3, requires_grad=True)
+    negative = -w
+    tape = negative._tape
+    before = (len(tape.op), tape.top, len(tape.aux))
+    with pytest.raises(RuntimeError, match="its forward kernel raised ValueError: x.0. must"):
+        picky(negative)
+    assert (len(tape.op), tape.top, len(tape.aux)) == before
+    assert picky(negative * -2.0).tolist() == [2.0, 2.0, 2.0]
+    (negative * negative).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 2.0, 2.0])
     # inside a compiled replay: the kernel's own message, raised from the replay
     fn = tg.compile(lambda t: picky(t).sum())
     assert fn(tg.ones(2)).item() == 2.0

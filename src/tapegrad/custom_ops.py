@@ -29,6 +29,11 @@ jvp        ``(x, tx, out, tout, p)``   ``(x, y, tx, ty, out, tout, p)``: write J
 curvature  ``(x, tx, out, g, gx, p)``  ``(x, y, tx, ty, out, g, gx, gy, p)``
 ========== =========================== ====================================================
 
+An elementwise op can be given by its rules on one element instead
+(``tapegrad.elementwise_op(name, value, derivative, second_derivative)``): its array kernels
+are loops over them, made here, and generated code (``compile`` of a scalar loop) calls the
+rules themselves, so such an op costs what a built-in op costs there.
+
 ``curvature`` writes the directional derivative of the vjp: d/de [J(x + e tx)^T g] at
 e = 0 (for an elementwise f: ``gx = g * f''(x) * tx``); the Hessian needs it.  Outputs are
 zeroed before each call, so a kernel assigns them.  A kernel's exception (give it
@@ -51,7 +56,7 @@ import numpy as np
 from . import functional as F
 from . import ops as K
 from ._public import public_dir
-from .functional import _out, _plain, _records, _ref, _result
+from .functional import _emit, _plain, _records, _ref
 from .ops import custom as _table
 from .tape import recording_tape
 from .tensor import Tensor
@@ -192,6 +197,7 @@ class CustomOp:
         # what a record of this op holds after its ip (ops/custom.py: the record layout)
         self._aux_head = [self._kernels.ident, self._kernels.slots.ctypes.data]
         self._aux_tail = [self._kernels.digest, len(name)] + [ord(c) for c in name]
+        self._aux_no_params = self._aux_head + [0, 0] + self._aux_tail
 
     def __repr__(self):
         kinds = [n for n, k in zip(_table.KIND_NAMES, self._kernels.kernels) if k is not None]
@@ -243,23 +249,36 @@ class CustomOp:
         shape = (xs[0]._value.shape if self._shape is None else
                  self.output_shape(*(x._value.shape for x in xs)))
         n = math.prod(shape)
-        flat = [np.ascontiguousarray(x._value).reshape(-1) for x in xs]
-        value = np.zeros(n)
-        try:
-            self._kernels.kernels[_table.FORWARD](*flat, value, p)
-        except Exception as exc:
-            raise RuntimeError(f"custom op '{self.name}': its forward kernel raised "
-                               f"{type(exc).__name__}: {exc}") from exc
+        flat = [x._value.reshape(-1) for x in xs]   # (a copy only where x is not contiguous)
         if not _records(*xs):
+            value = np.zeros(n)
+            self._forward(flat, value, p)
             return _plain(value.reshape(shape))
         tape = recording_tape(2 * n + sum(v.size for v in flat) + 2)
         refs = [_ref(tape, x) for x in xs]
-        p_off = tape.put_faux(p.tolist())
-        ip = tape.put_aux(self._aux_head + [p.size, p_off] + self._aux_tail)
-        off, out = _out(tape, shape, n)
-        np.copyto(out, value.reshape(shape))
-        return _result(tape, tape.push(K.CUSTOM, refs[0], refs[1] if len(refs) > 1 else -1,
-                                       off, n, ip), out)
+        # the kernel writes the output's slot in the arena (zeroed first, as the kernels are
+        # promised); one that raises leaves the slot free again and records nothing
+        off = tape.alloc(n)
+        out = tape.vals[off:off + n]
+        out[:] = 0.0
+        try:
+            self._forward(flat, out, p)
+        except RuntimeError:
+            tape.top = off
+            raise
+        if p.size:
+            aux = self._aux_head + [p.size, tape.put_faux(p.tolist())] + self._aux_tail
+        else:
+            aux = self._aux_no_params
+        return _emit(tape, K.CUSTOM, refs[0], refs[1] if len(refs) > 1 else -1, off, n,
+                     tape.put_aux(aux), 0.0, out if len(shape) == 1 else out.reshape(shape))
+
+    def _forward(self, flat, out, p):
+        try:
+            self._kernels.kernels[_table.FORWARD](*flat, out, p)
+        except Exception as exc:
+            raise RuntimeError(f"custom op '{self.name}': its forward kernel raised "
+                               f"{type(exc).__name__}: {exc}") from exc
 
 
 def custom_op(name, forward, *, vjp=None, jvp=None, curvature=None, shape=None):
@@ -308,6 +327,7 @@ def elementwise_op(name, value, derivative, second_derivative=None):
     ``second_derivative`` is what ``hessian``/``hvp`` need; without it they say so.
 
     Example:
+        >>> import numba
         >>> @numba.njit
         ... def softsign(x, p):
         ...     return x / (1.0 + abs(x))
