@@ -224,19 +224,23 @@ _result = _new_result
 def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     """Append a record and return its result tensor: ``tape.push`` and ``_new_result`` in
     one call, because every elementwise op on a one-element tensor pays for this path."""
-    ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.appenders
     r = len(tape.op)
     try:
-        ap_op(code)
-    except BufferError:     # see Tape.unshare_columns
-        ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.unshare_columns()
-        ap_op(code)
-    ap_a0(a0)
-    ap_a1(a1)
-    ap_voff(voff)
-    ap_size(size)
-    ap_ip(ip)
-    ap_fp(fp)
+        ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.appenders
+        try:
+            ap_op(code)
+        except BufferError:     # see Tape.unshare_columns
+            ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = tape.unshare_columns()
+            ap_op(code)
+        ap_a0(a0)
+        ap_a1(a1)
+        ap_voff(voff)
+        ap_size(size)
+        ap_ip(ip)
+        ap_fp(fp)
+    except BaseException:   # (Ctrl-C between two columns: see Tape.drop_partial)
+        tape.drop_partial(r)
+        raise
     t = _new_tensor(Tensor)
     t._value = out
     t._tape = tape

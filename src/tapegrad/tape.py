@@ -159,19 +159,35 @@ class Tape:
     def push(self, code, a0, a1, voff, size, ip=0, fp=0.0):
         """Append one record; returns its index."""
         r = len(self.op)
-        ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.appenders
         try:
-            ap_op(code)
-        except BufferError:
-            ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.unshare_columns()
-            ap_op(code)
-        ap_a0(a0)
-        ap_a1(a1)
-        ap_voff(voff)
-        ap_size(size)
-        ap_ip(ip)
-        ap_fp(fp)
+            ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.appenders
+            try:
+                ap_op(code)
+            except BufferError:
+                ap_op, ap_a0, ap_a1, ap_voff, ap_size, ap_ip, ap_fp = self.unshare_columns()
+                ap_op(code)
+            ap_a0(a0)
+            ap_a1(a1)
+            ap_voff(voff)
+            ap_size(size)
+            ap_ip(ip)
+            ap_fp(fp)
+        except BaseException:
+            self.drop_partial(r)
+            raise
         return r
+
+    def drop_partial(self, r):
+        """Cut the columns back to r records.  An append interrupted between two columns
+        (Ctrl-C) would leave them of different lengths: every later record read another's
+        fields, and backward gave wrong gradients or crashed."""
+        for name in ("op", "a0", "a1", "voff", "size", "ip", "fp"):
+            if len(getattr(self, name)) > r:
+                try:
+                    del getattr(self, name)[r:]
+                except BufferError:   # views of the columns are alive (see unshare_columns)
+                    self.unshare_columns()
+                    del getattr(self, name)[r:]
 
     def unshare_columns(self):
         """Give the columns new arrays, and return their appenders.  An array with live NumPy
