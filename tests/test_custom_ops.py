@@ -758,6 +758,15 @@ def test_an_elementwise_op_passes_gradcheck_and_gradgradcheck_and_hessian():
     np.testing.assert_allclose(tan.numpy(), tan_t.numpy(), rtol=1e-12)
 
 
+def test_vmap_of_grad_through_an_elementwise_op():
+    f = lambda x: EXPMUL(SOFTCLIP(x, params=[1.5]), x, params=[0.3]).sum()   # noqa: E731
+    batch = np.linspace(-2, 2, 12).reshape(4, 3)
+    got = tg.vmap(tg.grad(f))(tg.tensor(batch))
+    xt = torch.tensor(batch, requires_grad=True)
+    _torch_expmul(_torch_softclip(xt, 1.5), xt, 0.3).sum().backward()
+    np.testing.assert_allclose(got.numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
+
+
 def _scalar_loop(x, y):
     for _ in range(30):
         x = SOFTCLIP(EXPMUL(x, y * 0.5, params=[0.25]) * 0.3, params=[1.5])
