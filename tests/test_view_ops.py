@@ -1,4 +1,4 @@
-"""narrow, select, split, chunk, unbind and diagonal: views of their input with PyTorch's
+"""narrow, select, split, chunk, unbind, diagonal and Tensor.unfold: views of their input with PyTorch's
 values, grad_fn names, gradients and errors; the outputs of split/chunk/unbind refuse a
 recorded in-place change as PyTorch's do."""
 import numpy as np
@@ -20,6 +20,9 @@ CALLS = [
     lambda x: [x.diagonal(7)], lambda x: [x.diagonal(0, -1, 0)],
     lambda x: list(x.split_with_sizes([3, 1])),
     lambda L_x: [L_x.narrow(2, 1, 1).select(1, 0).unbind(0)[1]],
+    lambda x: [x.unfold(0, 2, 1)], lambda x: [x.unfold(1, 2, 2)], lambda x: [x.unfold(-1, 1, 3)],
+    lambda x: [x.unfold(0, 4, 1)], lambda x: [x.unfold(1, 0, 1)], lambda x: [x.unfold(0, 3, 2)],
+    lambda x: [x.select(1, 0).unfold(0, 2, 1).unfold(1, 1, 1)],
 ]
 FUNCTIONS = [
     lambda L, x: [L.narrow(x, 0, 1, 2)], lambda L, x: [L.select(x, 2, 1)],
@@ -59,6 +62,7 @@ def test_writes_through_them_reach_the_base():
         x.unbind(0)[1].add_(1)
         x.select(1, 0).sub_(2)
         x.split([5, 1], 1)[1][0] = 9
+        x.unfold(1, 2, 3)[:, 1].fill_(5)          # windows that do not overlap
         return x
     np.testing.assert_array_equal(program(tg).numpy(), program(torch).numpy())
 
@@ -121,6 +125,10 @@ BAD = [
     lambda L: L.tensor(1.0).split(1),
     lambda L: L.zeros(4, 6).chunk(0), lambda L: L.zeros(4, 6).chunk(-1),
     lambda L: L.tensor(1.0).chunk(1),
+    lambda L: L.zeros(4, 6).unfold(1, 7, 1), lambda L: L.zeros(4, 6).unfold(1, -1, 0),
+    lambda L: L.zeros(4, 6).unfold(0, 2, 0), lambda L: L.zeros(4, 6).unfold(2, 1, 1),
+    lambda L: L.zeros(4, 6).unfold(-3, 1, 1), lambda L: L.tensor(1.0).unfold(0, 2, 1),
+    lambda L: L.tensor(1.0).unfold(1, 1, 1),
 ]
 
 
@@ -132,6 +140,25 @@ def test_bad_arguments_give_pytorchs_errors(bad):
             bad(L)
         errors.append((info.type, message(info.value)))
     assert errors[0] == errors[1]
+
+
+def test_unfold_of_a_0d_tensor_and_of_empty_windows():
+    for L in (tg, torch):
+        x = L.tensor(2.5, requires_grad=True)
+        y = x.unfold(0, 1, 1)
+        assert tuple(y.shape) == (1,) and y.grad_fn.name() == "UnfoldBackward0"
+        (y * 3.0).sum().backward()
+        assert x.grad.item() == 3.0
+        assert tuple(L.zeros(3, 4).unfold(1, 0, 2).shape) == (3, 3, 0)
+        assert tuple(L.tensor(1.0).unfold(0, 0, 3).shape) == (0,)
+
+
+def test_overlapping_windows_refuse_an_in_place_write():
+    # PyTorch adds once per window there; tapegrad refuses rather than write otherwise
+    x = tg.arange(6.0)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        x.unfold(0, 3, 1).add_(1.0)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
 
 
 def test_empty_sizes():

@@ -340,7 +340,7 @@ METHODS = {
     "unsqueeze": F.unsqueeze, "expand": F.expand, "expand_as": F.expand_as,
     "broadcast_to": F.broadcast_to, "permute": F.permute, "transpose": F.transpose,
     "t": F.t, "clone": F.clone, "narrow": F.narrow, "select": F.select, "split": F.split,
-    "chunk": F.chunk, "unbind": F.unbind, "diagonal": F.diagonal,
+    "unfold": F.unfold, "chunk": F.chunk, "unbind": F.unbind, "diagonal": F.diagonal,
     "split_with_sizes": lambda self, split_sizes, dim=0: F.split(self, list(split_sizes), dim),
     "lt": lambda a, b: F._compare(np.less, a, b), "le": lambda a, b: F._compare(np.less_equal, a, b),
     "gt": lambda a, b: F._compare(np.greater, a, b),

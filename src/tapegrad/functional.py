@@ -2369,10 +2369,11 @@ V_RESHAPE_ALIAS = 17
 V_AS_STRIDED = 18    # a view read again from its base after an in-place change through an alias
 V_DIAGONAL, V_SPLIT, V_SPLIT_WITH_SIZES, V_UNBIND = 19, 20, 21, 22
 V_INDEX_SELECT, V_FLIP, V_ROLL, V_REPEAT, V_GATHER, V_TAKE = 23, 24, 25, 26, 27, 28
+V_UNFOLD = 46
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,
-                            V_SPLIT_WITH_SIZES, V_UNBIND})
+                            V_SPLIT_WITH_SIZES, V_UNBIND, V_UNFOLD})
 
 
 # reshapes that PyTorch makes as views: the same elements in the same order, new shape
@@ -2557,7 +2558,11 @@ def _gathered(x, idx, variant):
         t = _result(tape, r, out if value.dtype.kind == "f" else value)
     if variant in _VIEW_VARIANTS:
         # an expansion that repeats an element makes a view whose elements overlap
-        note_view(t, x, idx, overlaps=variant == V_EXPAND and idx.size > x._value.size)
+        # (an in-place op through it is refused, as PyTorch refuses it through an expansion;
+        # through overlapping windows PyTorch adds once per window)
+        overlaps = ((variant == V_EXPAND and idx.size > x._value.size)
+                    or (variant == V_UNFOLD and np.unique(idx).size < idx.size))
+        note_view(t, x, idx, overlaps=overlaps)
     return t
 
 
@@ -2597,6 +2602,36 @@ def narrow(x, dim, start, length):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}).")
     return _gathered(x, _along(x, d, slice(start, start + length)), V_SLICE)
+
+
+def unfold(x, dimension, size, step):
+    """``Tensor.unfold``: the windows of ``size`` elements along ``dimension``, ``step``
+    apart, as a new last dimension: a view of x (windows that overlap share elements).
+
+    Shape: x's, with the number of windows ``(n - size) // step + 1`` at ``dimension``, and
+    ``size`` appended.  ``grad_fn``: ``<UnfoldBackward0>``.
+
+    Example:
+        >>> tg.arange(5.0).unfold(0, 2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    shape = x._value.shape
+    d = _wrap_dim(dimension, len(shape) or 1)
+    size, step = _int_arg(size), _int_arg(step)
+    length = shape[d] if shape else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    flat = _flat_index(x).reshape(shape if shape else (1,))
+    windows = np.lib.stride_tricks.sliding_window_view(flat, size, axis=d)
+    windows = windows[(slice(None),) * d + (slice(None, None, step),)]
+    # (a 0-d tensor gives one window, without the dimension that counts them)
+    return _gathered(x, (windows[0] if not shape else windows).copy(), V_UNFOLD)
 
 
 def select(x, dim, index):

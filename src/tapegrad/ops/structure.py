@@ -156,7 +156,7 @@ _GATHER_NAMES = {
     # elements with those of a source (derived.py: a gather from [input, source])
     38: "SqueezeBackward3", 39: "SqueezeBackward4", 40: "SqueezeBackward5",
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
-    44: "PutBackward0", 45: "IndexPutBackward0",
+    44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
