@@ -263,7 +263,7 @@ class CustomOp:
         out[:] = 0.0
         try:
             self._forward(flat, out, p)
-        except RuntimeError:
+        except BaseException:
             tape.top = off
             raise
         if p.size:

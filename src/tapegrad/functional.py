@@ -2539,8 +2539,9 @@ def unsqueeze(x, dim):
     return _reshaped(x, s[:d] + (1,) + s[d:], V_UNSQUEEZE)
 
 
-def _gathered(x, idx, variant):
-    """out = x.flat[idx]: permutations, expansions and indexing."""
+def _gathered(x, idx, variant, overlaps=False):
+    """out = x.flat[idx]: permutations, expansions and indexing.  ``overlaps``: a view whose
+    elements share positions of x (an expansion's are found here)."""
     if x._value.size:
         value = x._value.reshape(-1)[idx]
         if not idx.ndim:    # a NumPy scalar, which an in-place op could not write into
@@ -2557,11 +2558,10 @@ def _gathered(x, idx, variant):
         # floats)
         t = _result(tape, r, out if value.dtype.kind == "f" else value)
     if variant in _VIEW_VARIANTS:
-        # an expansion that repeats an element makes a view whose elements overlap
-        # (an in-place op through it is refused, as PyTorch refuses it through an expansion;
-        # through overlapping windows PyTorch adds once per window)
-        overlaps = ((variant == V_EXPAND and idx.size > x._value.size)
-                    or (variant == V_UNFOLD and np.unique(idx).size < idx.size))
+        # an expansion that repeats an element makes a view whose elements overlap (an
+        # in-place op through such a view is refused, as PyTorch refuses it through an
+        # expansion)
+        overlaps = overlaps or (variant == V_EXPAND and idx.size > x._value.size)
         note_view(t, x, idx, overlaps=overlaps)
     return t
 
@@ -2630,8 +2630,11 @@ def unfold(x, dimension, size, step):
     flat = _flat_index(x).reshape(shape if shape else (1,))
     windows = np.lib.stride_tricks.sliding_window_view(flat, size, axis=d)
     windows = windows[(slice(None),) * d + (slice(None, None, step),)]
+    # windows that share elements: an in-place op through them is refused (PyTorch adds
+    # once per window)
+    overlaps = size > step and windows.shape[d] > 1
     # (a 0-d tensor gives one window, without the dimension that counts them)
-    return _gathered(x, (windows[0] if not shape else windows).copy(), V_UNFOLD)
+    return _gathered(x, (windows[0] if not shape else windows).copy(), V_UNFOLD, overlaps)
 
 
 def select(x, dim, index):
