@@ -1080,6 +1080,38 @@ def _grad_of_gather(m, x, key):
 add(Case("grad_of_gather", K.SCATTER, _getitem_inputs(), {"create_graph": _grad_of_gather},
          deep=True))
 
+
+@st.composite
+def _write_inputs(draw):
+    """A buffer of at least two values, a basic key into it (a row, a run of rows, one
+    element) and a source of the written part's shape, or of a shape that broadcasts to it."""
+    rows = draw(st.integers(2, 4))
+    tail = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    kind = draw(st.sampled_from(["row", "rows", "element"]))
+    if kind == "row":
+        key, part = draw(st.integers(-rows, rows - 1)), tail
+    elif kind == "rows":
+        # (less than all rows: PyTorch copies into the whole tensor, CopyBackwards)
+        start = draw(st.integers(0, rows - 1))
+        stop = draw(st.integers(start, rows - 1 if start == 0 else rows))
+        key, part = slice(start, stop), (stop - start,) + tail
+    else:
+        key, part = (draw(st.integers(0, rows - 1)),) + tuple(
+            draw(st.integers(0, d - 1)) for d in tail), ()
+    part = part[draw(st.integers(0, len(part))):]     # broadcast over leading dims
+    arrays = [draw(S.arrays((rows,) + tail)), draw(S.arrays(part))]
+    return arrays, draw(st.sampled_from(((True, True), (True, False)))), {"key": key}
+
+
+def _written(m, x, v, key):
+    """``buf[key] = v`` into a recorded buffer: a write into its memory (CopySlices)."""
+    buf = x * 1.5
+    buf[key] = v * 2.0
+    return buf
+
+
+add(Case("setitem", K.WRITE, _write_inputs(), {"setitem": _written}))
+
 # ---------------------------------------------------------------------------------------------
 # Scans and sorts (#16).  Selections by value (sort, topk, kthvalue, median/mode along a dim,
 # cummax/cummin) draw distinct values: at a tie the selection has a kink, where central

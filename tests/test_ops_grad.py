@@ -125,6 +125,10 @@ def test_declarations_are_the_op_table():
         assert K.OPS[code].const == name
 
 
+# PyTorch's hand-written nodes, whose names have no number (CopySlices: ``buf[j] = v``)
+_HAND_WRITTEN = {"CopySlices"}
+
+
 def test_every_opcode_has_a_pytorch_name():
     for code, info in K.OPS.items():
         assert info.code == code
@@ -133,7 +137,7 @@ def test_every_opcode_has_a_pytorch_name():
                                if info.variants and code != K.CUSTOM else [])
         for n in names:
             assert re.fullmatch(r"[A-Z][A-Za-z0-9]*", n), (code, n)
-        if code in VISIBLE:
+        if code in VISIBLE and info.name not in _HAND_WRITTEN:
             assert info.name.endswith(tuple("0123456789")), (code, info.name)
 
 

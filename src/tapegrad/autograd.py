@@ -358,7 +358,9 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         tape = max(seeds, key=lambda tp: tp.id)
         tape_seeds = seeds.pop(tape)
         _own(pending)
-        need, goff, grads = _sweep_tape(tape, tape_seeds)
+        readouts = [x._r for x in retained.get(tape, ())]
+        readouts += [x._r for x in nonleaf_inputs.get(tape, ())]
+        need, goff, grads = _sweep_tape(tape, tape_seeds, readouts)
         swept.append((tape, need))
         for r, leaf in tape.leaves.items():
             if need[r] and leaf._rg:
@@ -547,10 +549,11 @@ def _accumulate(t, g, own=False):
             t._grad = Tensor._make(gv + g.reshape(shape))
 
 
-def _sweep_tape(tape, tape_seeds):
-    """Plan, check and sweep one tape; returns (need, goff, grads)."""
+def _sweep_tape(tape, tape_seeds, readouts=()):
+    """Plan, check and sweep one tape; returns (need, goff, grads).  ``readouts``: records
+    whose gradient is read once the sweep is done."""
     try:
-        return _sweep(tape, tape_seeds)
+        return _sweep(tape, tape_seeds, readouts)
     except BaseException:
         # The traceback may outlive this call, and with it the column views that lock the
         # tape's arrays against growth: later ops record on a new tape.
@@ -570,7 +573,22 @@ def make_plan(cols, seeds):
     return need, goff, total, fresh
 
 
-def _sweep(tape, tape_seeds):
+def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
+    """(goff, total) where each record of ``readouts`` keeps its gradient to the end of the
+    sweep.  An in-place write (WRITE) hands its gradient memory on to its base (``plan``),
+    whose gradient it becomes; for one whose gradient is read afterwards (retain_grad,
+    ``inputs=``), the base and the writes below it get memory of their own above ``total``
+    instead."""
+    for r in readouts:
+        if op[r] == K.WRITE and need[r] and need[a0[r]] and goff[a0[r]] == goff[r]:
+            goff = goff.copy()      # (a replayed tape's plan is cached)
+            below = goff[:r]
+            below[(below == goff[r]) & (need[:r] != 0)] = total
+            total += size[r]
+    return goff, total
+
+
+def _sweep(tape, tape_seeds, readouts=()):
     n = len(tape)
     cols = tape.cached_cols or tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
@@ -582,6 +600,8 @@ def _sweep(tape, tape_seeds):
         if plans is not None:
             plans[key] = hit
     need, goff, total, fresh = hit
+    if readouts:
+        goff, total = _own_gradient_memory(readouts, op, a0, need, goff, size, total)
     _check_freed(tape, need, op)
     _check_refused(tape, need, op)
     _check_versions(tape, need, op, a0, a1)

@@ -263,6 +263,14 @@ def _rule(tape, r, g):
             res.append((src, F.reshape(F.getitem(g2, (slice(None), slice(start, start + width))),
                                        -1)))
         return res
+    if o == K.WRITE:
+        # the written elements' gradient goes to the source, the others' to the base
+        ip = tape.ip[r]
+        m = tape.aux[ip]
+        idx = np.array(tape.aux[ip + 1: ip + 1 + m], dtype=np.int64)
+        kept = np.ones(tape.size[r])
+        kept[idx] = 0.0
+        return [(a0, F.mul(g, _const(kept))), (a1, _gather(g, idx))]
     if o in (K.CMP, K.GUARD):
         return []
     raise NotImplementedError(f"no differentiable rule for {K.OPS[o].name}")

@@ -24,11 +24,12 @@ from . import autograd
 from . import functional as F
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
+from .ops.table import DATA
 from .tape import in_arena, state
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
 from .tensor import multi_output_view_error, no_grad_view_error
-from .views import ViewOf, family, history_base
+from .views import ViewOf, Views, family, history_base
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -377,6 +378,50 @@ def _renew(w, root, name, log):
     _move_handle(w, new, name, log=log)
 
 
+# records that bring a value onto the tape rather than compute it (a replay refreshes them)
+_VALUE_RECORDS = frozenset(c for c, info in K.OPS.items() if info.family == DATA)
+
+
+def _write_in_place(base, positions, src):
+    """base with the elements at flat ``positions`` (distinct) replaced by src's, recorded as
+    a WRITE into base's own memory: time and memory in proportion to src, not to base (a
+    loop of ``buf[j] = f(j)`` over p rows stays linear in p).  None where that record does
+    not fit, and the caller records a copy (``_copy_slices``):
+
+    * while ``compile`` or a transform traces: a replay's optimiser folds and merges records
+      by value, which a record that changes another's memory would defeat;
+    * a base with views (its aliases take the change through ``_carry_recorded``), one that
+      is a value brought onto the tape (a leaf, a constant: a replay refreshes those), an
+      autograd.Function's output, one value, or one on another tape.
+    """
+    tape = state.tape
+    link = base._alias
+    if (state.trace is not None or base._tape is not tape or tape is None or tape.finished
+            or (link is not None and (type(link) is not Views or link.live()))):
+        return None
+    r0 = base._r
+    n = tape.size[r0]
+    if n < 2 or tape.op[r0] in _VALUE_RECORDS or r0 in tape.custom_out:
+        return None
+    m = src._value.size
+    if src._tape is not tape and tape.top + m > tape.cap:
+        return None     # (src would start a new tape)
+    r1 = src._r if src._tape is tape else F._ref(tape, src)
+    off0, off1 = tape.voff[r0], tape.voff[r1]
+    if off1 < off0 + n and off0 < off1 + m:
+        return None     # src is base's own memory
+    pos = np.ascontiguousarray(positions, dtype=np.int64).reshape(-1)
+    ip = tape.put_aux((m,))
+    tape.aux.frombytes(pos.tobytes())
+    r = tape.push(K.WRITE, r0, r1, off0, n, ip)
+    # written after the record is on the tape: a Ctrl-C before leaves base's values as
+    # they were, and only an unused record behind
+    vals = tape.vals
+    memory = vals[off0:off0 + n]
+    memory[pos] = vals[off1:off1 + m]
+    return F._result(tape, r, memory.reshape(base._value.shape))
+
+
 def _copy_slices(base, positions, src):
     """base with the elements at flat ``positions`` replaced by src's, recorded as a gather
     from [base, src] (``CopySlices``)."""
@@ -544,6 +589,10 @@ def setitem(self, key, value):
         if src._value.ndim > len(vshape) and lead:
             src = F.reshape(src, *src._value.shape[lead:])
         src = F.expand(src, *vshape) if src._value.shape != vshape else src
+        if makes_view and variant != F.V_INDEX:   # a basic index: every position once
+            res = _write_in_place(self, picked, src)
+            if res is not None:
+                return res
         return _copy_slices(self, np.asarray(picked), src)
 
     def write():

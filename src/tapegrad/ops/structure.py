@@ -338,6 +338,93 @@ SCATTER = declare(105, "IndexAddBackward0", family=ARRAY, check=_check_scatter,
                   curvature=LINEAR)
 
 
+# --- write in place (``buf[j] = v``, PyTorch's CopySlices): out = a0 with the elements at
+# aux[ip+1 .. ip+1+m] replaced by a1's m values, m = aux[ip].  The record's value *is* a0's
+# memory (voff[r] == voff[a0]), so a write costs the slice, not the base; a0's handle has
+# moved to this record, so nothing reads a0 after it (the version log refuses a backward
+# that would need a0's old values).  ``plan`` gives a0 this record's gradient memory too:
+# the backward then moves the written elements' gradient to a1 and zeroes them there,
+# again in time proportional to the slice. -------------------------------------------------
+@rule
+def write_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1):
+    m = aux[ip[r]]
+    idx = aux[ip[r] + 1: ip[r] + 1 + m]
+    g = goff[r]
+    s1 = a1[r]
+    if need[s1]:
+        g1 = goff[s1]
+        for k in range(m):
+            grads[g1 + k] += grads[g + idx[k]]
+    s0 = a0[r]
+    if not need[s0]:
+        return
+    if goff[s0] == g:
+        # a0's gradient is this record's minus the written elements
+        for k in range(m):
+            grads[g + idx[k]] = 0.0
+        return
+    # a0 has gradient memory of its own (autograd reads this record's gradient afterwards)
+    keep = np.ones(size[r], dtype=np.bool_)
+    for k in range(m):
+        keep[idx[k]] = False
+    g0 = goff[s0]
+    for i in range(size[r]):
+        if keep[i]:
+            grads[g0 + i] += grads[g + i]
+
+
+@rule
+def write_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    out = voff[r]
+    base = voff[a0[r]]
+    if out != base:
+        for i in range(size[r]):
+            vals[out + i] = vals[base + i]
+    src = voff[a1[r]]
+    m = aux[ip[r]]
+    for k in range(m):
+        vals[out + aux[ip[r] + 1 + k]] = vals[src + k]
+
+
+@rule
+def write_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # in record order, as the values: a0's readers took its tangent before this overwrites it
+    tout = b + voff[r]
+    t0 = b + voff[a0[r]]
+    if tout != t0:
+        for i in range(size[r]):
+            tans[tout + i] = tans[t0 + i]
+    t1 = b + voff[a1[r]]
+    m = aux[ip[r]]
+    for k in range(m):
+        tans[tout + aux[ip[r] + 1 + k]] = tans[t1 + k]
+
+
+def _check_write(a, r, fail):
+    ip, aux = a.ip[r], a.aux
+    a.aux_span(r, ip, 1)
+    m = int(aux[ip])
+    a.aux_span(r, ip + 1, m)
+    s0, s1 = a.a0[r], a.a1[r]
+    if a.size[s0] != a.size[r] or a.size[s1] != m:
+        fail(f"record {r}: write sizes do not match")
+    idx = aux[ip + 1: ip + 1 + m]
+    if idx.size and (idx.min() < 0 or idx.max() >= a.size[r]):
+        fail(f"record {r}: index out of range")
+    if a.voff[r] != a.voff[s0]:
+        fail(f"record {r}: an in-place write has memory of its own")
+    if a.voff[s1] < a.voff[r] + a.size[r] and a.voff[r] < a.voff[s1] + a.size[s1]:
+        fail(f"record {r}: an in-place write reads the memory it writes")
+
+
+# No curvature rule: records before it may read a0's tangent, which it overwrites, in the
+# reverse order of a curvature sweep; second order takes its other route (a recorded
+# gradient, where setitem records a copy instead: see inplace.setitem).
+WRITE = declare(97, "CopySlices", family=ARRAY, arity=2, check=_check_write,
+                backward=write_bwd, forward=write_fwd, tangent=write_tan, curvature=None)
+
+
 # --- expand by strides: implicit broadcasting of a binary op's operand.  aux[ip] = ndim, then
 # the output shape, then the source stride of each output dim (0 where the operand is
 # broadcast).  Same meaning as BCAST, without O(n) side data. ------------------------------

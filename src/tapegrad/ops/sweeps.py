@@ -16,7 +16,7 @@ from .._config import inline, kernel, parallel_kernel, prange
 from . import dispatch
 from . import entries as E
 from . import table as T
-from .structure import CAT, EXTERN, GUARD, LEAF, STACK, guard_holds
+from .structure import CAT, EXTERN, GUARD, LEAF, STACK, WRITE, guard_holds
 
 D = dispatch.one_element_module()
 
@@ -78,6 +78,13 @@ def _touch(s, need, goff, size, top):
         goff[s] = top - size[s]
         return top - size[s]
     return top
+
+
+@inline
+def _shares_gradient(r, op, a0, need):
+    """Whether record r's input a0 takes r's gradient memory: an in-place write (WRITE),
+    whose base's gradient is r's with the written elements moved out."""
+    return op[r] == WRITE and need[r] and need[a0[r]]
 
 
 @kernel
@@ -180,8 +187,19 @@ def plan(op, a0, a1, size, ip, aux, seeds, n_rec, need, goff):
                 for j in range(aux[ip[r]]):
                     top = _touch(aux[ip[r] + 1 + 3 * j], need, goff, size, top)
             else:
-                top = _touch(a0[r], need, goff, size, top)
+                if _shares_gradient(r, op, a0, need) and goff[a0[r]] == -2:
+                    # (a0 has no reader after r: nothing added to its gradient before)
+                    goff[a0[r]] = goff[r]
+                else:
+                    top = _touch(a0[r], need, goff, size, top)
                 top = _touch(a1[r], need, goff, size, top)
+    if top > 0:
+        # gradients that share memory left [0, top) unused: move the layout down onto it
+        for r in range(n_rec):
+            if goff[r] >= 0:
+                goff[r] -= top
+        total -= top
+        fresh -= top
     return total, fresh
 
 
