@@ -121,6 +121,10 @@ def _apply(t, name, compute, write, region=None, fills=False):
     one value or not."""
     records = state.grad_enabled and (t._rg or compute.other_rg)
     link = t._alias
+    if type(link) is Views and not link.live():
+        # a root whose views are all gone is a plain tensor again (temporaries x[i] leave
+        # this behind): no aliases to carry the change to, nor to hold Ctrl-C back for
+        t._alias = link = None
     if link is not None:
         _check_alias_write(t, link, records, region, fills)
     if records:
