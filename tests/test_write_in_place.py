@@ -45,6 +45,32 @@ def test_a_write_records_the_slice_not_the_buffer():
     assert tape.voff[buf._r] == tape.voff[tape.a0[buf._r]]
 
 
+@pytest.mark.parametrize("key", [5, (5, 1), -3, np.int64(7)])
+@pytest.mark.parametrize("recorded", [False, True])
+def test_reading_and_writing_at_ints_allocate_the_slice_not_the_tensor(key, recorded):
+    """x[j] and x[j] = v used to build an index array of all of x (8 MB here) per use: a loop
+    over the rows of a large tensor was quadratic.  (The first write into a buffer that is
+    not recorded yet records one copy of it; a write while a view of x is alive carries the
+    change to the view: neither is measured here.)"""
+    import tracemalloc
+    w = tg.tensor([2.0], requires_grad=True)
+    x = tg.zeros(250_000, 4) * w if recorded else tg.zeros(250_000, 4)
+    x[0] = tg.zeros(4) * w              # the buffer is recorded from here on
+    tracemalloc.start()
+    try:
+        x[key]
+        _, read_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        v = x[key] * 2.0 + 1.0          # (the view x[key] is gone again)
+        x[key] = v
+        _, write_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert read_peak < 100_000, read_peak
+    assert write_peak < 100_000, write_peak
+    np.testing.assert_array_equal(x[key].detach().numpy(), v.detach().numpy())
+
+
 def test_the_backward_of_a_filled_buffer_needs_memory_for_one_buffer():
     """A gradient arena of p buffer copies (what recording a copy per write made) would be
     p * 2p values; the writes share their base's gradient."""

@@ -3311,7 +3311,32 @@ def _basic_then_advanced(np_key):
     return tuple(first), tuple(second)
 
 
+def select_positions(key, shape):
+    """The flat positions of ``x[key]`` for a key of plain ints (a loop's ``x[j]``,
+    ``x[i, j]``), found in time proportional to the result instead of to x; None for any
+    other key, or for an int out of range (the general path words PyTorch's error)."""
+    if type(key) is not tuple:
+        key = (key,)
+    if not key or len(key) > len(shape):     # (x[()] is an alias, not a select)
+        return None
+    offset = 0
+    stride = math.prod(shape)
+    for d, k in enumerate(key):
+        if type(k) is not int and not isinstance(k, np.integer):
+            return None
+        n = shape[d]
+        if not -n <= k < n:
+            return None
+        stride //= n
+        offset += (k + n if k < 0 else k) * stride
+    rest = shape[len(key):]
+    return np.arange(offset, offset + stride, dtype=np.int64).reshape(rest)
+
+
 def getitem(x, key):
+    idx = select_positions(key, x._value.shape)
+    if idx is not None:
+        return _gathered(x, idx, V_SELECT)
     np_key, variant = _index_key(key, x._value.shape)
     _check_index(np_key, key, x._value.shape)
     flat = _flat_index(x)

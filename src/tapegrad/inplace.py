@@ -554,13 +554,18 @@ def setitem(self, key, value):
     """``self[key] = value``: a gather from [self, value] that picks value at ``key``."""
     value_t = value if isinstance(value, Tensor) else None
     vv = _value_of(value)
-    np_key, variant = F._index_key(key, self._value.shape)
-    target = np.arange(self._value.size, dtype=np.int64).reshape(self._value.shape)
-    try:
-        picked = target[np_key]
-    except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
-    makes_view = _makes_view(key, self._value.shape)
+    picked = F.select_positions(key, self._value.shape)
+    if picked is not None:      # ints: found without an index array of all of self
+        np_key, variant = key if type(key) is tuple else (key,), F.V_SELECT
+        makes_view = True
+    else:
+        np_key, variant = F._index_key(key, self._value.shape)
+        target = np.arange(self._value.size, dtype=np.int64).reshape(self._value.shape)
+        try:
+            picked = target[np_key]
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+        makes_view = _makes_view(key, self._value.shape)
     link = self._alias
     if (makes_view and state.grad_enabled and type(link) is ViewOf and link.no_grad_made
             and not link.detached and (self._rg or (value_t is not None and value_t._rg))):
