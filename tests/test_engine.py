@@ -511,3 +511,36 @@ def test_graphs_never_differentiated_do_not_grow_memory_without_end():
     # at most the tape being filled, the one the last result holds, and the pool's chunks
     assert max(sizes) <= (2 + tape_module._POOL_LIMIT) * limit + (1 << 24), sizes
     assert sizes[-1] <= sizes[1], sizes   # flat once the tapes have grown to the limit
+
+
+# --- retain_graph: later graphs go to a new tape ---------------------------------------------
+def test_a_jacobian_by_retain_graph_backward_passes_keeps_each_graph_on_a_small_tape():
+    """One backward(retain_graph=True) per output, row after row (ADBench's Jacobians): on a
+    tape shared by every row, each backward planned and swept all rows recorded so far."""
+    w = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    for j in range(200):
+        res = w * (j + 1.0) + w.sin()
+        rows = []
+        for item in res:
+            w.grad = None
+            item.backward(retain_graph=True)
+            rows.append(w.grad.clone())
+        want = np.diag((j + 1.0) + np.cos(w.detach().numpy()))
+        np.testing.assert_allclose(tg.stack(rows).numpy(), want, rtol=1e-15)
+    assert len(res._tape) < 30, len(res._tape)
+
+
+def test_a_graph_kept_by_retain_graph_still_takes_later_ops_and_backward_passes(torch):
+    results = []
+    for m in (tg, torch):
+        w = m.tensor([0.3, 1.2], requires_grad=True)
+        h = (w * 2.0).tanh()
+        first = (h ** 2).sum()
+        first.backward(retain_graph=True)
+        g1 = w.grad.clone()
+        h2 = h * w + h.exp()            # uses h, recorded before that backward
+        (h2.sum() + first).backward(retain_graph=True)
+        first.backward()
+        results.append((g1.numpy(), w.grad.numpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-13)

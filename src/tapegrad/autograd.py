@@ -362,8 +362,8 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         readouts += [x._r for x in nonleaf_inputs.get(tape, ())]
         need, goff, grads = _sweep_tape(tape, tape_seeds, readouts)
         swept.append((tape, need))
-        for r, leaf in tape.leaves.items():
-            if need[r] and leaf._rg:
+        for r, leaf in needed_leaves(tape, need):
+            if leaf._rg:
                 _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]],
                                pending)
         for r, (older, older_r) in tape.externs.items():
@@ -378,6 +378,14 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
             if need[x._r]:
                 results[id(x)] = grads[goff[x._r]:goff[x._r] + tape.size[x._r]].copy()
 
+    if retain_graph and state.trace is None:
+        # The graph stays, but later ops record on a new tape: on this one, every backward
+        # would plan and sweep over the records of all the graphs built since (a Jacobian
+        # by one retain_graph backward per output grew slower with every row).  Tensors of
+        # this tape used later are brought over as after any backward.  (A trace records
+        # one tape to the end: an outer compile or transform keeps it.)
+        for tape, _ in swept:
+            finish(tape)
     if not retain_graph:
         for tape, need in swept:
             n = len(need)
@@ -705,11 +713,25 @@ def _check_refused(tape, need, op):
             raise RuntimeError(K.qr_refusal(mode))
 
 
+def needed_leaves(tape, need):
+    """[(record, leaf)] of the leaves on ``tape`` that the backward planned as ``need``
+    reaches, in record order.  A tape that many backward passes with ``retain_graph`` share
+    holds thousands of leaves, of which each pass reaches a few: walking all of them on
+    every pass made such a loop quadratic."""
+    leaves = tape.leaves
+    if len(leaves) > 32:
+        hit = np.flatnonzero(need)
+        if hit.size < len(leaves):
+            return [(r, leaves[r]) for r in hit.tolist() if r in leaves]
+    return [(r, leaf) for r, leaf in leaves.items() if need[r]]
+
+
 def _check_versions(tape, need, op, a0, a1):
     if tape.inplace:
         ABOVE.check_saved_versions(tape, need, op, a0, a1)
-    # leaves changed in place after they were brought onto this tape
-    for r, leaf in tape.leaves.items():
+    # leaves changed in place after they were brought onto this tape (a leaf no swept record
+    # reaches is read by none of them either)
+    for r, leaf in needed_leaves(tape, need):
         rec_version = tape.leaf_rec.get(id(leaf), (None, None))
         if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
                 tape, r, need, op, a0, a1):
