@@ -38,6 +38,8 @@ TG = C.Lib(tg, TF)
 VALUE_RECORDS = {K.LEAF, K.CONST, K.EXTERN}
 # max(dim)/min(dim) also return argmax indices computed while recording: such calls run eagerly
 EAGER_OPS = {K.MAX_DIM, K.MIN_DIM}
+# an in-place op in a compiled function runs it eagerly, saying so (buf[j] = v)
+IN_PLACE_OPS = {K.WRITE}
 # selections whose indices come from values: a compiled call guards the values they read, so
 # new values record afresh (a replay would reuse the old order)
 VALUE_SELECTIONS = {"cummax", "cummin", "sort", "topk", "kthvalue", "median_dim", "mode"}
@@ -147,6 +149,9 @@ def test_replay_matches_eager_for_every_case(case, data):
     if expected_op in EAGER_OPS:
         assert compiled.stats.eager == 1 and compiled.stats.replays == 0
         assert any("indices" in why for why, _ in compiled.stats.eager_reasons)
+    elif expected_op in IN_PLACE_OPS:
+        assert compiled.stats.eager == 1 and compiled.stats.replays == 0
+        assert any("in-place" in why for why, _ in compiled.stats.eager_reasons)
     elif case.id in VALUE_SELECTIONS:
         assert compiled.stats.records == 2 and len(compiled.stats.rerecords) == 1, \
             compiled.stats.as_dict()
