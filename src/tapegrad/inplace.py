@@ -551,7 +551,9 @@ def copy_(self, src):
 
 
 def setitem(self, key, value):
-    """``self[key] = value``: a gather from [self, value] that picks value at ``key``."""
+    """``self[key] = value``: recorded as a write into self's memory (``_write_in_place``)
+    or, where that does not fit, as a gather from [self, value] that picks value at
+    ``key``."""
     value_t = value if isinstance(value, Tensor) else None
     vv = _value_of(value)
     picked = F.select_positions(key, self._value.shape)
