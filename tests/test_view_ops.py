@@ -331,3 +331,50 @@ def test_a_detached_alias_does_not_change_the_values_a_recorded_in_place_op_save
     for keep_detached in (False, True):
         for keep_row in (False, True):
             assert program(tg, keep_detached, keep_row) == program(torch, keep_detached, keep_row)
+
+
+# --- stride() and data_ptr() ------------------------------------------------------------------
+# views of a contiguous tensor whose dims all have more than one element, or whose size-one
+# dims take the stride row-major order gives them (a size-one dim's stride says nothing of
+# where elements lie; PyTorch's depends on the op that made it, and so do an empty view's)
+STRIDED = [
+    lambda x: x, lambda x: x.t(), lambda x: x[1], lambda x: x[:, 1:], lambda x: x[1:, ::2],
+    lambda x: x.diagonal(), lambda x: x.diagonal(1), lambda x: x.unfold(1, 2, 1),
+    lambda x: x.expand(2, 3, 4), lambda x: x.unsqueeze(0), lambda x: x.unsqueeze(1),
+    lambda x: x.unsqueeze(2), lambda x: x.view(2, 6), lambda x: x.view(-1)[::3],
+    lambda x: x.permute(1, 0).unsqueeze(1), lambda x: x[0:1], lambda x: x[:, 2:3],
+    lambda x: x.t().narrow(0, 1, 2), lambda x: x.reshape(12)[2:10].view(2, 4).t(),
+    lambda x: x[None], lambda x: x[2, 3],
+]
+
+
+@pytest.mark.parametrize("k", range(len(STRIDED)))
+def test_strides_storage_offsets_and_data_pointers_of_views_are_pytorch_s(k):
+    got, want = (STRIDED[k](L.arange(12.0).reshape(3, 4)) for L in (tg, torch))
+    assert got.shape == want.shape
+    assert got.stride() == want.stride()
+    assert [got.stride(d) for d in range(-got.dim(), got.dim())] == \
+        [want.stride(d) for d in range(-want.dim(), want.dim())]
+    assert got.storage_offset() == want.storage_offset()
+    assert got.is_contiguous() == want.is_contiguous()
+
+
+def test_data_pointers_tell_views_of_one_tensor_apart_as_pytorch_s():
+    for L in (tg, torch):
+        x = L.arange(12.0).reshape(3, 4)
+        size = x.element_size()
+        assert x.view(-1).data_ptr() == x.data_ptr()
+        assert x[1].data_ptr() == x.data_ptr() + 4 * size
+        assert x.t()[2].data_ptr() == x.data_ptr() + 2 * size
+        assert x.clone().data_ptr() != x.data_ptr()
+        assert L.zeros(0).data_ptr() == 0
+
+
+@pytest.mark.parametrize("shape, dim", [((3, 4), 2), ((3, 4), -3), ((), 0), ((), -1)])
+def test_a_stride_of_a_dim_out_of_range_raises_pytorch_s_error(shape, dim):
+    errors = []
+    for L in (tg, torch):
+        with pytest.raises(IndexError) as e:
+            L.zeros(shape).stride(dim)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]

@@ -286,6 +286,49 @@ class Tensor:
             return 0
         return int(link.index.reshape(-1)[0])
 
+    def stride(self, dim=None):
+        """Element strides, as PyTorch gives them for views of a contiguous tensor.
+
+        A tensor of its own is laid out in row-major order (PyTorch keeps a transposed
+        layout through clones and elementwise ops; here their results are row-major).  A
+        view's strides are where its elements lie in its root's; a dim of size one, where
+        positions say nothing, reports the stride row-major order gives it.
+        """
+        shape = self._value.shape
+        nd = len(shape)
+        if dim is not None:
+            if nd == 0:
+                raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+            if not -nd <= dim < nd:
+                raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
+                                 f"{nd - 1}], but got {dim})")
+        link = self._alias
+        positions = (link.index if type(link) is _ViewOf and link.index is not None
+                     and self._value.size > 1 else None)
+        strides = [1] * nd
+        for d in range(nd - 2, -1, -1):
+            strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+        if positions is not None:
+            first = int(positions.reshape(-1)[0])
+            for d in range(nd - 1, -1, -1):
+                if shape[d] > 1:
+                    step = [0] * nd
+                    step[d] = 1
+                    strides[d] = int(positions[tuple(step)]) - first
+                elif d + 1 < nd:
+                    strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+        return tuple(strides) if dim is None else strides[dim]
+
+    def data_ptr(self):
+        """An address for identity checks, as PyTorch's: a view's is its root's plus its
+        storage offset; 0 for a tensor without elements."""
+        if self._value.size == 0:
+            return 0
+        link = self._alias
+        root = link.root if type(link) is _ViewOf else None
+        value = (root if root is not None else self)._value
+        return value.__array_interface__["data"][0] + value.itemsize * self.storage_offset()
+
     def item(self):
         if state.trace is not None:
             read_value(self, "item()")
