@@ -265,7 +265,8 @@ def recording_tape(n):
 
 
 def finish(tape):
-    """A backward without retain_graph consumed this tape: record later ops on a new one."""
+    """A backward swept this tape: record later ops on a new one (with retain_graph the tape
+    stays whole for further backward passes, but takes no more records)."""
     tape.finished = True
     if state.tape is tape:
         state.tape = None
