@@ -399,9 +399,9 @@ def _write_in_place(base, positions, src):
       autograd.Function's output, one value, or one on another tape.
     """
     tape = state.tape
-    link = base._alias
+    # (``_apply`` has already dropped a link whose views are all gone)
     if (state.trace is not None or base._tape is not tape or tape is None or tape.finished
-            or (link is not None and (type(link) is not Views or link.live()))):
+            or base._alias is not None):
         return None
     r0 = base._r
     n = tape.size[r0]

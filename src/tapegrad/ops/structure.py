@@ -376,11 +376,7 @@ def write_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
 
 @rule
 def write_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
-    out = voff[r]
-    base = voff[a0[r]]
-    if out != base:
-        for i in range(size[r]):
-            vals[out + i] = vals[base + i]
+    out = voff[r]       # a0's memory (the tape-file check refuses a record that is not)
     src = voff[a1[r]]
     m = aux[ip[r]]
     for k in range(m):
@@ -389,12 +385,9 @@ def write_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
 
 @rule
 def write_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
-    # in record order, as the values: a0's readers took its tangent before this overwrites it
+    # in record order, as the values: a0's readers took its tangent before this overwrites
+    # it (a0's tangent is this record's memory)
     tout = b + voff[r]
-    t0 = b + voff[a0[r]]
-    if tout != t0:
-        for i in range(size[r]):
-            tans[tout + i] = tans[t0 + i]
     t1 = b + voff[a1[r]]
     m = aux[ip[r]]
     for k in range(m):
