@@ -84,3 +84,20 @@ def test_a_compiled_mask_follows_its_inputs():
     compiled = tg.compile(f)
     for z in ([1.0, float("nan")], [float("nan"), -2.0], [3.0, float("inf")], [3.0, -4.0]):
         assert compiled(tg.tensor(z)).item() == f(tg.tensor(z)).item()
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin", "median", "nanmedian"])
+@pytest.mark.parametrize("data", [[1.0, 3.0, 3.0, 2.0], [1.0, float("nan"), 2.0, 0.0],
+                                  [[1.0, -1.0], [-1.0, float("nan")]]])
+@pytest.mark.parametrize("g", [2.0, float("inf"), float("nan")])
+def test_extreme_reductions_share_the_gradient_among_ties_as_torch(name, data, g):
+    # one backward rule serves them all: max/min/median let a nan result tie with the nan
+    # entries; amax/amin's (g / ties) * mask sends an infinite or nan g to the other entries
+    # as nan, and a nan result matches nothing
+    grads = []
+    for lib in (tg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        getattr(x, name)().backward(lib.tensor(g))
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_array_equal(*grads)
+    assert [str(v) for v in grads[0].ravel()] == [str(v) for v in grads[1].ravel()]

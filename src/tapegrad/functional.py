@@ -70,7 +70,7 @@ def _ref(tape, x):
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
         if state.trace is not None:
-            state.trace.constants.append((x, x._version))
+            state.trace.read_constant(x)
         return tape.push(K.CONST, -1, -1, off, n)
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
@@ -2244,8 +2244,8 @@ def matmul(a, b):
     if trace is None:
         form = _matmul_form(sa, sb, a._rg, b._rg)
     else:
-        form = _matmul_form(sa, sb, a._rg and id(a) not in trace.untracked,
-                            b._rg and id(b) not in trace.untracked)
+        form = _matmul_form(sa, sb, a._rg and not trace.is_untracked(a),
+                            b._rg and not trace.is_untracked(b))
     # the (variant, B, M, K, N) view of the product and how operands are laid out
     if len(sa) == 1 and len(sb) == 1:
         if sa[0] != sb[0]:

@@ -37,7 +37,7 @@ from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
-from .tape import NO_EXT, Tape, _tape_ids, aligned_empty, state
+from .tape import NO_EXT, Recording, Tape, _tape_ids, aligned_empty, state
 from .tensor import Size, Tensor
 
 _TRACE_CAPACITY = 1 << 22   # float64 values; pages are only touched as records fill them
@@ -120,10 +120,11 @@ class _Miss:
         self.guard = guard
 
 
-class Trace:
-    """Bookkeeping while a function is being recorded for replay."""
+class Trace(Recording):
+    """Bookkeeping while a function is being recorded for replay: the recording layers below
+    reach it through ``tape.Recording``'s methods only."""
 
-    __slots__ = ("tape", "guards", "opaque_reasons", "constants", "untracked", "eager_rg",
+    __slots__ = ("guards", "opaque_reasons", "constants", "untracked", "eager_rg",
                  "float_records")
 
     def __init__(self, tape):
@@ -150,6 +151,12 @@ class Trace:
         self.eager_rg = _requires_grad(
             self.tape, lambda leaf: leaf._rg and id(leaf) not in self.untracked, self.eager_rg)
         return bool(self.eager_rg[t._r])
+
+    def is_untracked(self, t):
+        return id(t) in self.untracked
+
+    def read_constant(self, x):
+        self.constants.append((x, x._version))
 
     def as_float(self, t, dtype):
         """``t`` (traced integer or bool data) converted to the float ``dtype``.  The tape

@@ -45,13 +45,51 @@ def aligned_empty(n):
 NO_EXT = np.zeros(0, dtype=np.int64)
 
 
+class Recording:
+    """The one seam between recording and a trace.  While ``compile`` (or a transform) records
+    a function, ``state.trace`` holds one of these (``replay.Trace``, which sits above every
+    module that records); the modules below it -- the tensor handle, the recorder, in-place
+    changes, the differentiable backward -- reach the trace only through what is declared
+    here, and ask nothing else of it (``tests/test_op_table.py`` reads their sources to check).
+
+    ``tape`` is the tape the trace records onto."""
+
+    __slots__ = ("tape",)
+
+    def requires_grad_eagerly(self, t):
+        """Whether ``t`` requires grad in eager mode (a traced argument that does not is
+        traced as if it did)."""
+        raise NotImplementedError
+
+    def is_untracked(self, t):
+        """Whether ``t`` is a traced argument whose tensor requires no grad in eager mode."""
+        raise NotImplementedError
+
+    def as_float(self, t, dtype):
+        """Traced integer or bool data ``t`` converted to the float ``dtype``, recorded."""
+        raise NotImplementedError
+
+    def guard(self, t, kind):
+        """Python reads ``t``'s value (``kind`` says how): a replay must check it is the same."""
+        raise NotImplementedError
+
+    def opaque(self, reason):
+        """The function did something a replay cannot repeat: it runs eagerly, for ``reason``."""
+        raise NotImplementedError
+
+    def read_constant(self, x):
+        """A tensor the function reads but does not differentiate, at its current version: an
+        in-place change of it before a later call makes replay record again."""
+        raise NotImplementedError
+
+
 class _State(threading.local):
     """Per-thread engine state: grad mode, the tape being recorded, reusable buffers."""
 
     def __init__(self):
         self.grad_enabled = True
         self.tape = None
-        self.trace = None       # the Trace of a function ``compile`` is recording
+        self.trace = None       # the Recording of a function being traced (its seam)
         self.pool = []          # free arena chunks
         self.grads = np.empty(0)  # the gradient arena, reused across sweeps
         self.last_used = 0      # values the previous tape held when it was finished

@@ -222,9 +222,10 @@ def extreme_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, is_max, kee
 
 @rule
 def extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
-                beta1):
-    # max()/min(): the gradient is split evenly among the entries equal to the result (the
-    # nan entries when the result is nan)
+                beta1, nan_matches):
+    # The gradient is split evenly among the entries equal to the result.  ``nan_matches``:
+    # max()/min()/median(), where a nan result ties with the nan entries; amax/amin's nan
+    # result matches nothing, so its slice gets g/0 * 0 = nan, as in PyTorch.
     o_n, r_n, i_n = _shape(r, ip, aux)
     g = _seg(grads, goff[r], o_n * i_n)
     out = _seg(vals, voff[r], o_n * i_n)
@@ -236,39 +237,20 @@ def extreme_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads
             ties = 0
             for k in range(r_n):
                 v = x0[(o * r_n + k) * i_n + i]
-                if v == out[j] or (v != v and out[j] != out[j]):
+                if v == out[j] or (nan_matches and v != v and out[j] != out[j]):
                     ties += 1
-            if ties == 0:
+            if ties == 0 and nan_matches:
                 continue
-            share = g[j] / ties
-            for k in range(r_n):
-                p = (o * r_n + k) * i_n + i
-                v = x0[p]
-                if v == out[j] or (v != v and out[j] != out[j]):
-                    gx0[p] += share
-
-
-@rule
-def amax_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
-             beta1):
-    # amax/amin: g / (number of entries equal to the result), times that mask.  Unlike
-    # max()/min() a nan result matches nothing, so its slice gets g/0 * 0 = nan, as in PyTorch.
-    o_n, r_n, i_n = _shape(r, ip, aux)
-    g = _seg(grads, goff[r], o_n * i_n)
-    out = _seg(vals, voff[r], o_n * i_n)
-    x0 = _seg(vals, voff[a0[r]], o_n * r_n * i_n)
-    gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
-    for o in range(o_n):
-        for i in range(i_n):
-            j = o * i_n + i
-            ties = 0
-            for k in range(r_n):
-                if x0[(o * r_n + k) * i_n + i] == out[j]:
-                    ties += 1
             share = g[j] / ties if ties else g[j] * np.nan
             for k in range(r_n):
                 p = (o * r_n + k) * i_n + i
-                gx0[p] += share * (1.0 if x0[p] == out[j] else 0.0)
+                v = x0[p]
+                if v == out[j] or (nan_matches and v != v and out[j] != out[j]):
+                    gx0[p] += share
+                elif not nan_matches:
+                    # PyTorch's amax backward is (g / ties) * mask: an infinite or nan g
+                    # reaches the other entries as nan
+                    gx0[p] += share * 0.0
 
 
 @rule
@@ -332,16 +314,16 @@ def _check_select_dim(a, r, fail):
 
 
 MAX = declare(66, "MaxBackward1", family=ARRAY, reads=READS_X0 | READS_OUT, masks=True,
-              backward=extreme_bwd, forward=(extreme_fwd, True, False),
+              backward=(extreme_bwd, True), forward=(extreme_fwd, True, False),
               tangent=(extreme_tan, True), curvature=LINEAR)
 MIN = declare(67, "MinBackward1", family=ARRAY, reads=READS_X0 | READS_OUT, masks=True,
-              backward=extreme_bwd, forward=(extreme_fwd, False, False),
+              backward=(extreme_bwd, True), forward=(extreme_fwd, False, False),
               tangent=(extreme_tan, True), curvature=LINEAR)
 AMAX = declare(68, "AmaxBackward0", family=ARRAY, reads=READS_X0 | READS_OUT, masks=True,
-               backward=amax_bwd, forward=(extreme_fwd, True, False),
+               backward=(extreme_bwd, False), forward=(extreme_fwd, True, False),
                tangent=(extreme_tan, False), curvature=LINEAR)
 AMIN = declare(69, "AminBackward0", family=ARRAY, reads=READS_X0 | READS_OUT, masks=True,
-               backward=amax_bwd, forward=(extreme_fwd, False, False),
+               backward=(extreme_bwd, False), forward=(extreme_fwd, False, False),
                tangent=(extreme_tan, False), curvature=LINEAR)
 # routes to the argmax kept in aux
 MAX_DIM = declare(70, "MaxBackward0", family=ARRAY, frees=True, masks=True,

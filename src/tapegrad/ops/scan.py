@@ -329,10 +329,10 @@ def _check_median(a, r, fail):
 
 
 MEDIAN = declare(94, "MedianBackward0", family=ARRAY, reads=READS_X0 | READS_OUT, masks=True,
-                 check=_check_median, backward=extreme_bwd, forward=(median_fwd, False),
+                 check=_check_median, backward=(extreme_bwd, True), forward=(median_fwd, False),
                  tangent=(extreme_tan, True), curvature=LINEAR, graph=median_graph)
 NANMEDIAN = declare(95, "NanmedianBackward0", family=ARRAY, reads=READS_X0 | READS_OUT,
-                    masks=True, check=_check_median, backward=extreme_bwd,
+                    masks=True, check=_check_median, backward=(extreme_bwd, True),
                     forward=(median_fwd, True), tangent=(extreme_tan, True), curvature=LINEAR,
                     graph=median_graph)
 
