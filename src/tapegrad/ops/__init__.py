@@ -22,6 +22,8 @@ This module is the face the rest of tapegrad uses: ``K.TANH``, ``K.OPS``, ``K.sw
 To add an op, declare it in its family's module (see ``elementwise.TANH`` for a unary op):
 the dispatchers, the tape-file checks and generated code pick it up from the declaration.
 """
+import numpy as _np
+
 from .table import LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
 from .elementwise import (ABS, ACOS, ACOSH, ADD, ADD_S, ASIN, ASINH, ATAN,  # noqa: F401
                           ATANH, CEIL, CLAMP, CLAMP_MAX, CLAMP_MIN, COS, COSH, DIV, DIV_S, ERF,
@@ -77,19 +79,31 @@ def _arguments(kernel, args):
     return dict(zip(code.co_varnames[:code.co_argcount], args))
 
 
-def _compiling(kernel, pass_, op_arg):
+def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
+    """The pass ``kernel`` as the rest of tapegrad calls it.  When the kernel stops at a
+    record r whose entry is not compiled yet, the entry is compiled and the pass goes on
+    from r: argument ``bound`` (``hi`` of a pass that runs ``downward``, else ``lo``) moves
+    to r, and the backward sweep's ``fresh`` (what of the gradient arena it has cleared so
+    far) to what the kernel left in ``resume``."""
     table = _entries.TABLE
     missing = _entries.MISSING
     pending = _custom.PENDING[pass_]
+    fresh_at = bound + 2   # sweep(..., hi, lo, fresh)
 
     def passes(args, custom):
+        tail = (table, _np.zeros(1, _np.int64)) if carries_fresh else (table,)
         while True:
-            bad = kernel(*args, table)
+            bad = kernel(*args, *tail)
             if custom and _custom.FAULT[0]:
                 _custom.raise_fault(_arguments(kernel, args))
             if bad > missing:
                 return bad
-            _entries.ensure(pass_, int(args[op_arg][missing - bad]))
+            r = missing - bad
+            _entries.ensure(pass_, int(args[0][r]))
+            args = list(args)
+            args[bound] = r + 1 if downward else r
+            if carries_fresh:
+                args[fresh_at] = int(tail[1][0])
 
     def run(*args):
         if not _custom.NAMES:
@@ -106,10 +120,11 @@ def _compiling(kernel, pass_, op_arg):
     return run
 
 
-sweep = _compiling(_sweeps.sweep, _entries.BACKWARD, 0)
-forward = _compiling(_sweeps.forward, _entries.FORWARD, 0)
-tangent = _compiling(_sweeps.tangent, _entries.TANGENT, 0)
-curvature = _compiling(_sweeps.curvature, _entries.CURVATURE, 0)
+# (the argument each pass resumes at: sweep's hi, forward's lo, tangent's lo, curvature's hi)
+sweep = _compiling(_sweeps.sweep, _entries.BACKWARD, 14, True, carries_fresh=True)
+forward = _compiling(_sweeps.forward, _entries.FORWARD, 11, False)
+tangent = _compiling(_sweeps.tangent, _entries.TANGENT, 14, False)
+curvature = _compiling(_sweeps.curvature, _entries.CURVATURE, 16, True)
 
 
 def _batched(kernel):

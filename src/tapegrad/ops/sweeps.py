@@ -4,9 +4,10 @@
 They hold the control flow of a pass -- which records run, in what order, where gradients
 live -- and no math.  A record of one value runs its op's scalar rules through the inlined
 one-element chains (``D``); a larger one calls its op's entry for the pass through
-``entries.TABLE`` (passed in as ``table``).  Before doing anything a pass checks that every
-record it will call has its entry compiled, and otherwise returns ``entries.MISSING - r``
-for the first that has none: the caller (``ops.__init__``) compiles it and calls again.
+``entries.TABLE`` (passed in as ``table``).  A pass that reaches a record whose entry is
+not compiled yet stops there, before doing anything of that record, and returns
+``entries.MISSING - r``: the caller (``ops.__init__``) compiles it and goes on from r (a
+check of the whole tape before each pass cost every record a few ns on every call).
 What a pass needs to know about an opcode is a row of the flag arrays below, read off the
 table.
 """
@@ -57,10 +58,6 @@ _SCALAR_CURVATURE = _flags(lambda i: i.hot and "d2" in i.rules)
 _BINARY = _flags(lambda i: i.family == T.ELEMENTWISE and i.arity == 2)
 _COND = _flags(lambda i: i.condition)
 _PARAMS = _flags(lambda i: i.params > 0)
-# _CALLS[pass, o]: the pass calls op o's entry for a record of it (of more than one value,
-# for elementwise ops)
-_CALLS = np.stack([_flags(lambda i, p=p: dispatch.has_entry(i, p)) for p in E.PASSES])
-_CALLS.flags.writeable = False
 
 
 @inline
@@ -268,24 +265,9 @@ def _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
     return c
 
 
-@inline
-def _missing(table, pass_, op, size, need, hi, lo, all_records, one):
-    """E.MISSING - r for the first record in [lo, hi) whose entry for ``pass_`` the pass
-    would call and that is not compiled yet (a needed record, or any with ``all_records``),
-    else 0.  ``one``: the ops whose one-value records the pass runs inline instead."""
-    for r in range(lo, hi):
-        o = op[r]
-        if not (all_records or need[r]) or not _known(o) or not _CALLS[pass_, o] or \
-                (size[r] == 1 and one[o]):
-            continue
-        if table[pass_, o] == 0:
-            return E.MISSING - r
-    return 0
-
-
 @kernel
 def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi, lo,
-          fresh, table):
+          fresh, table, resume):
     """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``.
 
     ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
@@ -294,11 +276,10 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
     (matrix products, sums, differences, relus) writes its first contribution instead
     (beta = 0): no clearing pass at all for the largest gradients.
     ``ext``: arguments read in place (see ``linalg.value_at``; empty: none).
-    Returns -1, the first record whose opcode has no backward rule, or E.MISSING - r.
+    Returns -1, the first record whose opcode has no backward rule, or E.MISSING - r with
+    the records above r done and ``fresh`` in ``resume[0]``: the caller compiles r's entry
+    and goes on from r (``hi = r + 1``).
     """
-    missing = _missing(table, E.BACKWARD, op, size, need, hi, lo, False, _ONE)
-    if missing:
-        return missing
     context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
                        need)
     for r in range(hi - 1, lo - 1, -1):
@@ -309,17 +290,26 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
             return r
         if _NO_RULE[o]:
             continue
+        one = size[r] == 1 and _ONE[o]
+        if not one:
+            # (before anything of r is done: the caller comes back to r)
+            entry = table[E.BACKWARD, o]
+            if entry == 0:
+                resume[0] = fresh
+                return E.MISSING - r
+            if entry < 0:
+                return r
         beta0 = beta1 = 1.0
         # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
         start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
         if start < fresh:
             # (the one-element path below always adds: its records are cleared)
-            if _FIRST_WRITE[o] and (size[r] > 1 or not _ONE[o]):
+            if _FIRST_WRITE[o] and not one:
                 beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
             if beta0 == 1.0 and beta1 == 1.0:
                 grads[start:fresh] = 0.0
             fresh = start
-        if size[r] == 1 and _ONE[o]:
+        if one:
             # one value: the op's scalar rules on the arenas' numbers, written out here (a
             # helper taking the arrays costs their reference counting on every record)
             s0 = a0[r]
@@ -335,8 +325,6 @@ def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, nee
                 s1 = a1[r]
                 if need[s1]:
                     grads[goff[s1]] += gx1
-        elif table[E.BACKWARD, o] <= 0:
-            return r
         else:
             E.call(table[E.BACKWARD, o], r, context, beta0, beta1, 0, 0)
     return -1
@@ -351,11 +339,9 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table)
     in the arena or, for the records ``ext`` names, in place: see ``linalg.value_at``).
 
     Returns -1, the index of the first GUARD whose value differs from the recorded one,
-    -2 - r for the first record r whose opcode has no forward rule, or E.MISSING - r.
+    -2 - r for the first record r whose opcode has no forward rule, or E.MISSING - r with
+    the records before r done (the caller compiles r's entry and goes on from r).
     """
-    missing = _missing(table, E.FORWARD, op, size, op, hi, lo, True, _ONE)
-    if missing:
-        return missing
     context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, ext, vals, op)
     for r in range(lo, hi):
         o = op[r]
@@ -374,10 +360,13 @@ def forward(op, a0, a1, voff, size, ip, fp, aux, faux, vals, ext, lo, hi, table)
             p0 = faux[ip[r]] if _PARAMS[o] else 0.0
             p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
             vals[voff[r]] = D.forward_one(o, x0, x1, x2, fp[r], p0, p1)
-        elif table[E.FORWARD, o] <= 0:
-            return -2 - r
         else:
-            E.call(table[E.FORWARD, o], r, context, 0.0, 0.0, 0, 0)
+            entry = table[E.FORWARD, o]
+            if entry == 0:
+                return E.MISSING - r
+            if entry < 0:
+                return -2 - r
+            E.call(entry, r, context, 0.0, 0.0, 0, 0)
     return -1
 
 
@@ -388,6 +377,7 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
     """Rows lo..hi-1 of ``batch_replay``, with value and gradient arenas of their own."""
     vals = template.copy()
     no_ext = np.zeros(0, np.int64)
+    resume = np.zeros(1, np.int64)   # (the caller compiled every entry: never used)
     grads = np.zeros(max(total, 1))
     n = op.size
     n_out = size[out_rec]
@@ -405,7 +395,7 @@ def replay_rows(op, a0, a1, voff, goff, size, ip, fp, aux, faux, template, arg_r
             grads[:] = 0.0
             grads[goff[out_rec]] = 1.0
             sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, no_ext, grads, need,
-                  n, 0, 0, table)
+                  n, 0, 0, table, resume)
             for j in range(arg_recs.size):
                 r = arg_recs[j]
                 m = size[r]
@@ -462,11 +452,9 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
     writes the seeds into the tangents of the seeded records and sets ``dep`` to 1 there.
     The sweep marks the other records that depend on a seed (``dep``) and computes their
     tangents; the rest keep the zeros the caller filled in.  Returns -1, the first record
-    whose opcode has no tangent rule, or E.MISSING - r.
+    whose opcode has no tangent rule, or E.MISSING - r with the records before r done (the
+    caller compiles r's entry and goes on from r).
     """
-    missing = _missing(table, E.TANGENT, op, size, dep, hi, lo, True, _ONE)
-    if missing:
-        return missing
     context = _context(op, a0, a1, voff, voff, size, ip, fp, aux, faux, vals, op, vals, dep)
     E.put(context, E.TANS, tans)
     E.put(context, E.DEP, dep)
@@ -478,6 +466,10 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
             return r
         if _NO_RULE[o]:
             continue
+        if not (size[r] == 1 and _ONE[o]) and table[E.TANGENT, o] == 0:
+            # (before r is marked: the caller comes back to r; an op without a tangent rule
+            # is reported below, where r depends on a seed)
+            return E.MISSING - r
         if _MANY[o]:
             for j in range(aux[ip[r]]):
                 if dep[aux[ip[r] + 1 + 3 * j]]:
@@ -512,7 +504,7 @@ def tangent(op, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, n_seeds, stri
                     tans[b + voff[r]] = D.vjp_one(o, tans[b + voff[s0]], x0, x1, x2, out, c,
                                                   p0, p1)[0]
             continue
-        if table[E.TANGENT, o] <= 0:
+        if table[E.TANGENT, o] < 0:
             return r
         bits = (1 if d0 else 0) | (2 if d1 else 0)
         for s in range(n_seeds):
@@ -534,12 +526,9 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
     sources into row s of ``dgrads`` for each seed s; ``grads`` is the arena after
     ``sweep``, ``tans`` the value tangents of the seeds (``stride`` apart, from ``tangent``).
     Sweeping each row afterwards leaves H t at the leaves.  Returns -1, the first record
-    whose op has no rule here (the caller takes another route), or E.MISSING - r.
+    whose op has no rule here (the caller takes another route), or E.MISSING - r with the
+    records above r done (the caller compiles r's entry and goes on from r).
     """
-    missing = _missing(table, E.CURVATURE, op, size, need, hi, lo, False,
-                       _SCALAR_CURVATURE)
-    if missing:
-        return missing
     context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, op, grads, need)
     E.put(context, E.TANS, tans)
     for r in range(hi - 1, lo - 1, -1):
@@ -553,7 +542,14 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
             continue
         if kind < 0:
             return r
-        if size[r] == 1 and _SCALAR_CURVATURE[o]:
+        scalar = size[r] == 1 and _SCALAR_CURVATURE[o]
+        if not scalar:
+            entry = table[E.CURVATURE, o]
+            if entry == 0:
+                return E.MISSING - r
+            if entry < 0:
+                return r
+        if scalar:
             s0 = a0[r]
             p0 = faux[ip[r]] if _PARAMS[o] else 0.0
             p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
@@ -562,8 +558,6 @@ def curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans
             for s in range(dgrads.shape[0]):
                 dgrads[s, goff[s0]] += g * d * tans[s * stride + voff[s0]]
             continue
-        if table[E.CURVATURE, o] <= 0:
-            return r
         for s in range(dgrads.shape[0]):
             E.put(context, E.DG, dgrads[s])
             E.call(table[E.CURVATURE, o], r, context, 0.0, 0.0, s * stride, 0)
