@@ -252,7 +252,10 @@ add(
     unary("lgamma", K.LGAMMA, _AWAY_FROM_POLES),
     unary("digamma", K.DIGAMMA, _AWAY_FROM_POLES),
     unary("erfinv", K.ERFINV, S.reals(-0.95, 0.95)),
-    Case("polygamma", K.POLYGAMMA, one(S.positive(0.3, 6.0), n=st.integers(1, 3)), {
+    # (away from 0.5, where PyTorch's trigamma switches to its reflection formula: its value
+    # jumps there by about 6e-10 relative, which central differences across it amplify)
+    Case("polygamma", K.POLYGAMMA, one(S.avoiding([0.5], 0.3, 6.0, gap=1e-4),
+                                       n=st.integers(1, 3)), {
         "function": lambda m, x, n: m.polygamma(n, x),
         "method": lambda m, x, n: x.polygamma(n),
         "special": lambda m, x, n: m.special.polygamma(n, x),
