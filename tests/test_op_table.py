@@ -165,6 +165,48 @@ def test_entries_compile_on_first_use_and_only_then():
     assert entries.TABLE[entries.BACKWARD, K.LEAF] in (0, -1)
 
 
+_RESUMED = """
+import numpy as np, tapegrad as tg
+from tapegrad.ops import entries
+rng = np.random.default_rng(5)
+a = tg.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+b = tg.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+# the ops at the top of the program below get their entries now, the others when a pass
+# reaches them: each pass then stops halfway through its records and goes on from there
+(a * 2.0 + 1.0).tanh().sum().backward()
+tg.func.jvp(lambda u: (u * 2.0 + 1.0).tanh().sum(), (a,), (tg.ones(3, 4),))
+def top(h):
+    return (h * 2.0 + 1.0).tanh().sum()
+def program():
+    a.grad = b.grad = None
+    h = (a @ b).sinh()
+    y = h * h.sigmoid() + h.max(0).values - h.amin(0)
+    top(y.cumsum(0)).backward()
+    t = tg.func.jvp(lambda u: top((u @ b).sinh()), (a,), (tg.ones(3, 4),))[1]
+    z = tg.compile(lambda u: top((u @ b).softmax(1).sinh()))
+    return (a.grad.numpy().copy(), b.grad.numpy().copy(), t.item(),
+            [z(a.detach() * k).item() for k in (1.0, 2.0, 3.0)])
+missing = int((entries.TABLE[entries.BACKWARD] == 0).sum())
+first = program()
+assert int((entries.TABLE[entries.BACKWARD] == 0).sum()) < missing
+again = program()                       # every entry there from the start
+for u, v in zip(first, again):
+    np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+print("ok")
+"""
+
+
+def test_a_pass_stopped_at_an_uncompiled_entry_goes_on_from_there():
+    """In a fresh process every entry is missing: each pass stops at the first record whose
+    entry it needs, which is compiled, and goes on from there (the backward sweep with what
+    of the gradient arena it had cleared).  The results equal a second run's, where every
+    entry is there from the start."""
+    out = subprocess.run([sys.executable, "-c", _RESUMED], capture_output=True, text=True,
+                         env=dict(os.environ, TAPEGRAD_QUIET="1"), timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok")
+
+
 def test_a_tape_file_written_before_the_op_table_was_reorganised_still_loads():
     """tests/fixtures/tape_a1bbce0.npz was saved by tapegrad at a1bbce0, before ops were
     added; it must replay to the values and gradients it gave then."""

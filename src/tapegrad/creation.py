@@ -9,6 +9,7 @@ from ._generator import Generator
 from ._promote import cast as _cast
 from ._promote import checked_cast
 from .tensor import Tensor, read_value
+from .views import expose
 
 _seed = int(np.random.SeedSequence().entropy % (1 << 63))
 _rng = np.random.default_rng(_seed)
@@ -180,8 +181,9 @@ def tensor(data, dtype=None, requires_grad=False, device=None, pin_memory=False)
 
 
 def as_tensor(data, dtype=None, device=None):
-    """``data`` as a tensor: ``data`` itself when it is already a tensor and ``dtype`` is None,
-    else a copy as ``tensor(data, dtype)`` makes.
+    """``data`` as a tensor: ``data`` itself when it is already a tensor and ``dtype`` is None
+    (or its own), a tensor sharing the memory of a row-major NumPy array of a tapegrad dtype
+    (as ``from_numpy``), else a copy as ``tensor(data, dtype)`` makes.
 
     Shape: that of ``data``.
 
@@ -196,7 +198,18 @@ def as_tensor(data, dtype=None, device=None):
     dt = _dtype.resolve(dtype)
     if isinstance(data, Tensor) and (dt is None or dt.np == data._value.dtype):
         return data
+    if (type(data) is np.ndarray and data.flags.c_contiguous and data.dtype.kind in "fiub"
+            and (dt is None or dt.np == data.dtype) and _own_dtype(data.dtype)):
+        return from_numpy(data)     # PyTorch's as_tensor shares the array's memory too
     return tensor(data, dt)
+
+
+def _own_dtype(np_dtype):
+    """Whether tapegrad holds values of ``np_dtype`` as they are (no conversion)."""
+    try:
+        return _dtype.from_numpy_dtype(np_dtype).np == np_dtype
+    except TypeError:
+        return False
 
 
 def from_numpy(array):
@@ -216,7 +229,9 @@ def from_numpy(array):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dt = _dtype.from_numpy_dtype(array.dtype)
     if array.dtype == dt.np and array.flags.c_contiguous:
-        return Tensor._make(array)
+        out = Tensor._make(array)
+        expose(out)     # NumPy holds this memory: the tensor's views read it too
+        return out
     return Tensor._make(np.require(_cast(array, dt), requirements="C"))
 
 

@@ -21,7 +21,7 @@ from . import ops as K
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
 from .tensor import Tensor, _wrap_dim, check_history, read_value
-from .views import ViewOf, note_view
+from .views import _EXPOSED, ViewOf, note_view, numpy_holds
 
 _F64 = np.dtype(np.float64)
 
@@ -59,7 +59,9 @@ def _ref(tape, x):
                 check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
-            if hit is not None and hit[1] == x._version:
+            # (NumPy writes into memory it was handed change no version: such a leaf's
+            # values are copied again at each use)
+            if hit is not None and hit[1] == x._version and not (_EXPOSED and numpy_holds(x)):
                 return hit[0]
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)

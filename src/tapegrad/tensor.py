@@ -7,6 +7,8 @@ import numpy as np
 from . import _device, _dtype
 from .tape import state
 from .views import ViewOf as _ViewOf
+from .views import expose as _expose
+from .views import share as _share
 from .views import forget_views as _forget_views
 from .views import history_base as _history_base
 from .views import note_view as _note_view
@@ -253,9 +255,7 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
-        if type(self._alias) is _ViewOf:
-            return _read_only(self._value)
-        return self._value
+        return _for_numpy(self)
 
     def __array__(self, dtype=None, copy=None):
         read_value(self, "np.asarray()")
@@ -268,7 +268,7 @@ class Tensor:
             return v.astype(dtype)
         if copy:
             return v.copy()
-        return _read_only(v) if type(self._alias) is _ViewOf else v
+        return _for_numpy(self)
 
     def is_contiguous(self, memory_format=None):
         """Whether the elements lie in memory in row-major order without gaps, as PyTorch
@@ -446,10 +446,26 @@ _share_memory = None
 _after_native_write = None
 
 
-def _read_only(v):
-    """A view's values for NumPy: its own copy, kept in step with its root by in-place ops,
-    so a write into it through NumPy would be lost; it raises instead."""
-    v = v.view()
+def _for_numpy(t):
+    """t's memory, handed to NumPy as PyTorch's ``numpy()`` hands its storage: a write
+    through the array is a write into t, and into every alias of t.  A view reads its root's
+    memory from then on, where its elements are a strided pattern there; a view that cannot
+    gives its own copy read-only instead, so that a write into it raises rather than being
+    lost."""
+    link = t._alias
+    root = link.root if type(link) is _ViewOf else t
+    if root is None:        # detached from a tensor that is gone: its own now
+        t._alias = None
+        root = t
+    if not root._value.flags.c_contiguous and id(root) not in _shared:
+        # (a result NumPy laid out in column order, x.t() * 2): its views know their
+        # elements by row-major position, so its memory becomes row-major before NumPy
+        # holds it
+        root._value = np.ascontiguousarray(root._value)
+    _expose(root)           # its views read the memory NumPy holds from now on
+    if root is t or _share(t):
+        return t._value
+    v = t._value.view()
     v.flags.writeable = False
     return v
 

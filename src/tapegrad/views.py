@@ -100,6 +100,8 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
         result._alias = ViewOf(parent, index, overlaps, False, False, parent._version, None,
                                False)
         link.add(result)
+        if _EXPOSED and result._tape is None and exposed(parent):
+            share(result)
         return result
     via = None
     if type(link) is ViewOf and link.root is None:
@@ -141,7 +143,93 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
     if multi is not None and not detached:
         result._alias.multi = ("", 0)     # named after its own node, as PyTorch does
     root._alias.add(result)
+    if _EXPOSED and result._tape is None and exposed(root):
+        share(result)
     return result
+
+
+# --- NumPy's view of the memory -------------------------------------------------------------
+# An array handed to NumPy (``.numpy()``, ``np.asarray``, ``from_numpy``) is the tensor's
+# memory: NumPy writes into it are PyTorch's writes into the storage.  Values changed that
+# way cannot be carried to the views (nothing tells tapegrad), so a root whose memory NumPy
+# holds has its unrecorded views read that memory itself, as strided NumPy views of it.
+_EXPOSED = {}   # id(root) -> (weak ref to root, the root's value NumPy holds)
+
+
+def exposed(root):
+    """Whether NumPy holds ``root``'s current memory."""
+    hit = _EXPOSED.get(id(root))
+    return hit is not None and hit[0]() is root and hit[1] is root._value
+
+
+def numpy_holds(t):
+    """Whether NumPy may write into t's memory unseen: t's, or its root's, was handed to it
+    (a copy of t's values kept by version, as a tape keeps a leaf's, cannot be trusted)."""
+    if exposed(t):
+        return True
+    link = t._alias
+    return type(link) is ViewOf and link.root is not None and exposed(link.root)
+
+
+def expose(root):
+    """NumPy is handed ``root``'s memory: its unrecorded views read that memory from now on
+    (those alive now and those made later)."""
+    if exposed(root):
+        return
+    key = id(root)
+    _EXPOSED[key] = (weakref.ref(root, lambda _, k=key: _EXPOSED.pop(k, None)), root._value)
+    link = root._alias
+    if type(link) is Views:
+        for v in link.live():
+            share(v)
+
+
+def share(t):
+    """Make view t's value the NumPy view of its root's memory where its elements lie, if t
+    is not recorded (a recorded value lives in its tape's arena) and its elements form a
+    strided pattern over a row-major root; True if t's value is that memory now."""
+    link = t._alias
+    root = link.root
+    if root is None or t._tape is not None:
+        return False
+    memory = strided_view(root._value, link.index, t._value.shape)
+    if memory is None or memory.dtype != t._value.dtype:
+        return False
+    mine = t._value
+    if (memory.__array_interface__["data"][0] != mine.__array_interface__["data"][0]
+            or memory.strides != mine.strides):
+        # (already that memory: keep the array, which other bookkeeping knows by identity)
+        t._value = memory
+    return True
+
+
+def strided_view(base, index, shape):
+    """The elements of row-major ``base`` at flat positions ``index`` (an int array of
+    ``shape``; None: base's elements in order) as a NumPy view of base's memory, or None
+    where those positions are no strided pattern (or base is not row-major)."""
+    if not base.flags.c_contiguous:
+        return None
+    flat = base.reshape(-1)
+    if index is None:
+        return flat.reshape(shape)
+    if index.size == 0:
+        return flat[:0].reshape(shape)
+    first = int(index.reshape(-1)[0])
+    steps = []
+    expected = np.full(shape, first, dtype=np.int64)
+    for d, n in enumerate(shape):
+        step = 0
+        if n > 1:
+            at = [0] * len(shape)
+            at[d] = 1
+            step = int(index[tuple(at)]) - first
+            axis = [1] * len(shape)
+            axis[d] = n
+            expected += np.arange(n, dtype=np.int64).reshape(axis) * step
+        steps.append(step * base.itemsize)
+    if not np.array_equal(expected, index):
+        return None
+    return np.lib.stride_tricks.as_strided(flat[first:], shape, steps)
 
 
 def history_base(t):
