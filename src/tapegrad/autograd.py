@@ -419,7 +419,11 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
 
 
 def gradient_arena(total):
-    """The shared gradient arena, grown to at least ``total`` (its contents are garbage)."""
+    """The shared gradient arena, grown to at least ``total`` (its contents are garbage); an
+    arena of its own for a backward that a hook (or an ``autograd.Function``'s backward)
+    starts in the middle of another one's sweep, which still holds the shared one."""
+    if state.sweeping:
+        return aligned_empty(max(total, 1))
     grads = state.grads
     if grads.size < total:
         grads = state.grads = aligned_empty(max(total, 2 * grads.size))
@@ -637,6 +641,32 @@ def _sweep(tape, tape_seeds, readouts=()):
         if need[r]:
             grads[goff[r]:goff[r] + size[r]] += g
     hi = n
+    if hooked:
+        if state.trace is None:
+            # what a hook records goes on a new tape, as after the backward (this one's
+            # columns are held by the sweep, and its plan knows only the records so far)
+            finish(tape)
+        state.sweeping += 1     # user code runs between the pieces: see gradient_arena
+        try:
+            hi = _sweep_hooked(tape, hooked, op, a0, a1, voff, goff, size, ip, fp, aux, faux,
+                               vals, grads, need)
+        finally:
+            state.sweeping -= 1
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
+                  need, hi, 0, fresh)
+    if bad >= 0:
+        raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
+    # the column views lock the arrays against growth: drop them before returning
+    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
+    return need, goff, grads
+
+
+def _sweep_hooked(tape, hooked, op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
+                  need):
+    """Sweep from the top of the tape down to the last of the ``hooked`` records, running
+    each one's tensor hooks (or its ``autograd.Function``'s backward) once its gradient is
+    complete; returns where the rest of the sweep starts."""
+    hi = len(op)
     for r in hooked:
         # everything above r is swept, so r's gradient is complete: the hook may replace it
         K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads, need,
@@ -654,13 +684,7 @@ def _sweep(tape, tape_seeds, readouts=()):
             if res is not None:
                 g[:] = _hook_result(hook, res, shape)
         hi = r + 1
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
-                  need, hi, 0, fresh)
-    if bad >= 0:
-        raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
-    # the column views lock the arrays against growth: drop them before returning
-    del cols, op, a0, a1, voff, size, ip, fp, aux, faux
-    return need, goff, grads
+    return hi
 
 
 def _hook_result(hook, res, shape):

@@ -92,6 +92,7 @@ class _State(threading.local):
         self.trace = None       # the Recording of a function being traced (its seam)
         self.pool = []          # free arena chunks
         self.grads = np.empty(0)  # the gradient arena, reused across sweeps
+        self.sweeping = 0       # sweeps paused in user code (hooks): they hold the arena
         self.last_used = 0      # values the previous tape held when it was finished
 
 
