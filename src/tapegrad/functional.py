@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _dtype, _promote
 from . import ops as K
+from .ops import elementwise as _elementwise
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
 from .tensor import Tensor, _wrap_dim, check_history, read_value
@@ -47,6 +48,15 @@ def _records(*ts):
 
 
 
+def _changed_since_copied(tape, r, v):
+    """Whether record r's copy of a leaf differs from the leaf's value ``v`` now, bit for
+    bit."""
+    off = tape.voff[r]
+    kept = tape.vals[off:off + v.size]
+    now = np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
+    return not np.array_equal(kept.view(np.int64), now.view(np.int64))
+
+
 def _ref(tape, x):
     """The record on ``tape`` that holds x's value, importing x if it lives elsewhere."""
     if x._tape is tape:
@@ -60,8 +70,9 @@ def _ref(tape, x):
             key = id(x)
             hit = tape.leaf_rec.get(key)
             # (NumPy writes into memory it was handed change no version: such a leaf's
-            # values are copied again at each use)
-            if hit is not None and hit[1] == x._version and not (_EXPOSED and numpy_holds(x)):
+            # copy is used again only while it holds the same values)
+            if hit is not None and hit[1] == x._version and not (
+                    _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
                 return hit[0]
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
@@ -582,7 +593,15 @@ def pow(a, b):
         a = as_tensor_arg(a)
     if a._value.dtype.kind == "b" and b._value.dtype.kind == "b":
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
-    return _binary(K.POW, a, b, np.power)
+    return _binary(K.POW, a, b, _pow)
+
+
+def _pow(va, vb, out):
+    # floats through the rule's own pow (ops.elementwise.pow_array: NumPy's differs from it in
+    # the last bit on CPUs with AVX-512); integers as NumPy raises them
+    if va.dtype.kind == "f" or vb.dtype.kind == "f":
+        return _elementwise.pow_array(va, vb, out)
+    return np.power(va, vb, out=out)
 
 
 def _float_pow(v, c, out):
@@ -600,7 +619,7 @@ def _float_pow(v, c, out):
         return np.sqrt(v, out=out)
     if c == -1.0:
         return np.divide(1.0, v, out=out)
-    return np.power(v, c, out=out)
+    return _elementwise.power_array(v, c, out)
 
 
 def _int_pow(v, c, out):
@@ -615,7 +634,13 @@ def rpow(a, c):
         return pow(as_tensor_arg(c), a)
     if a._value.dtype.kind == "b" and isinstance(c, (bool, np.bool_)):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
-    return _with_scalar(K.RPOW_S, a, c, lambda v, c, out: np.power(c, v, out=out))
+    return _with_scalar(K.RPOW_S, a, c, _rpow)
+
+
+def _rpow(v, c, out):
+    if v.dtype.kind == "f" or isinstance(c, float):
+        return _elementwise.rpow_array(c, v, out)
+    return np.power(c, v, out=out)
 
 
 def reciprocal(x):
