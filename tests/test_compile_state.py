@@ -210,6 +210,40 @@ def test_closed_over_list_changed_in_place():
     record_change_check(f, lambda: coefs.append(9.0), expect="coefs (closed over by")
 
 
+def test_standard_library_data_holders_and_containers():
+    # the standard library's objects were kept by identity only: a changed attribute of a
+    # SimpleNamespace or an argparse.Namespace, or a changed item of a deque or an array,
+    # replayed the first call's answer
+    import argparse
+    import array
+    import collections
+    ns = types.SimpleNamespace(lr=0.5)
+    args = argparse.ArgumentParser().parse_args([])
+    args.scale = 2.0
+    dq = collections.deque([2.0, 1.0])
+    buf = array.array("d", [2.0])
+    raw = bytearray(b"\x02")
+
+    def f(x):
+        return (x * ns.lr * args.scale + dq[0] * buf[0] + raw[0]).sum()
+
+    record_change_check(f, lambda: setattr(ns, "lr", 0.25), expect="ns.lr")
+    record_change_check(f, lambda: setattr(args, "scale", -1.0), expect="args.scale")
+    record_change_check(f, lambda: dq.__setitem__(0, 5.0), expect="dq[0]")
+    record_change_check(f, lambda: dq.appendleft(7.0), expect="dq")
+    record_change_check(f, lambda: buf.__setitem__(0, -0.0), expect="buf")
+    record_change_check(f, lambda: raw.__setitem__(0, 9), expect="raw")
+
+
+def test_vmap_sees_a_changed_standard_library_attribute():
+    ns = types.SimpleNamespace(k=1.0)
+    vg = tg.vmap(lambda x: (x * ns.k).sum())
+    b = tg.tensor(np.ones((3, 2)))
+    assert vg(b).tolist() == [2.0, 2.0, 2.0]
+    ns.k = 4.0
+    assert vg(b).tolist() == [8.0, 8.0, 8.0]
+
+
 def test_closed_over_list_of_tensors():
     ws = [tg.tensor([1.0, 2.0, 3.0]), tg.tensor([0.5, 0.5, 0.5])]
 

@@ -29,6 +29,8 @@ before it runs (the generated fast call, ``_fastcall.replayer``, calls it too). 
 during which any of it changed runs eagerly (a replay would not repeat the change), and so does
 one that drew from a random generator found on the way (``Snapshot.drew_random``).
 """
+import array
+import collections
 import copy
 import functools
 import math
@@ -85,6 +87,12 @@ def _is_library(obj):
 
 def _is_library_name(module_name):
     return module_name.partition(".")[0] in _LIBRARIES
+
+
+def _is_stdlib_name(module_name):
+    return isinstance(module_name, str) and (
+        module_name.partition(".")[0].lstrip("_") in sys.stdlib_module_names
+        or module_name.partition(".")[0] in sys.stdlib_module_names)
 
 
 _PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
@@ -293,11 +301,15 @@ class _Walker:
             # == sees 0.0 and -0.0 as one, and two NaNs as two: then same() decides
             exact = f" or not same({name}, {kept})" if _holds_floats(value) else ""
             self.test(f"{name} != {kept}{exact}", description)
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple, collections.deque)):
             if not isinstance(value, tuple):
                 self.test(f"len({name}) != {len(value)}", description.part("the length of"))
             for i, item in enumerate(value):
                 self.slot(f"{name}[{i}]", item, description.child(f"[{i}]"))
+        elif isinstance(value, (array.array, bytearray)):
+            # mutable buffers of numbers: by value (== sees 0.0 and -0.0 as one; the bytes
+            # do not)
+            self.test(f"bytes({name}) != {self.bind(bytes(value), 'K')}", description)
         elif isinstance(value, dict):
             keys = self.bind(list(value), "K")
             self.test(f"list({name}) != {keys}", description.part("the keys of"))
@@ -340,6 +352,12 @@ class _Walker:
                 cls = type(value)
                 self.objects.append((cls, self.bind(cls), _Where(cls.__name__, "a class")))
                 self.method(cls, "__call__", _Where(f"{cls.__name__}.__call__", "a method"))
+        elif (not isinstance(value, type) and _is_stdlib_name(type(value).__module__)
+              and _attribute_dict(value) is not None):
+            # a standard-library object holding data in attributes (types.SimpleNamespace,
+            # argparse.Namespace, ...): the attributes the walked code names are guarded,
+            # as a user object's (its class's methods are the library's)
+            self.objects.append((value, name, description))
 
     def tensor(self, t, name, description):
         v = t._value
