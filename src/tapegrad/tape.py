@@ -108,9 +108,16 @@ def _refcount_at(items, i):
 _UNSHARED = _refcount_at([np.empty(0)], 0)
 
 
+# Called before a chunk is taken: inplace.py moves values that outlived their tape (a kept
+# ``loss.detach()``) out of its chunk, which they would otherwise keep from being reused.
+BEFORE_TAKING_A_CHUNK = None
+
+
 def _take_chunk(n):
     """A free chunk of at least n values: a released one that no view refers to any more,
     or a new one."""
+    if BEFORE_TAKING_A_CHUNK is not None:
+        BEFORE_TAKING_A_CHUNK()
     pool = state.pool
     for i in range(len(pool) - 1, -1, -1):
         if pool[i].size >= n and _refcount_at(pool, i) <= _UNSHARED:

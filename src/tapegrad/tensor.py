@@ -398,6 +398,10 @@ class Tensor:
         # t shares this value: an in-place change of either is seen by the other, by this
         # tensor's views, and by backward's check of who saw the value before
         _note_view(t, self, None, detached=True)
+        if self._tape is not None:
+            # ... also once this handle is gone, while its tape (and records that saved the
+            # value) live on: a change through t is then logged on the record itself
+            _share_memory(t, self)
         return t
 
     def detach_(self):
