@@ -1115,6 +1115,40 @@ def _written(m, x, v, key):
 
 add(Case("setitem", K.WRITE, _write_inputs(), {"setitem": _written}))
 
+
+@st.composite
+def _fitting_source(draw, zero_d=False, copied=False):
+    """A tensor and a source that broadcasts to its shape: a 0-d one into one of at least a
+    dim with ``zero_d``; with ``copied`` none of those (which ``x[...] = v`` fills)."""
+    shape = draw(S.shapes(min_dims=1 if zero_d else 0))
+    if zero_d:
+        part = ()
+    else:
+        part = shape[draw(st.integers(0, len(shape) - 1 if copied and shape else len(shape))):]
+        part = tuple(1 if draw(st.booleans()) else d for d in part)
+    arrays = [draw(S.arrays(shape)), draw(S.arrays(part))]
+    return arrays, draw(st.sampled_from(((True, True), (True, False), (False, True)))), {}
+
+
+def _all_set(m, a, b):
+    """``buf[:] = v``: a key that picks all of buf writes into buf itself (copy_ / fill_)."""
+    buf = a * 1.5
+    buf[...] = b * 2.0
+    return buf
+
+
+# zero_/fill_/copy_ on a recorded tensor: the values written, a gradient for the value only
+add(
+    Case("zero_", K.ZERO, one(), {"zero_": lambda m, x: (x * 1.5).zero_()}),
+    Case("fill_", K.FILL, one(c=scalars()), {"fill_": lambda m, x, c: (x * 1.5).fill_(c)}),
+    Case("fill_tensor", K.FILL_T, _fitting_source(zero_d=True), {
+        "fill_": lambda m, a, b: (a * 1.5).fill_(b * 2.0),
+        "setitem": _all_set,
+    }),
+    Case("copy_", K.COPY, _fitting_source(), {"copy_": lambda m, a, b: (a * 1.5).copy_(b * 2.0)}),
+    Case("setitem_all", K.COPY, _fitting_source(copied=True), {"setitem": _all_set}),
+)
+
 # ---------------------------------------------------------------------------------------------
 # Scans and sorts (#16).  Selections by value (sort, topk, kthvalue, median/mode along a dim,
 # cummax/cummin) draw distinct values: at a tie the selection has a kink, where central

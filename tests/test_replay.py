@@ -39,7 +39,7 @@ VALUE_RECORDS = {K.LEAF, K.CONST, K.EXTERN}
 # max(dim)/min(dim) also return argmax indices computed while recording: such calls run eagerly
 EAGER_OPS = {K.MAX_DIM, K.MIN_DIM}
 # an in-place op in a compiled function runs it eagerly, saying so (buf[j] = v)
-IN_PLACE_OPS = {K.WRITE}
+IN_PLACE_OPS = {K.WRITE, K.ZERO, K.FILL, K.FILL_T, K.COPY}
 # selections whose indices come from values: a compiled call guards the values they read, so
 # new values record afresh (a replay would reuse the old order)
 VALUE_SELECTIONS = {"cummax", "cummin", "sort", "topk", "kthvalue", "median_dim", "mode"}
@@ -214,6 +214,12 @@ FORWARD_EXAMPLES = {
     "tan": (lambda x: (x * 0.3).tan(), [(2, 3)]),
     "tanh": (lambda x: x.tanh(), [(2, 3)]),
     "sinh": (lambda x: x.sinh(), [(2, 3)]),
+    # zero_/fill_/copy_ of a recorded tensor, each read afterwards (a compiled function runs
+    # in-place ops eagerly; the forward kernel still replays such records)
+    "zero_": (lambda x: (x * 2.0).zero_() + x, [(2, 3)]),
+    "fill_": (lambda x: (x * 2.0).fill_(1.5) * x, [(2, 3)]),
+    "fill_tensor": (lambda x, y: (x * 2.0).fill_(y.sum()) * x, [(2, 3), (3,)]),
+    "copy_": (lambda x, y: (x * 2.0).copy_(y * 3.0) * x, [(2, 3), (3,)]),
     "cosh": (lambda x: x.cosh(), [(2, 3)]),
     "asin": (lambda x: (x * 0.1).asin(), [(2, 3)]),
     "acos": (lambda x: (x * 0.1).acos(), [(2, 3)]),
@@ -432,6 +438,9 @@ def test_every_example_replays_through_compile(name):
     ref = program(*eb)
     if name in ("max_dim", "min_dim"):
         assert compiled.stats.eager == 1
+    elif name in ("zero_", "fill_", "fill_tensor", "copy_"):
+        assert compiled.stats.eager == 1
+        assert any("in-place" in why for why, _ in compiled.stats.eager_reasons)
     else:
         assert compiled.stats.replays == 1, compiled.stats.as_dict()
     scale = scale_of(*arrays_b)

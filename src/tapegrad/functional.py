@@ -604,6 +604,42 @@ def _pow(va, vb, out):
     return np.power(va, vb, out=out)
 
 
+# --- zero_, fill_ and copy_ as recorded (inplace.py): what they write, and a gradient for the
+# value written only -------------------------------------------------------------------------
+def _filled_values(shape, value, out):
+    if out is None:
+        return np.full(shape, value, dtype=np.float64)
+    out[...] = value
+    return out
+
+
+def _copied_values(va, vb, out):
+    if out is None:
+        shape = np.broadcast_shapes(va.shape, vb.shape)
+        return np.array(np.broadcast_to(vb, shape), dtype=np.float64)
+    np.copyto(out, np.broadcast_to(vb, out.shape), casting="unsafe")
+    return out
+
+
+def recorded_zero(x):
+    """``x.zero_()`` as recorded: zeros of x's shape (``ZeroBackward0``); x's old values get
+    no gradient."""
+    return _unary(K.ZERO, x, lambda v, out: _filled_values(v.shape, 0.0, out))
+
+
+def recorded_fill(x, value):
+    """``x.fill_(value)`` as recorded: ``FillBackward2`` for a number, ``FillBackward3`` for
+    a 0-d tensor (which gets the sum of the incoming gradient)."""
+    if isinstance(value, Tensor):
+        return _binary(K.FILL_T, x, value, _copied_values)
+    return _with_scalar(K.FILL, x, value, lambda v, c, out: _filled_values(v.shape, c, out))
+
+
+def recorded_copy(x, src):
+    """``x.copy_(src)`` as recorded (``CopyBackwards``): src broadcast to x's shape."""
+    return _binary(K.COPY, x, src, _copied_values)
+
+
 def _float_pow(v, c, out):
     # PyTorch multiplies for 3 and -2 (the same bits as its results; pow's differ in the
     # last place) and NumPy squares, takes the square root and the reciprocal for 2, 0.5 and

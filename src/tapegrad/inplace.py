@@ -573,12 +573,12 @@ exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v))
 tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v))
 sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v))
 neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
-zero_ = _unary_("zero_", lambda t: F.mul(t, 0.0), lambda v: v.fill(0), fills=True)
+zero_ = _unary_("zero_", F.recorded_zero, lambda v: v.fill(0), fills=True)
 
 
 def fill_(self, value):
     v = _value_of(value)
-    return _apply(self, "fill_", _Compute(lambda: F.add(F.mul(self, 0.0), value), value),
+    return _apply(self, "fill_", _Compute(lambda: F.recorded_fill(self, value), value),
                   lambda: self._value.fill(v), fills=True)
 
 
@@ -587,7 +587,9 @@ def copy_(self, src):
     F.broadcast_shape(self._value.shape, src._value.shape)
 
     def compute():
-        return F.add(F.mul(self, 0.0), F.expand(src, *self._value.shape))
+        if F.broadcast_shape(self._value.shape, src._value.shape) != self._value.shape:
+            F.expand(src, *self._value.shape)     # PyTorch's error: src must fit self
+        return F.recorded_copy(self, src)
     return _apply(self, "copy_", _Compute(compute, src),
                   lambda: np.copyto(self._value, np.broadcast_to(src._value, self._value.shape),
                                     casting="unsafe"))
@@ -642,6 +644,14 @@ def setitem(self, key, value):
             np.asarray(vv, dtype=np.float64))
         if src._value.ndim > len(vshape) and lead:
             src = F.reshape(src, *src._value.shape[lead:])
+        if not makes_view and variant != F.V_INDEX:
+            # a key that picks all of self (x[:], x[...]): PyTorch writes into self itself,
+            # copy_ of a value of self's shape, fill_ with another 0-d one (a number is one)
+            if src._value.ndim == 0 and vshape != ():
+                return F.recorded_fill(self, src)
+            if src._value.shape != vshape:
+                src = F.expand(src, *vshape)    # (PyTorch expands it first, too)
+            return F.recorded_copy(self, src)
         src = F.expand(src, *vshape) if src._value.shape != vshape else src
         if makes_view and variant != F.V_INDEX:   # a basic index: every position once
             res = _write_in_place(self, picked, src)

@@ -212,6 +212,43 @@ NEG = declare(19, "NegBackward0", family=ELEMENTWISE, python=operator.neg, forwa
               vjp0=negate_vjp, curvature=LINEAR, hot=True)
 
 
+# --- zero_, fill_, copy_ when recorded: the values written, nothing for the values replaced --
+# (recorded as x * 0 + value they gave nan where x held inf or nan; PyTorch's give the value)
+@inline
+def zero_fwd(x0, x1, x2, c, p0, p1):
+    return 0.0
+
+
+@inline
+def fill_fwd(x0, x1, x2, c, p0, p1):
+    return c
+
+
+@inline
+def copy_fwd(x0, x1, x2, c, p0, p1):
+    return x1
+
+
+def replaced_graph(F, g, x0, x1, out, c):
+    return None, None
+
+
+def copied_graph(F, g, x0, x1, out, c):
+    return None, g
+
+
+ZERO = declare(123, "ZeroBackward0", family=ELEMENTWISE, forward=zero_fwd, vjp0=no_vjp,
+               curvature=LINEAR, graph=replaced_graph)
+# fill_ with a number (kept in the record's fp) and with a 0-d tensor, and copy_ of a source
+# that broadcasts to the written tensor: the gradient goes to the value written
+FILL = declare(124, "FillBackward2", family=ELEMENTWISE, forward=fill_fwd, vjp0=no_vjp,
+               curvature=LINEAR, graph=replaced_graph)
+FILL_T = declare(125, "FillBackward3", family=ELEMENTWISE, arity=2, forward=copy_fwd,
+                 vjp0=no_vjp, vjp1=pass_vjp, curvature=LINEAR, graph=copied_graph)
+COPY = declare(126, "CopyBackwards", family=ELEMENTWISE, arity=2, forward=copy_fwd,
+               vjp0=no_vjp, vjp1=pass_vjp, curvature=LINEAR, graph=copied_graph)
+
+
 # --- mul ---------------------------------------------------------------------------------------
 @inline
 def mul_fwd(x0, x1, x2, c, p0, p1):
