@@ -22,6 +22,8 @@ This module is the face the rest of tapegrad uses: ``K.TANH``, ``K.OPS``, ``K.sw
 To add an op, declare it in its family's module (see ``elementwise.TANH`` for a unary op):
 the dispatchers, the tape-file checks and generated code pick it up from the declaration.
 """
+import threading as _threading
+
 import numpy as _np
 
 from .table import LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
@@ -79,6 +81,9 @@ def _arguments(kernel, args):
     return dict(zip(code.co_varnames[:code.co_argcount], args))
 
 
+_per_thread = _threading.local()
+
+
 def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
     """The pass ``kernel`` as the rest of tapegrad calls it.  When the kernel stops at a
     record r whose entry is not compiled yet, the entry is compiled and the pass goes on
@@ -91,9 +96,14 @@ def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
     fresh_at = bound + 2   # sweep(..., hi, lo, fresh)
 
     def passes(args, custom):
-        tail = (table, _np.zeros(1, _np.int64)) if carries_fresh else (table,)
+        if carries_fresh:
+            # (the kernel writes it only when it stops; one per thread, as sweeps run
+            # without the GIL)
+            resume = getattr(_per_thread, "resume", None)
+            if resume is None:
+                resume = _per_thread.resume = _np.zeros(1, _np.int64)
         while True:
-            bad = kernel(*args, *tail)
+            bad = kernel(*args, table, resume) if carries_fresh else kernel(*args, table)
             if custom and _custom.FAULT[0]:
                 _custom.raise_fault(_arguments(kernel, args))
             if bad > missing:
@@ -103,7 +113,7 @@ def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
             args = list(args)
             args[bound] = r + 1 if downward else r
             if carries_fresh:
-                args[fresh_at] = int(tail[1][0])
+                args[fresh_at] = int(resume[0])
 
     def run(*args):
         if not _custom.NAMES:
