@@ -1137,6 +1137,14 @@ def _all_set(m, a, b):
     return buf
 
 
+add(Case("logit", K.LOGIT, one(S.reals(0.05, 0.95)), {
+    "function": lambda m, x: m.logit(x),
+    "method": lambda m, x: x.logit(),
+    "eps": lambda m, x: m.logit(x, eps=0.2),
+    "special": lambda m, x: m.special.logit(x),
+}))
+
+
 # zero_/fill_/copy_ on a recorded tensor: the values written, a gradient for the value only
 add(
     Case("zero_", K.ZERO, one(), {"zero_": lambda m, x: (x * 1.5).zero_()}),

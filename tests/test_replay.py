@@ -214,6 +214,7 @@ FORWARD_EXAMPLES = {
     "tan": (lambda x: (x * 0.3).tan(), [(2, 3)]),
     "tanh": (lambda x: x.tanh(), [(2, 3)]),
     "sinh": (lambda x: x.sinh(), [(2, 3)]),
+    "logit": (lambda x: (x / (x + 1.0)).logit(), [(2, 3)]),
     # zero_/fill_/copy_ of a recorded tensor, each read afterwards (a compiled function runs
     # in-place ops eagerly; the forward kernel still replays such records)
     "zero_": (lambda x: (x * 2.0).zero_() + x, [(2, 3)]),

@@ -18,6 +18,7 @@ from . import _dtype
 from . import functional as F
 from .autograd import set_grad_enabled
 from .creation import numpy_rng
+from .ops.elementwise import LOGIT, logit_array
 from .tape import state
 from .tensor import Tensor, read_value
 
@@ -1650,9 +1651,12 @@ def logit(input, eps=None):  # noqa: A002
         tensor([0.0000, 1.0986])
     """
     p = _tensor(input)
+    if p._value.dtype.kind != "f":
+        p = p.to(_dtype.float64)
     if eps is not None:
         p = F.clamp(p, eps, 1.0 - eps)
-    return F.log(F.div(p, F.rsub(p, 1.0)))
+    # one op of the table (LogitBackward0), with PyTorch's gradient: nan outside [0, 1]
+    return F._unary(LOGIT, p, logit_array)
 
 
 xlog1py = F.xlog1py    # an op of the table, declared beside xlogy

@@ -33,7 +33,7 @@ from .elementwise import (ABS, ACOS, ACOSH, ADD, ADD_S, ASIN, ASINH, ATAN,  # no
                           MAXIMUM, MINIMUM, MUL, MUL_S, NEG, POW, POW_S, RECIPROCAL, RELU,
                           ROUND, ROUND_DECIMALS, RPOW_S, RSQRT, RSUB_S, SIGMOID, SIGN, SIN,
                           SINH, SOFTPLUS, SQRT, SUB, SUB_S, TAN, TANH, TRUNC, WHERE,
-                          ZERO, FILL, FILL_T, COPY, erf_array, erfc_array)
+                          ZERO, FILL, FILL_T, COPY, LOGIT, erf_array, erfc_array)
 from .elementwise import (ATAN2, COPYSIGN, FMOD, HYPOT, LOGADDEXP, REMAINDER,  # noqa: F401
                           XLOG1PY, XLOGY, atan2_array, copysign_array, fmod_array,
                           hypot_array, logaddexp_array, remainder_array, xlog1py_array,

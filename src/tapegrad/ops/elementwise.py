@@ -583,6 +583,40 @@ LOG1P = declare(32, "Log1PBackward0", family=ELEMENTWISE, reads=READS_X0, python
                 numpy=np.log1p, forward=log1p_fwd, vjp0=log1p_vjp, d2=log1p_d2)
 
 
+# --- logit (log(x / (1 - x)); with eps, of x clamped to [eps, 1 - eps] first) ---------------
+@inline
+def logit_fwd(x0, x1, x2, c, p0, p1):
+    return np.log(x0 / (1.0 - x0))
+
+
+@inline
+def logit_vjp(g, x0, x1, x2, out, c, p0, p1):
+    # PyTorch's: nan outside [0, 1] (where the value is nan too), g / 0 = inf at 0 and 1
+    if x0 < 0.0 or x0 > 1.0:
+        return np.nan
+    return g / (x0 * (1.0 - x0))
+
+
+@inline
+def logit_d2(x0, out, c, p0, p1):
+    if x0 < 0.0 or x0 > 1.0:
+        return np.nan
+    d = x0 * (1.0 - x0)
+    return (2.0 * x0 - 1.0) / (d * d)
+
+
+def logit_graph(F, g, x0, x1, out, c):
+    return F.div(g, F.mul(x0, F.rsub(x0, 1.0))), None
+
+
+def logit_array(x, out=None):
+    return np.log(np.divide(x, np.subtract(1.0, x)), out=out)
+
+
+LOGIT = declare(127, "LogitBackward0", family=ELEMENTWISE, reads=READS_X0, numpy=logit_array,
+                forward=logit_fwd, vjp0=logit_vjp, d2=logit_d2, graph=logit_graph)
+
+
 # --- expm1 -----------------------------------------------------------------------------------
 @inline
 def expm1_fwd(x0, x1, x2, c, p0, p1):
