@@ -379,6 +379,8 @@ EDGES = {
     "softplus with beta and threshold": (lambda m, x: F(m).softplus(x, beta=2.0, threshold=5.0),
                                          [[2.5, 2.6, -1.0]]),
     # empty tensors
+    "logit at 0 and 1 and outside": (lambda m, x: x.logit(), [[-1.0, 0.0, 0.25, 1.0, 2.0, nan]]),
+    "logit with eps at its bounds": (lambda m, x: x.logit(0.25), [[0.0, 0.25, 0.5, 0.75, 1.0]]),
     "sum of nothing": (lambda m, x: x.sum(), [np.zeros(0)]),
     "mean of nothing": (lambda m, x: x.mean(), [np.zeros(0)]),
     "prod of nothing": (lambda m, x: x.prod(), [np.zeros(0)]),

@@ -691,7 +691,11 @@ def hardswish(input, inplace=False):
         tensor([-0.0000,  0.6667,  4.0000])
     """
     def formula(x):
-        upper = tg.where(x >= 3.0, x, x * (x + 3.0) / 6.0)
+        # the middle piece of x clamped into it, so that no inf reaches its gradient (which
+        # where() multiplies by 0); x < 3 is false for nan, which takes the upper piece
+        # (gradient 1), as PyTorch's does
+        mid = tg.clamp(x, -3.0, 3.0)
+        upper = tg.where(x < 3.0, mid * (mid + 3.0) / 6.0, x)
         return tg.where(x <= -3.0, x * 0.0, upper)
     return _activate(input, inplace, formula)
 
