@@ -26,7 +26,7 @@ from . import ops
 # its whole chunk, so chunks are only as large as the work needs.
 MIN_CAPACITY = 1 << 12      # float64 values (32 KiB)
 _POOL_LIMIT = 4             # free chunks kept for reuse per thread
-GROWTH_LIMIT = 1 << 22      # values (32 MiB): tapes that fill up grow to this, then repeat
+GROWTH_LIMIT = 1 << 20      # values (8 MiB): tapes that fill up grow to this, then repeat
 
 _tape_ids = itertools.count()
 
