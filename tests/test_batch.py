@@ -108,6 +108,25 @@ def test_more_branches_than_tapes_run_eagerly():
         assert fn.stats.records == 8   # as many tapes as a batch records, then eager
 
 
+@pytest.mark.parametrize("argnums", [0, (0,), (0, 1), None])
+def test_a_function_that_cannot_replay_returns_what_a_replayed_one_does(argnums):
+    # max(0).values of a sample is an argmax-style result: the calls run eagerly, one per
+    # sample; the gradients were a tuple where a replayed function gives one tensor
+    xs, ws = batch(6, seed=5)
+    f = lambda x, w: x.max(0).values * w.sum()      # noqa: E731
+    v, g = tg.per_sample_value_and_grad(f, argnums=argnums)(tg.tensor(xs), tg.tensor(ws))
+    h = lambda x, w: (x * w).sum()      # noqa: E731 - replays
+    v2, g2 = tg.per_sample_value_and_grad(h, argnums=argnums)(tg.tensor(xs), tg.tensor(ws))
+    assert type(g) is type(g2)
+    if isinstance(g, tuple):
+        assert len(g) == len(g2)
+    for b in range(len(xs)):
+        x, w = tg.tensor(xs[b], requires_grad=True), tg.tensor(ws[b], requires_grad=True)
+        f(x, w).backward()
+        got = g if not isinstance(g, tuple) else g[0]
+        np.testing.assert_array_equal(got.numpy()[b], x.grad.numpy())
+
+
 def test_gradient_only_for_chosen_argument():
     xs, ws = batch(64, seed=3)
     for parallel in (False, True):

@@ -1579,7 +1579,7 @@ def _batched(fn, argnums, want_grad, parallel=None):
         variant = _last_variant(compiled, first)
         if variant is None or variant.outputs[0][0] is None:
             # not replayable: one eager call per sample
-            return _loop(compiled, args, nums, want_grad)
+            return _loop(compiled, args, nums, want_grad, isinstance(argnums, int))
         if want_grad and out0._value.size != 1:
             raise RuntimeError("per-sample gradients need a one-element output")
         out_shape = out0._value.shape
@@ -1679,7 +1679,7 @@ def _one(compiled, args, nums, want_grad, b):
     return out._value, grads
 
 
-def _loop(compiled, args, nums, want_grad):
+def _loop(compiled, args, nums, want_grad, single):
     bsz = args[0]._value.shape[0]
     vals, grads = [], []
     for b in range(bsz):
@@ -1691,7 +1691,8 @@ def _loop(compiled, args, nums, want_grad):
         return val_t
     pick = nums if nums is not None else tuple(range(len(args)))
     gs = [Tensor._make(np.array([g[i] for g in grads])) for i in pick]
-    return val_t, (gs[0] if len(gs) == 1 and not isinstance(nums, tuple) else tuple(gs))
+    # (as the replayed path gives them: one tensor for an int argnums, else a tuple)
+    return val_t, (gs[0] if single else tuple(gs))
 
 
 def vmap(fn, parallel=None):
