@@ -644,15 +644,15 @@ def setitem(self, key, value):
             np.asarray(vv, dtype=np.float64))
         if src._value.ndim > len(vshape) and lead:
             src = F.reshape(src, *src._value.shape[lead:])
-        if not makes_view and variant != F.V_INDEX:
-            # a key that picks all of self (x[:], x[...]): PyTorch writes into self itself,
-            # copy_ of a value of self's shape, fill_ with another 0-d one (a number is one)
-            if src._value.ndim == 0 and vshape != ():
-                return F.recorded_fill(self, src)
-            if src._value.shape != vshape:
-                src = F.expand(src, *vshape)    # (PyTorch expands it first, too)
-            return F.recorded_copy(self, src)
+        # a key that picks all of self (x[:], x[...]): PyTorch writes into self itself, fill_
+        # with a 0-d value (a number is one) of another shape, else copy_ of the value
+        # expanded to self's shape
+        into_self = not makes_view and variant != F.V_INDEX
+        if into_self and src._value.ndim == 0 and vshape != ():
+            return F.recorded_fill(self, src)
         src = F.expand(src, *vshape) if src._value.shape != vshape else src
+        if into_self:
+            return F.recorded_copy(self, src)
         if makes_view and variant != F.V_INDEX:   # a basic index: every position once
             res = _write_in_place(self, picked, src)
             if res is not None:
