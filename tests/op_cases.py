@@ -314,6 +314,83 @@ add(Case("softplus", K.SOFTPLUS, _softplus_inputs(), {
 }))
 
 
+# the activation ops (ops/activation.py): kinks and branch points kept a gap away, for the
+# central differences
+def _activation(name, op, elements, forms):
+    return Case(name, op, one(elements), forms)
+
+
+add(
+    _activation("gelu", K.GELU, S.reals(-4.0, 4.0), {
+        "function": lambda m, x: m.nn.functional.gelu(x),
+        "module": lambda m, x: m.nn.GELU()(x),
+    }),
+    _activation("gelu_tanh", K.GELU_TANH, S.reals(-4.0, 4.0), {
+        "function": lambda m, x: m.nn.functional.gelu(x, approximate="tanh"),
+        "module": lambda m, x: m.nn.GELU(approximate="tanh")(x),
+    }),
+    _activation("silu", K.SILU, S.reals(-5.0, 5.0), {
+        "function": lambda m, x: m.nn.functional.silu(x),
+        "module": lambda m, x: m.nn.SiLU()(x),
+    }),
+    _activation("mish", K.MISH, S.reals(-5.0, 5.0), {
+        "function": lambda m, x: m.nn.functional.mish(x),
+        "module": lambda m, x: m.nn.Mish()(x),
+    }),
+    _activation("elu", K.ELU, S.avoiding([0.0], -4.0, 3.0), {
+        "function": lambda m, x: m.nn.functional.elu(x),
+        "alpha": lambda m, x: m.nn.functional.elu(x, alpha=0.4),
+        "selu": lambda m, x: m.nn.functional.selu(x),
+        "module": lambda m, x: m.nn.ELU(2.0)(x),
+    }),
+    _activation("celu", K.CELU, S.avoiding([0.0], -4.0, 3.0), {
+        "function": lambda m, x: m.nn.functional.celu(x),
+        "alpha": lambda m, x: m.nn.functional.celu(x, alpha=0.6),
+        "module": lambda m, x: m.nn.CELU(1.5)(x),
+    }),
+    _activation("leaky_relu", K.LEAKY_RELU, S.avoiding([0.0]), {
+        "function": lambda m, x: m.nn.functional.leaky_relu(x),
+        "slope": lambda m, x: m.nn.functional.leaky_relu(x, 0.3),
+        "module": lambda m, x: m.nn.LeakyReLU(0.05)(x),
+    }),
+    _activation("hardtanh", K.HARDTANH, S.avoiding([-1.0, 1.0, 0.0, 6.0, -0.5, 2.0], -3.0, 7.0), {
+        "function": lambda m, x: m.nn.functional.hardtanh(x),
+        "bounds": lambda m, x: m.nn.functional.hardtanh(x, -0.5, 2.0),
+        "relu6": lambda m, x: m.nn.functional.relu6(x),
+        "module": lambda m, x: m.nn.ReLU6()(x),
+    }),
+    _activation("hardsigmoid", K.HARDSIGMOID, S.avoiding([-3.0, 3.0], -5.0, 5.0), {
+        "function": lambda m, x: m.nn.functional.hardsigmoid(x),
+        "module": lambda m, x: m.nn.Hardsigmoid()(x),
+    }),
+    _activation("hardswish", K.HARDSWISH, S.avoiding([-3.0, 3.0], -5.0, 5.0), {
+        "function": lambda m, x: m.nn.functional.hardswish(x),
+        "module": lambda m, x: m.nn.Hardswish()(x),
+    }),
+    _activation("logsigmoid", K.LOG_SIGMOID, S.reals(-6.0, 6.0), {
+        "function": lambda m, x: m.nn.functional.logsigmoid(x),
+        "module": lambda m, x: m.nn.LogSigmoid()(x),
+    }),
+    _activation("softshrink", K.SOFTSHRINK, S.avoiding([-0.5, 0.5, -1.0, 1.0]), {
+        "function": lambda m, x: m.nn.functional.softshrink(x),
+        "lambd": lambda m, x: m.nn.functional.softshrink(x, 1.0),
+        "module": lambda m, x: m.nn.Softshrink()(x),
+    }),
+    _activation("hardshrink", K.HARDSHRINK, S.avoiding([-0.5, 0.5, -1.0, 1.0]), {
+        "function": lambda m, x: m.nn.functional.hardshrink(x),
+        "lambd": lambda m, x: m.nn.functional.hardshrink(x, 1.0),
+        "module": lambda m, x: m.nn.Hardshrink()(x),
+    }),
+    # (away from 0, where PyTorch's gradient formula, ours too, cancels: differences of it
+    # are no reference for the second order there; the edge tests take 0 and tiny values)
+    _activation("sinc", K.SINC, S.avoiding([0.0], -3.0, 3.0, gap=0.3), {
+        "function": lambda m, x: m.sinc(x),
+        "method": lambda m, x: x.sinc(),
+        "special": lambda m, x: m.special.sinc(x),
+    }),
+)
+
+
 def _bounds(which):
     @st.composite
     def build(draw):

@@ -351,15 +351,19 @@ def test_errors_match_torch(name, args, kwargs):
     assert str(ours.value).replace("tapegrad.", "torch.") == str(theirs.value)
 
 
-def test_composite_grad_fns():
+def test_activation_grad_fns_are_pytorchs():
+    """One recorded op each, named as PyTorch names it (softsign and tanhshrink are
+    composites in PyTorch too)."""
+    names = ("gelu", "silu", "mish", "elu", "selu", "celu", "leaky_relu", "softplus",
+             "softsign", "tanhshrink", "logsigmoid", "hardtanh", "relu6", "hardsigmoid",
+             "hardswish", "softshrink", "hardshrink")
     x = tg.tensor(X, requires_grad=True)
-    names = {name: getattr(F, name)(x).grad_fn.name() for name in
-             ("gelu", "silu", "elu", "leaky_relu", "softplus", "softsign", "tanhshrink",
-              "logsigmoid", "hardtanh")}
-    assert names["softplus"] == "SoftplusBackward0"           # one recorded op, as in PyTorch
-    assert names["softsign"] == "DivBackward0"                 # composites in PyTorch too
-    assert names["tanhshrink"] == "SubBackward0"
-    assert names["gelu"] == "MulBackward0" and names["elu"] == "WhereBackward0"
+    xt = torch.tensor(X, requires_grad=True)
+    ours = {n: getattr(F, n)(x).grad_fn.name() for n in names}
+    theirs = {n: getattr(torch.nn.functional, n)(xt).grad_fn.name() for n in names}
+    assert ours == theirs
+    assert ours["gelu"] == "GeluBackward0" and ours["selu"] == "EluBackward0"
+    assert tg.sinc(x).grad_fn.name() == "SincBackward0"
     assert F.layer_norm(x, (4,)).grad_fn.name() == "DivBackward0"
 
 

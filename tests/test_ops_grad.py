@@ -19,6 +19,7 @@ import strategies as S  # noqa: F401 - makes the source tree importable
 import tapegrad as tg
 import tapegrad.functional as TF
 from tapegrad import ops as K
+from tapegrad.ops import activation as ops_activation
 from tapegrad.ops import elementwise as ops_elementwise
 from tapegrad.ops import linalg as ops_linalg
 from tapegrad.ops import reduce as ops_reduce
@@ -50,8 +51,8 @@ def declared_opcodes():
     """``NAME -> code`` for every ``NAME = declare(code, ...)`` line of the op table's
     family modules."""
     found = {}
-    for module in (ops_elementwise, ops_reduce, ops_linalg, ops_structure, ops_scan,
-                   ops_custom):
+    for module in (ops_elementwise, ops_activation, ops_reduce, ops_linalg, ops_structure,
+                   ops_scan, ops_custom):
         src = inspect.getsource(module)
         for name, code in re.findall(r"^([A-Z][A-Z0-9_]*) = declare\((\d+),", src, re.M):
             assert name not in found, f"{name} declared twice"

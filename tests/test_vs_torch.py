@@ -378,6 +378,23 @@ EDGES = {
                                     [[20.0, 20.0000001, -100.0, 0.0]]),
     "softplus with beta and threshold": (lambda m, x: F(m).softplus(x, beta=2.0, threshold=5.0),
                                          [[2.5, 2.6, -1.0]]),
+    # activations at their kinks, nan, infinities, tiny and huge inputs (three at a time:
+    # PyTorch's vectorised kernels, which run from 8 or 16 elements on, take another branch
+    # at nan for elu, hardtanh and hardswish than its scalar code does; ours is the scalar's)
+    **{f"{name} at edges {k}": (lambda m, x, name=name, kw=kw: getattr(
+        m.nn.functional, name)(x, **kw), [edges])
+       for name, kw in [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
+                        ("mish", {}), ("elu", {}), ("elu", {"alpha": 0.3}), ("selu", {}),
+                        ("celu", {"alpha": 0.6}), ("leaky_relu", {}), ("hardtanh", {}),
+                        ("relu6", {}), ("hardsigmoid", {}), ("hardswish", {}),
+                        ("logsigmoid", {}), ("softshrink", {}), ("hardshrink", {})]
+       for k, edges in enumerate([[0.0, -0.0, nan], [inf, -inf, 1e-310], [1e300, -1e300, -3.0],
+                                  [3.0, 6.0, -1.0], [0.5, -0.5, 1.0], [-800.0, 800.0, 20.0]])},
+    **{f"sinc at edges {k}": (lambda m, x: m.sinc(x), [edges])
+       for k, edges in enumerate([[0.0, -0.0, nan], [inf, 1e-310, -1e-310], [1e300, -1e300, 2.0],
+                                  [1e-160, 1e-150, -5e-155]])},
+    "lgamma at poles and far out": (lambda m, x: x.lgamma(), [[-1e300, -2.0, -1e20]]),
+    "digamma at poles and far out": (lambda m, x: x.digamma(), [[-1e300, -3.0, -1e17]]),
     # empty tensors
     "logit at 0 and 1 and outside": (lambda m, x: x.logit(), [[-1.0, 0.0, 0.25, 1.0, 2.0, nan]]),
     "logit with eps at its bounds": (lambda m, x: x.logit(0.25), [[0.0, 0.25, 0.5, 0.75, 1.0]]),

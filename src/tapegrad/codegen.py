@@ -182,7 +182,8 @@ def _scalar_rules(o):
 
 
 # the modules generated code calls rules from, by the alias it imports them under
-_RULE_MODULES = {"tapegrad.ops.elementwise": "EW", "tapegrad.ops.reduce": "RD",
+_RULE_MODULES = {"tapegrad.ops.elementwise": "EW", "tapegrad.ops.activation": "AC",
+                 "tapegrad.ops.reduce": "RD",
                  "tapegrad.ops.structure": "ST"}
 
 

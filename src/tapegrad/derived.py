@@ -18,6 +18,7 @@ from . import _dtype
 from . import functional as F
 from .autograd import set_grad_enabled
 from .creation import numpy_rng
+from .ops.activation import SINC
 from .ops.elementwise import LOGIT, logit_array
 from .tape import state
 from .tensor import Tensor, read_value
@@ -1239,11 +1240,8 @@ def sinc(input):  # noqa: A002
         >>> tg.sinc(tg.tensor([0.0, 0.5]))
         tensor([1.0000, 0.6366])
     """
-    x = _tensor(input)
-    zero = F._compare(np.equal, x, 0.0)
-    # the quotient is taken at 1 where x is 0, so that no 0/0 reaches the gradient
-    safe = F.mul(F.where(zero, 1.0, x), math.pi)
-    return F.where(zero, 1.0, F.div(F.sin(safe), safe))
+    # one op of the table (SincBackward0), with PyTorch's gradient: 0 where pi x^2 is 0
+    return F.activation(SINC, _tensor(input))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _dtype, _promote
 from . import ops as K
+from .ops import activation as _activation
 from .ops import elementwise as _elementwise
 from ._quiet import quiet_begin, quiet_end
 from .tape import recording_tape, state
@@ -1347,6 +1348,21 @@ def softplus(x, beta=1.0, threshold=20.0):
     if _records(x):
         ip = recording_tape(2 * x._value.size).put_faux((float(beta), float(threshold)))
     return _unary(K.SOFTPLUS, x, run, ip=ip)
+
+
+def activation(code, x, c=0.0, params=None):
+    """One record of an activation op of ``ops.activation`` (gelu, elu, hardtanh, ...) on
+    tensor ``x``: ``c`` the record's scalar, ``params`` its two ``faux`` values (or None)."""
+    if x._value.dtype.kind != "f":
+        x = Tensor._make(x._value.astype(np.float64))
+    p0, p1 = (0.0, 0.0) if params is None else (float(params[0]), float(params[1]))
+
+    def run(v, out):
+        return _activation.forward_array(code, v, out, c, p0, p1)
+    ip = 0
+    if params is not None and _records(x):
+        ip = recording_tape(2 * x._value.size).put_faux((p0, p1))
+    return _unary(code, x, run, ip=ip, fp=float(c))
 
 
 def clamp(x, min=None, max=None):

@@ -76,7 +76,10 @@ def _rule(tape, r, g):
     graph = K.OPS[o].graph
     if graph is not None:
         # the op's own differentiable rule, declared in its block of the op table
-        gx0, gx1 = graph(GRAPH_OPS, g, x0, x1, _handle(tape, r), c)
+        # (an op with parameters gets its two faux values after the scalar)
+        params = (float(tape.faux[tape.ip[r]]), float(tape.faux[tape.ip[r] + 1])) \
+            if K.OPS[o].params else ()
+        gx0, gx1 = graph(GRAPH_OPS, g, x0, x1, _handle(tape, r), c, *params)
         return [(s, gx) for s, gx in ((a0, gx0), (a1, gx1)) if gx is not None]
     if o in (K.ADD, K.ADD_S):
         return [(a0, g), (a1, g)]

@@ -10,6 +10,7 @@ import numpy as np
 
 import tapegrad as tg
 from tapegrad import functional as _elementwise
+from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
@@ -496,14 +497,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 # ---------------------------------------------------------------------------------------------
-# More activations: composites of recorded ops.  PyTorch has one fused op (and one grad_fn
-# name) for most of these; here the output's grad_fn is that of the last op of the formula.
-# Branches are ``where``s on comparisons, so a compiled replay re-evaluates them, and each
-# branch sees only values it is defined for, so no inf or nan reaches the backward pass.
+# More activations.  Most are one op of the table each (``ops/activation.py``), with
+# PyTorch's grad_fn name and formulas; the rest are composites of recorded ops, whose
+# grad_fn is that of the formula's last op.  A composite's branches are ``where``s on
+# comparisons, so a compiled replay re-evaluates them.
 # ---------------------------------------------------------------------------------------------
 
-_SQRT_HALF = math.sqrt(0.5)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # PyTorch's SELU constants (Klambauer et al. 2017)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -532,10 +531,9 @@ def gelu(input, approximate="none"):
         tensor([0.8412])
     """
     if approximate == "none":
-        return input * 0.5 * (1.0 + tg.erf(input * _SQRT_HALF))
+        return _elementwise.activation(_ops.GELU, input)
     if approximate == "tanh":
-        inner = _SQRT_2_OVER_PI * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + tg.tanh(inner))
+        return _elementwise.activation(_ops.GELU_TANH, input)
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
@@ -548,13 +546,7 @@ def silu(input, inplace=False):
         >>> F.silu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.2689,  0.0000,  1.7616])
     """
-    return _activate(input, inplace, lambda x: x * tg.sigmoid(x))
-
-
-def _negative_part_exp(input, alpha, input_scale=1.0):
-    """``alpha * (exp(x * input_scale) - 1)`` for ``x <= 0``, evaluated at ``min(x, 0)`` so
-    that large positive inputs (where the other branch is taken) cannot overflow."""
-    return alpha * tg.expm1(tg.clamp(input, max=0.0) * input_scale)
+    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.SILU, x))
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -566,8 +558,8 @@ def elu(input, alpha=1.0, inplace=False):
         >>> F.elu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.6321,  0.0000,  2.0000])
     """
-    return _activate(input, inplace,
-                     lambda x: tg.where(x > 0.0, x, _negative_part_exp(x, alpha)))
+    return _activate(input, inplace, lambda x: _elementwise.activation(
+        _ops.ELU, x, 1.0, (float(alpha), 1.0)))
 
 
 def selu(input, inplace=False):
@@ -580,8 +572,9 @@ def selu(input, inplace=False):
         >>> F.selu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-1.1113,  0.0000,  2.1014])
     """
-    return _activate(input, inplace, lambda x: _SELU_SCALE * tg.where(
-        x > 0.0, x, _negative_part_exp(x, _SELU_ALPHA)))
+    # (PyTorch's selu is its elu with a scale: an EluBackward0 node)
+    return _activate(input, inplace, lambda x: _elementwise.activation(
+        _ops.ELU, x, _SELU_SCALE, (_SELU_ALPHA * _SELU_SCALE, 1.0)))
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -595,8 +588,8 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _activate(input, inplace, lambda x: tg.where(
-        x > 0.0, x, _negative_part_exp(x, alpha, 1.0 / alpha)))
+    return _activate(input, inplace, lambda x: _elementwise.activation(
+        _ops.CELU, x, 1.0 / float(np.float32(alpha)), (float(alpha), 1.0 / float(alpha))))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -608,7 +601,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         >>> F.leaky_relu(tg.tensor([-2.0, 0.0, 3.0]), negative_slope=0.1)
         tensor([-0.2000,  0.0000,  3.0000])
     """
-    return _activate(input, inplace, lambda x: tg.where(x > 0.0, x, x * negative_slope))
+    return _activate(input, inplace, lambda x: _elementwise.activation(
+        _ops.LEAKY_RELU, x, float(negative_slope)))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -633,13 +627,7 @@ def mish(input, inplace=False):
         >>> F.mish(tg.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.3034,  0.0000,  0.8651])
     """
-    return _activate(input, inplace, lambda x: x * tg.tanh(softplus(x)))
-
-
-def _clipped(input, low, high):
-    """``input`` limited to ``[low, high]`` with PyTorch's hardtanh gradient: 1 strictly
-    inside, 0 at the bounds and outside (``clamp`` passes the gradient at the bounds)."""
-    return tg.where(input <= low, low, tg.where(input >= high, high, input))
+    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.MISH, x))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -653,7 +641,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _activate(input, inplace, lambda x: _clipped(x, float(min_val), float(max_val)))
+    return _activate(input, inplace, lambda x: _elementwise.activation(
+        _ops.HARDTANH, x, 0.0, (float(min_val), float(max_val))))
 
 
 def relu6(input, inplace=False):
@@ -677,7 +666,7 @@ def hardsigmoid(input, inplace=False):
         >>> F.hardsigmoid(tg.tensor([-4.0, 0.0, 1.5]))
         tensor([0.0000, 0.5000, 0.7500])
     """
-    return _activate(input, inplace, lambda x: _clipped(x + 3.0, 0.0, 6.0) / 6.0)
+    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.HARDSIGMOID, x))
 
 
 def hardswish(input, inplace=False):
@@ -690,14 +679,7 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(tg.tensor([-4.0, 1.0, 4.0]))
         tensor([-0.0000,  0.6667,  4.0000])
     """
-    def formula(x):
-        # the middle piece of x clamped into it, so that no inf reaches its gradient (which
-        # where() multiplies by 0); x < 3 is false for nan, which takes the upper piece
-        # (gradient 1), as PyTorch's does
-        mid = tg.clamp(x, -3.0, 3.0)
-        upper = tg.where(x < 3.0, mid * (mid + 3.0) / 6.0, x)
-        return tg.where(x <= -3.0, x * 0.0, upper)
-    return _activate(input, inplace, formula)
+    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.HARDSWISH, x))
 
 
 def softsign(input):
@@ -722,10 +704,7 @@ def logsigmoid(input):
         >>> F.logsigmoid(tg.tensor([-100.0, 0.0, 2.0]))
         tensor([-100.0000,   -0.6931,   -0.1269])
     """
-    # min(x, 0) as x * H(-x) with H(0) = 1/2: the kink at 0 splits its gradient evenly,
-    # which with abs's gradient of 0 at 0 gives sigmoid(0) = 1/2; x > 0 is a constant 0
-    negative_part = tg.where(input <= 0.0, input * _step(input < 0.0, input <= 0.0), 0.0)
-    return negative_part - tg.log1p(tg.exp(-tg.abs(input)))
+    return _elementwise.activation(_ops.LOG_SIGMOID, input)
 
 
 def tanhshrink(input):
@@ -757,8 +736,7 @@ def softshrink(input, lambd=0.5):
         tensor([-0.5000,  0.0000,  1.5000])
     """
     _check_lambd(lambd)
-    lower = tg.where(input < -lambd, input + lambd, input * 0.0)
-    return tg.where(input > lambd, input - lambd, lower)
+    return _elementwise.activation(_ops.SOFTSHRINK, input, float(lambd))
 
 
 def hardshrink(input, lambd=0.5):
@@ -770,9 +748,7 @@ def hardshrink(input, lambd=0.5):
         >>> F.hardshrink(tg.tensor([-1.0, 0.2, 2.0]))
         tensor([-1.,  0.,  2.])
     """
-    # |x| <= lambd rather than two comparisons joined by &, which a compiled call cannot
-    # replay; nan stays nan, as in PyTorch
-    return tg.where(tg.abs(input) <= lambd, 0.0, input)
+    return _elementwise.activation(_ops.HARDSHRINK, input, float(lambd))
 
 
 def threshold(input, threshold, value, inplace=False):

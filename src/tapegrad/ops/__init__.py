@@ -14,6 +14,8 @@ Layout (modules depend downward only):
 * ``table``        -- ``declare`` and the registry; no numba.
 * ``elementwise``, ``reduce``, ``linalg``, ``structure`` -- one block per op: its opcode,
   PyTorch name and rules side by side, and each family's loops, written once.
+* ``activation``   -- the activation functions (gelu, elu, hardtanh, ...), elementwise ops
+  with PyTorch's formulas.
 * ``dispatch``     -- writes the per-pass dispatchers from the table.
 * ``sweeps``       -- the compiled passes: ``plan``, ``sweep``, ``forward``, ``tangent``,
   ``curvature``, ``batch_replay``.
@@ -44,6 +46,9 @@ from .elementwise import (BINARY_CROSS_ENTROPY,  # noqa: F401
                           binary_cross_entropy_array)
 from .elementwise import (I0, I0E, I1, I1E, i0_array, i0e_array, i1_array,  # noqa: F401
                           i1e_array)
+from .activation import (CELU, ELU, GELU, GELU_TANH, HARDSHRINK, HARDSIGMOID,  # noqa: F401
+                         HARDSWISH, HARDTANH, LEAKY_RELU, LOG_SIGMOID, MISH, SILU, SINC,
+                         SOFTSHRINK)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

@@ -65,9 +65,14 @@ def _operands(r, a0, a1, voff, size, ip, vals, binary, cond):
 @inline
 def _accumulate(gx, keep, g, x0, x1, x2, out, c, p0, p1, vjp):
     """gx += vjp(g, ...) elementwise; without ``keep`` the contributions are written (an
-    input's first gradient: no clearing pass before)."""
-    for i in range(gx.size):
-        gx[i] = (gx[i] if keep else 0.0) + vjp(g[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+    input's first gradient: no clearing pass before, and a -0.0 stays -0.0 as PyTorch's
+    first gradient does)."""
+    if keep:
+        for i in range(gx.size):
+            gx[i] += vjp(g[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+    else:
+        for i in range(gx.size):
+            gx[i] = vjp(g[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
 
 
 @rule
@@ -1706,9 +1711,10 @@ def hurwitz_zeta(s, q):
     if s < 1.0:
         return math.nan
     if q <= 0.0:
-        if q == math.floor(q):
+        # (np.floor: see digamma_scalar)
+        if q == np.floor(q):
             return math.inf
-        if s != math.floor(s):
+        if s != np.floor(s):
             return math.nan
     total = q ** -s
     a = q
@@ -1745,10 +1751,13 @@ def digamma_scalar(x):
     if x == 0.0:
         return math.copysign(math.inf, -x)
     if x < 0.0:
-        if x == math.trunc(x):
+        # (np.trunc stays a float: math.trunc is an int64 in compiled code, which wraps for
+        # |x| >= 2**63 and made digamma(-1e300), a pole, a finite number)
+        whole = np.trunc(x)
+        if x == whole:
             return math.nan
         # reflection: psi(x) = psi(1 - x) - pi / tan(pi x), with x's fraction for accuracy
-        frac = x - math.trunc(x)
+        frac = x - whole
         return digamma_scalar_positive(1.0 - x) - math.pi / math.tan(math.pi * frac)
     return digamma_scalar_positive(x)
 
