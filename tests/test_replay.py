@@ -215,6 +215,21 @@ FORWARD_EXAMPLES = {
     "tanh": (lambda x: x.tanh(), [(2, 3)]),
     "sinh": (lambda x: x.sinh(), [(2, 3)]),
     "logit": (lambda x: (x / (x + 1.0)).logit(), [(2, 3)]),
+    # the activation ops, across their kinks (inputs are positive: shifted both ways)
+    "gelu": (lambda x: tg.nn.functional.gelu(x - 1.0), [(2, 3)]),
+    "gelu tanh": (lambda x: tg.nn.functional.gelu(x - 1.0, approximate="tanh"), [(2, 3)]),
+    "silu": (lambda x: tg.nn.functional.silu(x - 1.0), [(2, 3)]),
+    "mish": (lambda x: tg.nn.functional.mish(x - 1.0), [(2, 3)]),
+    "elu": (lambda x: tg.nn.functional.elu(x - 1.0, 0.7), [(2, 3)]),
+    "celu": (lambda x: tg.nn.functional.celu(x - 1.0, 0.7), [(2, 3)]),
+    "leaky_relu": (lambda x: tg.nn.functional.leaky_relu(x - 1.0, 0.2), [(2, 3)]),
+    "hardtanh": (lambda x: tg.nn.functional.hardtanh(x * 2.0 - 1.5, -0.5, 0.5), [(2, 3)]),
+    "hardsigmoid": (lambda x: tg.nn.functional.hardsigmoid(x * 8.0 - 4.0), [(2, 3)]),
+    "hardswish": (lambda x: tg.nn.functional.hardswish(x * 8.0 - 4.0), [(2, 3)]),
+    "logsigmoid": (lambda x: tg.nn.functional.logsigmoid(x - 1.0), [(2, 3)]),
+    "softshrink": (lambda x: tg.nn.functional.softshrink(x - 1.0, 0.3), [(2, 3)]),
+    "hardshrink": (lambda x: tg.nn.functional.hardshrink(x - 1.0, 0.3), [(2, 3)]),
+    "sinc": (lambda x: tg.sinc(x * 2.0 - 1.0), [(2, 3)]),
     # zero_/fill_/copy_ of a recorded tensor, each read afterwards (a compiled function runs
     # in-place ops eagerly; the forward kernel still replays such records)
     "zero_": (lambda x: (x * 2.0).zero_() + x, [(2, 3)]),
