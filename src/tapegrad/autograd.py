@@ -574,15 +574,31 @@ def _sweep_tape(tape, tape_seeds, readouts=()):
 
 
 def make_plan(cols, seeds):
-    """(need, goff, total, fresh) of a backward from the records ``seeds`` over the tape
-    columns ``cols``: see ``ops.plan``."""
+    """(need, goff, total, fresh, scalars) of a backward from the records ``seeds`` over the
+    tape columns ``cols``: see ``ops.plan``."""
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     n = len(op)
     need = np.empty(n, dtype=np.uint8)
     goff = np.empty(n, dtype=np.int64)
-    total, fresh = K.plan(op, a0, a1, size, ip, aux, np.array(seeds, dtype=np.int64), n,
-                          need, goff)
-    return need, goff, total, fresh
+    total, fresh, scalars = K.plan(op, a0, a1, size, ip, aux, np.array(seeds, dtype=np.int64),
+                                   n, need, goff)
+    return need, goff, total, fresh, scalars
+
+
+# A tape of numbers only, or one with this many one-element records of hot ops, is swept
+# with the one-element chains inlined (``ops.sweep``), compiled for it if need be; other
+# tapes by ``ops.sweep_vectors`` until ``ops.sweep`` is compiled anyway.  Compiling the
+# chains costs a fresh machine more than a second, which a program of tensors would pay
+# for nothing; a few hundred numbers among tensors call their ops' entries instead, which
+# the tensors' records mostly need too, and lose under a microsecond a backward.
+_CHAINS_FROM = 1000
+
+
+def _sweep_kernel(fresh, scalars):
+    # (fresh is 0 with scalars on a tape of numbers only: ops.plan lays those out itself)
+    if scalars >= _CHAINS_FROM or (fresh == 0 and scalars) or K.sweep.kernel.signatures:
+        return K.sweep
+    return K.sweep_vectors
 
 
 def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
@@ -611,7 +627,8 @@ def _sweep(tape, tape_seeds, readouts=()):
         hit = make_plan(cols, key)
         if plans is not None:
             plans[key] = hit
-    need, goff, total, fresh = hit
+    need, goff, total, fresh, scalars = hit
+    sweep = _sweep_kernel(fresh, scalars)
     if readouts:
         goff, total = _own_gradient_memory(readouts, op, a0, need, goff, size, total)
     _check_freed(tape, need, op)
@@ -649,11 +666,11 @@ def _sweep(tape, tape_seeds, readouts=()):
         state.sweeping += 1     # user code runs between the pieces: see gradient_arena
         try:
             hi = _sweep_hooked(tape, hooked, op, a0, a1, voff, goff, size, ip, fp, aux, faux,
-                               vals, grads, need)
+                               vals, grads, need, sweep)
         finally:
             state.sweeping -= 1
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
-                  need, hi, 0, fresh)
+    bad = sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads,
+                need, hi, 0, fresh)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     # the column views lock the arrays against growth: drop them before returning
@@ -662,15 +679,15 @@ def _sweep(tape, tape_seeds, readouts=()):
 
 
 def _sweep_hooked(tape, hooked, op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
-                  need):
+                  need, sweep):
     """Sweep from the top of the tape down to the last of the ``hooked`` records, running
     each one's tensor hooks (or its ``autograd.Function``'s backward) once its gradient is
     complete; returns where the rest of the sweep starts."""
     hi = len(op)
     for r in hooked:
         # everything above r is swept, so r's gradient is complete: the hook may replace it
-        K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads, need,
-                hi, r + 1, 0)
+        sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, tape.ext, grads, need,
+              hi, r + 1, 0)
         if r in tape.custom:
             # an autograd.Function: its Python backward gives this record's gradient
             ABOVE.run_custom(tape, r, grads, goff, need, size)

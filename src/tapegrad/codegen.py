@@ -652,7 +652,7 @@ class Program:
         self.forward = module.forward
         self.backward = module.backward
         self.seeds = seeds        # the backward's seed records (a plan_cache key)
-        self.plan = plan          # (need, goff, total, fresh) the backward was generated for
+        self.plan = plan          # make_plan's (need, goff, total, ...) it was generated for
         self.source = source
         self.path = path
         op, size = cols[0], cols[4]

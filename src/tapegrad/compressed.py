@@ -300,7 +300,7 @@ def adjoint_products(tape, x, y, seeds):
     goff = np.empty(n_rec, dtype=np.int64)
     r_out = y._r
     m = y._value.size
-    total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
+    total, _, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
                       need, goff)
     grads = np.zeros(max(total, 1))
     leaves = [r for r in _leaf_records(tape, x) if need[r]]

@@ -706,7 +706,7 @@ def _unit_rows(tape, x, out):
     need = np.empty(n_rec, dtype=np.uint8)
     goff = np.empty(n_rec, dtype=np.int64)
     r_out = out._r
-    total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
+    total, _, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
                       need, goff)
     grads = np.zeros(max(total, 1))
     leaves = [r for r in _leaf_records(tape, x) if need[r]]
@@ -821,7 +821,7 @@ def _curvature(tape, x, y, seeds):
     r_out = y._r
     need = np.empty(n_rec, dtype=np.uint8)
     goff = np.empty(n_rec, dtype=np.int64)
-    total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
+    total, _, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
                       need, goff)
     leaves = [r for r in _leaf_records(tape, x) if need[r]]
     if not leaves:

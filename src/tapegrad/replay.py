@@ -1648,7 +1648,7 @@ def _replay_variant(variant, args, rows, want_grad, parallel, values, per_arg):
     goff = np.full(len(op), -1, dtype=np.int64)
     total = 0
     if want_grad:
-        total, _ = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need,
+        total, _, _ = K.plan(op, a0, a1, size, ip, aux, np.array([out_rec]), len(op), need,
                           goff)
     vals = np.empty((n, int(size[out_rec])))
     grads = np.zeros((n, width))

@@ -177,7 +177,7 @@ class Tape:
         self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> (shape, list of gradient hooks)
         self.cached_cols = None  # NumPy columns of a replayed tape (which never grows)
-        self.plan_cache = None   # seeds -> (need, goff, total, fresh), for replayed tapes
+        self.plan_cache = None   # seeds -> make_plan's tuple, for replayed tapes
         self.program = None      # generated backward of a replayed tape (codegen.Program)
         self.custom = {}         # record -> a use of an autograd.Function (function.py)
         self.custom_out = {}     # that use's output records -> its record

@@ -137,6 +137,8 @@ def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
 
 # (the argument each pass resumes at: sweep's hi, forward's lo, tangent's lo, curvature's hi)
 sweep = _compiling(_sweeps.sweep, _entries.BACKWARD, 14, True, carries_fresh=True)
+sweep_vectors = _compiling(_sweeps.sweep_vectors, _entries.BACKWARD, 14, True,
+                           carries_fresh=True)
 forward = _compiling(_sweeps.forward, _entries.FORWARD, 11, False)
 tangent = _compiling(_sweeps.tangent, _entries.TANGENT, 14, False)
 curvature = _compiling(_sweeps.curvature, _entries.CURVATURE, 16, True)
