@@ -1694,15 +1694,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
     windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
                                           -math.inf, 2, "max_pool2d")
-    # a running maximum over the taps, not max(dim): its argmax would be baked into a
-    # compiled tape. A later tap wins only if strictly larger (ties keep the first, whose
-    # element gets the gradient) or nan, as in PyTorch's kernel
+    result = _first_maximum(windows)
+    return result.squeeze(0) if unbatched else result
+
+
+def _first_maximum(windows):
+    """The maximum over the last dimension as PyTorch's max-pool kernels take it: a running
+    maximum over the taps, not max(dim) (its argmax would be baked into a compiled tape) nor
+    amax (which shares the gradient among ties). A later tap wins only if strictly larger
+    (ties keep the first, whose element gets the gradient) or nan."""
     result = windows[..., 0]
     for tap in range(1, windows.shape[-1]):
         value = windows[..., tap]
         # (value != value: nan, as a comparison a replay recomputes; isnan is guarded)
         result = tg.where(value != value, value, tg.where(value > result, value, result))
-    return result.squeeze(0) if unbatched else result
+    return result
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -2005,7 +2011,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         cells = []
         for j in range(ow):
             w0, w1 = bounds(j, w, ow)
-            cells.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
+            window = input[..., h0:h1, w0:w1]
+            cells.append(_first_maximum(window.reshape(*window.shape[:-2], -1)))
         rows.append(tg.stack(cells, -1))
     return tg.stack(rows, -2)
 
