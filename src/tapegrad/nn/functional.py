@@ -1050,11 +1050,16 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(loss, reduction)
 
 
+# PyTorch's EPSILON of cosine_embedding_loss is a float: 1e-12 rounded to float32 (1 - 4e-9
+# times 1e-12), which moves the cosine of vectors of norm ~1e-6 by ~1e-9
+_COSINE_EPSILON = float(np.float32(1e-12))
+
+
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it
     is -1 (0 for other targets), with the cosine along the last dimension computed as
-    PyTorch does (``1e-12`` added to each squared norm).
+    PyTorch does (``1e-12``, rounded to float32 as there, added to each squared norm).
 
     Shape: inputs ``(N, D)`` or ``(D,)``, target ``(N,)`` or ``()`` -> ``()`` (the target's
     shape with ``reduction="none"``).
@@ -1077,8 +1082,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                            f"{input2.shape}.")
     dim = input1.ndim - 1
     dot = (input1 * input2).sum(dim)
-    squared1 = (input1 * input1).sum(dim) + 1e-12
-    squared2 = (input2 * input2).sum(dim) + 1e-12
+    squared1 = (input1 * input1).sum(dim) + _COSINE_EPSILON
+    squared2 = (input2 * input2).sum(dim) + _COSINE_EPSILON
     cos = dot / tg.sqrt(squared1 * squared2)
     positive = tg.where(target == 1, 1.0 - cos, 0.0)
     negative = tg.where(target == -1, tg.clamp_min(cos - margin, 0.0), 0.0)
