@@ -1943,7 +1943,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """The multi-class hinge loss of ``(N, C)`` scores and class indices: the mean over the
-    other classes ``i`` of ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).
+    other classes ``i`` of ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).  As in
+    PyTorch's kernel, a term counts only where ``margin - x[y] + x[i] > 0`` (no gradient at
+    0, nor from nan).
 
     Example:
         >>> F.multi_margin_loss(tg.tensor([[0.1, 0.2, 0.4, 0.8]]), tg.tensor([3]))
@@ -1954,15 +1956,22 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     unbatched = input.ndim <= 1
     x = input.reshape(1, -1) if unbatched else input
+    target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
     y = target.reshape(-1)
-    picked = x.gather(1, y.reshape(-1, 1))
-    terms = (margin - picked + x).clamp_min(0)
-    if p == 2:
-        terms = terms * terms
+    c = x.shape[1]
+    # each row's class picked by comparison, not by indexing with the targets: a compiled
+    # call would guard the targets' values and record again for new ones; the range check
+    # is a count, which it guards instead
+    if _count(y < 0) + _count(y >= c):
+        raise RuntimeError("target out of range")
+    onehot = y.unsqueeze(1) == tg.arange(c)                      # (N, C)
+    picked = tg.where(onehot, x, 0.0).sum(1, keepdim=True)      # one term per row: exact
+    z = margin - picked + x
+    terms = tg.where(z > 0.0, z * z if p == 2 else z, 0.0)
     if weight is not None:
-        terms = terms * weight.index_select(0, y).reshape(-1, 1)
-    others = tg.ones_like(x).scatter(1, y.reshape(-1, 1), 0.0)
-    loss = (terms * others).sum(1) / x.shape[1]
+        weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+        terms = terms * tg.where(onehot, weight, 0.0).sum(1, keepdim=True)
+    loss = tg.where(onehot, 0.0, terms).sum(1) / c
     if unbatched:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
@@ -1990,7 +1999,8 @@ def pixel_shuffle(input, upscale_factor):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max pooling into an ``output_size`` grid of windows (PyTorch's adaptive window bounds;
-    an int for a square grid, ``None`` to keep a dimension).
+    an int for a square grid, ``None`` to keep a dimension); the gradient goes to the first
+    largest element of a window (the last nan of one with nans), as in PyTorch.
 
     Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., out_H, out_W)``.
 
