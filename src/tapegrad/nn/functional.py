@@ -1174,10 +1174,21 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
+def _centred(input, dims):
+    """``input - mean`` over ``dims``, and the mean: corrected once by the mean of the
+    residuals, which is the exact mean of equal values and the nearest to the mean of nearly
+    equal ones.  A normalised group of such values is its residuals over ``sqrt(eps)``
+    (~3e-3), so the first mean's rounding showed ~300 times larger, and differently in a
+    compiled replay, which sums in another order than NumPy."""
+    mean = input.mean(dims, keepdim=True)
+    mean = mean + (input - mean).mean(dims, keepdim=True)
+    return input - mean, mean
+
+
 def _normalized(input, dims, eps):
     """``(input - mean) / sqrt(var + eps)`` with the mean and the biased variance over
     ``dims``."""
-    centred = input - input.mean(dims, keepdim=True)
+    centred, _ = _centred(input, dims)
     variance = (centred * centred).mean(dims, keepdim=True)
     return centred / tg.sqrt(variance + eps)
 
@@ -1301,8 +1312,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     channel = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
-        mean = input.mean(dims, keepdim=True)
-        centred = input - mean
+        centred, mean = _centred(input, dims)
         variance = (centred * centred).mean(dims, keepdim=True)
         out = centred / tg.sqrt(variance + eps)
         if running_mean is not None or running_var is not None:
