@@ -1816,7 +1816,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` with ``scale = 1 / sqrt(E)`` by
     default; a bool ``attn_mask`` keeps the positions where it is True, a float one is added;
-    ``is_causal`` keeps positions at or below the diagonal.
+    ``is_causal`` keeps positions at or below the diagonal.  A query masked everywhere gives
+    zeros, as in PyTorch.
 
     Shape: query ``(*, L, E)``, key ``(*, S, E)``, value ``(*, S, Ev)`` -> ``(*, L, Ev)``.
 
@@ -1841,7 +1842,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = tg.where(attn_mask, scores, -math.inf)
         else:
             scores = scores + attn_mask
-    weights = tg.softmax(scores, -1)
+    # a query whose every score is -inf (masked everywhere) attends nowhere: zeros and no
+    # gradient, as PyTorch's safe softmax gives, not softmax's nan.  Counted with comparisons,
+    # which a compiled replay recomputes; its scores are made 0 first, so that no nan reaches
+    # softmax's gradient either
+    nowhere = (scores != -math.inf).double().sum(-1, keepdim=True) == 0.0
+    weights = tg.where(nowhere, 0.0, tg.softmax(tg.where(nowhere, 0.0, scores), -1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
