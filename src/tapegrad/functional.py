@@ -312,6 +312,10 @@ def _binary(code, a, b, fn):
             # (true division is of the values as floats, without a common integer type)
             va, vb = _promote.values(a, b)
         return _plain(np.asarray(_quiet_call(fn, va, vb, None)))
+    if state.trace is not None and va.dtype.kind != "f" and vb.dtype.kind != "f" \
+            and fn is not np.true_divide:
+        # integers or bools eagerly, floats on the tape (True + True is 2 there)
+        state.trace.integer_result(K.OPS[code].name)
     n = va.size if same else math.prod(shape)
     tape = state.tape
     if tape is None or tape.finished or tape.top + 3 * n + va.size + vb.size > tape.cap:
@@ -349,6 +353,10 @@ def _with_scalar(code, x, c, fn):
         if v.dtype.kind != "f":
             c = _promote.scalar_for(v, c)
         return _plain(np.asarray(_quiet_call(fn, v, c, None)))
+    if state.trace is not None and v.dtype.kind != "f" and fn is not np.true_divide \
+            and isinstance(c, (bool, int, np.integer, np.bool_)):
+        # integers or bools eagerly (mask * 2), floats on the tape
+        state.trace.integer_result(K.OPS[code].name)
     n = v.size
     tape = state.tape
     if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
@@ -1631,7 +1639,10 @@ def where(condition, input=None, other=None):
     r1 = _expanded_ref(tape, b, shape)
     off, out = _out(tape, shape, n)
     np.copyto(out, np.where(condition._value, a._value, b._value))
-    return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc), out)
+    # integer or bool branches (a traced condition): the handle keeps eager mode's dtype, the
+    # arena holds floats
+    return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc),
+                   out if dt.is_floating_point else out.astype(dt.np))
 
 
 _CMP_VARIANT = {np.less: 0, np.less_equal: 1, np.greater: 2, np.greater_equal: 3,
