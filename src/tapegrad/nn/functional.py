@@ -1427,17 +1427,18 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return tg.zeros(*tensor.shape, num_classes, dtype=tg.int64)
     # the classes are compared with recorded ops; Python reads (and a compiled call
-    # guards) only what decides the shape and the errors
-    smallest, largest = tensor.min(), tensor.max()
-    read_value(smallest, "one_hot's smallest class")
-    if smallest.item() < 0:
+    # guards) only what decides the shape and the errors: the numbers of classes out of
+    # range, which new classes leave at 0, and without num_classes the largest class
+    if _count(tensor < 0):
         raise RuntimeError("Class values must be non-negative.")
-    read_value(largest, "one_hot's number of classes")
     if num_classes == -1:
+        largest = tensor.max()
+        read_value(largest, "one_hot's number of classes")
         num_classes = int(largest.item()) + 1
-    elif largest.item() >= num_classes:
+    elif _count(tensor >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == tg.arange(num_classes)).long()
+    # (a where of integers, not .long() of the comparison, which a compiled call runs eagerly)
+    return tg.where(tensor.unsqueeze(-1) == tg.arange(num_classes), 1, 0)
 
 
 def _pad_indices(size, before, after, mode):
