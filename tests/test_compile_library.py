@@ -551,6 +551,61 @@ def test_dropout_in_training_mode_runs_eagerly():
     assert any("random" in why for why, _ in compiled.stats.eager_reasons)
 
 
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_runs_eagerly_and_draws_what_eager_mode_draws(hard):
+    """gumbel_softmax's noise comes from tapegrad's generator: a compiled call runs it eagerly
+    (a replay would return the first call's noise again), so that under one manual_seed its
+    result, its gradient and the generator's state after it are eager mode's."""
+    def fn(x):
+        return F(tg).gumbel_softmax(x, tau=0.5, hard=hard)
+    compiled = tg.compile(fn)
+    rng = np.random.default_rng(0)
+    samples = []
+    for k in range(3):
+        logits, cot = rng.standard_normal((N, C)), rng.standard_normal((N, C))
+        results = []
+        for f in (compiled, fn, lambda x: F(tg).gumbel_softmax(x, tau=0.5)):
+            tg.manual_seed(k)
+            x = tg.tensor(logits, requires_grad=True)
+            y = f(x)
+            y.backward(tg.tensor(cot))
+            results.append((y._value, x.grad._value, tg.rand(2)._value))
+        (got, got_grad, got_next), (want, want_grad, want_next), (soft, soft_grad, _) = results
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_grad, want_grad)
+        np.testing.assert_array_equal(got_next, want_next)
+        if hard:
+            # the one-hot vector of the soft sample's largest entry, with the soft gradient
+            np.testing.assert_array_equal(got, np.eye(C)[soft.argmax(-1)])
+            np.testing.assert_allclose(got_grad, soft_grad, rtol=1e-12, atol=1e-15)
+        else:
+            np.testing.assert_array_equal(got, soft)
+        samples.append(got)
+    assert not np.array_equal(samples[1], samples[2]) or hard   # new noise for a new seed
+    assert compiled.stats.replays == 0
+    assert any("random" in why for why, _ in compiled.stats.eager_reasons)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("gaussian_nll_loss", lambda x, v: F(tg).gaussian_nll_loss(x, tg.zeros(C), v)),
+    ("cosine_similarity", lambda x, v: F(tg).cosine_similarity(x, v, dim=0)),
+])
+def test_a_value_raised_to_eps_runs_eagerly(name, fn):
+    """A variance or a norm below eps is raised to it keeping its gradient (PyTorch clamps a
+    clone under no_grad): calls without one replay; the count of such values is guarded, and
+    a call with one records again, then runs eagerly (as its signature does from then on),
+    saying why, with eager mode's result."""
+    compiled = tg.compile(fn)
+    x = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    for v in ([1.0, 2.0, 0.5], [3.0, 2.0, 1.0], [0.0, 1e-300, 0.0]):
+        got = compiled(x, tg.tensor(v, requires_grad=True))
+        want = fn(x, tg.tensor(v, requires_grad=True))
+        _close(got._value, want._value, f"{name} at {v}")
+    st_ = compiled.stats
+    assert st_.replays == 1 and [why for why, _ in st_.rerecords] == ["item()"], st_.as_dict()
+    assert any("no_grad" in why for why, _ in st_.eager_reasons), st_.as_dict()
+
+
 WEIGHTED = {
     "nll_loss": lambda lib, x, w: F(lib).nll_loss(x, lib.tensor([0, 1, 2, 0]), weight=w),
     "cross_entropy": lambda lib, x, w: F(lib).cross_entropy(x, lib.tensor([0, 1, 2, 9]),
