@@ -277,6 +277,10 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         if value.itemsize < 8 and value.dtype.kind == "f":  # NumPy's exp(int8) is float16
             value = np.asarray(_quiet_call(fn, v.astype(np.float64), None))
         return _plain(value)
+    if state.trace is not None and v.dtype.kind != "f" and \
+            np.asarray(_quiet_call(fn, np.zeros(1, v.dtype), None)).dtype.kind != "f":
+        # integers or bools eagerly (abs, neg of traced integers), floats on the tape
+        state.trace.integer_result(K.OPS[code].name)
     n = v.size
     tape = state.tape
     if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
@@ -295,7 +299,8 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         vals[off] = sfn(v.item())
     except _SCALAR_ERRORS:
         tok = quiet_begin()
-        fn(v, out)
+        # (traced integers or bools in float64: NumPy's exp of bools is float16, 2.71875)
+        fn(v if v.dtype.kind == "f" else v.astype(np.float64), out)
         quiet_end(tok)
     return _emit(tape, code, r0, -1, off, n, ip, fp, out)
 
