@@ -405,6 +405,11 @@ CASES = [
     Case("(x > 0) + (y > 0) as a mask", lambda lib, x, y: ((x > 0) + (y > 0)).double() * x,
          [Arg((N, C), "real", True), Arg((N, C), "real", False)], False, None),
     Case("(x > 0) * 2", lambda lib, x: (x > 0) * 2, [Arg((N, C), "real", False)], False, None),
+    Case("where(x > 0, 1, -1).abs()", lambda lib, x: lib.where(x > 0, 1, -1).abs(),
+         [Arg((N, C), "real", False)], False, None),
+    # (NumPy's exp of bools is float16: the recording call gave 2.71875 for e)
+    Case("(x > 0).exp() * x", lambda lib, x: (x > 0).exp() * x, [Arg((N, C), "real", True)],
+         True, None),
 ]
 
 
