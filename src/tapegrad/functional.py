@@ -278,6 +278,10 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         if value.itemsize < 8 and value.dtype.kind == "f":  # NumPy's exp(int8) is float16
             value = np.asarray(_quiet_call(fn, v.astype(np.float64), None))
         return _plain(value)
+    if state.trace is not None and v.dtype.kind != "f" and \
+            np.asarray(_quiet_call(fn, np.zeros(1, v.dtype), None)).dtype.kind != "f":
+        # integers or bools eagerly (abs, neg of traced integers), floats on the tape
+        state.trace.integer_result(K.OPS[code].name)
     n = v.size
     tape = state.tape
     if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
@@ -296,7 +300,8 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         vals[off] = sfn(v.item())
     except _SCALAR_ERRORS:
         tok = quiet_begin()
-        fn(v, out)
+        # (traced integers or bools in float64: NumPy's exp of bools is float16, 2.71875)
+        fn(v if v.dtype.kind == "f" else v.astype(np.float64), out)
         quiet_end(tok)
     return _emit(tape, code, r0, -1, off, n, ip, fp, out)
 
@@ -313,6 +318,10 @@ def _binary(code, a, b, fn):
             # (true division is of the values as floats, without a common integer type)
             va, vb = _promote.values(a, b)
         return _plain(np.asarray(_quiet_call(fn, va, vb, None)))
+    if state.trace is not None and va.dtype.kind != "f" and vb.dtype.kind != "f" \
+            and fn is not np.true_divide:
+        # integers or bools eagerly, floats on the tape (True + True is 2 there)
+        state.trace.integer_result(K.OPS[code].name)
     n = va.size if same else math.prod(shape)
     tape = state.tape
     if tape is None or tape.finished or tape.top + 3 * n + va.size + vb.size > tape.cap:
@@ -350,6 +359,10 @@ def _with_scalar(code, x, c, fn):
         if v.dtype.kind != "f":
             c = _promote.scalar_for(v, c)
         return _plain(np.asarray(_quiet_call(fn, v, c, None)))
+    if state.trace is not None and v.dtype.kind != "f" and fn is not np.true_divide \
+            and isinstance(c, (bool, int, np.integer, np.bool_)):
+        # integers or bools eagerly (mask * 2), floats on the tape
+        state.trace.integer_result(K.OPS[code].name)
     n = v.size
     tape = state.tape
     if tape is None or tape.finished or tape.top + 2 * n > tape.cap:
@@ -1647,7 +1660,10 @@ def where(condition, input=None, other=None):
     r1 = _expanded_ref(tape, b, shape)
     off, out = _out(tape, shape, n)
     np.copyto(out, np.where(condition._value, a._value, b._value))
-    return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc), out)
+    # integer or bool branches (a traced condition): the handle keeps eager mode's dtype, the
+    # arena holds floats
+    return _result(tape, tape.push(K.WHERE, r0, r1, off, n, rc),
+                   out if dt.is_floating_point else out.astype(dt.np))
 
 
 _CMP_VARIANT = {np.less: 0, np.less_equal: 1, np.greater: 2, np.greater_equal: 3,

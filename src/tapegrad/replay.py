@@ -125,7 +125,7 @@ class Trace(Recording):
     reach it through ``tape.Recording``'s methods only."""
 
     __slots__ = ("guards", "opaque_reasons", "constants", "untracked", "eager_rg",
-                 "float_records")
+                 "float_records", "integer_results")
 
     def __init__(self, tape):
         self.tape = tape
@@ -140,6 +140,8 @@ class Trace(Recording):
         self.eager_rg = None   # requires_grad_eagerly's per-record flags, so far
         # records made by converting traced integer or bool arguments to floats (as_float)
         self.float_records = set()
+        # (op, where) of ops whose eager result is integers or bools, computed in floats
+        self.integer_results = []
 
     def requires_grad_eagerly(self, t):
         """Whether ``t`` requires grad in eager mode: a traced argument that does not is
@@ -180,6 +182,9 @@ class Trace(Recording):
 
     def opaque(self, reason):
         self.opaque_reasons.append((reason, user_site()))
+
+    def integer_result(self, what):
+        self.integer_results.append((what, user_site()))
 
 
 class Stats:
@@ -1138,12 +1143,12 @@ class Compiled:
             finally:
                 state.tape, state.trace = prev_tape, prev_trace
             if failure is not None:
-                if _integer_misuse(tape, _integer_leaves(tape, proxies),
-                                   trace.float_records) is None:
+                if not trace.integer_results and _integer_misuse(
+                        tape, _integer_leaves(tape, proxies), trace.float_records) is None:
                     raise failure
                 # integer arguments became floats in integer arithmetic (see
                 # _integer_misuse), which may be what failed: eager mode decides
-                return self._eager_after_tracing(sig, args, kwargs)
+                return self._eager_after_tracing(sig, args, kwargs, trace)
             if ended_on is tape or tape.finished or capacity >= (1 << 28):
                 break
             capacity *= 4   # the trace outgrew its arena: record again with more room
@@ -1189,10 +1194,11 @@ class Compiled:
         if tape.inplace:
             reasons.append(("in-place operations", tape.inplace[0][3]))
         int_leaves = _integer_leaves(tape, proxies)
-        if int_leaves and _integer_misuse(tape, int_leaves, trace.float_records) is not None:
+        if trace.integer_results or (
+                int_leaves and _integer_misuse(tape, int_leaves, trace.float_records) is not None):
             # the call computed with floats where eager mode has integers: its result may
-            # differ from eager mode's (a dtype, an index), so eager mode gives it
-            return self._eager_after_tracing(sig, args, kwargs)
+            # differ from eager mode's (a dtype, an index, mask + mask), so eager mode gives it
+            return self._eager_after_tracing(sig, args, kwargs, trace)
         flat, treedef = _flatten(out)
         outputs = []
         plain = []
@@ -1269,13 +1275,19 @@ class Compiled:
         self._drop(variants[self.max_variants:])
         del variants[self.max_variants:]
 
-    def _eager_after_tracing(self, sig, args, kwargs):
+    def _eager_after_tracing(self, sig, args, kwargs, trace):
         """Run a call eagerly whose recording did integer arithmetic on an integer tensor
-        argument (``labels + 1``): its Python runs twice this once, and this signature runs
-        eagerly from now on."""
-        self.stats.eager_reasons.append(
-            ("integer arithmetic on an integer or bool tensor argument (the recording saw "
-             "floats; the call ran again eagerly)", "?"))
+        argument (``labels + 1``) or on traced bools (``mask + mask``): its Python runs twice
+        this once, and this signature runs eagerly from now on."""
+        if trace.integer_results:
+            what, site = trace.integer_results[0]
+            self.stats.eager_reasons.append(
+                (f"integer arithmetic ({what}) on traced integer or bool values (the recording "
+                 "computed floats; the call ran again eagerly)", site))
+        else:
+            self.stats.eager_reasons.append(
+                ("integer arithmetic on an integer or bool tensor argument (the recording saw "
+                 "floats; the call ran again eagerly)", "?"))
         self._cache[sig] = "eager"
         self._cache.move_to_end(sig)
         while len(self._cache) > self.max_signatures:

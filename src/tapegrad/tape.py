@@ -73,6 +73,12 @@ class Recording:
         """Python reads ``t``'s value (``kind`` says how): a replay must check it is the same."""
         raise NotImplementedError
 
+    def integer_result(self, what):
+        """An op ``what`` on traced integer or bool data whose eager result is integers or
+        bools, which the tape computes in floats (``mask + mask`` holds 2 where eager mode has
+        True): the call runs again eagerly, and so do later calls of its signature."""
+        raise NotImplementedError
+
     def opaque(self, reason):
         """The function did something a replay cannot repeat: it runs eagerly, for ``reason``."""
         raise NotImplementedError

@@ -1026,11 +1026,16 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(loss, reduction)
 
 
+# PyTorch's EPSILON of cosine_embedding_loss is a float: 1e-12 rounded to float32 (1 - 4e-9
+# times 1e-12), which moves the cosine of vectors of norm ~1e-6 by ~1e-9
+_COSINE_EPSILON = float(np.float32(1e-12))
+
+
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it
     is -1 (0 for other targets), with the cosine along the last dimension computed as
-    PyTorch does (``1e-12`` added to each squared norm).
+    PyTorch does (``1e-12``, rounded to float32 as there, added to each squared norm).
 
     Shape: inputs ``(N, D)`` or ``(D,)``, target ``(N,)`` or ``()`` -> ``()`` (the target's
     shape with ``reduction="none"``).
@@ -1053,8 +1058,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                            f"{input2.shape}.")
     dim = input1.ndim - 1
     dot = (input1 * input2).sum(dim)
-    squared1 = (input1 * input1).sum(dim) + 1e-12
-    squared2 = (input2 * input2).sum(dim) + 1e-12
+    squared1 = (input1 * input1).sum(dim) + _COSINE_EPSILON
+    squared2 = (input2 * input2).sum(dim) + _COSINE_EPSILON
     cos = dot / tg.sqrt(squared1 * squared2)
     positive = tg.where(target == 1, 1.0 - cos, 0.0)
     negative = tg.where(target == -1, tg.clamp_min(cos - margin, 0.0), 0.0)
@@ -1145,10 +1150,21 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
+def _centred(input, dims):
+    """``input - mean`` over ``dims``, and the mean: corrected once by the mean of the
+    residuals, which is the exact mean of equal values and the nearest to the mean of nearly
+    equal ones.  A normalised group of such values is its residuals over ``sqrt(eps)``
+    (~3e-3), so the first mean's rounding showed ~300 times larger, and differently in a
+    compiled replay, which sums in another order than NumPy."""
+    mean = input.mean(dims, keepdim=True)
+    mean = mean + (input - mean).mean(dims, keepdim=True)
+    return input - mean, mean
+
+
 def _normalized(input, dims, eps):
     """``(input - mean) / sqrt(var + eps)`` with the mean and the biased variance over
     ``dims``."""
-    centred = input - input.mean(dims, keepdim=True)
+    centred, _ = _centred(input, dims)
     variance = (centred * centred).mean(dims, keepdim=True)
     return centred / tg.sqrt(variance + eps)
 
@@ -1272,8 +1288,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     channel = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
-        mean = input.mean(dims, keepdim=True)
-        centred = input - mean
+        centred, mean = _centred(input, dims)
         variance = (centred * centred).mean(dims, keepdim=True)
         out = centred / tg.sqrt(variance + eps)
         if running_mean is not None or running_var is not None:
@@ -1388,17 +1403,18 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return tg.zeros(*tensor.shape, num_classes, dtype=tg.int64)
     # the classes are compared with recorded ops; Python reads (and a compiled call
-    # guards) only what decides the shape and the errors
-    smallest, largest = tensor.min(), tensor.max()
-    read_value(smallest, "one_hot's smallest class")
-    if smallest.item() < 0:
+    # guards) only what decides the shape and the errors: the numbers of classes out of
+    # range, which new classes leave at 0, and without num_classes the largest class
+    if _count(tensor < 0):
         raise RuntimeError("Class values must be non-negative.")
-    read_value(largest, "one_hot's number of classes")
     if num_classes == -1:
+        largest = tensor.max()
+        read_value(largest, "one_hot's number of classes")
         num_classes = int(largest.item()) + 1
-    elif largest.item() >= num_classes:
+    elif _count(tensor >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == tg.arange(num_classes)).long()
+    # (a where of integers, not .long() of the comparison, which a compiled call runs eagerly)
+    return tg.where(tensor.unsqueeze(-1) == tg.arange(num_classes), 1, 0)
 
 
 def _pad_indices(size, before, after, mode):
@@ -1670,15 +1686,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
     windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
                                           -math.inf, 2, "max_pool2d")
-    # a running maximum over the taps, not max(dim): its argmax would be baked into a
-    # compiled tape. A later tap wins only if strictly larger (ties keep the first, whose
-    # element gets the gradient) or nan, as in PyTorch's kernel
+    result = _first_maximum(windows)
+    return result.squeeze(0) if unbatched else result
+
+
+def _first_maximum(windows):
+    """The maximum over the last dimension as PyTorch's max-pool kernels take it: a running
+    maximum over the taps, not max(dim) (its argmax would be baked into a compiled tape) nor
+    amax (which shares the gradient among ties). A later tap wins only if strictly larger
+    (ties keep the first, whose element gets the gradient) or nan."""
     result = windows[..., 0]
     for tap in range(1, windows.shape[-1]):
         value = windows[..., tap]
         # (value != value: nan, as a comparison a replay recomputes; isnan is guarded)
         result = tg.where(value != value, value, tg.where(value > result, value, result))
-    return result.squeeze(0) if unbatched else result
+    return result
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -1771,7 +1793,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` with ``scale = 1 / sqrt(E)`` by
     default; a bool ``attn_mask`` keeps the positions where it is True, a float one is added;
-    ``is_causal`` keeps positions at or below the diagonal.
+    ``is_causal`` keeps positions at or below the diagonal.  A query masked everywhere gives
+    zeros, as in PyTorch.
 
     Shape: query ``(*, L, E)``, key ``(*, S, E)``, value ``(*, S, Ev)`` -> ``(*, L, Ev)``.
 
@@ -1796,7 +1819,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = tg.where(attn_mask, scores, -math.inf)
         else:
             scores = scores + attn_mask
-    weights = tg.softmax(scores, -1)
+    # a query whose every score is -inf (masked everywhere) attends nowhere: zeros and no
+    # gradient, as PyTorch's safe softmax gives, not softmax's nan.  Counted with comparisons,
+    # which a compiled replay recomputes; its scores are made 0 first, so that no nan reaches
+    # softmax's gradient either
+    nowhere = (scores != -math.inf).double().sum(-1, keepdim=True) == 0.0
+    weights = tg.where(nowhere, 0.0, tg.softmax(tg.where(nowhere, 0.0, scores), -1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
@@ -1908,7 +1936,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """The multi-class hinge loss of ``(N, C)`` scores and class indices: the mean over the
-    other classes ``i`` of ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).
+    other classes ``i`` of ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).  As in
+    PyTorch's kernel, a term counts only where ``margin - x[y] + x[i] > 0`` (no gradient at
+    0, nor from nan).
 
     Example:
         >>> F.multi_margin_loss(tg.tensor([[0.1, 0.2, 0.4, 0.8]]), tg.tensor([3]))
@@ -1919,15 +1949,22 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     unbatched = input.ndim <= 1
     x = input.reshape(1, -1) if unbatched else input
+    target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
     y = target.reshape(-1)
-    picked = x.gather(1, y.reshape(-1, 1))
-    terms = (margin - picked + x).clamp_min(0)
-    if p == 2:
-        terms = terms * terms
+    c = x.shape[1]
+    # each row's class picked by comparison, not by indexing with the targets: a compiled
+    # call would guard the targets' values and record again for new ones; the range check
+    # is a count, which it guards instead
+    if _count(y < 0) + _count(y >= c):
+        raise RuntimeError("target out of range")
+    onehot = y.unsqueeze(1) == tg.arange(c)                      # (N, C)
+    picked = tg.where(onehot, x, 0.0).sum(1, keepdim=True)      # one term per row: exact
+    z = margin - picked + x
+    terms = tg.where(z > 0.0, z * z if p == 2 else z, 0.0)
     if weight is not None:
-        terms = terms * weight.index_select(0, y).reshape(-1, 1)
-    others = tg.ones_like(x).scatter(1, y.reshape(-1, 1), 0.0)
-    loss = (terms * others).sum(1) / x.shape[1]
+        weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+        terms = terms * tg.where(onehot, weight, 0.0).sum(1, keepdim=True)
+    loss = tg.where(onehot, 0.0, terms).sum(1) / c
     if unbatched:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
@@ -1955,7 +1992,8 @@ def pixel_shuffle(input, upscale_factor):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max pooling into an ``output_size`` grid of windows (PyTorch's adaptive window bounds;
-    an int for a square grid, ``None`` to keep a dimension).
+    an int for a square grid, ``None`` to keep a dimension); the gradient goes to the first
+    largest element of a window (the last nan of one with nans), as in PyTorch.
 
     Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., out_H, out_W)``.
 
@@ -1981,7 +2019,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         cells = []
         for j in range(ow):
             w0, w1 = bounds(j, w, ow)
-            cells.append(input[..., h0:h1, w0:w1].amax((-2, -1)))
+            window = input[..., h0:h1, w0:w1]
+            cells.append(_first_maximum(window.reshape(*window.shape[:-2], -1)))
         rows.append(tg.stack(cells, -1))
     return tg.stack(rows, -2)
 
