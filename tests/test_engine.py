@@ -61,6 +61,25 @@ def rss_bytes():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def in_fresh_thread(fn):
+    """``fn()`` run in a new thread, which records on tapes and a pool of its own; its
+    result, or its exception raised here."""
+    import threading
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+    worker = threading.Thread(target=target)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Arena safety
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +500,6 @@ def test_graphs_never_differentiated_do_not_grow_memory_without_end():
     fills tapes one after the other; the arena chunks alive stay bounded, where doubling
     each new tape's size made memory grow with every tape (1 GB after 3,000 such calls)."""
     import gc
-    import threading
 
     from tapegrad import tape as tape_module
 
@@ -504,13 +522,9 @@ def test_graphs_never_differentiated_do_not_grow_memory_without_end():
                 gc.collect()
                 sizes.append(live_chunk_bytes() - before)
         assert s.item() == pytest.approx(float(np.dot(b._value, x._value)))
-        box.append((sizes, times))
+        return sizes, times
 
-    box = []
-    worker = threading.Thread(target=run)   # a fresh thread: its own tapes and pool
-    worker.start()
-    worker.join()
-    sizes, times = box[0]
+    sizes, times = in_fresh_thread(run)
     limit = 8 * tape_module.GROWTH_LIMIT
     # at most the tape being filled, the one the last result holds, and the pool's chunks;
     # 10,000 forward-only calls under 50 MB (issue 15's budget)
@@ -529,7 +543,6 @@ def test_kept_detached_losses_do_not_keep_their_arenas():
     values stay what they were, and a change through a detached tensor is still seen by
     backward while its tape lives."""
     import gc
-    import threading
 
     from tapegrad import tape as tape_module
 
@@ -557,13 +570,9 @@ def test_kept_detached_losses_do_not_keep_their_arenas():
             if i % 500 == 499:
                 gc.collect()
                 sizes.append(live_chunk_bytes() - before)
-        box.append((sizes, [k.item() for k in kept], items))
+        return sizes, [k.item() for k in kept], items
 
-    box = []
-    worker = threading.Thread(target=run)   # a fresh thread: its own tapes and pool
-    worker.start()
-    worker.join()
-    sizes, kept, items = box[0]
+    sizes, kept, items = in_fresh_thread(run)
     assert kept == items
     # a step's arena is about 45 KB: 3,000 pinned ones were 135 MB
     assert max(sizes) < 4 << 20, sizes
@@ -608,7 +617,6 @@ def test_graphs_swept_with_retain_graph_are_freed_and_each_call_stays_as_fast():
     adjustment's Jacobian by repeated retain_graph backward passes went from 1.0 s to 4.1 s
     over six calls)."""
     import gc
-    import threading
 
     def run():
         w = tg.tensor(np.linspace(0.1, 1.0, 20000), requires_grad=True)
@@ -627,13 +635,9 @@ def test_graphs_swept_with_retain_graph_are_freed_and_each_call_stays_as_fast():
                 gc.collect()
                 sizes.append(rss_bytes())
         np.testing.assert_allclose(grad, want, rtol=1e-13)
-        box.append((sizes, times))
+        return sizes, times
 
-    box = []
-    worker = threading.Thread(target=run)   # a fresh thread: its own tapes and pool
-    worker.start()
-    worker.join()
-    sizes, times = box[0]
+    sizes, times = in_fresh_thread(run)
     # (from the second block on: the first grows the tapes to their size)
     assert sizes[-1] - sizes[1] < 50 << 20, [s >> 20 for s in sizes]
     assert times[-1] < 3 * times[1], times

@@ -265,10 +265,16 @@ HARDTANH = declare(135, "HardtanhBackward0", family=ELEMENTWISE, reads=READS_X0,
 
 # --- hardsigmoid: relu6(x + 3) / 6 ------------------------------------------------------------
 @inline
-def hardsigmoid_fwd(x0, x1, x2, c, p0, p1):
+def _relu6_of_x_plus_3(x0):
+    # std::min(std::max(x + 3, 0), 6): nan stays nan
     v = x0 + 3.0
     v = 0.0 if v < 0.0 else v
-    return (6.0 if 6.0 < v else v) / 6.0
+    return 6.0 if 6.0 < v else v
+
+
+@inline
+def hardsigmoid_fwd(x0, x1, x2, c, p0, p1):
+    return _relu6_of_x_plus_3(x0) / 6.0
 
 
 @inline
@@ -289,9 +295,7 @@ HARDSIGMOID = declare(136, "HardsigmoidBackward0", family=ELEMENTWISE, reads=REA
 # --- hardswish: x * relu6(x + 3) / 6 ----------------------------------------------------------
 @inline
 def hardswish_fwd(x0, x1, x2, c, p0, p1):
-    v = x0 + 3.0
-    v = 0.0 if v < 0.0 else v
-    return x0 * (6.0 if 6.0 < v else v) / 6.0
+    return x0 * _relu6_of_x_plus_3(x0) / 6.0
 
 
 @inline
