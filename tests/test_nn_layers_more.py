@@ -351,6 +351,30 @@ def test_errors_match_torch(name, args, kwargs):
     assert str(ours.value).replace("tapegrad.", "torch.") == str(theirs.value)
 
 
+@pytest.mark.parametrize("name, kwargs", [
+    ("hardtanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {}),
+    ("hardsigmoid", {}), ("hardswish", {}), ("silu", {}), ("mish", {})])
+def test_in_place_activations_record_the_op_itself_as_pytorch(name, kwargs):
+    """``inplace=True`` on a recorded tensor: the op's own node (HardtanhBackward0, ...),
+    the version bumped, PyTorch's values and gradients; on a view without grad, the write
+    reaches the base."""
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        y = x * 1.5
+        z = getattr(lib.nn.functional, name)(y, inplace=True, **kwargs)
+        assert z is y and y._version == 1
+        (z * z).sum().backward()
+        base = lib.tensor(X.copy())
+        getattr(lib.nn.functional, name)(base[:, 1:3], inplace=True, **kwargs)
+        results.append((z.grad_fn.name(), z.detach().numpy().copy(), x.grad.numpy().copy(),
+                        base.numpy().copy()))
+    (ours, *a), (theirs, *b) = results
+    assert ours == theirs
+    for got, want in zip(a, b):
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
 def test_activation_grad_fns_are_pytorchs():
     """One recorded op each, named as PyTorch names it (softsign and tanhshrink are
     composites in PyTorch too)."""

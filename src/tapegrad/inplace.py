@@ -576,6 +576,20 @@ neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
 zero_ = _unary_("zero_", F.recorded_zero, lambda v: v.fill(0), fills=True)
 
 
+def activation_(self, name, code, c=0.0, params=None):
+    """Activation op ``code`` of ``ops.activation`` (see ``functional.activation``) written
+    into ``self``: recorded as the op itself, as PyTorch records ``hardtanh_`` or
+    ``hardswish_`` (``HardtanhBackward0``), or computed into self's memory."""
+    from .ops.activation import forward_array
+    p0, p1 = (0.0, 0.0) if params is None else params
+
+    def write():
+        np.copyto(self._value, forward_array(code, self._value, None, c, p0, p1),
+                  casting="same_kind")
+    return _apply(self, name, _Compute(lambda: F.activation(code, self, c, params), None),
+                  write)
+
+
 def fill_(self, value):
     v = _value_of(value)
     return _apply(self, "fill_", _Compute(lambda: F.recorded_fill(self, value), value),

@@ -10,6 +10,7 @@ import numpy as np
 
 import tapegrad as tg
 from tapegrad import functional as _elementwise
+from tapegrad import inplace as _inplace
 from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
@@ -518,6 +519,16 @@ def _activate(input, inplace, formula):
     return input.copy_(formula(input.clone() if input.requires_grad else input))
 
 
+def _activation(input, inplace, name, code, c=0.0, params=None):
+    """One activation op of the table (``ops/activation.py``); with ``inplace=True``
+    written into ``input`` and recorded as the op itself, as PyTorch does for these
+    (``HardtanhBackward0``; elu and leaky_relu go through ``_activate``: PyTorch's in-place
+    forms of those are other nodes, ``EluBackward1``)."""
+    if inplace:
+        return _inplace.activation_(input, name, code, c, params)
+    return _elementwise.activation(code, input, c, params)
+
+
 def gelu(input, approximate="none"):
     """Gaussian error linear unit: ``x * Phi(x)`` with ``Phi`` the standard normal CDF, or its
     tanh approximation with ``approximate="tanh"``.
@@ -546,7 +557,7 @@ def silu(input, inplace=False):
         >>> F.silu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.2689,  0.0000,  1.7616])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.SILU, x))
+    return _activation(input, inplace, "silu_", _ops.SILU)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -627,7 +638,7 @@ def mish(input, inplace=False):
         >>> F.mish(tg.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.3034,  0.0000,  0.8651])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.MISH, x))
+    return _activation(input, inplace, "mish_", _ops.MISH)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -641,8 +652,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _activate(input, inplace, lambda x: _elementwise.activation(
-        _ops.HARDTANH, x, 0.0, (float(min_val), float(max_val))))
+    return _activation(input, inplace, "hardtanh_", _ops.HARDTANH, 0.0,
+                       (float(min_val), float(max_val)))
 
 
 def relu6(input, inplace=False):
@@ -666,7 +677,7 @@ def hardsigmoid(input, inplace=False):
         >>> F.hardsigmoid(tg.tensor([-4.0, 0.0, 1.5]))
         tensor([0.0000, 0.5000, 0.7500])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.HARDSIGMOID, x))
+    return _activation(input, inplace, "hardsigmoid_", _ops.HARDSIGMOID)
 
 
 def hardswish(input, inplace=False):
@@ -679,7 +690,7 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(tg.tensor([-4.0, 1.0, 4.0]))
         tensor([-0.0000,  0.6667,  4.0000])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(_ops.HARDSWISH, x))
+    return _activation(input, inplace, "hardswish_", _ops.HARDSWISH)
 
 
 def softsign(input):
