@@ -381,6 +381,21 @@ add(
         "lambd": lambda m, x: m.nn.functional.hardshrink(x, 1.0),
         "module": lambda m, x: m.nn.Hardshrink()(x),
     }),
+    # the in-place forms: other nodes, whose gradient is computed from the result
+    _activation("elu_", K.ELU_RESULT, S.avoiding([0.0], -4.0, 3.0), {
+        "elu_": lambda m, x: m.nn.functional.elu(x * 1.0, inplace=True),
+        "alpha": lambda m, x: m.nn.functional.elu(x * 1.0, alpha=0.4, inplace=True),
+        "selu_": lambda m, x: m.nn.functional.selu(x * 1.0, inplace=True),
+        "module": lambda m, x: m.nn.ELU(2.0, inplace=True)(x * 1.0),
+    }),
+    _activation("celu_", K.CELU_RESULT, S.avoiding([0.0], -4.0, 3.0), {
+        "celu_": lambda m, x: m.nn.functional.celu(x * 1.0, inplace=True),
+        "alpha": lambda m, x: m.nn.functional.celu(x * 1.0, alpha=0.6, inplace=True),
+    }),
+    _activation("leaky_relu_", K.LEAKY_RELU_RESULT, S.avoiding([0.0]), {
+        "leaky_relu_": lambda m, x: m.nn.functional.leaky_relu(x * 1.0, inplace=True),
+        "module": lambda m, x: m.nn.LeakyReLU(0.2, inplace=True)(x * 1.0),
+    }),
     # (away from 0, where PyTorch's gradient formula, ours too, cancels: differences of it
     # are no reference for the second order there; the edge tests take 0 and tiny values)
     _activation("sinc", K.SINC, S.avoiding([0.0], -3.0, 3.0, gap=0.3), {

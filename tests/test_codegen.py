@@ -120,9 +120,9 @@ FORMS = {
 }
 
 
-# zero_, fill_, copy_ and x[:] = v: in-place ops, which a compiled function runs eagerly, so
-# generated code never holds their records
-IN_PLACE = {K.ZERO, K.FILL, K.FILL_T, K.COPY}
+# zero_, fill_, copy_, x[:] = v and the in-place forms of elu, celu and leaky_relu: in-place
+# ops, which a compiled function runs eagerly, so generated code never holds their records
+IN_PLACE = {K.ZERO, K.FILL, K.FILL_T, K.COPY, K.ELU_RESULT, K.CELU_RESULT, K.LEAKY_RELU_RESULT}
 
 
 def test_every_scalar_rule_has_a_form():

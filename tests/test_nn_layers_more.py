@@ -353,11 +353,13 @@ def test_errors_match_torch(name, args, kwargs):
 
 @pytest.mark.parametrize("name, kwargs", [
     ("hardtanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {}),
-    ("hardsigmoid", {}), ("hardswish", {}), ("silu", {}), ("mish", {})])
+    ("hardsigmoid", {}), ("hardswish", {}), ("silu", {}), ("mish", {}), ("elu", {}),
+    ("elu", {"alpha": 0.3}), ("selu", {}), ("celu", {"alpha": 0.6}), ("leaky_relu", {}),
+    ("leaky_relu", {"negative_slope": 0.2})])
 def test_in_place_activations_record_the_op_itself_as_pytorch(name, kwargs):
-    """``inplace=True`` on a recorded tensor: the op's own node (HardtanhBackward0, ...),
-    the version bumped, PyTorch's values and gradients; on a view without grad, the write
-    reaches the base."""
+    """``inplace=True`` on a recorded tensor: PyTorch's node (HardtanhBackward0, and the
+    in-place forms' own EluBackward1, CeluBackward1, LeakyReluBackward1), the version bumped,
+    PyTorch's values and gradients; on a view without grad, the write reaches the base."""
     results = []
     for lib in (tg, torch):
         x = lib.tensor(X, requires_grad=True)

@@ -39,7 +39,8 @@ VALUE_RECORDS = {K.LEAF, K.CONST, K.EXTERN}
 # max(dim)/min(dim) also return argmax indices computed while recording: such calls run eagerly
 EAGER_OPS = {K.MAX_DIM, K.MIN_DIM}
 # an in-place op in a compiled function runs it eagerly, saying so (buf[j] = v)
-IN_PLACE_OPS = {K.WRITE, K.ZERO, K.FILL, K.FILL_T, K.COPY}
+IN_PLACE_OPS = {K.WRITE, K.ZERO, K.FILL, K.FILL_T, K.COPY, K.ELU_RESULT, K.CELU_RESULT,
+                K.LEAKY_RELU_RESULT}
 # selections whose indices come from values: a compiled call guards the values they read, so
 # new values record afresh (a replay would reuse the old order)
 VALUE_SELECTIONS = {"cummax", "cummin", "sort", "topk", "kthvalue", "median_dim", "mode"}
@@ -230,6 +231,10 @@ FORWARD_EXAMPLES = {
     "softshrink": (lambda x: tg.nn.functional.softshrink(x - 1.0, 0.3), [(2, 3)]),
     "hardshrink": (lambda x: tg.nn.functional.hardshrink(x - 1.0, 0.3), [(2, 3)]),
     "sinc": (lambda x: tg.sinc(x * 2.0 - 1.0), [(2, 3)]),
+    "elu_": (lambda x: tg.nn.functional.elu(x - 1.0, 0.7, inplace=True), [(2, 3)]),
+    "celu_": (lambda x: tg.nn.functional.celu(x - 1.0, 0.7, inplace=True), [(2, 3)]),
+    "leaky_relu_": (lambda x: tg.nn.functional.leaky_relu(x - 1.0, 0.2, inplace=True),
+                    [(2, 3)]),
     # zero_/fill_/copy_ of a recorded tensor, each read afterwards (a compiled function runs
     # in-place ops eagerly; the forward kernel still replays such records)
     "zero_": (lambda x: (x * 2.0).zero_() + x, [(2, 3)]),
@@ -454,7 +459,7 @@ def test_every_example_replays_through_compile(name):
     ref = program(*eb)
     if name in ("max_dim", "min_dim"):
         assert compiled.stats.eager == 1
-    elif name in ("zero_", "fill_", "fill_tensor", "copy_"):
+    elif name in ("zero_", "fill_", "fill_tensor", "copy_", "elu_", "celu_", "leaky_relu_"):
         assert compiled.stats.eager == 1
         assert any("in-place" in why for why, _ in compiled.stats.eager_reasons)
     else:

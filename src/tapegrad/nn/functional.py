@@ -519,14 +519,21 @@ def _activate(input, inplace, formula):
     return input.copy_(formula(input.clone() if input.requires_grad else input))
 
 
-def _activation(input, inplace, name, code, c=0.0, params=None):
+def _activation(input, inplace, name, code, c=0.0, params=None, in_place_code=None):
     """One activation op of the table (``ops/activation.py``); with ``inplace=True``
-    written into ``input`` and recorded as the op itself, as PyTorch does for these
-    (``HardtanhBackward0``; elu and leaky_relu go through ``_activate``: PyTorch's in-place
-    forms of those are other nodes, ``EluBackward1``)."""
+    written into ``input`` and recorded as op ``in_place_code`` (by default ``code``
+    itself), as PyTorch records ``hardtanh_`` as ``HardtanhBackward0`` and ``elu_`` as
+    ``EluBackward1``."""
     if inplace:
-        return _inplace.activation_(input, name, code, c, params)
+        return _inplace.activation_(input, name, in_place_code or code, c, params)
     return _elementwise.activation(code, input, c, params)
+
+
+def _refused_in_place(inplace, slope):
+    """PyTorch's in-place elu, celu and leaky_relu compute their gradient from the result,
+    which a negative slope makes ambiguous (its backward raises): those are computed out of
+    place here and written back, with the out-of-place gradient."""
+    return inplace and slope < 0
 
 
 def gelu(input, approximate="none"):
@@ -569,8 +576,10 @@ def elu(input, alpha=1.0, inplace=False):
         >>> F.elu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.6321,  0.0000,  2.0000])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(
-        _ops.ELU, x, 1.0, (float(alpha), 1.0)))
+    params = (float(alpha), 1.0)
+    if _refused_in_place(inplace, alpha):
+        return _activate(input, True, lambda x: _elementwise.activation(_ops.ELU, x, 1.0, params))
+    return _activation(input, inplace, "elu_", _ops.ELU, 1.0, params, _ops.ELU_RESULT)
 
 
 def selu(input, inplace=False):
@@ -583,9 +592,9 @@ def selu(input, inplace=False):
         >>> F.selu(tg.tensor([-1.0, 0.0, 2.0]))
         tensor([-1.1113,  0.0000,  2.1014])
     """
-    # (PyTorch's selu is its elu with a scale: an EluBackward0 node)
-    return _activate(input, inplace, lambda x: _elementwise.activation(
-        _ops.ELU, x, _SELU_SCALE, (_SELU_ALPHA * _SELU_SCALE, 1.0)))
+    # (PyTorch's selu is its elu with a scale: an EluBackward0 node, EluBackward1 in place)
+    return _activation(input, inplace, "selu_", _ops.ELU, _SELU_SCALE,
+                       (_SELU_ALPHA * _SELU_SCALE, 1.0), _ops.ELU_RESULT)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -599,8 +608,10 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _activate(input, inplace, lambda x: _elementwise.activation(
-        _ops.CELU, x, 1.0 / float(np.float32(alpha)), (float(alpha), 1.0 / float(alpha))))
+    c, params = 1.0 / float(np.float32(alpha)), (float(alpha), 1.0 / float(alpha))
+    if _refused_in_place(inplace, alpha):
+        return _activate(input, True, lambda x: _elementwise.activation(_ops.CELU, x, c, params))
+    return _activation(input, inplace, "celu_", _ops.CELU, c, params, _ops.CELU_RESULT)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -612,8 +623,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         >>> F.leaky_relu(tg.tensor([-2.0, 0.0, 3.0]), negative_slope=0.1)
         tensor([-0.2000,  0.0000,  3.0000])
     """
-    return _activate(input, inplace, lambda x: _elementwise.activation(
-        _ops.LEAKY_RELU, x, float(negative_slope)))
+    slope = float(negative_slope)
+    if _refused_in_place(inplace, slope):
+        return _activate(input, True, lambda x: _elementwise.activation(_ops.LEAKY_RELU, x, slope))
+    return _activation(input, inplace, "leaky_relu_", _ops.LEAKY_RELU, slope,
+                       in_place_code=_ops.LEAKY_RELU_RESULT)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

@@ -46,9 +46,9 @@ from .elementwise import (BINARY_CROSS_ENTROPY,  # noqa: F401
                           binary_cross_entropy_array)
 from .elementwise import (I0, I0E, I1, I1E, i0_array, i0e_array, i1_array,  # noqa: F401
                           i1e_array)
-from .activation import (CELU, ELU, GELU, GELU_TANH, HARDSHRINK, HARDSIGMOID,  # noqa: F401
-                         HARDSWISH, HARDTANH, LEAKY_RELU, LOG_SIGMOID, MISH, SILU, SINC,
-                         SOFTSHRINK)
+from .activation import (CELU, CELU_RESULT, ELU, ELU_RESULT, GELU, GELU_TANH,  # noqa: F401
+                         HARDSHRINK, HARDSIGMOID, HARDSWISH, HARDTANH, LEAKY_RELU,
+                         LEAKY_RELU_RESULT, LOG_SIGMOID, MISH, SILU, SINC, SOFTSHRINK)
 from .reduce import (AMAX, AMIN, LOG_SOFTMAX, LOGSUMEXP, MAX, MAX_DIM, MEAN,  # noqa: F401
                      MEAN_DIM, MIN, MIN_DIM, NORM, PROD, PROD_DIM, REDUCTIONS, SOFTMAX, STD,
                      SUM, SUM_DIM, VAR)

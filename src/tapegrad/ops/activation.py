@@ -1,5 +1,6 @@
-"""Activation functions as ops of their own: gelu, silu, mish, elu/selu/celu, leaky_relu,
-hardtanh/relu6, hardsigmoid, hardswish, logsigmoid, softshrink, hardshrink, and sinc.
+"""Activation functions as ops of their own: gelu, silu, mish, elu/selu/celu, leaky_relu (and
+the in-place forms of these four), hardtanh/relu6, hardsigmoid, hardswish, logsigmoid,
+softshrink, hardshrink, and sinc.
 
 Written as composites of where/mul/erf, these recorded three to six nodes named
 ``WhereBackward0`` or ``MulBackward0`` where PyTorch records one ``GeluBackward0``, and their
@@ -18,7 +19,7 @@ import math
 import numpy as np
 
 from .._config import inline, kernel
-from .table import ELEMENTWISE, LINEAR, READS_X0, constants, declare
+from .table import ELEMENTWISE, LINEAR, READS_OUT, READS_X0, constants, declare
 
 _PI = math.pi
 _SQRT1_2 = 0.7071067811865476                  # M_SQRT1_2
@@ -391,6 +392,64 @@ HARDSHRINK = declare(140, "HardshrinkBackward0", family=ELEMENTWISE, reads=READS
                      graph=shrink_graph)
 
 
+# --- the in-place forms of elu, selu, celu and leaky_relu --------------------------------------
+# PyTorch's elu_, selu_, celu_ and leaky_relu_ are other nodes (EluBackward1, CeluBackward1,
+# LeakyReluBackward1) whose gradient is computed from the result: g * s * (out + alpha) for
+# out <= 0 (the result is alpha * (exp(x s) - 1)).  Same parameters as the blocks above.
+@inline
+def elu_result_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * p1 * (out + p0) if out <= 0.0 else g * c
+
+
+@inline
+def elu_result_d2(x0, out, c, p0, p1):
+    return p1 * p1 * (out + p0) if out <= 0.0 else 0.0
+
+
+def elu_result_graph(F, g, x0, x1, out, c, p0=0.0, p1=0.0):
+    negative = F.mul(F.mul(g, p1), F.add(out, p0))
+    return F.where(_graph_mask(F, np.less_equal, out, 0.0), negative, F.mul(g, c)), None
+
+
+ELU_RESULT = declare(142, "EluBackward1", family=ELEMENTWISE, reads=READS_OUT, params=2,
+                     forward=elu_fwd, vjp0=elu_result_vjp, d2=elu_result_d2,
+                     graph=elu_result_graph)
+
+
+@inline
+def celu_result_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g * c * (out + p0) if out <= 0.0 else g
+
+
+@inline
+def celu_result_d2(x0, out, c, p0, p1):
+    return c * c * (out + p0) if out <= 0.0 else 0.0
+
+
+def celu_result_graph(F, g, x0, x1, out, c, p0=0.0, p1=0.0):
+    negative = F.mul(F.mul(g, c), F.add(out, p0))
+    return F.where(_graph_mask(F, np.less_equal, out, 0.0), negative, g), None
+
+
+CELU_RESULT = declare(143, "CeluBackward1", family=ELEMENTWISE, reads=READS_OUT, params=2,
+                      forward=celu_fwd, vjp0=celu_result_vjp, d2=celu_result_d2,
+                      graph=celu_result_graph)
+
+
+@inline
+def leaky_relu_result_vjp(g, x0, x1, x2, out, c, p0, p1):
+    return g if out > 0.0 else g * c
+
+
+def leaky_relu_result_graph(F, g, x0, x1, out, c, p0=0.0, p1=0.0):
+    return F.where(_graph_mask(F, np.greater, out, 0.0), g, F.mul(g, c)), None
+
+
+LEAKY_RELU_RESULT = declare(144, "LeakyReluBackward1", family=ELEMENTWISE, reads=READS_OUT,
+                            forward=leaky_relu_fwd, vjp0=leaky_relu_result_vjp,
+                            curvature=LINEAR, graph=leaky_relu_result_graph)
+
+
 # --- sinc: sin(pi x) / (pi x), 1 at 0 ---------------------------------------------------------
 @inline
 def sinc_fwd(x0, x1, x2, c, p0, p1):
@@ -451,11 +510,11 @@ def _forward_loop(x, out, which, c, p0, p1):
             out[i] = silu_fwd(v, v, v, c, p0, p1)
         elif which == MISH:
             out[i] = mish_fwd(v, v, v, c, p0, p1)
-        elif which == ELU:
+        elif which == ELU or which == ELU_RESULT:
             out[i] = elu_fwd(v, v, v, c, p0, p1)
-        elif which == CELU:
+        elif which == CELU or which == CELU_RESULT:
             out[i] = celu_fwd(v, v, v, c, p0, p1)
-        elif which == LEAKY_RELU:
+        elif which == LEAKY_RELU or which == LEAKY_RELU_RESULT:
             out[i] = leaky_relu_fwd(v, v, v, c, p0, p1)
         elif which == HARDTANH:
             out[i] = hardtanh_fwd(v, v, v, c, p0, p1)
