@@ -436,18 +436,11 @@ CELU_RESULT = declare(143, "CeluBackward1", family=ELEMENTWISE, reads=READS_OUT,
                       graph=celu_result_graph)
 
 
-@inline
-def leaky_relu_result_vjp(g, x0, x1, x2, out, c, p0, p1):
-    return g if out > 0.0 else g * c
-
-
-def leaky_relu_result_graph(F, g, x0, x1, out, c, p0=0.0, p1=0.0):
-    return F.where(_graph_mask(F, np.greater, out, 0.0), g, F.mul(g, c)), None
-
-
-LEAKY_RELU_RESULT = declare(144, "LeakyReluBackward1", family=ELEMENTWISE, reads=READS_OUT,
-                            forward=leaky_relu_fwd, vjp0=leaky_relu_result_vjp,
-                            curvature=LINEAR, graph=leaky_relu_result_graph)
+# (the result is positive where the input is, for the slopes >= 0 an in-place leaky_relu
+# takes: the input's rules give the result's bits)
+LEAKY_RELU_RESULT = declare(144, "LeakyReluBackward1", family=ELEMENTWISE, reads=READS_X0,
+                            forward=leaky_relu_fwd, vjp0=leaky_relu_vjp, curvature=LINEAR,
+                            graph=leaky_relu_graph)
 
 
 # --- sinc: sin(pi x) / (pi x), 1 at 0 ---------------------------------------------------------
