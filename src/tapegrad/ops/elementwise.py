@@ -121,20 +121,28 @@ def tangent(r, a0, a1, voff, size, ip, fp, faux, vals, tans, b, d0, d1, vjp0, vj
     c = fp[r]
     p0, p1 = _params(r, ip, faux, params)
     out, x0, x1, x2 = _operands(r, a0, a1, voff, size, ip, vals, binary, cond)
-    tout = b + voff[r]
-    t0 = b + voff[a0[r]]
+    # views, not offsets into ``tans``: indexed from 0 by the loop counter, LLVM vectorises
+    # these loops (about 4x faster on long records); the input-dependence branches stay
+    # outside the loops for the same reason
+    tout = _seg(tans, b + voff[r], n)
+    t0 = _seg(tans, b + voff[a0[r]], n)
     if binary:
-        t1 = b + voff[a1[r]]
-        for i in range(n):
-            acc = 0.0
-            if d0:
-                acc += vjp0(tans[t0 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
-            if d1:
-                acc += vjp1(tans[t1 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
-            tans[tout + i] = acc
+        t1 = _seg(tans, b + voff[a1[r]], n)
+        if d0 and d1:
+            for i in range(n):
+                tout[i] = (0.0 + vjp0(t0[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+                           + vjp1(t1[i], x0[i], x1[i], x2[i], out[i], c, p0, p1))
+        elif d0:
+            for i in range(n):
+                tout[i] = 0.0 + vjp0(t0[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+        elif d1:
+            for i in range(n):
+                tout[i] = 0.0 + vjp1(t1[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+        else:
+            tout[:] = 0.0
     else:
         for i in range(n):
-            tans[tout + i] = vjp0(tans[t0 + i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
+            tout[i] = vjp0(t0[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
 
 
 @rule
@@ -146,10 +154,10 @@ def curvature(r, a0, voff, goff, size, ip, fp, faux, vals, grads, tans, b, dg, d
     g = _seg(grads, goff[r], n)
     x0 = _seg(vals, voff[a0[r]], n)
     out = _seg(vals, voff[r], n)
-    t0 = b + voff[a0[r]]
+    t0 = _seg(tans, b + voff[a0[r]], n)   # a view: see tangent
     gx0 = _seg(dg, goff[a0[r]], n)
     for i in range(n):
-        gx0[i] += g[i] * d2(x0[i], out[i], c, p0, p1) * tans[t0 + i]
+        gx0[i] += g[i] * d2(x0[i], out[i], c, p0, p1) * t0[i]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,7 +401,14 @@ def power(x, c):
     """x ** c as eager mode computes it (functional._float_pow): NumPy squares, takes the
     square root and the reciprocal for 2, 0.5 and -1, and PyTorch multiplies for 3 and -2;
     the C library's pow, which the other exponents use, is off by an ulp for those in
-    places."""
+    places.  x ** 0 is 1 for every x, nan included, as pow gives it, without the call (the
+    second derivative of a square reads it for every element).  The exponents a square's
+    derivatives use, 0 and 1, are tested first: in the sweeps' loops each test runs per
+    element."""
+    if c == 0.0:
+        return 1.0
+    if c == 1.0:
+        return x
     if c == 2.0:
         return x * x
     if c == 3.0:
@@ -404,8 +419,6 @@ def power(x, c):
         return np.sqrt(x)
     if c == -1.0:
         return 1.0 / x
-    if c == 1.0:
-        return x
     return x ** c
 
 

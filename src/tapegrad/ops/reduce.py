@@ -31,6 +31,14 @@ def sum_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, ne
     gx0 = _seg(grads, goff[a0[r]], o_n * r_n * i_n)
     # plain loops: an array expression (``gx0[a:b] += gb * scale``) makes numba compile its
     # broadcast-mismatch message, 4 s of the first backward on a fresh machine
+    if i_n == 1:
+        # a sum over the last dim (a whole-tensor sum): one loop LLVM vectorises, 8x faster
+        for o in range(o_n):
+            go = g[o] * scale
+            part = _seg(gx0, o * r_n, r_n)
+            for k in range(r_n):
+                part[k] += go
+        return
     for o in range(o_n):
         for k in range(r_n):
             base = (o * r_n + k) * i_n

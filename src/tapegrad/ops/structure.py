@@ -113,18 +113,21 @@ def gather_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
 def gather_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     n = size[r]
     out = _seg(vals, voff[r], n)
-    src = voff[a0[r]]
+    src = _seg(vals, voff[a0[r]], size[a0[r]])   # a view: see gather_tan
     idx = aux[ip[r] + 2: ip[r] + 2 + n]
     for k in range(n):
-        out[k] = vals[src + idx[k]]
+        out[k] = src[idx[k]]
 
 
 @rule
 def gather_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
-    tout = b + voff[r]
-    t0 = b + voff[a0[r]]
-    for q in range(size[r]):
-        tans[tout + q] = tans[t0 + aux[ip[r] + 2 + q]]
+    # views indexed from 0 (see elementwise.tangent): no wraparound test per element
+    n = size[r]
+    tout = _seg(tans, b + voff[r], n)
+    t0 = _seg(tans, b + voff[a0[r]], size[a0[r]])
+    idx = aux[ip[r] + 2: ip[r] + 2 + n]
+    for q in range(n):
+        tout[q] = t0[idx[q]]
 
 
 def _check_gather(a, r, fail):
@@ -182,17 +185,25 @@ def reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads
 
 @rule
 def reshape_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    # a loop over two views, not a slice assignment, which copies its source first when it
+    # is of the same array (see reshape_tan)
     n = size[r]
-    vals[voff[r]:voff[r] + n] = _seg(vals, voff[a0[r]], n)
+    out = _seg(vals, voff[r], n)
+    x0 = _seg(vals, voff[a0[r]], n)
+    for k in range(n):
+        out[k] = x0[k]
 
 
 @rule
 def reshape_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
-    tout = b + voff[r]
-    t0 = b + voff[a0[r]]
-    if t0 != tout:
-        for q in range(size[r]):
-            tans[tout + q] = tans[t0 + q]
+    if voff[a0[r]] != voff[r]:
+        # views indexed from 0 (see elementwise.tangent); a loop, not a slice assignment,
+        # which would copy its source first (both views are of one array)
+        n = size[r]
+        tout = _seg(tans, b + voff[r], n)
+        t0 = _seg(tans, b + voff[a0[r]], n)
+        for q in range(n):
+            tout[q] = t0[q]
 
 
 def _check_reshape(a, r, fail):
@@ -223,8 +234,12 @@ def cat_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, ne
         start = aux[rows + 3 * j + 1]
         width = aux[rows + 3 * j + 2]
         gx = _seg(grads, goff[src], o_n * width)
+        # element loops (see cat_fwd): ``+=`` on slices builds a temporary per block
         for o in range(o_n):
-            gx[o * width:(o + 1) * width] += g[o * block + start: o * block + start + width]
+            part = _seg(gx, o * width, width)
+            piece = _seg(g, o * block + start, width)
+            for q in range(width):
+                part[q] += piece[q]
 
 
 @rule
@@ -239,8 +254,13 @@ def cat_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
         start = aux[rows + 3 * j + 1]
         width = aux[rows + 3 * j + 2]
         x = _seg(vals, voff[src], o_n * width)
+        # element loops over views: a slice assignment between views of one array copies
+        # its source first, an allocation per block
         for ob in range(o_n):
-            out[ob * block + start: ob * block + start + width] = x[ob * width:(ob + 1) * width]
+            part = _seg(out, ob * block + start, width)
+            piece = _seg(x, ob * width, width)
+            for q in range(width):
+                part[q] = piece[q]
 
 
 @rule
@@ -254,11 +274,17 @@ def cat_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep
         src = aux[rows + 3 * j]
         start = aux[rows + 3 * j + 1]
         width = aux[rows + 3 * j + 2]
+        # views indexed from 0 (see elementwise.tangent)
         ts = b + voff[src]
         live = dep[src] != 0
         for ob in range(o_n):
-            for q in range(width):
-                tans[tout + ob * block + start + q] = tans[ts + ob * width + q] if live else 0.0
+            part = _seg(tans, tout + ob * block + start, width)
+            if live:
+                piece = _seg(tans, ts + ob * width, width)
+                for q in range(width):
+                    part[q] = piece[q]
+            else:
+                part[:] = 0.0
 
 
 def _check_cat(a, r, fail):
