@@ -234,7 +234,7 @@ def programs(draw):
     for k in range(draw(st.integers(1, 7))):
         pool = k + 1
         kind = draw(st.sampled_from(["unary", "binary", "gather", "roll", "pick", "block",
-                                     "softmax", "where", "matmul"]))
+                                     "softmax", "where", "matmul", "write"]))
         i = draw(st.integers(0, pool - 1))
         j = draw(st.integers(0, pool - 1))
         if kind == "unary":
@@ -254,6 +254,10 @@ def programs(draw):
             steps.append((kind, i))
         elif kind == "matmul":
             steps.append((kind, draw(st.booleans()), i, j))
+        elif kind == "write":
+            # into zeros (a written tensor that depends on no input) or into a copy of i
+            steps.append((kind, draw(st.booleans()), draw(st.integers(0, N - 2)),
+                          draw(st.integers(0, N - 2)), i, j))
         else:
             mask = draw(st.lists(st.booleans(), min_size=N, max_size=N))
             steps.append((kind, np.array(mask), i, j))
@@ -282,6 +286,11 @@ def run_program(steps, v):
             pool.append((blocks.sum(1, keepdim=True) * blocks).reshape(-1))
         elif kind == "softmax":
             pool.append(pool[step[1]].reshape(2, 3).softmax(1).reshape(-1))
+        elif kind == "write":
+            _, into_zeros, p, q, i, j = step
+            target = tg.zeros(N) if into_zeros else pool[i] * 1.0
+            target[p:p + 2] = pool[j][q:q + 2].sin()
+            pool.append(target)
         elif kind == "matmul":
             _, constant, i, j = step
             if constant:   # a fixed banded (3, 3) factor on the right
@@ -325,6 +334,26 @@ def test_random_programs_jacobian(steps, seed):
         assert colouring.is_column_colouring(pattern, plan.colours)
     else:
         assert colouring.is_column_colouring(pattern.T, plan.colours)
+
+
+@given(programs(), st.integers(0, 2 ** 31 - 1), st.booleans())
+def test_random_programs_one_sweep_per_colour_in_a_reused_arena(steps, seed, hessian):
+    """Large tapes sweep once per colour, in one tangent arena that is not zeroed between
+    colours nor between calls: every value must still equal the dense result."""
+    from tapegrad import compressed, higher
+    rng = np.random.default_rng(seed)
+    f = (scalar_program if hessian else vector_program)(steps)
+    derivative = (tg.sparse_hessian if hessian else tg.sparse_jacobian)(f)
+    dense = dense_hessian if hessian else dense_jacobian
+    saved = compressed._ONE_SWEEP_VALUES, higher._TANGENT_BUDGET
+    compressed._ONE_SWEEP_VALUES = higher._TANGENT_BUDGET = 0
+    try:
+        for _ in range(3):
+            x = rng.uniform(-1.0, 1.0, N)
+            np.testing.assert_allclose(derivative(x).toarray(), dense(f, x), rtol=1e-12,
+                                       atol=1e-12)
+    finally:
+        compressed._ONE_SWEEP_VALUES, higher._TANGENT_BUDGET = saved
 
 
 @given(programs(), st.integers(0, 2 ** 31 - 1))

@@ -20,8 +20,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import colouring
+from . import higher
 from . import ops as K
 from . import sparsity
+from .replay import Compiled
+from .replay import compile as compile_
 from .tape import NO_EXT
 
 _ONE_SWEEP_VALUES = 1 << 19   # tangent values up to which all seeds share one sweep
@@ -36,7 +39,8 @@ class Plan:
     what building it cost."""
 
     __slots__ = ("mode", "shape", "indptr", "indices", "colours", "n_colours", "seeds",
-                 "gather_row", "gather_col", "pattern_seconds", "colouring_seconds")
+                 "gather_row", "gather_col", "pattern_seconds", "colouring_seconds", "_flat",
+                 "_csr_indices", "_csr_indptr", "_arenas")
 
     def __init__(self, mode, shape, indptr, indices, colours, pattern_seconds,
                  colouring_seconds, gather=None):
@@ -59,6 +63,35 @@ class Plan:
             n_seeded = shape[1]
         self.seeds = np.zeros((self.n_colours, n_seeded))
         self.seeds[colours, np.arange(n_seeded)] = 1.0
+        # each entry's flat position in the compressed product, whose rows are as long as
+        # y (forward) or x (reverse, Hessian): one take per call instead of a 2-D fancy
+        # index (0.25 ms against 1.3 ms for W7's 450,000 entries)
+        width = shape[0] if mode == "forward" else shape[1]
+        self._flat = self.gather_row * width + self.gather_col
+        # the index arrays in the dtype scipy.sparse would convert them to (int32 where they
+        # fit), so that a call copies them instead of converting them
+        small = max(shape + (indices.size,)) < 2 ** 31 - 1
+        self._csr_indices = indices.astype(np.int32 if small else np.int64)
+        self._csr_indptr = indptr.astype(np.int32 if small else np.int64)
+        self._arenas = []
+
+    def borrow_arena(self, n):
+        """A tangent arena of n values for one evaluation on this plan's tape: zeros, or the
+        one an earlier evaluation gave back (``give_back``).  Not zeroed again: an
+        evaluation seeds the same records of a tape of the same structure, so its sweeps
+        write the same positions as the earlier one's (see ``tangent_products``) -- fresh
+        zeros cost W7's 10^5-variable Hessian 2 ms a call in page faults.  Two threads
+        evaluating at once each get their own (a list's pop and append are atomic)."""
+        try:
+            arena = self._arenas.pop()
+        except IndexError:
+            return np.zeros(n)
+        return arena if arena.size == n else np.zeros(n)
+
+    def give_back(self, arena):
+        """Keep ``arena`` for the next evaluation (after one that finished: an evaluation
+        stopped by an error keeps its own)."""
+        self._arenas.append(arena)
 
     def pattern(self):
         """The pattern as a boolean CSR matrix."""
@@ -67,21 +100,23 @@ class Plan:
 
     def assemble(self, compressed):
         """The CSR matrix whose entries are read off the compressed product."""
-        data = compressed[self.gather_row, self.gather_col]
-        return sp.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
+        data = np.take(compressed.reshape(-1), self._flat)
+        # copies: a caller may change the matrix's index arrays in place (sort_indices...),
+        # and the next call reads these
+        return sp.csr_matrix((data, self._csr_indices.copy(), self._csr_indptr.copy()),
+                             shape=self.shape)
 
 
 def _structure_digest(tape, x, y):
     """A digest of everything the pattern depends on: the records up to y's (opcodes,
     inputs, sizes, side indices), which records are x, and which is y."""
-    from .higher import _leaf_records
     op, a0, a1, voff, size, ip, fp, aux, faux = tape.columns()
     end = y._r + 1
     h = hashlib.blake2b(digest_size=20)
     for col in (op, a0, a1, size, ip):
         h.update(np.ascontiguousarray(col[:end]).tobytes())
     h.update(np.ascontiguousarray(aux).tobytes())
-    h.update(np.array(sorted(_leaf_records(tape, x)) + [-1, y._r, x._value.size],
+    h.update(np.array(sorted(higher._leaf_records(tape, x)) + [-1, y._r, x._value.size],
                       dtype=np.int64).tobytes())
     return h.digest()
 
@@ -90,27 +125,23 @@ class _Compressed:
     """What sparse_jacobian and sparse_hessian share: the compiled function and its plans."""
 
     def __init__(self, fn):
-        from .replay import Compiled
-        from .replay import compile as compile_
         self.fn = fn if isinstance(fn, Compiled) else compile_(fn)
         self._plans = OrderedDict()
         self._same = None     # the last tape's columns and what else keys its plan
         self.last_plan = None
 
     def _record(self, x, args, name):
-        from .higher import _run
         x = sparsity._vector_input(x, name)
-        tape, y = _run(self.fn, [x], consts=args)
+        tape, y = higher._run(self.fn, [x], consts=args)
         return x, tape, y
 
     def _plan(self, tape, x, y, build):
-        from .higher import _leaf_records
         # A replay's tape shares its variant's record columns, which never change once
         # recorded: the same column objects at the same lengths, read up to the same output
         # from the same leaf records, are the same structure, without hashing the columns
         # again (8 ms a call for W7's 10^5-variable Rosenbrock).  The key holds the columns,
         # so their ids cannot be reused by other objects while it lives.
-        leaves = tuple(sorted(_leaf_records(tape, x)))
+        leaves = tuple(sorted(higher._leaf_records(tape, x)))
         same = self._same
         if (same is not None and same[0] is tape.op and same[1] is tape.aux
                 and same[2:-1] == (len(tape.op), len(tape.aux), y._r, leaves, x._value.size)):
@@ -143,7 +174,7 @@ class SparseJacobian(_Compressed):
             return sp.identity(n, format="csr") if y is x else sp.csr_matrix((m, n))
         plan = self._plan(tape, x, y, lambda: self._build(tape, x, y))
         if plan.mode == "forward":
-            compressed = tangent_products(tape, x, y, plan.seeds)
+            compressed = tangent_products(tape, x, y, plan.seeds, plan)
         else:
             compressed = adjoint_products(tape, x, y, plan.seeds)
         return plan.assemble(compressed)
@@ -189,7 +220,7 @@ class SparseHessian(_Compressed):
         if y._tape is not tape or not y._rg:
             return sp.csr_matrix((n, n))
         plan = self._plan(tape, x, y, lambda: self._build(tape, x, y))
-        return plan.assemble(hessian_products(self.fn, tape, x, y, plan.seeds, args))
+        return plan.assemble(hessian_products(self.fn, tape, x, y, plan.seeds, args, plan))
 
     def sparsity(self, x, *args):
         """The pattern the next evaluation at x uses, as a boolean CSR matrix."""
@@ -270,10 +301,9 @@ def sparse_hessian(fn):
 # ---------------------------------------------------------------------------------------------
 # the compressed products
 # ---------------------------------------------------------------------------------------------
-def tangent_products(tape, x, y, seeds):
+def tangent_products(tape, x, y, seeds, plan=None):
     """J sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, y.size): one vector-mode
     tangent sweep for all seeds on a small tape, one sweep per seed on a large one."""
-    from .higher import _tangents
     k = seeds.shape[0]
     out = np.zeros((k, y._value.size))
     # Measured on W7's Bratu (5 colours): all seeds in one vector-mode sweep took 0.21 ms at
@@ -281,16 +311,25 @@ def tangent_products(tape, x, y, seeds):
     # 27 ms against 24.5 ms at n = 300 (k tangent arenas of 2 million values no longer stay
     # in cache).  So one sweep while the tangents are small, one per seed beyond.
     chunk = k if k * tape.top <= _ONE_SWEEP_VALUES else 1
+    # One arena for every chunk, not a fresh zeroed one each (a fresh 13 MB arena cost W7's
+    # n = 300 Bratu 1 ms a sweep in page faults).  Reusing it unzeroed is exact: every chunk
+    # seeds the same records, so the sweep marks the same records as depending on a seed,
+    # writes each of their tangents whole before any rule reads it, and reads no tangent of
+    # a record that depends on no seed (a rule leaves such an input's term out; cat writes
+    # zeros for it).  test_sparse sweeps random programs in a reused arena.
+    tans = np.zeros(chunk * tape.top) if plan is None else plan.borrow_arena(chunk * tape.top)
     for lo in range(0, k, chunk):
         hi = min(k, lo + chunk)
-        (out[lo:hi],) = _tangents(tape, [(x, seeds[lo:hi])], [y], hi - lo)
+        (out[lo:hi],) = higher._tangents(tape, [(x, seeds[lo:hi])], [y], hi - lo,
+                                  tans[:(hi - lo) * tape.top])
+    if plan is not None:
+        plan.give_back(tans)
     return out
 
 
 def adjoint_products(tape, x, y, seeds):
     """s J for each row s of ``seeds`` (k, y.size), as an array (k, x.size): one compiled
     reverse sweep per seed (as ``jacobian`` runs one per row)."""
-    from .higher import _leaf_records
     k, n = seeds.shape[0], x._value.size
     out = np.zeros((k, n))
     cols = tape.columns()
@@ -303,7 +342,7 @@ def adjoint_products(tape, x, y, seeds):
     total, _, _ = K.plan(op, a0, a1, size, ip, aux, np.array([r_out], dtype=np.int64), n_rec,
                       need, goff)
     grads = np.zeros(max(total, 1))
-    leaves = [r for r in _leaf_records(tape, x) if need[r]]
+    leaves = [r for r in higher._leaf_records(tape, x) if need[r]]
     for c in range(k):
         grads[:total] = 0.0
         grads[goff[r_out]:goff[r_out] + m] = seeds[c]
@@ -317,20 +356,24 @@ def adjoint_products(tape, x, y, seeds):
     return out
 
 
-def hessian_products(fn, tape, x, y, seeds, args=()):
+def hessian_products(fn, tape, x, y, seeds, args=(), plan=None):
     """H sᵀ for each row s of ``seeds`` (k, x.size), as an array (k, x.size): forward over
     reverse on the tape of fn (``higher._curvature``), or, where an op has no curvature
     rule, the tangents of the recorded gradient (``higher._value_and_hessian_times``)."""
-    from .higher import _TANGENT_BUDGET, _curvature, _value_and_hessian_times
     k, n = seeds.shape
     out = np.zeros((k, n))
-    chunk = max(1, min(k, _TANGENT_BUDGET // max(tape.top + len(tape), 1)))
+    chunk = max(1, min(k, higher._TANGENT_BUDGET // max(tape.top + len(tape), 1)))
+    n_tans = chunk * tape.top
+    tans = np.zeros(n_tans) if plan is None else plan.borrow_arena(n_tans)
     for lo in range(0, k, chunk):
-        hv = _curvature(tape, x, y, seeds[lo:lo + chunk])
+        hi = min(k, lo + chunk)
+        hv = higher._curvature(tape, x, y, seeds[lo:hi], tans[:(hi - lo) * tape.top])
         if hv is None:
             # recorded afresh with the extra arguments bound (the derived gradient that
             # replaying would use takes x alone)
             inner = fn.fn if hasattr(fn, "fn") else fn
-            return _value_and_hessian_times(lambda v: inner(v, *args), x, seeds)[1]
-        out[lo:lo + chunk] = hv
+            return higher._value_and_hessian_times(lambda v: inner(v, *args), x, seeds)[1]
+        out[lo:hi] = hv
+    if plan is not None:
+        plan.give_back(tans)
     return out

@@ -18,7 +18,7 @@ from . import autograd
 from . import functional as F
 from . import linalg
 from . import ops as K
-from .tape import NO_EXT, state
+from .tape import NO_EXT, _tape_ids, state
 from .tensor import Tensor
 
 
@@ -541,15 +541,13 @@ def _run(fn, xs, derive=None, consts=(), functions=False):
 def _replayed(compiled, xs, consts=()):
     """Call a compiled function; (tape, result) when every recorded output and every input
     is on one tape (else None: the caller records privately)."""
-    from .autograd import enable_grad
-    from .tape import _tape_ids
     trace = state.trace
     if trace is not None:
         trace.opaque("forward-mode or second-order transforms inside the traced call")
     mark = next(_tape_ids)
     state.trace = None
     try:
-        with enable_grad():
+        with autograd.enable_grad():
             out = compiled(*xs, *consts)
     finally:
         state.trace = trace
@@ -623,16 +621,19 @@ def _function_tangents(call, c, rows, dep, voff, size):
             dep[rec] = 1
 
 
-def _tangents(tape, seeds, outs, n_seeds):
+def _tangents(tape, seeds, outs, n_seeds, tans=None):
     """Tangents of ``outs`` (tensors) for ``n_seeds`` seeds, one compiled sweep.
 
     ``seeds`` is a list of (input tensor, array (n_seeds, input size)).  Returns one array
-    (n_seeds, output size) per output."""
+    (n_seeds, output size) per output.  ``tans``: an arena of n_seeds * tape.top values to
+    sweep in, zeros or what an earlier call on this tape with the same inputs seeded left
+    there (see ``compressed.tangent_products``); a new zeroed one by default."""
     cols = tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     stride = tape.top
     dep = np.zeros(len(op), dtype=np.uint8)
-    tans = np.zeros(n_seeds * stride)
+    if tans is None:
+        tans = np.zeros(n_seeds * stride)
     rows = tans.reshape(n_seeds, stride)
     for x, s in seeds:
         for r in _leaf_records(tape, x):
@@ -808,11 +809,11 @@ def _single_element(y):
                            f"and hessian, got {shape}")
 
 
-def _curvature(tape, x, y, seeds):
+def _curvature(tape, x, y, seeds, tans=None):
     """H t for each row t of ``seeds`` (k, x.size), as an array (k, x.size): a compiled
     reverse sweep of the tape of y = fn(x), a tangent sweep, the curvature sources, and a
     reverse sweep of those per seed.  None when the tape holds an op without a curvature
-    rule."""
+    rule.  ``tans``: the tangent arena, as ``_tangents`` takes it."""
     cols = tape.columns()
     op, a0, a1, voff, size, ip, fp, aux, faux = cols
     n_rec = len(op)
@@ -834,7 +835,8 @@ def _curvature(tape, x, y, seeds):
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     stride = tape.top
     dep = np.zeros(n_rec, dtype=np.uint8)
-    tans = np.zeros(k * stride)
+    if tans is None:
+        tans = np.zeros(k * stride)
     rows = tans.reshape(k, stride)
     for r in leaves:
         dep[r] = 1
@@ -853,6 +855,8 @@ def _curvature(tape, x, y, seeds):
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:
         return None
+    if len(leaves) == 1:
+        return dgrads[:, goff[leaves[0]]:goff[leaves[0]] + n]   # (no copy: callers copy)
     return sum(dgrads[:, goff[r]:goff[r] + n] for r in leaves)
 
 
