@@ -153,7 +153,7 @@ def _expanded_ref(tape, x, shape):
     ip = tape.put_aux([nd, *shape, *strides])
     n = math.prod(shape)
     off, out = _out(tape, shape, n)
-    np.copyto(out, np.broadcast_to(v, shape))
+    np.copyto(out, v)   # (copyto broadcasts; np.broadcast_to costs 2 µs of Python more)
     return tape.push(K.EXPAND_S, r, -1, off, n, ip)
 
 
