@@ -131,9 +131,11 @@ def run_rounds(entries: list[Entry], config: TimingConfig, progress=None) -> Non
     if progress:
         progress.add_total(len(entries))
     first = {}
+    per_call_of = {}
     for entry in entries:
         first[entry.key] = entry.batch(1)
-        per_call = max(sum(first[entry.key]), 1e-9)
+        per_call_of[entry.key] = _calibrate(entry, max(sum(first[entry.key]), 1e-9), config)
+        per_call = per_call_of[entry.key]
         entry.calls_per_batch = max(1, min(config.max_batch, int(config.target_batch_s / per_call)))
         if progress:
             progress.update()
@@ -141,7 +143,7 @@ def run_rounds(entries: list[Entry], config: TimingConfig, progress=None) -> Non
     share = config.budget_s / len(entries)
     wanted = {}
     for entry in entries:
-        per_call = max(sum(first[entry.key]), 1e-9)
+        per_call = per_call_of[entry.key]
         batch_s = per_call * entry.calls_per_batch
         floor = config.min_rounds if per_call <= config.slow_call_s else config.slow_min_rounds
         rounds = max(floor, min(config.max_rounds, int(share / batch_s)))
@@ -161,6 +163,24 @@ def run_rounds(entries: list[Entry], config: TimingConfig, progress=None) -> Non
                 _record(entry, entry.batch(entry.calls_per_batch))
                 if progress:
                     progress.update()
+
+
+def _calibrate(entry: Entry, per_call: float, config: TimingConfig) -> float:
+    """Seconds per call to size the batches with, from a first call that took ``per_call``.
+
+    One call alone is a poor measure of a fast entry: a garbage collection or a cold cache
+    line in it once made a 10 µs call look like 3 ms, and the entry was timed in batches of
+    6 calls, where its per-call overheads showed.  So an entry whose first call is well under
+    a batch's target takes the fastest of two more single calls, then a short batch of about
+    a tenth of the target, and is sized by the fastest of these."""
+    if per_call >= config.target_batch_s / 2:
+        return per_call
+    for _ in range(2):
+        per_call = min(per_call, max(sum(entry.batch(1)), 1e-9))
+    n = int(config.target_batch_s / 10 / per_call)
+    if n > 1:
+        per_call = min(per_call, max(sum(entry.batch(n)), 1e-9))
+    return per_call
 
 
 def _record(entry: Entry, values: tuple) -> None:
