@@ -11,7 +11,9 @@ Per size, one table row per library:
   under ``DENSE_LIMIT`` entries).
 * **casadi SX** -- ``casadi.jacobian`` / ``hessian`` of an SX expression (CasADi's own sparsity
   detection and colouring happen while building; "first call" is building the expression and
-  the Function), evaluated by its virtual machine.
+  the Function), evaluated by its virtual machine; it returns a ``casadi.DM``.
+* **casadi SX, then .sparse()** -- the same, with each call's DM converted to the
+  ``scipy.sparse`` matrix SciPy's solvers take (what a tapegrad call returns).
 * **jax dense** -- ``jax.jit(jax.jacfwd)`` / ``jax.jit(jax.hessian)`` (under ``DENSE_LIMIT``).
 * **jax compressed** -- JAX with tapegrad's colouring by hand: ``jit(vmap(jvp))`` over the
   colour seeds (``jvp`` of ``grad`` for the Hessian), then the same CSR assembly.
@@ -121,7 +123,10 @@ def tapegrad_dense(problem, n, x):
     return time.perf_counter() - t0, {}, lambda: transform(xt).numpy(), None
 
 
-def casadi_sx(problem, n, x):
+def casadi_sx(problem, n, x, to_scipy=False):
+    """CasADi's Function built from SX; with ``to_scipy`` each timed call also converts the
+    result (a casadi.DM) to the scipy.sparse matrix SciPy's solvers take, as tapegrad's
+    calls return."""
     import casadi as ca
     t0 = time.perf_counter()
     if problem == "bratu":
@@ -144,11 +149,12 @@ def casadi_sx(problem, n, x):
     fn(x)
     first = time.perf_counter() - t0
 
-    def to_scipy():
+    def to_scipy_matrix():
         m = fn(x)
         return m.sparse() if hasattr(m, "sparse") else m
 
-    return first, {"nnz": int(fn.sparsity_out(0).nnz())}, lambda: fn(x), to_scipy
+    return (first, {"nnz": int(fn.sparsity_out(0).nnz())},
+            (lambda: fn(x).sparse()) if to_scipy else (lambda: fn(x)), to_scipy_matrix)
 
 
 def jax_dense(problem, n, x):
@@ -217,6 +223,7 @@ def run_size(problem, n, config):
         rows.append(("tapegrad dense", None, {"note": f"dense {size}x{size} not computed"}))
         rows.append(("jax dense", None, {"note": f"dense {size}x{size} not computed"}))
     peers.append(("casadi SX", lambda: casadi_sx(problem, n, x)))
+    peers.append(("casadi SX, then .sparse()", lambda: casadi_sx(problem, n, x, True)))
     peers.append(("jax compressed", lambda: jax_compressed(problem, n, x, plan)))
     for name, make in peers:
         try:
