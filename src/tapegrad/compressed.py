@@ -321,7 +321,7 @@ def tangent_products(tape, x, y, seeds, plan=None):
     for lo in range(0, k, chunk):
         hi = min(k, lo + chunk)
         (out[lo:hi],) = higher._tangents(tape, [(x, seeds[lo:hi])], [y], hi - lo,
-                                  tans[:(hi - lo) * tape.top])
+                                         tans[:(hi - lo) * tape.top])
     if plan is not None:
         plan.give_back(tans)
     return out

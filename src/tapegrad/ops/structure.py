@@ -17,6 +17,15 @@ def _seg(arr, off, n):
     return arr[off:off + n]
 
 
+@inline
+def _copy(dst, src):
+    """dst[:] = src for views of one arena, as an element loop over views indexed from 0: a
+    slice assignment copies its source first when both are views of one array (an
+    allocation per call), and offsets into the arena keep LLVM from vectorising the loop."""
+    for q in range(dst.size):
+        dst[q] = src[q]
+
+
 # --- records that only bring a value onto the tape (not shown as grad_fn nodes) -------------
 LEAF = declare(0, "AccumulateGrad", family=DATA)      # a leaf that requires grad
 CONST = declare(1, "Constant", family=DATA)           # a value that needs no gradient
@@ -185,25 +194,15 @@ def reshape_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads
 
 @rule
 def reshape_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
-    # a loop over two views, not a slice assignment, which copies its source first when it
-    # is of the same array (see reshape_tan)
     n = size[r]
-    out = _seg(vals, voff[r], n)
-    x0 = _seg(vals, voff[a0[r]], n)
-    for k in range(n):
-        out[k] = x0[k]
+    _copy(_seg(vals, voff[r], n), _seg(vals, voff[a0[r]], n))
 
 
 @rule
 def reshape_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
     if voff[a0[r]] != voff[r]:
-        # views indexed from 0 (see elementwise.tangent); a loop, not a slice assignment,
-        # which would copy its source first (both views are of one array)
         n = size[r]
-        tout = _seg(tans, b + voff[r], n)
-        t0 = _seg(tans, b + voff[a0[r]], n)
-        for q in range(n):
-            tout[q] = t0[q]
+        _copy(_seg(tans, b + voff[r], n), _seg(tans, b + voff[a0[r]], n))
 
 
 def _check_reshape(a, r, fail):
@@ -254,13 +253,8 @@ def cat_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
         start = aux[rows + 3 * j + 1]
         width = aux[rows + 3 * j + 2]
         x = _seg(vals, voff[src], o_n * width)
-        # element loops over views: a slice assignment between views of one array copies
-        # its source first, an allocation per block
         for ob in range(o_n):
-            part = _seg(out, ob * block + start, width)
-            piece = _seg(x, ob * width, width)
-            for q in range(width):
-                part[q] = piece[q]
+            _copy(_seg(out, ob * block + start, width), _seg(x, ob * width, width))
 
 
 @rule
@@ -274,15 +268,12 @@ def cat_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep
         src = aux[rows + 3 * j]
         start = aux[rows + 3 * j + 1]
         width = aux[rows + 3 * j + 2]
-        # views indexed from 0 (see elementwise.tangent)
         ts = b + voff[src]
         live = dep[src] != 0
         for ob in range(o_n):
             part = _seg(tans, tout + ob * block + start, width)
             if live:
-                piece = _seg(tans, ts + ob * width, width)
-                for q in range(width):
-                    part[q] = piece[q]
+                _copy(part, _seg(tans, ts + ob * width, width))
             else:
                 part[:] = 0.0
 
