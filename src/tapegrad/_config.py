@@ -137,10 +137,12 @@ def _cached(options):
 # fastmath stays off: it changes NaN/inf behaviour, which must follow IEEE.
 kernel = _cached(dict(nogil=True, error_model="numpy"))
 inline = numba.njit(inline="always", error_model="numpy")
-# An op's whole-record rule: compiled on its own, once per set of function arguments, and
-# called by the sweeps rather than inlined into them (inlining every rule into every sweep
-# made numba's compile of the sweeps take minutes and gigabytes).
-rule = numba.njit(nogil=True, error_model="numpy")
+# An op's whole-record rule.  The sweeps never call one: they call an op's entry through a
+# table of addresses (ops/entries.py; inlining every rule into every sweep made numba's
+# compile of the sweeps take minutes and gigabytes).  Each entry calls one rule, and takes
+# it inlined: one compile instead of two on first use (a rule compiled on its own cost each
+# entry 0.1-0.2 s more on a fresh machine).
+rule = numba.njit(inline="always", nogil=True, error_model="numpy")
 
 # Kernels whose loop over samples runs on numba's threads.  Cached like the others: on numba
 # 0.68 here a parallel kernel loaded from the cache in a fresh process gave the same results

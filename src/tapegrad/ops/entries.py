@@ -86,26 +86,6 @@ _u8_pointer = _pointer_to(types.uint8, ir.IntType(8))
 
 
 @inline
-def _context(address):
-    return numba.carray(_i64_pointer(address), CONTEXT)
-
-
-@inline
-def ints(c, slot):
-    return numba.carray(_i64_pointer(c[2 * slot]), c[2 * slot + 1])
-
-
-@inline
-def floats(c, slot):
-    return numba.carray(_f64_pointer(c[2 * slot]), c[2 * slot + 1])
-
-
-@inline
-def flags(c, slot):
-    return numba.carray(_u8_pointer(c[2 * slot]), c[2 * slot + 1])
-
-
-@inline
 def put(c, slot, arr):
     """Record ``arr``'s address and length in context slot ``slot`` (inside a kernel)."""
     c[2 * slot] = arr.ctypes.data
@@ -113,34 +93,75 @@ def put(c, slot, arr):
 
 
 # --- the columns each pass's rules take ------------------------------------------------------
+# (each view written out, not through a helper per view: numba inlines a helper by copying
+# and retyping its code at every call, which cost every entry's first compile about a tenth
+# of a second)
 @inline
 def backward_columns(address):
-    c = _context(address)
-    return (ints(c, A0), ints(c, A1), ints(c, VOFF), ints(c, GOFF), ints(c, SIZE), ints(c, IP),
-            floats(c, FP), ints(c, AUX), floats(c, FAUX), floats(c, VALS), ints(c, EXT),
-            floats(c, GRADS), flags(c, NEED))
+    c = numba.carray(_i64_pointer(address), CONTEXT)
+    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
+            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
+            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * GOFF]), c[2 * GOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
+            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
+            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
+            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
+            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
+            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
+            numba.carray(_i64_pointer(c[2 * EXT]), c[2 * EXT + 1]),
+            numba.carray(_f64_pointer(c[2 * GRADS]), c[2 * GRADS + 1]),
+            numba.carray(_u8_pointer(c[2 * NEED]), c[2 * NEED + 1]))
 
 
 @inline
 def forward_columns(address):
-    c = _context(address)
-    return (ints(c, A0), ints(c, A1), ints(c, VOFF), ints(c, SIZE), ints(c, IP), floats(c, FP),
-            ints(c, AUX), floats(c, FAUX), floats(c, VALS), ints(c, EXT))
+    c = numba.carray(_i64_pointer(address), CONTEXT)
+    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
+            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
+            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
+            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
+            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
+            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
+            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
+            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
+            numba.carray(_i64_pointer(c[2 * EXT]), c[2 * EXT + 1]))
 
 
 @inline
 def tangent_columns(address):
-    c = _context(address)
-    return (ints(c, A0), ints(c, A1), ints(c, VOFF), ints(c, SIZE), ints(c, IP), floats(c, FP),
-            ints(c, AUX), floats(c, FAUX), floats(c, VALS), floats(c, TANS), flags(c, DEP))
+    c = numba.carray(_i64_pointer(address), CONTEXT)
+    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
+            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
+            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
+            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
+            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
+            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
+            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
+            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
+            numba.carray(_f64_pointer(c[2 * TANS]), c[2 * TANS + 1]),
+            numba.carray(_u8_pointer(c[2 * DEP]), c[2 * DEP + 1]))
 
 
 @inline
 def curvature_columns(address):
-    c = _context(address)
-    return (ints(c, A0), ints(c, A1), ints(c, VOFF), ints(c, GOFF), ints(c, SIZE), ints(c, IP),
-            floats(c, FP), ints(c, AUX), floats(c, FAUX), floats(c, VALS), floats(c, GRADS),
-            floats(c, TANS), floats(c, DG), flags(c, NEED))
+    c = numba.carray(_i64_pointer(address), CONTEXT)
+    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
+            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
+            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * GOFF]), c[2 * GOFF + 1]),
+            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
+            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
+            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
+            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
+            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
+            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
+            numba.carray(_f64_pointer(c[2 * GRADS]), c[2 * GRADS + 1]),
+            numba.carray(_f64_pointer(c[2 * TANS]), c[2 * TANS + 1]),
+            numba.carray(_f64_pointer(c[2 * DG]), c[2 * DG + 1]),
+            numba.carray(_u8_pointer(c[2 * NEED]), c[2 * NEED + 1]))
 
 
 # --- compiling entries on first use ----------------------------------------------------------
