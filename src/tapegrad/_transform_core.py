@@ -74,8 +74,9 @@ def depends_on_others(outputs, inputs):
         for r, leaf in tape.leaves.items():
             if need[r] and leaf._rg and id(leaf) not in ours:
                 return True
-        for r, (older, older_r) in tape.externs.items():
+        for r in tape.externs:
             if need[r]:
+                older, older_r = tape.extern(r)
                 pending.setdefault(older, set()).add(older_r)
     return False
 

@@ -161,10 +161,12 @@ class Node:
         'MulBackward0'
     """
 
-    __slots__ = ("_tape", "_r", "__weakref__")
+    __slots__ = ("_tape", "_r", "_keep", "__weakref__")
 
     def __init__(self, tape, r):
         self._tape, self._r = tape, r
+        # (a node walks on into the older tapes its record reaches: it keeps them alive)
+        self._keep = None if tape.first_extern < 0 else tape.keep(r)
 
     def name(self):
         name = self._class_name()
@@ -258,8 +260,12 @@ def _node_class(name):
 def node_for(tape, r):
     node = tape.nodes.get(r)
     if node is None:
-        node = Node(tape, r)
-        node = tape.nodes[r] = _node_class(node._class_name())(tape, r)
+        custom = tape.custom_out.get(r)
+        if custom is not None:   # an autograd.Function's output: its own node class
+            cls = tape.custom[custom].backward_cls
+        else:
+            cls = _node_class(Node(tape, r)._class_name())
+        node = tape.nodes[r] = cls(tape, r)
     return node
 
 
@@ -283,7 +289,7 @@ def _node_of_input(tape, s):
                 node = tape.nodes[key] = AccumulateGrad(leaf)
             return node
         if code == K.EXTERN:
-            tape, s = tape.externs[s]
+            tape, s = tape.extern(s)
             continue
         return node_for(tape, s)
 
@@ -366,8 +372,9 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
             if leaf._rg:
                 _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]],
                                pending)
-        for r, (older, older_r) in tape.externs.items():
+        for r in tape.externs:
             if need[r]:
+                older, older_r = tape.extern(r)
                 per = seeds.setdefault(older, {})
                 g = grads[goff[r]:goff[r] + tape.size[r]]
                 per[older_r] = per[older_r] + g if older_r in per else g.copy()

@@ -302,7 +302,7 @@ def _record(cls, ctx, args, inputs, outs):
         np.copyto(y._value, o._value)   # the output's value is what forward returned
         if id(o) in ctx._dirty:
             # forward changed an input in place and returned it: that tensor is the output
-            o._value, o._tape, o._r, o._rg = y._value, y._tape, y._r, True
+            o._value, o._tape, o._r, o._rg, o._keep = y._value, y._tape, y._r, True, y._keep
             o._version += 1
             y = o
         wrapped.append(y)

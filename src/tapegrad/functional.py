@@ -94,7 +94,7 @@ def _ref(tape, x):
     off = tape.alloc(n)
     tape.vals[off:off + n] = v.reshape(-1)
     r = tape.push(K.EXTERN, -1, -1, off, n)
-    tape.externs[r] = (x._tape, x._r)
+    tape.add_extern(r, x)
     tape.extern_rec[key] = (r, x._version)
     return r
 
@@ -228,6 +228,8 @@ def _new_result(tape, r, out):
     t._retains = False
     t._hooks = None
     t._alias = None
+    # (the older tapes its graph reaches, which it keeps alive: Tape.keep)
+    t._keep = None if tape.first_extern < 0 else tape.keep(r)
     return t
 
 
@@ -265,6 +267,8 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     t._retains = False
     t._hooks = None
     t._alias = None
+    # (the older tapes its graph reaches, which it keeps alive: Tape.keep)
+    t._keep = None if tape.first_extern < 0 else tape.keep(r)
     return t
 
 

@@ -332,7 +332,7 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
             if o == K.CONST:
                 continue
             if o == K.EXTERN:
-                older, older_r = tape.externs[r]
+                older, older_r = tape.extern(r)
                 _add(seeds.setdefault(older, {}), older_r, g)
                 continue
             for s, contribution in _rule(tape, r, g):
@@ -503,7 +503,7 @@ def _escaped(tape, out, mark):
     """Whether a tape started during the call (id > mark) feeds ``tape`` or holds a result:
     the inputs may reach the result through it, and one sweep over ``tape`` would miss that.
     Tapes older than the call cannot hold the fresh inputs."""
-    if any(older.id > mark for older, _ in tape.externs.values()):
+    if any(older_id > mark for older_id, _ in tape.externs.values()):
         return True
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
     return any(isinstance(o, Tensor) and o._tape is not None and o._tape is not tape and

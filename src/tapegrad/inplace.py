@@ -251,7 +251,7 @@ def _move_handle(t, res, name, log=True):
         if res._tape is old_tape:
             old_tape.storage_of[res._r] = s
     t._value = res._value
-    t._tape, t._r, t._rg = res._tape, res._r, True
+    t._tape, t._r, t._rg, t._keep = res._tape, res._r, True, res._keep
 
 
 # --- aliases: views and their base (views.py keeps the links) ---------------------------------
@@ -368,7 +368,7 @@ def _drop_history(w):
     wl = w._alias
     if (wl.no_grad_made or wl.multi is not None) and w._tape is not None:
         wl.lost = _producer_name(w._tape, w._r)
-        w._tape, w._r, w._rg = None, -1, True
+        w._tape, w._r, w._rg, w._keep = None, -1, True, None
 
 
 def _carry_recorded(t, name):

@@ -560,7 +560,8 @@ class Variant:
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
         inst.cap = inst.top = self.top
-        inst.externs = {}
+        inst.externs, inst.older = {}, {}
+        inst.first_extern, inst.dep_of, inst.dep_sets = -1, None, None
         inst.extern_rec = {}
         inst.storage_of = {}
         inst.plan_cache = self.plan_cache

@@ -43,6 +43,7 @@ def aligned_empty(n):
 # The ``ext`` of a tape whose values are all in its arena: the kernels read an argument in
 # place only where a replay says so (ops.value_at).
 NO_EXT = np.zeros(0, dtype=np.int64)
+_NONE = frozenset()
 
 
 class Recording:
@@ -154,7 +155,8 @@ class Tape:
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
         "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
-        "program", "custom", "custom_out", "__weakref__",
+        "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
+        "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -175,8 +177,17 @@ class Tape:
         self.freed = None        # bool mask of records whose saved values a backward released
         self.leaves = {}         # record -> leaf Tensor
         self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
-        self.externs = {}        # record -> (older tape, its record)
+        self.externs = {}        # record -> (older tape's id, its record)
         self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
+        # Older tapes are reached by id and weak reference only.  A tape that held them
+        # strongly kept every tape before it alive: a graph that spans tapes A -> B leaves
+        # B holding A, the next graph starts on B and spans into C, and so on, one dead
+        # tape per call, for as long as the loop runs.  What keeps an older tape alive is
+        # each tensor (and grad_fn node) whose graph reaches it: see ``keep``.
+        self.older = {}          # older tape id -> weak reference, of every tape reached
+        self.first_extern = -1   # the first EXTERN record: no record before it reaches one
+        self.dep_of = None       # record - first_extern -> index in dep_sets (-1 not known)
+        self.dep_sets = None     # frozensets of older tape ids, each listed once
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
         self.inplace = []        # (storage, record that changed it or .5 between, op, where, shape)
         self.refused = False     # holds a record whose backward PyTorch refuses (qr's modes)
@@ -228,6 +239,96 @@ class Tape:
             self.drop_partial(r)
             raise
         return r
+
+    # --- older tapes a record's gradient reaches ------------------------------------------
+    def add_extern(self, r, x):
+        """Record r (just pushed, an EXTERN) holds tensor x of an older tape: remember x's
+        tape, and every tape x's graph reaches, as what r's gradient reaches."""
+        older = x._tape
+        self.externs[r] = (older.id, x._r)
+        self.older[older.id] = weakref.ref(older)
+        reached = older.reaches(x._r)
+        for i in reached:
+            self.older[i] = older.older[i]
+        if self.first_extern < 0:
+            self.first_extern = r
+            self.dep_of = array.array("q")
+            self.dep_sets = [_NONE]
+            # nodes from now on hold older tapes (Node._keep): the tape must not hold them
+            self.nodes = weakref.WeakValueDictionary(self.nodes)
+        self._set_reach(r, reached | {older.id})
+
+    def extern(self, r):
+        """(older tape, its record) of EXTERN record r.  A record whose gradient reaches r
+        belongs to a live tensor or node, and that one holds the older tape (``keep``)."""
+        older_id, older_r = self.externs[r]
+        older = self.older[older_id]()
+        if older is None:
+            raise RuntimeError("tapegrad internal error: the graph reaches a tape that was "
+                               "freed; please report it")
+        return older, older_r
+
+    def keep(self, r):
+        """The older tapes record r's gradient reaches, as a tuple for its tensor or node to
+        hold (None when it reaches none).  Called when the tensor is made, while the
+        tensors of r's inputs, which hold those tapes, are alive."""
+        if self.first_extern < 0 or r < self.first_extern:
+            return None
+        ids = self.reaches(r)
+        return tuple(self.older[i]() for i in ids) if ids else None
+
+    def reaches(self, r):
+        """The ids of the older tapes record r's gradient reaches (through EXTERN records),
+        worked out once per record, from its inputs as ``plan`` follows them."""
+        if self.first_extern < 0 or r < self.first_extern:
+            return _NONE
+        known = self._reach_index(r)
+        if known >= 0:
+            return self.dep_sets[known]
+        todo = [r]
+        while todo:
+            s = todo[-1]
+            if self._reach_index(s) >= 0:
+                todo.pop()
+                continue
+            inputs = self._inputs(s)
+            unknown = [i for i in inputs
+                       if i >= self.first_extern and self._reach_index(i) < 0]
+            if unknown:
+                todo.extend(unknown)
+                continue
+            todo.pop()
+            ids = _NONE
+            for i in inputs:
+                if i >= self.first_extern:
+                    ids = ids | self.dep_sets[self._reach_index(i)]
+            self._set_reach(s, ids)
+        return self.dep_sets[self._reach_index(r)]
+
+    def _inputs(self, s):
+        code = self.op[s]
+        if code in ops.structure.MANY_INPUTS:
+            at = self.ip[s]
+            return [self.aux[at + 1 + 3 * j] for j in range(self.aux[at])]
+        if ops.table.OPS[code].family == ops.table.DATA:
+            return ()
+        return [i for i in (self.a0[s], self.a1[s]) if i >= 0]
+
+    def _reach_index(self, s):
+        i = s - self.first_extern
+        return self.dep_of[i] if i < len(self.dep_of) else -1
+
+    def _set_reach(self, s, ids):
+        sets = self.dep_sets
+        try:   # (few distinct sets: a linear search keeps one object per set)
+            k = sets.index(ids)
+        except ValueError:
+            k = len(sets)
+            sets.append(frozenset(ids))
+        i = s - self.first_extern
+        if i >= len(self.dep_of):
+            self.dep_of.extend([-1] * (i + 1 - len(self.dep_of)))
+        self.dep_of[i] = k
 
     def drop_partial(self, r):
         """Cut the columns back to r records.  An append interrupted between two columns

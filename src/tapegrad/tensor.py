@@ -77,7 +77,7 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_tape", "_r", "_rg", "_grad", "_version", "_retains", "_hooks",
-                 "_alias", "__weakref__")
+                 "_alias", "_keep", "__weakref__")
     # NumPy defers to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
@@ -99,6 +99,7 @@ class Tensor:
         t._retains = False
         t._hooks = None
         t._alias = None     # views.py: a view's link to its root, or a root's live views
+        t._keep = None      # older tapes its graph reaches (tape.Tape.keep)
         return t
 
     # --- properties ------------------------------------------------------------------------
@@ -411,6 +412,7 @@ class Tensor:
         self._tape = None
         self._r = -1
         self._rg = False
+        self._keep = None
         return self
 
     @property
