@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from . import ops as K
-from .tape import aligned_empty, finish, state
+from .tape import aligned_empty, finish, finish_graph, state
 from . import tensor as _tensor_module
 from .tensor import Tensor
 
@@ -391,8 +391,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         # by one retain_graph backward per output grew slower with every row).  Tensors of
         # this tape used later are brought over as after any backward.  (A trace records
         # one tape to the end: an outer compile or transform keeps it.)
-        for tape, _ in swept:
-            finish(tape)
+        finish_graph([tape for tape, _ in swept])
     if not retain_graph:
         for tape, need in swept:
             n = len(need)
@@ -405,7 +404,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
                 grown[:len(freed)] = freed
                 grown[:n] |= need.astype(bool)
                 tape.freed = grown
-            finish(tape)
+        finish_graph([tape for tape, _ in swept])
 
     if any(leaf._hooks for leaf, _ in leaf_grads.values()):
         _own(pending)   # a hook may run a backward of its own

@@ -424,3 +424,17 @@ def finish(tape):
     if state.tape is tape:
         state.tape = None
         state.last_used = tape.top
+
+
+def finish_graph(tapes):
+    """``finish`` every tape a backward swept.  When the tape being recorded on is among
+    them, the next tape is sized for all of them: the next step likely builds as large a
+    graph, and one that spans tapes pays for it on every step -- each tensor used on a later
+    tape is copied there, and each tape is planned and swept on its own (W4's 10^7-element
+    ops, each larger than the last tape, took a tape per op: a third of its backward went to
+    those copies and to adding x's gradient from four tapes)."""
+    current = state.tape
+    for tape in tapes:
+        finish(tape)
+    if current is not None and state.tape is None:
+        state.last_used = sum(tape.top for tape in tapes)
