@@ -275,16 +275,33 @@ class Tape:
         if self.first_extern < 0 or r < self.first_extern:
             return None
         ids = self.reaches(r)
-        return tuple(self.older[i]() for i in ids) if ids else None
+        if not ids:
+            return None
+        older = self.older
+        return tuple([older[i]() for i in ids])
 
     def reaches(self, r):
         """The ids of the older tapes record r's gradient reaches (through EXTERN records),
         worked out once per record, from its inputs as ``plan`` follows them."""
-        if self.first_extern < 0 or r < self.first_extern:
+        first = self.first_extern
+        if first < 0 or r < first:
             return _NONE
         known = self._reach_index(r)
         if known >= 0:
             return self.dep_sets[known]
+        # the usual case, a new record of an op of one or two inputs whose reach is known
+        # (this runs for every op recorded on a tape that reaches older ones)
+        code = self.op[r]
+        if code not in ops.structure.MANY_INPUTS and \
+                ops.table.OPS[code].family != ops.table.DATA:
+            k0 = self._reach_index(self.a0[r]) if self.a0[r] >= first else 0
+            k1 = self._reach_index(self.a1[r]) if self.a1[r] >= first else 0
+            if k0 >= 0 and k1 >= 0:
+                sets = self.dep_sets
+                ids = sets[k0] if k1 == 0 or k1 == k0 else (
+                    sets[k1] if k0 == 0 else sets[k0] | sets[k1])
+                self._set_reach(r, ids)
+                return ids
         todo = [r]
         while todo:
             s = todo[-1]
@@ -326,9 +343,13 @@ class Tape:
             k = len(sets)
             sets.append(frozenset(ids))
         i = s - self.first_extern
-        if i >= len(self.dep_of):
-            self.dep_of.extend([-1] * (i + 1 - len(self.dep_of)))
-        self.dep_of[i] = k
+        dep_of = self.dep_of
+        if i == len(dep_of):
+            dep_of.append(k)
+            return
+        if i > len(dep_of):
+            dep_of.extend([-1] * (i + 1 - len(dep_of)))
+        dep_of[i] = k
 
     def drop_partial(self, r):
         """Cut the columns back to r records.  An append interrupted between two columns
