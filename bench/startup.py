@@ -72,6 +72,12 @@ def measure_startup(peers: list[Peer], runs: int, quick: bool = False,
 def _run(case: StartupCase, expected: np.ndarray) -> tuple[float, str | None]:
     """Wall time of one child process, and what went wrong (None when all is well)."""
     env = dict(os.environ)
+    # Python's bytecode cache as on a user's machine: with PYTHONDONTWRITEBYTECODE set (as
+    # in some sandboxes and containers) every import of a package installed from source,
+    # tapegrad's editable install included, compiles all of its modules again (about 0.2 s
+    # for tapegrad here), while peers installed from wheels have theirs already.  The
+    # untimed first run of each case writes the cache.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(case.env())
     start = time.perf_counter()
     try:
