@@ -175,11 +175,7 @@ class Node:
 
     def _class_name(self):
         """The node's class name, as PyTorch's repr and tensor repr show it."""
-        tape, r = self._tape, self._r
-        info = K.OPS[tape.op[r]]
-        if info.variants is not None:
-            return info.variants[tape.aux[tape.ip[r]]]
-        return info.name
+        return _record_class_name(self._tape, self._r)
 
     @property
     def next_functions(self):
@@ -257,6 +253,14 @@ def _node_class(name):
     return cls
 
 
+def _record_class_name(tape, r):
+    """The class name of record r's node, as PyTorch names it."""
+    info = K.OPS[tape.op[r]]
+    if info.variants is not None:
+        return info.variants[tape.aux[tape.ip[r]]]
+    return info.name
+
+
 def node_for(tape, r):
     node = tape.nodes.get(r)
     if node is None:
@@ -264,7 +268,7 @@ def node_for(tape, r):
         if custom is not None:   # an autograd.Function's output: its own node class
             cls = tape.custom[custom].backward_cls
         else:
-            cls = _node_class(Node(tape, r)._class_name())
+            cls = _node_class(_record_class_name(tape, r))
         node = tape.nodes[r] = cls(tape, r)
     return node
 

@@ -30,7 +30,7 @@ _ARRAY = {
     "tangent": "a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep",
     "curvature": "a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, tans, b, dg, need",
 }
-# what each entry unpacks from its context (entries.<pass>_columns), in that order
+# what each entry unpacks from its context (its pass's ``_columns`` function), in that order
 _UNPACKED = {
     "backward": "a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need",
     "forward": "a0, a1, voff, size, ip, fp, aux, faux, vals, ext",
@@ -155,18 +155,32 @@ def one_element_source():
     return "\n".join(head + ref.imports() + body) + "\n"
 
 
+def _columns_function(pass_):
+    """The lines of ``_<pass>_columns(address)``: the views of the columns ``pass_``'s
+    entries unpack (``_UNPACKED``), each written out (see ``entries.VIEWS``)."""
+    from . import entries as E
+    views = []
+    for name in _UNPACKED[pass_].split(", "):
+        slot, pointer = E.VIEWS[name]
+        views.append(f"_E.numba.carray(_E.{pointer}(c[{2 * slot}]), c[{2 * slot + 1}])")
+    return ["", "", "@_E.inline", f"def _{pass_}_columns(address):",
+            "    c = _E.numba.carray(_E._i64_pointer(address), _E.CONTEXT)",
+            "    return (" + ",\n            ".join(views) + ")"]
+
+
 def entries_source():
     """The entries' module source: one function per op and pass that has a rule."""
     ref = _Names()
     body = []
     for pass_ in ("backward", "forward", "tangent", "curvature"):
+        body += _columns_function(pass_)
         for code in T.codes():
             stmt = _array_call(T.OPS[code], pass_, ref)
             if stmt is None:
                 continue
             body += ["", "", f"def {pass_}_{code}(r, context, x, y, b, flags):  "
                              f"# {T.OPS[code].const}",
-                     f"    {_UNPACKED[pass_]} = _E.{pass_}_columns(context)"]
+                     f"    {_UNPACKED[pass_]} = _{pass_}_columns(context)"]
             if pass_ == "tangent":
                 body.append("    d0, d1 = (flags & 1) != 0, (flags & 2) != 0")
             body += [f"    {stmt}", "    return 0"]

@@ -93,75 +93,17 @@ def put(c, slot, arr):
 
 
 # --- the columns each pass's rules take ------------------------------------------------------
-# (each view written out, not through a helper per view: numba inlines a helper by copying
-# and retyping its code at every call, which cost every entry's first compile about a tenth
-# of a second)
-@inline
-def backward_columns(address):
-    c = numba.carray(_i64_pointer(address), CONTEXT)
-    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
-            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
-            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * GOFF]), c[2 * GOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
-            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
-            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
-            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
-            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
-            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
-            numba.carray(_i64_pointer(c[2 * EXT]), c[2 * EXT + 1]),
-            numba.carray(_f64_pointer(c[2 * GRADS]), c[2 * GRADS + 1]),
-            numba.carray(_u8_pointer(c[2 * NEED]), c[2 * NEED + 1]))
-
-
-@inline
-def forward_columns(address):
-    c = numba.carray(_i64_pointer(address), CONTEXT)
-    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
-            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
-            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
-            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
-            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
-            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
-            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
-            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
-            numba.carray(_i64_pointer(c[2 * EXT]), c[2 * EXT + 1]))
-
-
-@inline
-def tangent_columns(address):
-    c = numba.carray(_i64_pointer(address), CONTEXT)
-    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
-            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
-            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
-            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
-            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
-            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
-            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
-            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
-            numba.carray(_f64_pointer(c[2 * TANS]), c[2 * TANS + 1]),
-            numba.carray(_u8_pointer(c[2 * DEP]), c[2 * DEP + 1]))
-
-
-@inline
-def curvature_columns(address):
-    c = numba.carray(_i64_pointer(address), CONTEXT)
-    return (numba.carray(_i64_pointer(c[2 * A0]), c[2 * A0 + 1]),
-            numba.carray(_i64_pointer(c[2 * A1]), c[2 * A1 + 1]),
-            numba.carray(_i64_pointer(c[2 * VOFF]), c[2 * VOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * GOFF]), c[2 * GOFF + 1]),
-            numba.carray(_i64_pointer(c[2 * SIZE]), c[2 * SIZE + 1]),
-            numba.carray(_i64_pointer(c[2 * IP]), c[2 * IP + 1]),
-            numba.carray(_f64_pointer(c[2 * FP]), c[2 * FP + 1]),
-            numba.carray(_i64_pointer(c[2 * AUX]), c[2 * AUX + 1]),
-            numba.carray(_f64_pointer(c[2 * FAUX]), c[2 * FAUX + 1]),
-            numba.carray(_f64_pointer(c[2 * VALS]), c[2 * VALS + 1]),
-            numba.carray(_f64_pointer(c[2 * GRADS]), c[2 * GRADS + 1]),
-            numba.carray(_f64_pointer(c[2 * TANS]), c[2 * TANS + 1]),
-            numba.carray(_f64_pointer(c[2 * DG]), c[2 * DG + 1]),
-            numba.carray(_u8_pointer(c[2 * NEED]), c[2 * NEED + 1]))
+# Each column's context slot and the pointer its elements are read through.  The generated
+# entries view the columns their pass takes (dispatch.py writes the views out, one line each:
+# numba inlines a helper by copying and retyping its code at every call, which cost every
+# entry's first compile about a tenth of a second).
+VIEWS = {"a0": (A0, "_i64_pointer"), "a1": (A1, "_i64_pointer"),
+         "voff": (VOFF, "_i64_pointer"), "goff": (GOFF, "_i64_pointer"),
+         "size": (SIZE, "_i64_pointer"), "ip": (IP, "_i64_pointer"), "fp": (FP, "_f64_pointer"),
+         "aux": (AUX, "_i64_pointer"), "faux": (FAUX, "_f64_pointer"),
+         "vals": (VALS, "_f64_pointer"), "ext": (EXT, "_i64_pointer"),
+         "grads": (GRADS, "_f64_pointer"), "need": (NEED, "_u8_pointer"),
+         "tans": (TANS, "_f64_pointer"), "dep": (DEP, "_u8_pointer"), "dg": (DG, "_f64_pointer")}
 
 
 # --- compiling entries on first use ----------------------------------------------------------
