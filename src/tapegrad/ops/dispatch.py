@@ -155,14 +155,22 @@ def one_element_source():
     return "\n".join(head + ref.imports() + body) + "\n"
 
 
+# the pointer each column's elements are read through (entries.py); the others are int64
+_POINTERS = {"fp": "_f64_pointer", "faux": "_f64_pointer", "vals": "_f64_pointer",
+             "grads": "_f64_pointer", "tans": "_f64_pointer", "dg": "_f64_pointer",
+             "need": "_u8_pointer", "dep": "_u8_pointer"}
+
+
 def _columns_function(pass_):
     """The lines of ``_<pass>_columns(address)``: the views of the columns ``pass_``'s
-    entries unpack (``_UNPACKED``), each written out (see ``entries.VIEWS``)."""
-    from . import entries as E
+    entries unpack (``_UNPACKED``), each from its context slot (``entries.A0``, ...).  Each
+    view is written out: numba inlines a helper by copying and retyping its code at every
+    call, and a helper per view cost every entry's first compile about a tenth of a second."""
     views = []
     for name in _UNPACKED[pass_].split(", "):
-        slot, pointer = E.VIEWS[name]
-        views.append(f"_E.numba.carray(_E.{pointer}(c[{2 * slot}]), c[{2 * slot + 1}])")
+        pointer = _POINTERS.get(name, "_i64_pointer")
+        slot = f"_E.{name.upper()}"
+        views.append(f"_E.numba.carray(_E.{pointer}(c[2 * {slot}]), c[2 * {slot} + 1])")
     return ["", "", "@_E.inline", f"def _{pass_}_columns(address):",
             "    c = _E.numba.carray(_E._i64_pointer(address), _E.CONTEXT)",
             "    return (" + ",\n            ".join(views) + ")"]

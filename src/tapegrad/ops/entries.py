@@ -92,20 +92,6 @@ def put(c, slot, arr):
     c[2 * slot + 1] = arr.size
 
 
-# --- the columns each pass's rules take ------------------------------------------------------
-# Each column's context slot and the pointer its elements are read through.  The generated
-# entries view the columns their pass takes (dispatch.py writes the views out, one line each:
-# numba inlines a helper by copying and retyping its code at every call, which cost every
-# entry's first compile about a tenth of a second).
-VIEWS = {"a0": (A0, "_i64_pointer"), "a1": (A1, "_i64_pointer"),
-         "voff": (VOFF, "_i64_pointer"), "goff": (GOFF, "_i64_pointer"),
-         "size": (SIZE, "_i64_pointer"), "ip": (IP, "_i64_pointer"), "fp": (FP, "_f64_pointer"),
-         "aux": (AUX, "_i64_pointer"), "faux": (FAUX, "_f64_pointer"),
-         "vals": (VALS, "_f64_pointer"), "ext": (EXT, "_i64_pointer"),
-         "grads": (GRADS, "_f64_pointer"), "need": (NEED, "_u8_pointer"),
-         "tans": (TANS, "_f64_pointer"), "dep": (DEP, "_u8_pointer"), "dg": (DG, "_f64_pointer")}
-
-
 # --- compiling entries on first use ----------------------------------------------------------
 _compiled = {}   # (pass, code) -> CFunc, kept alive: TABLE holds their addresses
 
