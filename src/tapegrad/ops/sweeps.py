@@ -286,22 +286,52 @@ def _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
 
 
 @inline
-def _sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi, lo,
-           fresh, table, resume, vjp_one, chains):
-    """Run the backward rules of records hi-1 down to lo, accumulating into ``grads``.
+def _entry(r, o, context, op, a0, a1, goff, size, ip, aux, grads, need, fresh, table, resume):
+    """Run record r's backward entry (op o; r is needed and o has a rule), accumulating into
+    ``grads``: returns (-1, the new ``fresh``) once done, or (the status the sweep returns,
+    fresh): E.MISSING - r with ``fresh`` in ``resume[0]`` when the entry is not compiled
+    yet, r when the op has no backward rule -- both before anything of r is done.
 
     ``grads[:fresh]`` is not cleared: ``plan`` laid it out, from the top down, in the order
-    the rules first add to it, and each part is cleared here just before (pass 0 for an
-    arena cleared beforehand, and for a sweep in pieces).  An op declared ``first_write``
-    (matrix products, sums, differences, relus) writes its first contribution instead
-    (beta = 0): no clearing pass at all for the largest gradients.
-    ``ext``: arguments read in place (see ``linalg.value_at``; empty: none).
+    the rules first add to it, and each part is cleared here just before.  An op declared
+    ``first_write`` (matrix products, sums, differences, relus) writes its first
+    contribution instead (beta = 0): no clearing pass at all for the largest gradients."""
+    entry = table[E.BACKWARD, o]
+    if entry == 0:
+        resume[0] = fresh
+        return E.MISSING - r, fresh
+    if entry < 0:
+        return r, fresh
+    beta0 = beta1 = 1.0
+    start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
+    if start < fresh:
+        if _FIRST_WRITE[o]:
+            beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
+        if beta0 == 1.0 and beta1 == 1.0:
+            grads[start:fresh] = 0.0
+        fresh = start
+    E.call(entry, r, context, beta0, beta1, 0, 0)
+    return -1, fresh
+
+
+@kernel
+def sweep_vectors(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi,
+                  lo, fresh, table, resume):
+    """Run the backward rules of records hi-1 down to lo, each through its op's entry
+    (``_entry``), accumulating into ``grads``; ``grads[:fresh]`` is not cleared yet (pass 0
+    for an arena cleared beforehand, and for a sweep in pieces).  ``ext``: arguments read in
+    place (see ``linalg.value_at``; empty: none).
+
     Returns -1, the first record whose opcode has no backward rule, or E.MISSING - r with
     the records above r done and ``fresh`` in ``resume[0]``: the caller compiles r's entry
     and goes on from r (``hi = r + 1``).
-    ``chains``: one-element records of hot ops run ``vjp_one``, their scalar rules inlined;
-    without, they call their entries as larger records do.
-    """
+
+    For tapes of few one-element records: on a fresh machine it compiles in a fraction of
+    the time of ``sweep`` (the chains of two dozen ops are most of that), and a program of
+    tensors never needs the chains.  The loop is written out here and in ``sweep`` rather
+    than inlined into both from one helper: numba inlines by copying the callee's IR block
+    by block, each copy with the whole scope, and that copy of the loop was 0.8 s of a fresh
+    machine's first backward."""
     context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
                        need)
     for r in range(hi - 1, lo - 1, -1):
@@ -312,68 +342,57 @@ def _sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, ne
             return r
         if _NO_RULE[o]:
             continue
-        one = chains and size[r] == 1 and _ONE[o]
-        if not one:
-            # (before anything of r is done: the caller comes back to r)
-            entry = table[E.BACKWARD, o]
-            if entry == 0:
-                resume[0] = fresh
-                return E.MISSING - r
-            if entry < 0:
-                return r
-        beta0 = beta1 = 1.0
-        # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path)
-        start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
-        if start < fresh:
-            # (the one-element path below always adds: its records are cleared)
-            if _FIRST_WRITE[o] and not one:
-                beta0, beta1 = _first_write(r, a0, a1, goff, size, need, start, fresh)
-            if beta0 == 1.0 and beta1 == 1.0:
-                grads[start:fresh] = 0.0
-            fresh = start
-        if one:
-            # one value: the op's scalar rules on the arenas' numbers, written out here (a
-            # helper taking the arrays costs their reference counting on every record)
-            s0 = a0[r]
-            x0 = vals[voff[s0]]
-            x1 = vals[voff[a1[r]]] if _BINARY[o] else x0
-            x2 = vals[voff[ip[r]]] if _COND[o] else x0
-            p0 = faux[ip[r]] if _PARAMS[o] else 0.0
-            p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
-            gx0, gx1 = vjp_one(o, grads[goff[r]], x0, x1, x2, vals[voff[r]], fp[r], p0, p1)
-            if need[s0]:
-                grads[goff[s0]] += gx0
-            if _BINARY[o]:
-                s1 = a1[r]
-                if need[s1]:
-                    grads[goff[s1]] += gx1
-        else:
-            E.call(table[E.BACKWARD, o], r, context, beta0, beta1, 0, 0)
+        status, fresh = _entry(r, o, context, op, a0, a1, goff, size, ip, aux, grads, need,
+                               fresh, table, resume)
+        if status != -1:
+            return status
     return -1
-
-
-@inline
-def _no_chains(o, g, x0, x1, x2, out, c, p0, p1):
-    return 0.0, 0.0
 
 
 @kernel
 def sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi, lo,
           fresh, table, resume):
-    """The backward sweep (``_sweep``), with the hot ops' one-element chains inlined: for
-    tapes of numbers, a few nanoseconds a record."""
-    return _sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi,
-                  lo, fresh, table, resume, D.vjp_one, True)
-
-
-@kernel
-def sweep_vectors(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi,
-                  lo, fresh, table, resume):
-    """The backward sweep without the one-element chains, for tapes of few one-element
-    records: on a fresh machine it compiles in half the time of ``sweep`` (the chains of
-    two dozen ops are most of that), and a program of tensors never needs the chains."""
-    return _sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, hi,
-                  lo, fresh, table, resume, _no_chains, False)
+    """``sweep_vectors`` with the hot ops' one-element chains inlined: a one-element record
+    of a hot op runs its scalar rules on the arenas' numbers, here, a few nanoseconds a
+    record on tapes of numbers.  Arguments and statuses as ``sweep_vectors``'."""
+    context = _context(op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads,
+                       need)
+    for r in range(hi - 1, lo - 1, -1):
+        if not need[r]:
+            continue
+        o = op[r]
+        if not _known(o):
+            return r
+        if _NO_RULE[o]:
+            continue
+        if not (size[r] == 1 and _ONE[o]):
+            status, fresh = _entry(r, o, context, op, a0, a1, goff, size, ip, aux, grads, need,
+                                   fresh, table, resume)
+            if status != -1:
+                return status
+            continue
+        # (fresh stays 0 on a tape of numbers: nothing of this on the per-op path; these
+        # records always add, as theirs are cleared)
+        start = _touched_start(r, op, a0, a1, goff, ip, aux, need, fresh) if fresh else 0
+        if start < fresh:
+            grads[start:fresh] = 0.0
+            fresh = start
+        # (written out here: a helper taking the arrays costs their reference counting on
+        # every record)
+        s0 = a0[r]
+        x0 = vals[voff[s0]]
+        x1 = vals[voff[a1[r]]] if _BINARY[o] else x0
+        x2 = vals[voff[ip[r]]] if _COND[o] else x0
+        p0 = faux[ip[r]] if _PARAMS[o] else 0.0
+        p1 = faux[ip[r] + 1] if _PARAMS[o] else 0.0
+        gx0, gx1 = D.vjp_one(o, grads[goff[r]], x0, x1, x2, vals[voff[r]], fp[r], p0, p1)
+        if need[s0]:
+            grads[goff[s0]] += gx0
+        if _BINARY[o]:
+            s1 = a1[r]
+            if need[s1]:
+                grads[goff[s1]] += gx1
+    return -1
 
 
 # ---------------------------------------------------------------------------------------------
