@@ -355,6 +355,21 @@ def test_data_writes_are_not_checked(torch):
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-15)
 
 
+def test_a_leaf_given_new_data_is_read_anew_by_later_ops(torch):
+    # ``w.data = new`` changes no version: the tape's copy of w, made by an op before, must
+    # not stand in for w's new values in ops after (it did: w's gradient was 2, not 6)
+    results = []
+    for L in (tg, torch):
+        w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        first = (w * 2).sum()
+        w.data = L.tensor([3.0, -1.0, 0.5])
+        second = (w * w * w).sum()
+        (first + second).backward()
+        results.append((second.item(), npy(w.grad)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)
+
+
 # ---------------------------------------------------------------------------------------------
 # In-place ops on values no record needs: PyTorch's values and gradients
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import math
 import numbers
 import re
 import warnings
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -70,16 +71,17 @@ def _ref(tape, x):
                 check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
-            # (NumPy writes into memory it was handed change no version: such a leaf's
-            # copy is used again only while it holds the same values)
-            if hit is not None and hit[1] == x._version and not (
+            # the copy is used again while the leaf holds the same values: the same version,
+            # the same array (``w.data = new`` changes no version), and, for memory NumPy
+            # was handed, whose writes change no version, the same values
+            if hit is not None and hit[1] == x._version and hit[2]() is v and not (
                     _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
                 return hit[0]
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
             r = tape.push(K.LEAF, -1, -1, off, n)
             tape.leaves[r] = x
-            tape.leaf_rec[key] = (r, x._version)
+            tape.leaf_rec[key] = (r, x._version, weakref.ref(v))
             return r
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
