@@ -331,6 +331,8 @@ def _carry_values(t, name, region=None):
         if counted:
             _log(root, name)
             root._version += 1
+        else:
+            _forget_copies(root)
     for w in views:
         if counted and w._tape is not None and _renewal_base(w) is not None:
             # a view with a history reads what its base holds now: PyTorch gives it a new
@@ -344,6 +346,19 @@ def _carry_values(t, name, region=None):
         for w in views:
             if not w._alias.unversioned:
                 w._version = root._version
+
+
+def _forget_copies(t):
+    """t's values changed through ``.data``, which counts no version: the tape being recorded
+    must not use its copy of t again (the copy a use of leaf t, or of t from an older tape,
+    made), or the gradients of later uses would read the old values; their next use copies
+    t anew."""
+    tape = state.tape
+    if tape is None:
+        return
+    tape.leaf_rec.pop(id(t), None)
+    if t._tape is not None:
+        tape.extern_rec.pop((t._tape.id, t._r), None)
 
 
 def _reread(w, root, name, counted=True):
