@@ -124,6 +124,39 @@ _tape_module.BEFORE_TAKING_A_CHUNK = _move_out_of_gone_tapes
 sys.modules[Tensor.__module__]._share_memory = share_memory
 
 
+def assign_data(t, other):
+    """``t.data = other`` for a tensor t with a history: t's record takes other's values, and
+    its history stays (the straight-through ``y.data = y.data.round()``).  As in PyTorch,
+    every op's backward reads the new values from then on, those recorded before too (which
+    read the old ones: x's gradient was 8 where PyTorch's is 20), and no version is counted.
+    Unlike PyTorch, t keeps memory of its own: a later write into ``other`` does not show in
+    t.  Another shape or dtype raises: the record would not fit."""
+    value = other._value
+    if value.shape != t._value.shape or value.dtype != t._value.dtype:
+        raise RuntimeError(
+            "tapegrad: .data of a tensor with a grad_fn can be set only to a tensor of its "
+            f"shape and dtype ({list(t._value.shape)}, {t.dtype}); got "
+            f"{list(value.shape)}, {other.dtype}")
+    if state.trace is not None:
+        state.trace.opaque(".data assignment of a traced value")
+    tape, r = t._tape, t._r
+    flat = value.reshape(-1)
+    tape.vals[tape.voff[r]:tape.voff[r] + t._value.size] = flat
+    if not np.shares_memory(t._value, tape.vals):
+        np.copyto(t._value, value)    # (traced integer data keeps its dtype on the handle)
+    # the tape being recorded may hold a copy of t, taken by an op before (t lives on an
+    # older tape): it takes the new values too
+    current = state.tape
+    hit = None if current is None or current is tape else \
+        current.extern_rec.get((tape.id, r))
+    if hit is not None:
+        off = current.voff[hit[0]]
+        current.vals[off:off + flat.size] = flat
+
+
+sys.modules[Tensor.__module__]._assign_data = assign_data
+
+
 def _log(t, name):
     """Record that t's storage changes now (a later backward checks who saw the old one).
 
