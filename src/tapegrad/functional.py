@@ -676,6 +676,8 @@ def _float_pow(v, c, out):
         # the square into out, then the rest there: a temporary of 10^5 values cost more
         # than the multiplications
         square = np.multiply(v, v, out=out)
+        if out is None:     # (of a 0-d v a NumPy scalar, which takes no out=)
+            return np.multiply(square, v) if c == 3.0 else np.divide(1.0, square)
         if c == 3.0:
             return np.multiply(square, v, out=square)
         return np.divide(1.0, square, out=square)
