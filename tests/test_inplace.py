@@ -355,6 +355,86 @@ def test_data_writes_are_not_checked(torch):
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-15)
 
 
+def test_a_leaf_given_new_data_is_read_anew_by_later_ops(torch):
+    # ``w.data = new`` changes no version: the tape's copy of w, made by an op before, must
+    # not stand in for w's new values in ops after (it did: w's gradient was 2, not 6)
+    results = []
+    for L in (tg, torch):
+        w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        first = (w * 2).sum()
+        w.data = L.tensor([3.0, -1.0, 0.5])
+        second = (w * w * w).sum()
+        (first + second).backward()
+        results.append((second.item(), npy(w.grad)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("write", [
+    lambda d: d.mul_(3),
+    lambda d: d.__setitem__(slice(None), 2.5),
+    lambda d: d[1:].add_(1),
+    lambda d: d.copy_(d * -2),
+    lambda d: d.zero_(),
+])
+@pytest.mark.parametrize("where", ["leaf", "older tape"])
+def test_a_write_through_data_is_read_by_later_ops(torch, write, where):
+    # a write through .data counts no version: the tape's copy of the tensor, made by a use
+    # before the write, must not stand in for it in uses after (their gradients read the old
+    # values: 2 where PyTorch's is 6)
+    results = []
+    for L in (tg, torch):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        if where == "leaf":
+            t = x
+        else:
+            t = x * 2
+            (x * 5).sum().backward()   # (t's tape is done: later uses copy t from it)
+            x.grad = None
+        first = (t * t).sum()
+        write(t.data)
+        second = (t * t * x).sum()
+        second.backward()
+        results.append((first.item(), second.item(), npy(x.grad)))
+    assert results[0][:2] == results[1][:2]
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-15)
+
+
+@pytest.mark.parametrize("where", ["this tape", "older tape"])
+def test_new_data_of_a_tensor_with_a_history_flows_on_into_it(torch, where):
+    # the straight-through estimator: y.data = y.data.round(); later ops read the new values,
+    # their gradients flow on into y's grad_fn, and an op that read y before keeps the old
+    # values (they read the old ones: x's gradient was 8 where PyTorch's is 20)
+    results = []
+    for L in (tg, torch):
+        x = L.tensor([0.3, 1.6, -2.2], requires_grad=True)
+        y = x * 2.5
+        before = (y * y).sum()
+        if where == "older tape":
+            (x * 5).sum().backward()   # (y's tape is done: later uses copy y from it)
+            x.grad = None
+        node = y.grad_fn.name()
+        y.data = y.data.round()
+        after = (y * y * x).sum()
+        (before + after).backward()
+        results.append((before.item(), after.item(), npy(y), node, y.grad_fn.name(),
+                        npy(x.grad)))
+    assert results[0][:2] == results[1][:2]
+    np.testing.assert_array_equal(results[0][2], results[1][2])
+    assert results[0][3:5] == results[1][3:5] == ("MulBackward0", "MulBackward0")
+    np.testing.assert_allclose(results[0][5], results[1][5], rtol=1e-15)
+
+
+def test_new_data_of_another_shape_for_a_tensor_with_a_history_raises():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="only to a tensor of its shape and dtype"):
+        y.data = tg.ones(3)
+    assert y.tolist() == [2.0, 4.0] and y.grad_fn.name() == "MulBackward0"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
 # ---------------------------------------------------------------------------------------------
 # In-place ops on values no record needs: PyTorch's values and gradients
 # ---------------------------------------------------------------------------------------------

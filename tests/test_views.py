@@ -605,3 +605,57 @@ def test_a_value_changed_under_no_grad_is_seen_by_the_next_record(between):
         (y * y).sum().backward()
         grads.append(npy(x.grad))
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Keys of ints and slices take a short path (functional.basic_positions): the same view, the
+# same grad_fn and the same gradient as PyTorch, and as the general translation
+# ---------------------------------------------------------------------------------------------
+_KEY_PARTS = (0, 1, -1, 2, 3, slice(None), slice(0, None), slice(1, None), slice(None, 2),
+              slice(None, 3), slice(-2, None), slice(1, 10), slice(0, 3), slice(None, None, 2),
+              slice(1, 3, 2), slice(None, None, 1), slice(-9, None))
+
+
+def _basic_cases():
+    for shape in ((), (0,), (3,), (2, 3), (3, 0, 2), (2, 3, 4)):
+        keys = [()] + list(_KEY_PARTS) + [(k,) for k in _KEY_PARTS] + \
+            [(a, b) for a in _KEY_PARTS for b in _KEY_PARTS]
+        if len(shape) == 3:
+            keys += [(a, b, c) for a in _KEY_PARTS[::3] for b in _KEY_PARTS[1::3]
+                     for c in _KEY_PARTS[2::3]]
+        for key in keys:
+            yield shape, key
+
+
+def test_int_and_slice_keys_match_pytorch_and_the_general_path():
+    from tapegrad import functional as F
+    took = 0
+    for shape, key in _basic_cases():
+        basic = F.basic_positions(key, shape)
+        if basic is not None:
+            took += 1
+            np_key, variant = F._index_key(key, shape)
+            general = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[np_key]
+            np.testing.assert_array_equal(basic[0], general, err_msg=f"{shape} {key}")
+            assert basic[1] == variant, (shape, key)
+        base = np.arange(1.0, 1.0 + int(np.prod(shape))).reshape(shape)
+        results = []
+        for L in (tg, torch):
+            x = L.tensor(base, requires_grad=True)
+            try:
+                y = x[key]
+            except Exception as e:  # noqa: BLE001 - the error is compared
+                results.append((type(e).__name__,))
+                continue
+            w = L.tensor(np.linspace(0.5, 2.0, int(np.prod(y.shape))).reshape(tuple(y.shape)))
+            (y * w).sum().backward()
+            results.append((npy(y), tuple(y.shape), history(y), npy(x.grad)))
+        a, b = results
+        assert len(a) == len(b), (shape, key, a, b)
+        if len(a) == 1:
+            assert a == b, (shape, key)
+            continue
+        np.testing.assert_array_equal(a[0], b[0], err_msg=f"{shape} {key}")
+        assert a[1:3] == b[1:3], (shape, key)
+        np.testing.assert_array_equal(a[3], b[3], err_msg=f"{shape} {key}")
+    assert took > 500     # (the short path is what this test is about)

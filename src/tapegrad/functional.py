@@ -12,6 +12,7 @@ import math
 import numbers
 import re
 import warnings
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -70,16 +71,17 @@ def _ref(tape, x):
                 check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
-            # (NumPy writes into memory it was handed change no version: such a leaf's
-            # copy is used again only while it holds the same values)
-            if hit is not None and hit[1] == x._version and not (
+            # the copy is used again while the leaf holds the same values: the same version,
+            # the same array (``w.data = new`` changes no version), and, for memory NumPy
+            # was handed, whose writes change no version, the same values
+            if hit is not None and hit[1] == x._version and hit[2]() is v and not (
                     _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
                 return hit[0]
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
             r = tape.push(K.LEAF, -1, -1, off, n)
             tape.leaves[r] = x
-            tape.leaf_rec[key] = (r, x._version)
+            tape.leaf_rec[key] = (r, x._version, weakref.ref(v))
             return r
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
@@ -114,7 +116,7 @@ def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
     tape.aux.frombytes(np.ascontiguousarray(idx, dtype=np.int64).tobytes())
     off, out = _out(tape, shape, n)
     src = tape.vals[tape.voff[r0]:tape.voff[r0] + tape.size[r0]]
-    np.take(src, idx.reshape(-1), out=out.reshape(-1))
+    src.take(idx.reshape(-1), out=out.reshape(-1))
     return tape.push(code, r0, -1, off, n, ip), out
 
 
@@ -142,6 +144,13 @@ def _expanded_ref(tape, x, shape):
     if v.shape == shape:
         return r
     nd = len(shape)
+    n = math.prod(shape)
+    off, out = _out(tape, shape, n)
+    if v.size == 1:
+        # one value everywhere: every stride is 0, and a fill is the copy
+        ip = tape.put_aux((nd, *shape) + (0,) * nd)
+        out.fill(v.item())
+        return tape.push(K.EXPAND_S, r, -1, off, n, ip)
     lead = nd - v.ndim
     # element strides of x seen from each output dim; 0 where x is broadcast
     strides = [0] * nd
@@ -151,8 +160,6 @@ def _expanded_ref(tape, x, shape):
             strides[lead + d] = step
         step *= v.shape[d]
     ip = tape.put_aux([nd, *shape, *strides])
-    n = math.prod(shape)
-    off, out = _out(tape, shape, n)
     np.copyto(out, v)   # (copyto broadcasts; np.broadcast_to costs 2 µs of Python more)
     return tape.push(K.EXPAND_S, r, -1, off, n, ip)
 
@@ -314,7 +321,9 @@ def _binary(code, a, b, fn):
     """Record out = fn(a, b) with broadcasting; both operands are Tensors."""
     va, vb = a._value, b._value
     same = va.shape == vb.shape
-    shape = va.shape if same else broadcast_shape(va.shape, vb.shape)
+    # (a 0-d operand, a parameter times data, broadcasts to the other's shape)
+    shape = va.shape if same or not vb.shape else vb.shape if not va.shape else \
+        broadcast_shape(va.shape, vb.shape)
     if not ((a._rg or b._rg) and state.grad_enabled):
         if (a._rg or b._rg) and state.trace is not None:
             state.trace.opaque("an op under no_grad on traced values")
@@ -663,10 +672,15 @@ def _float_pow(v, c, out):
     # last place) and NumPy squares, takes the square root and the reciprocal for 2, 0.5 and
     # -1, several times faster than a general power.  The compiled rule computes each the
     # same way (ops.elementwise.power)
-    if c == 3.0:
-        return np.multiply(np.multiply(v, v), v, out=out)
-    if c == -2.0:
-        return np.divide(1.0, np.multiply(v, v), out=out)
+    if c == 3.0 or c == -2.0:
+        # the square into out, then the rest there: a temporary of 10^5 values cost more
+        # than the multiplications
+        square = np.multiply(v, v, out=out)
+        if out is None:     # (of a 0-d v a NumPy scalar, which takes no out=)
+            return np.multiply(square, v) if c == 3.0 else np.divide(1.0, square)
+        if c == 3.0:
+            return np.multiply(square, v, out=square)
+        return np.divide(1.0, square, out=square)
     if c == 2.0:
         return np.multiply(v, v, out=out)
     if c == 0.5:
@@ -1789,6 +1803,8 @@ def _float_value(x):
 
 def _reduce_as(x, dtype):
     """x converted first, for a reduction's ``dtype=`` (PyTorch converts, then reduces)."""
+    if dtype is None:
+        return x
     dt = _dtype.resolve(dtype)
     if dt is None or dt.np == x._value.dtype:
         return x
@@ -1816,7 +1832,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     v = x._value
     if v.dtype.kind in "bu":   # NumPy would sum unsigned ints as uint64; PyTorch as int64
         v = v.astype(np.int64)
-    value = np.asarray(_quietly(np.sum, v, axis=dims, keepdims=True))
+    value = np.asarray(_quietly(np.add.reduce, v, axis=dims, keepdims=True))
     if dtype is not None:   # the sum wraps in a narrow type as PyTorch's does
         value = _promote.cast(value, _dtype.resolve(dtype))
     code = K.SUM if dim is None else K.SUM_DIM
@@ -2641,21 +2657,15 @@ def unsqueeze(x, dim):
 def _gathered(x, idx, variant, overlaps=False):
     """out = x.flat[idx]: permutations, expansions and indexing.  ``overlaps``: a view whose
     elements share positions of x (an expansion's are found here)."""
-    if x._value.size:
-        value = x._value.reshape(-1)[idx]
-        if not idx.ndim:    # a NumPy scalar, which an in-place op could not write into
-            value = np.array(value)
-    else:
-        value = np.zeros(idx.shape, x._value.dtype)
     if not _records(x):
-        t = _plain(value)
+        t = _plain(_gathered_value(x, idx))
     else:
         tape = recording_tape(3 * idx.size + x._value.size)
         r0 = _ref(tape, x)
         r, out = _gather_record(tape, r0, idx, idx.shape, variant)
         # traced integer or bool data keeps its eager dtype on the handle (the arena holds
         # floats)
-        t = _result(tape, r, out if value.dtype.kind == "f" else value)
+        t = _result(tape, r, out if x._value.dtype.kind == "f" else _gathered_value(x, idx))
     if variant in _VIEW_VARIANTS:
         # an expansion that repeats an element makes a view whose elements overlap (an
         # in-place op through such a view is refused, as PyTorch refuses it through an
@@ -2663,6 +2673,16 @@ def _gathered(x, idx, variant, overlaps=False):
         overlaps = overlaps or (variant == V_EXPAND and idx.size > x._value.size)
         note_view(t, x, idx, overlaps=overlaps)
     return t
+
+
+def _gathered_value(x, idx):
+    """x.flat[idx] as an array of its own, in x's dtype."""
+    if not x._value.size:
+        return np.zeros(idx.shape, x._value.dtype)
+    value = x._value.reshape(-1)[idx]
+    if not idx.ndim:    # a NumPy scalar, which an in-place op could not write into
+        value = np.array(value)
+    return value
 
 
 def _flat_index(x):
@@ -3432,10 +3452,45 @@ def select_positions(key, shape):
     return np.arange(offset, offset + stride, dtype=np.int64).reshape(rest)
 
 
+def basic_positions(key, shape):
+    """(flat positions, grad_fn variant) of ``x[key]`` for a key of ints in range and
+    slices of int bounds and positive (or no) step, alone or in a tuple no longer than x
+    has dims: the everyday ``x[1:3]``, ``x[:, 1:3]``, ``x[i, :k]``.  None for any other key,
+    which ``_index_key`` translates and ``_check_index`` words PyTorch's errors for: their
+    general path cost a slice 10 us.  The variant is ``_index_key``'s: the step of the
+    last part that takes one (a slice of a whole dim in a tuple takes none)."""
+    bare = type(key) is not tuple
+    parts = (key,) if bare else key
+    if len(parts) > len(shape):
+        return None
+    variant = V_ALIAS
+    for d, k in enumerate(parts):
+        kind = type(k)
+        if kind is int:
+            if not -shape[d] <= k < shape[d]:
+                return None
+            variant = V_SELECT
+        elif kind is slice:
+            start, stop, step = k.start, k.stop, k.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or (type(step) is int and step > 0))):
+                return None
+            if bare or not (start in (None, 0) and step in (None, 1) and
+                            (stop is None or stop >= shape[d])):
+                variant = V_SLICE
+        else:
+            return None
+    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    return np.asarray(flat[key]), variant
+
+
 def getitem(x, key):
     idx = select_positions(key, x._value.shape)
     if idx is not None:
         return _gathered(x, idx, V_SELECT)
+    basic = basic_positions(key, x._value.shape)
+    if basic is not None:
+        return _gathered(x, *basic)
     np_key, variant = _index_key(key, x._value.shape)
     _check_index(np_key, key, x._value.shape)
     flat = _flat_index(x)

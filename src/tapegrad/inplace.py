@@ -124,6 +124,39 @@ _tape_module.BEFORE_TAKING_A_CHUNK = _move_out_of_gone_tapes
 sys.modules[Tensor.__module__]._share_memory = share_memory
 
 
+def assign_data(t, other):
+    """``t.data = other`` for a tensor t with a history: t's record takes other's values, and
+    its history stays (the straight-through ``y.data = y.data.round()``).  As in PyTorch,
+    every op's backward reads the new values from then on, those recorded before too (which
+    read the old ones: x's gradient was 8 where PyTorch's is 20), and no version is counted.
+    Unlike PyTorch, t keeps memory of its own: a later write into ``other`` does not show in
+    t.  Another shape or dtype raises: the record would not fit."""
+    value = other._value
+    if value.shape != t._value.shape or value.dtype != t._value.dtype:
+        raise RuntimeError(
+            "tapegrad: .data of a tensor with a grad_fn can be set only to a tensor of its "
+            f"shape and dtype ({list(t._value.shape)}, {t.dtype}); got "
+            f"{list(value.shape)}, {other.dtype}")
+    if state.trace is not None:
+        state.trace.opaque(".data assignment of a traced value")
+    tape, r = t._tape, t._r
+    flat = value.reshape(-1)
+    tape.vals[tape.voff[r]:tape.voff[r] + t._value.size] = flat
+    if not np.shares_memory(t._value, tape.vals):
+        np.copyto(t._value, value)    # (traced integer data keeps its dtype on the handle)
+    # the tape being recorded may hold a copy of t, taken by an op before (t lives on an
+    # older tape): it takes the new values too
+    current = state.tape
+    hit = None if current is None or current is tape else \
+        current.extern_rec.get((tape.id, r))
+    if hit is not None:
+        off = current.voff[hit[0]]
+        current.vals[off:off + flat.size] = flat
+
+
+sys.modules[Tensor.__module__]._assign_data = assign_data
+
+
 def _log(t, name):
     """Record that t's storage changes now (a later backward checks who saw the old one).
 
@@ -331,6 +364,8 @@ def _carry_values(t, name, region=None):
         if counted:
             _log(root, name)
             root._version += 1
+        else:
+            _forget_copies(root)
     for w in views:
         if counted and w._tape is not None and _renewal_base(w) is not None:
             # a view with a history reads what its base holds now: PyTorch gives it a new
@@ -344,6 +379,19 @@ def _carry_values(t, name, region=None):
         for w in views:
             if not w._alias.unversioned:
                 w._version = root._version
+
+
+def _forget_copies(t):
+    """t's values changed through ``.data``, which counts no version: the tape being recorded
+    must not use its copy of t again (the copy a use of leaf t, or of t from an older tape,
+    made), or the gradients of later uses would read the old values; their next use copies
+    t anew."""
+    tape = state.tape
+    if tape is None:
+        return
+    tape.leaf_rec.pop(id(t), None)
+    if t._tape is not None:
+        tape.extern_rec.pop((t._tape.id, t._r), None)
 
 
 def _reread(w, root, name, counted=True):

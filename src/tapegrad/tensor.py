@@ -425,6 +425,10 @@ class Tensor:
     @data.setter
     def data(self, other):
         _forget_views(self)
+        if self._tape is not None:
+            # (its record takes the new values: inplace.assign_data)
+            _assign_data(self, other)
+            return
         self._value = other._value
 
     def __deepcopy__(self, memo):
@@ -450,6 +454,8 @@ _shared = {}
 _share_memory = None
 # inplace.py installs this: carry a write made in a tensor's own memory to its aliases
 _after_native_write = None
+# inplace.py installs this: ``t.data = other`` for a tensor with a history
+_assign_data = None
 
 
 def _for_numpy(t):
