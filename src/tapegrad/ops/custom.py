@@ -29,7 +29,7 @@ import numpy as np
 from .. import _config
 from .._config import inline, rule
 from . import entries as E
-from .entries import _f64_pointer, _i64_pointer
+from .entries import view_f64, view_i64
 from .table import ARRAY, READS_OUT, READS_X0, READS_X1, constants, declare
 
 # the slots of an op: wrapper addresses by pass (numbered as the entries' passes), then
@@ -109,12 +109,12 @@ def _scratch(n0, n1):
 
 @inline
 def _slots(r, ip, aux):
-    return numba.carray(_i64_pointer(aux[ip[r] + A_SLOTS]), N_SLOTS)
+    return view_i64(aux[ip[r] + A_SLOTS], N_SLOTS)
 
 
 @inline
 def _fault(slots, status, r, kind, ident):
-    fault = numba.carray(_i64_pointer(slots[FAULT_AT]), 4)
+    fault = view_i64(slots[FAULT_AT], 4)
     if fault[0] == 0:
         fault[0], fault[1], fault[2], fault[3] = status, r, kind, ident
 
@@ -360,13 +360,12 @@ def _wrapper(kernel, slots):
     from numba.core import types
     from numba.core.ccallback import CFunc
     names = [SLOT_NAMES[s] for s in slots]
-    lines = ["def wrapper(frame):", f"    f = _carray(_i64(frame), {FRAME})"]
-    lines += [f"    {n} = _carray(_f64(f[{2 * s}]), f[{2 * s + 1}])"
+    lines = ["def wrapper(frame):", f"    f = _i64(frame, {FRAME})"]
+    lines += [f"    {n} = _f64(f[{2 * s}], f[{2 * s + 1}])"
               for n, s in zip(names, slots)]
     lines += ["    try:", f"        _kernel({', '.join(names)})", "    except Exception:",
               "        return 1", "    return 0"]
-    namespace = {"_carray": numba.carray, "_i64": _i64_pointer, "_f64": _f64_pointer,
-                 "_kernel": kernel}
+    namespace = {"_i64": view_i64, "_f64": view_f64, "_kernel": kernel}
     exec("\n".join(lines), namespace)   # noqa: S102 -- source built above from slot names
     return CFunc(namespace["wrapper"], ((types.int64,), types.int64), locals={},
                  options=dict(nopython=True, error_model="numpy"))

@@ -155,10 +155,9 @@ def one_element_source():
     return "\n".join(head + ref.imports() + body) + "\n"
 
 
-# the pointer each column's elements are read through (entries.py); the others are int64
-_POINTERS = {"fp": "_f64_pointer", "faux": "_f64_pointer", "vals": "_f64_pointer",
-             "grads": "_f64_pointer", "tans": "_f64_pointer", "dg": "_f64_pointer",
-             "need": "_u8_pointer", "dep": "_u8_pointer"}
+# the view each column is read through (entries.py); the others are int64
+_VIEWS = {"fp": "view_f64", "faux": "view_f64", "vals": "view_f64", "grads": "view_f64",
+          "tans": "view_f64", "dg": "view_f64", "need": "view_u8", "dep": "view_u8"}
 
 
 def _columns_function(pass_):
@@ -168,11 +167,10 @@ def _columns_function(pass_):
     call, and a helper per view cost every entry's first compile about a tenth of a second."""
     views = []
     for name in _UNPACKED[pass_].split(", "):
-        pointer = _POINTERS.get(name, "_i64_pointer")
         slot = f"_E.{name.upper()}"
-        views.append(f"_E.numba.carray(_E.{pointer}(c[2 * {slot}]), c[2 * {slot} + 1])")
+        views.append(f"_E.{_VIEWS.get(name, 'view_i64')}(c[2 * {slot}], c[2 * {slot} + 1])")
     return ["", "", "@_E.inline", f"def _{pass_}_columns(address):",
-            "    c = _E.numba.carray(_E._i64_pointer(address), _E.CONTEXT)",
+            "    c = _E.view_i64(address, _E.CONTEXT)",
             "    return (" + ",\n            ".join(views) + ")"]
 
 
