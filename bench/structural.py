@@ -3,17 +3,17 @@ dims, ``reshape``, transposes, and batched matrix products (issue: "per-op overh
 structural ops ... at most PyTorch's, and batched matmul forward+backward at most 1.2x").
 
 Each case is one op on small float64 tensors that require grad (``x`` is (8, 6), ``b`` is
-(4, 5, 6), ``c`` is (4, 6, 3)), timed two ways for tapegrad and PyTorch eager (one thread):
+(4, 5, 6), ``c`` is (4, 6, 3)), for tapegrad and PyTorch eager (one thread), as a training
+step meets it: the op, then ``y.backward(g)`` with a fixed gradient ``g`` of y's shape (no
+reduction added), and the inputs' ``.grad`` reset to None -- the two parts timed apart:
 
-* **fwd** -- the op alone, recorded (its inputs require grad), result dropped;
-* **fwd+bwd** -- the op, then ``y.backward(g)`` with a fixed gradient ``g`` of y's shape (no
-  reduction added), and the inputs' ``.grad`` reset to None.
+* **fwd** -- the op, recorded (its inputs require grad);
+* **bwd** -- ``y.backward(g)`` and the reset: the whole backward call of a one-op graph,
+  PyTorch's engine start-up and tapegrad's plan and sweep included.
 
-A forward-only loop records op after op onto one tape until it is full, as a user's loop
-that never calls ``backward()`` does; the fwd+bwd loop starts a tape per call, as training
-does.  Before timing, every case's value and input gradients are asserted to agree with
-PyTorch's (rtol 1e-12).  Timing is bench/timing.py's: interleaved rounds, one pinned CPU,
-medians.  The table gives µs per op and tapegrad's time over PyTorch's.
+Before timing, every case's value and input gradients are asserted to agree with PyTorch's
+(rtol 1e-12).  Timing is bench/timing.py's: interleaved rounds, one pinned CPU, medians.  The
+table gives µs per op and tapegrad's time over PyTorch's.
 
 Run: ``python -m bench.structural [--quick] [--json PATH]``.
 """
@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(REPO_DIR, "src"))
 
 import numpy as np  # noqa: E402
 
-from bench.timing import (Entry, call_batch, run_rounds, script_arguments,  # noqa: E402
+from bench.timing import (Entry, run_rounds, script_arguments, split_batch,  # noqa: E402
                           summarize)
 
 RTOL = 1e-12
@@ -76,17 +76,17 @@ def _library(name):
 
 
 def _calls(L, case):
-    """(forward-only call, forward+backward call, check) for one library and case."""
+    """(forward call, backward call, check) for one library and case."""
     op, reads = CASES[case]
     t = _inputs(L)
     shape = tuple(op(L, t).shape)
     g = L.tensor(np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape))
 
     def forward():
-        op(L, t)
+        return op(L, t)
 
-    def both():
-        op(L, t).backward(g)
+    def backward(y):
+        y.backward(g)
         for k in reads:
             t[k].grad = None
 
@@ -98,7 +98,7 @@ def _calls(L, case):
             t[k].grad = None
         return out
 
-    return forward, both, check
+    return forward, backward, check
 
 
 def run(config):
@@ -108,14 +108,14 @@ def run(config):
         entries = []
         checks = {}
         for name, L in libs.items():
-            forward, both, check = _calls(L, case)
+            forward, backward, check = _calls(L, case)
             checks[name] = check()
-            entries.append(Entry(f"{name}/fwd", call_batch(forward)))
-            entries.append(Entry(f"{name}/fwd+bwd", call_batch(both)))
+            entries.append(Entry(name, split_batch(forward, backward), ("fwd", "bwd")))
         for got, want in zip(checks["tapegrad"], checks["torch"]):
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-14, err_msg=case)
         run_rounds(entries, config)
-        results[case] = {e.key: summarize(e.samples["call"]) for e in entries}
+        results[case] = {f"{e.key}/{m}": summarize(e.samples[m])
+                         for e in entries for m in e.metrics}
         print(f"structural {case}: done", file=sys.stderr)
     return results
 
@@ -123,11 +123,11 @@ def run(config):
 def render(results):
     lines = ["Structural ops on small float64 tensors that require grad, per op: µs, median "
              "(tapegrad / PyTorch)", "",
-             "| op | fwd tapegrad | fwd PyTorch | ratio | fwd+bwd tapegrad | fwd+bwd PyTorch "
+             "| op | fwd tapegrad | fwd PyTorch | ratio | bwd tapegrad | bwd PyTorch "
              "| ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
     for case, rows in results.items():
         cells = []
-        for kind in ("fwd", "fwd+bwd"):
+        for kind in ("fwd", "bwd"):
             tg_s = rows[f"tapegrad/{kind}"]["median_s"]
             torch_s = rows[f"torch/{kind}"]["median_s"]
             cells += [f"{tg_s * 1e6:.2f}", f"{torch_s * 1e6:.2f}", f"{tg_s / torch_s:.2f}x"]
