@@ -127,8 +127,9 @@ sys.modules[Tensor.__module__]._share_memory = share_memory
 def assign_data(t, other):
     """``t.data = other`` for a tensor t with a history: t's record takes other's values, and
     its history stays (the straight-through ``y.data = y.data.round()``).  As in PyTorch,
-    every op's backward reads the new values from then on, those recorded before too (which
-    read the old ones: x's gradient was 8 where PyTorch's is 20), and no version is counted.
+    every op's backward reads the new values from then on, those recorded before too, and
+    no version is counted (the handle used to take the new array while the record kept the
+    old values: x's gradient was 8 where PyTorch's is 20).
     Unlike PyTorch, t keeps memory of its own: a later write into ``other`` does not show in
     t.  Another shape or dtype raises: the record would not fit."""
     value = other._value
@@ -142,7 +143,7 @@ def assign_data(t, other):
     tape, r = t._tape, t._r
     flat = value.reshape(-1)
     tape.vals[tape.voff[r]:tape.voff[r] + t._value.size] = flat
-    if not np.shares_memory(t._value, tape.vals):
+    if not np.may_share_memory(t._value, tape.vals):
         np.copyto(t._value, value)    # (traced integer data keeps its dtype on the handle)
     # the tape being recorded may hold a copy of t, taken by an op before (t lives on an
     # older tape): it takes the new values too

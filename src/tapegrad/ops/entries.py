@@ -66,8 +66,8 @@ def _view_of(dtype):
     """An intrinsic ``view(address, length)``: ``length`` values of ``dtype`` at ``address``
     as a C-contiguous 1-D array that owns nothing (the caller keeps the memory alive).
     ``numba.carray`` does the same through an overload that numba types and compiles anew at
-    every call site, about 40 ms each: the 13 views of an entry's columns were half of its
-    first compile."""
+    every call site: 13 such views, alone in a function, compiled in 0.55 s, this intrinsic's
+    in 0.15 s (in an entry, whose rule takes most of its compile, 0-0.15 s less a compile)."""
     array_type = types.Array(dtype, 1, "C")
 
     @intrinsic
