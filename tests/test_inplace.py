@@ -370,6 +370,40 @@ def test_a_leaf_given_new_data_is_read_anew_by_later_ops(torch):
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)
 
 
+def test_a_write_into_a_leafs_new_data_is_read_by_later_ops(torch):
+    # after w.data = new, a write into new changes w (one memory): a later op must not use
+    # the tape's copy of w made before the write (its gradient read the old values: 4
+    # where PyTorch's is 12)
+    results = []
+    for L in (tg, torch):
+        w = L.ones(3, requires_grad=True)
+        new = L.full((3,), 2.0)
+        w.data = new
+        (w * w).sum()
+        new.mul_(3)
+        b = (w * w * w).sum()
+        b.backward()
+        results.append((b.item(), npy(w), npy(w.grad)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-15)
+
+
+def test_a_graph_that_read_a_leaf_before_a_write_into_its_new_data_raises():
+    # PyTorch's backward would read the new values (w shares new's memory, not its version
+    # counter); tapegrad's graph holds a copy of the old ones, so it refuses, naming the write
+    w = tg.ones(3, requires_grad=True)
+    new = tg.full((3,), 2.0)
+    w.data = new
+    a = (w * w).sum()
+    new.mul_(3); line = here()  # noqa: E702
+    with pytest.raises(RuntimeError) as e:
+        a.backward()
+    assert split_version_error(str(e.value)) == (
+        VERSION_PREFIX + "[tapegrad.DoubleTensor [3]] is at version 1; expected version 0 "
+        "instead.", ("mul_", __file__, line))
+
+
 @pytest.mark.parametrize("write", [
     lambda d: d.mul_(3),
     lambda d: d.__setitem__(slice(None), 2.5),

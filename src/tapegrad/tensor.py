@@ -430,6 +430,12 @@ class Tensor:
             _assign_data(self, other)
             return
         self._value = other._value
+        if self._rg and other._tape is None and not other._rg:
+            # a leaf now in a plain tensor's memory: a write into that tensor changes the
+            # leaf, which a tape's copy of the leaf must notice (inplace.share_memory)
+            hit = _shared.get(id(other))
+            if hit is None or hit[0]() is not other:
+                _share_memory(other, self)
 
     def __deepcopy__(self, memo):
         if self._tape is not None:
