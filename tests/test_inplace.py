@@ -389,6 +389,33 @@ def test_a_write_into_a_leafs_new_data_is_read_by_later_ops(torch):
     np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-15)
 
 
+@pytest.mark.parametrize("order", ["numpy() after", "numpy() before", "from_numpy"])
+def test_a_numpy_write_into_a_leafs_new_data_is_read_by_later_ops(torch, order):
+    # NumPy writes into new's memory count no version: once NumPy holds it, a later use of w
+    # compares the tape's copy of w with w's values (it read the old ones: 44 where
+    # PyTorch's gradient is 108)
+    results = []
+    for L in (tg, torch):
+        w = L.ones(3, requires_grad=True)
+        if order == "from_numpy":
+            arr = np.full(3, 2.0)
+            new = L.from_numpy(arr)
+        else:
+            new = L.full((3,), 2.0)
+        if order == "numpy() before":
+            arr = new.numpy()
+        w.data = new
+        if order == "numpy() after":
+            arr = new.numpy()
+        (w * w).sum()
+        arr *= 3
+        b = (w * w * w).sum()
+        b.backward()
+        results.append((b.item(), npy(w.grad)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)
+
+
 def test_a_graph_that_read_a_leaf_before_a_write_into_its_new_data_raises():
     # PyTorch's backward would read the new values (w shares new's memory, not its version
     # counter); tapegrad's graph holds a copy of the old ones, so it refuses, naming the write

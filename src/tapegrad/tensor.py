@@ -8,6 +8,7 @@ from . import _device, _dtype
 from .tape import state
 from .views import ViewOf as _ViewOf
 from .views import expose as _expose
+from .views import exposed as _exposed
 from .views import share as _share
 from .views import forget_views as _forget_views
 from .views import history_base as _history_base
@@ -436,6 +437,8 @@ class Tensor:
             hit = _shared.get(id(other))
             if hit is None or hit[0]() is not other:
                 _share_memory(other, self)
+            if _exposed(other):     # (NumPy holds that memory: its writes go unseen)
+                _expose(self)
 
     def __deepcopy__(self, memo):
         if self._tape is not None:
@@ -481,6 +484,10 @@ def _for_numpy(t):
         # holds it
         root._value = np.ascontiguousarray(root._value)
     _expose(root)           # its views read the memory NumPy holds from now on
+    hit = _shared.get(id(root))
+    if hit is not None and hit[0]() is root and hit[2] is None and \
+            hit[3]._value is root._value:
+        _expose(hit[3])     # (a leaf given root's memory, leaf.data = root: NumPy holds its)
     if root is t or _share(t):
         return t._value
     v = t._value.view()
