@@ -59,6 +59,16 @@ def _changed_since_copied(tape, r, v):
     return not np.array_equal(kept.view(np.int64), now.view(np.int64))
 
 
+def _value_ref(v):
+    """A reference to the array a leaf's copy on a tape was made from: weak, as the tape must
+    not keep it alive; a NumPy scalar (a leaf made from one element of an array), which
+    takes no weak reference and cannot change in place, is held itself."""
+    try:
+        return weakref.ref(v)
+    except TypeError:
+        return lambda: v
+
+
 def _ref(tape, x):
     """The record on ``tape`` that holds x's value, importing x if it lives elsewhere."""
     if x._tape is tape:
@@ -81,7 +91,7 @@ def _ref(tape, x):
             tape.vals[off:off + n] = v.reshape(-1)
             r = tape.push(K.LEAF, -1, -1, off, n)
             tape.leaves[r] = x
-            tape.leaf_rec[key] = (r, x._version, weakref.ref(v))
+            tape.leaf_rec[key] = (r, x._version, _value_ref(v))
             return r
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
