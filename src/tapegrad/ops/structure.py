@@ -485,22 +485,28 @@ def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grad
     step = strides[nd - 1]
     if _row_broadcast(strides, nd, inner):
         # a bias broadcast over rows (every stride 0 but the last): column sums in a
-        # local accumulator over a 2-D view, same additions in the same order.  Adding
-        # each row into gx0 as an arena slice took 51 us for W3's (256, 256) bias
-        # gradient inside the sweep, this 9 us (an explicit 1-D loop into gx0: 34 us).
-        rows = g.reshape((n // inner, inner))
-        acc = gx0[:inner].copy()
+        # local accumulator, same additions in the same order.  Adding each row into gx0
+        # as an arena slice took 51 us for W3's (256, 256) bias gradient inside the sweep,
+        # this 9 us (an explicit loop into gx0, which may overlap g: 34 us).  Loops, not
+        # a 2-D view, a copy and a slice assignment: with those this entry's first compile
+        # took 2.8-3.0 s, with loops 1.1 s.
+        acc = np.empty(inner)
+        for i in range(inner):
+            acc[i] = gx0[i]
         for k in range(n // inner):
+            row = g[k * inner:(k + 1) * inner]    # (i alone indexes it: vectorised)
             for i in range(inner):
-                acc[i] += rows[k, i]
-        gx0[:inner] = acc
+                acc[i] += row[i]
+        for i in range(inner):
+            gx0[i] = acc[i]
         return
     count = np.zeros(nd, dtype=np.int64)
     src = 0
     k = 0
     while k < n:
         if step == 1:
-            gx0[src:src + inner] += g[k:k + inner]
+            for i in range(inner):
+                gx0[src + i] += g[k + i]
         elif step == 0:
             acc = gx0[src]
             for i in range(inner):
@@ -530,19 +536,24 @@ def expand_s_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     step = strides[nd - 1]
     if _row_broadcast(strides, nd, inner):
         # a bias broadcast over rows: the same run in every row, written from a local
-        # copy through a 2-D view (W3's (256, 256): 9 us; a slice copy per row: 20 us)
-        row = x0[:inner].copy()
-        rows = out.reshape((n // inner, inner))
+        # copy (W3's (256, 256): 9 us; a slice copy per row: 20 us), in loops (see
+        # expand_s_bwd: with a copy, a 2-D view and slice assignments this entry's first
+        # compile took 2.9 s, with loops 0.9 s)
+        row = np.empty(inner)
+        for i in range(inner):
+            row[i] = x0[i]
         for k in range(n // inner):
+            dest = out[k * inner:(k + 1) * inner]  # (i alone indexes it: vectorised)
             for i in range(inner):
-                rows[k, i] = row[i]
+                dest[i] = row[i]
         return
     count = np.zeros(nd, dtype=np.int64)
     src = 0
     k = 0
     while k < n:
         if step == 1:
-            out[k:k + inner] = x0[src:src + inner]
+            for i in range(inner):
+                out[k + i] = x0[src + i]
         else:
             for i in range(inner):
                 out[k + i] = x0[src + i * step]
