@@ -6,6 +6,11 @@ The user-facing behaviour follows PyTorch's autograd.
 """
 import sys as _sys
 
+# First, before numba is imported: on a fresh machine a second process starts compiling the
+# first backward's kernels while this one imports (see _compile_helper).
+from . import _compile_helper
+_compile_helper.start()
+
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
 from ._blas import blas
@@ -42,6 +47,7 @@ from .tensor import Size, Tensor
 from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
 
 _install()
+_compile_helper.connect()
 
 double = float64
 long = int64

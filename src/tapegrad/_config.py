@@ -4,41 +4,21 @@
 on a read-only install (site-packages and $HOME not writable) numba raises at import time,
 so we point it at a per-user temp directory first.
 """
-import hashlib
 import os
-import tempfile
 
 import numba
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
+from . import _kernel_cache
 
-def _ensure_cache_dir():
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    here = os.path.dirname(os.path.abspath(__file__))
-    probe = os.path.join(here, "__pycache__")
-    try:
-        os.makedirs(probe, exist_ok=True)
-        test = os.path.join(probe, ".write_probe")
-        with open(test, "w"):
-            pass
-        os.remove(test)
-        return
-    except OSError:
-        pass
-    fallback = os.path.join(tempfile.gettempdir(), f"tapegrad-numba-{os.getuid()}")
-    os.makedirs(fallback, exist_ok=True)
-    numba.config.CACHE_DIR = fallback
-
-
-_ensure_cache_dir()
+# (see _kernel_cache.fallback_dir: a read-only install caches in a temp directory)
+if _kernel_cache.fallback_dir():
+    numba.config.CACHE_DIR = _kernel_cache.fallback_dir()
 
 
 def generated_dir():
     """Where generated kernels (codegen.py) are written: beside numba's cache."""
-    base = numba.config.CACHE_DIR or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-    folder = os.path.join(base, "tapegrad_generated")
+    folder = os.path.join(_kernel_cache.cache_dir(), "tapegrad_generated")
     os.makedirs(folder, exist_ok=True)
     return folder
 
@@ -50,25 +30,7 @@ def generated_dir():
 # inline rules from the op table's other modules (and generated code inlines them too): an
 # edit there would leave a stale sweep in the cache.  So each cached function's freshness
 # stamp also carries a digest of the kernel sources.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_KERNEL_SOURCES = ("_config.py", "_blas.py", "ops")
-_digest = None
-
-
-def kernel_sources_digest():
-    """A digest of the source files tapegrad's kernels are compiled from."""
-    global _digest
-    if _digest is None:
-        h = hashlib.sha256()
-        for entry in _KERNEL_SOURCES:
-            path = os.path.join(_HERE, entry)
-            files = ([os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py")]
-                     if os.path.isdir(path) else [path])
-            for name in files:
-                with open(name, "rb") as f:
-                    h.update(os.path.relpath(name, _HERE).encode() + b"\0" + f.read() + b"\0")
-        _digest = h.hexdigest()
-    return _digest
+kernel_sources_digest = _kernel_cache.kernel_sources_digest
 
 
 def _stamped(locator):

@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 
+from . import _compile_helper
 from . import ops as K
 from .tape import aligned_empty, finish, finish_graph, state
 from . import tensor as _tensor_module
@@ -611,6 +612,34 @@ def _sweep_kernel(fresh, scalars):
     return K.sweep_vectors
 
 
+# what the sweeps take to compile on a fresh machine (s, measured here): how the compile
+# helper balances its part against this process's
+_SWEEP_SECONDS = {"sweep": 2.5, "sweep_vectors": 1.2}
+
+
+def _share_first_compiles(tape, cols):
+    """The first backward on a fresh machine: compile the sweep this tape will likely take
+    and the entries of its ops, the compile helper's second process taking part of them
+    (``_compile_helper``).  Its guess of the sweep is made before ``plan`` (which the helper
+    compiles meanwhile) from all records, needed or not: a wrong guess only leaves the
+    other sweep to compile in the sweep's first call, as without a helper."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    n = len(op)
+    one = K.sweeps_one_element(op, size)
+    chains = bool(one >= _CHAINS_FROM or (one and size.max() <= 1) or K.sweep.kernel.signatures)
+    kernel = (K.sweep if chains else K.sweep_vectors).kernel
+    args = None
+    if not kernel.signatures:
+        # the arguments' types as the backward below passes them (ops._compiling adds the
+        # entry table and the resume cell)
+        args = (op, a0, a1, voff, np.empty(n, np.int64), size, ip, fp, aux, faux, tape.arena,
+                tape.ext, gradient_arena(1), np.empty(n, np.uint8), n, 0, 0, K.entry_table(),
+                np.zeros(1, np.int64))
+    _compile_helper.share_first_backward(
+        K.missing_entries(K.BACKWARD_PASS, op, size, chains), K.BACKWARD_PASS, kernel, args,
+        _SWEEP_SECONDS[kernel.__name__])
+
+
 def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
     """(goff, total) where each record of ``readouts`` keeps its gradient to the end of the
     sweep.  An in-place write (WRITE) hands its gradient memory on to its base (``plan``),
@@ -634,6 +663,8 @@ def _sweep(tape, tape_seeds, readouts=()):
     key = tuple(tape_seeds)
     hit = plans.get(key) if plans is not None else None
     if hit is None:
+        if _compile_helper.first_backward_to_come():
+            _share_first_compiles(tape, cols)
         hit = make_plan(cols, key)
         if plans is not None:
             plans[key] = hit

@@ -114,6 +114,11 @@ def _compiling(kernel, pass_, bound, downward, carries_fresh=False):
             if bad > missing:
                 return bad
             r = missing - bad
+            if _entries.compile_many is not None:
+                # (a second process helps: every op on the tape at once)
+                named = _arguments(kernel, args)
+                _entries.compile_many(pass_, missing_entries(
+                    pass_, named["op"], named["size"], kernel is not _sweeps.sweep_vectors))
             _entries.ensure(pass_, int(args[0][r]))
             args = list(args)
             args[bound] = r + 1 if downward else r
@@ -142,6 +147,38 @@ sweep_vectors = _compiling(_sweeps.sweep_vectors, _entries.BACKWARD, 14, True,
 forward = _compiling(_sweeps.forward, _entries.FORWARD, 11, False)
 tangent = _compiling(_sweeps.tangent, _entries.TANGENT, 14, False)
 curvature = _compiling(_sweeps.curvature, _entries.CURVATURE, 16, True)
+
+
+BACKWARD_PASS = _entries.BACKWARD
+
+
+def entry_table():
+    """The table of entry addresses the passes take (``entries.TABLE``)."""
+    return _entries.TABLE
+
+
+def sweeps_one_element(op, size):
+    """How many records of the columns ``op``, ``size`` hold one value of a hot op: those
+    ``sweep`` runs through its inlined chains."""
+    return int(_np.count_nonzero(_sweeps._ONE[_np.clip(op, 0, _sweeps._ONE.size - 1)]
+                                 & (size == 1)))
+
+
+def missing_entries(pass_, op, size, chains):
+    """The opcodes whose entries for pass ``pass_`` a pass over a tape with columns ``op``
+    and ``size`` may call and that are not compiled yet: every op on it but data records,
+    and but a hot op all of whose records hold one value where the pass runs the
+    one-element ``chains`` (all but ``sweep_vectors``).  (Records a backward will not need
+    are counted too: this may be asked before ``plan`` has run.)"""
+    table = _entries.TABLE[pass_]
+    codes = []
+    for code in _np.unique(op).tolist():
+        if code not in OPS or _sweeps._NO_RULE[code] or table[code]:
+            continue
+        if chains and _sweeps._ONE[code] and bool((size[op == code] == 1).all()):
+            continue
+        codes.append(code)
+    return codes
 
 
 def _batched(kernel):

@@ -127,9 +127,19 @@ def ensure(pass_, code):
     TABLE[pass_, code] = entry.address
 
 
+# ``compile_many(pass_, codes)``, set while a second process helps compile (see
+# tapegrad/_compile_helper.py): compiles the entries of several opcodes at once, sharing
+# them out.  Called before they are needed one by one, and must not raise for an op whose
+# entry fails to compile (``ensure`` then compiles it here, and raises).
+compile_many = None
+
+
 def ensure_codes(pass_, codes):
     """``ensure`` for every opcode in ``codes`` (an array of opcodes; unknown ones are left
     for the kernels to report)."""
-    for code in np.unique(np.asarray(codes)).tolist():
-        if 0 <= code < TABLE.shape[1] and code in T.OPS:
-            ensure(pass_, code)
+    known = [c for c in np.unique(np.asarray(codes)).tolist()
+             if 0 <= c < TABLE.shape[1] and c in T.OPS]
+    if compile_many is not None:
+        compile_many(pass_, [c for c in known if TABLE[pass_, c] == 0])
+    for code in known:
+        ensure(pass_, code)
