@@ -3,8 +3,8 @@ loop recorded once and replayed in compiled code.
 
 Times are given apart for first calls and for the steady state.  A first call does work a
 later one does not: tapegrad's kernels are compiled by numba once per machine (on the first
-run about 20 seconds in all on a 2-core machine, most of it in the training and replay
-sections; numba's on-disk cache holds them after that, and a fresh process loads them in a
+run about 13 seconds in all on a 2-core machine, where a second process compiles part of
+them, more on one CPU; most of it in the training and replay sections; numba's on-disk cache holds them after that, and a fresh process loads them in a
 fraction of a second), and ``tapegrad.compile`` records a tape, then builds
 generated code for it.  A call that takes more than a second prints a line saying so while it
 runs, so that a first run does not look like a hang.
