@@ -16,11 +16,16 @@ function at a time per process, so the other CPU takes a second process:
   processes -- the sweep here, the tape's op entries by their estimated compile times --
   sends the worker its part, compiles this process's part, and waits for the worker.  The
   backward then goes on as usual and loads the worker's kernels from numba's disk cache.
+* Once idle for ``AHEAD_AFTER``, the worker compiles the backward sweeps this process has
+  not (``SWEEPS``: told by ``skip <name>`` lines) ahead of need: a program of tensors may
+  come to numbers later, and an interactive session's first backward comes long after its
+  import.  A first backward that takes a sweep the worker has begun waits for the
+  worker's (``before_first_sweep``).
 * Later, a pass that stops at a record whose op's entry is not compiled
   (``ops._compiling``) first has ``compile_entries`` compile the missing entries of every op
   on its tape the same way, when there are two or more.
 * The worker exits once it has had no job for ``IDLE_LIMIT`` seconds, or when this
-  process ends.
+  process ends.  The marker is written once ``plan`` and both sweeps are in the cache.
 
 Nothing depends on the worker: if it is slow to start, fails, dies or is never launched,
 this process compiles whatever is not in the cache, as it does without a worker.  A
@@ -30,18 +35,26 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 from . import _kernel_cache
 
 # Rough compile times on a fresh machine (s, measured on a 2-core EPYC): what a round
 # balances the two processes' parts by.
-_PLAN_SECONDS = 1.0
+_SECONDS = {"plan": 1.0, "sweep_vectors": 1.2, "sweep": 3.0}
 _ENTRY_SECONDS = 0.6
+# the backward sweeps (``ops.sweep_vectors``; ``ops.sweep``, with the one-element chains a
+# program of numbers takes): the worker compiles them ahead of need, once idle
+SWEEPS = ("sweep_vectors", "sweep")
+# ... once no job came for this long (a program's next compiles tend to follow its last
+# ones closely)
+AHEAD_AFTER = 1.0
 # the worker's part is waited for at most this long; then this process compiles the rest
 _WAIT_LIMIT = 120.0
 # the worker exits after this long without a job (the compiles of a program's first
 # minute are what it is for; it holds a Python process's memory while it waits)
 IDLE_LIMIT = 60.0
+_FINISHED = ("done", "failed")
 
 _worker = None          # the worker, once started (kept: its reader thread reaps it)
 _lock = threading.Lock()    # one round of shared compiles at a time
@@ -49,7 +62,8 @@ _lock = threading.Lock()    # one round of shared compiles at a time
 
 def marker_path():
     """The file that says this cache holds kernels of these sources (written by the worker
-    once ``plan`` is in the cache): a process that finds it starts no worker."""
+    once ``plan`` and both sweeps are in the cache): a process that finds it starts no
+    worker, and compiles the entries of ops it meets first on its own."""
     return os.path.join(_kernel_cache.cache_dir(),
                         f"tapegrad-compiled-{_kernel_cache.kernel_sources_digest()[:20]}"
                         f"-py{sys.version_info[0]}{sys.version_info[1]}")
@@ -89,6 +103,7 @@ class _Worker:
         self.pid = os.getpid()
         self.shared_first = False   # the first backward has shared its compiles
         self.reported = {}      # job -> "done" or "failed"
+        self.started = {}       # job begun ahead of need -> time.monotonic() it began
         self.ended = False
         self.changed = threading.Condition()
         self.process = subprocess.Popen(
@@ -105,6 +120,8 @@ class _Worker:
                 outcome, _, job = line.strip().partition(" ")
                 with self.changed:
                     self.reported[job] = outcome
+                    if outcome == "start":
+                        self.started[job] = time.monotonic()
                     self.changed.notify_all()
         except (OSError, ValueError):
             pass
@@ -118,13 +135,26 @@ class _Worker:
             self.process.wait()
 
     def has(self, job):
+        """Whether ``job`` is done or failed."""
         with self.changed:
-            return job in self.reported
+            return self.reported.get(job) in _FINISHED
 
     def outcome(self, job):
-        """"done", "failed", or None (not reported)."""
+        """"start", "done", "failed", or None (not reported)."""
         with self.changed:
             return self.reported.get(job)
+
+    def busy_for(self, waited_for):
+        """Roughly how long the worker has yet to work before it takes a new job: the jobs
+        it has begun ahead of need and not finished, and those of ``waited_for`` (it is on
+        them, or they are queued) not finished."""
+        now = time.monotonic()
+        with self.changed:
+            left = sum(max(0.0, _SECONDS[job] - (now - begun))
+                       for job, begun in self.started.items()
+                       if self.reported.get(job) not in _FINISHED)
+            return left + sum(_SECONDS.get(job, _ENTRY_SECONDS) for job in waited_for
+                              if job not in self.reported)
 
     def send(self, jobs):
         try:
@@ -139,7 +169,7 @@ class _Worker:
         ended; False if ``_WAIT_LIMIT`` seconds passed first."""
         with self.changed:
             return self.changed.wait_for(
-                lambda: self.ended or all(job in self.reported for job in jobs),
+                lambda: self.ended or all(self.reported.get(j) in _FINISHED for j in jobs),
                 timeout=_WAIT_LIMIT)
 
     def let_go(self, stop=False):
@@ -182,18 +212,40 @@ def first_backward_to_come():
     return running() and not _worker.shared_first
 
 
-def share_first_backward(entry_codes, pass_, sweep, sweep_args, sweep_seconds):
+def share_first_backward(entry_codes, pass_, sweep, sweep_args):
     """Compile what the first backward needs, the worker taking part of it: the entries of
     ``entry_codes`` for pass ``pass_``, and the ``sweep`` kernel (a numba dispatcher) for
-    arguments like ``sweep_args`` (None: compiled already), which takes about
-    ``sweep_seconds`` and is compiled here (its argument types are here).  The worker has
-    ``plan`` on its hands until it says it is done."""
+    arguments like ``sweep_args`` (None: compiled already) -- here, where its argument
+    types are, unless the worker has begun it ahead of need.  The worker has ``plan`` on
+    its hands until it says it is done."""
     with _lock:
         if not first_backward_to_come():
             return
-        _worker.shared_first = True
-        first = sweep_seconds if sweep_args is not None else 0.0
-        _round(pass_, entry_codes, first, ["plan"], lambda: _compile_sweep(sweep, sweep_args))
+        worker = _worker
+        worker.shared_first = True
+        name = sweep.__name__
+        if sweep_args is not None and worker.outcome(name) is not None:
+            # begun (or done) by the worker ahead of need: its, not another one here
+            _round(pass_, entry_codes, 0.0, ["plan", name], None)
+            return
+        worker.send([f"skip {name}"])
+        _round(pass_, entry_codes, _SECONDS[name] if sweep_args is not None else 0.0,
+               ["plan"], lambda: _compile_sweep(sweep, sweep_args))
+
+
+def before_first_sweep(name):
+    """Before the first call of the sweep ``name`` here: wait for the worker's if it has
+    begun it, else tell it not to (this process compiles it now)."""
+    with _lock:
+        worker = _worker
+        if not running():
+            return
+        if worker.outcome(name) is None:
+            worker.send([f"skip {name}"])
+            return
+    from . import _config
+    if not _config.report_compile(lambda: worker.wait([name]), "the compile helper's sweep"):
+        worker.let_go(stop=True)
 
 
 def compile_entries(pass_, codes):
@@ -225,7 +277,7 @@ def _round(pass_, codes, first_seconds, also_wait_for, first):
     from .ops import entries
     worker = _worker
     mine_seconds = first_seconds
-    theirs_seconds = sum(_PLAN_SECONDS for job in also_wait_for if not worker.has(job))
+    theirs_seconds = worker.busy_for(also_wait_for)
     mine, theirs = [], []
     for code in codes:
         if mine_seconds <= theirs_seconds:

@@ -612,9 +612,15 @@ def _sweep_kernel(fresh, scalars):
     return K.sweep_vectors
 
 
-# what the sweeps take to compile on a fresh machine (s, measured here): how the compile
-# helper balances its part against this process's
-_SWEEP_SECONDS = {"sweep": 2.5, "sweep_vectors": 1.2}
+def sweep_arguments(tape, cols):
+    """Arguments of the types a backward sweep of ``tape`` (columns ``cols``) is called
+    with, for compiling one ahead of its call (``ops._compiling`` adds the entry table and
+    the resume cell; the gradient arena, ``need`` and ``goff`` are stand-ins)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    n = len(op)
+    return (op, a0, a1, voff, np.empty(n, np.int64), size, ip, fp, aux, faux, tape.arena,
+            tape.ext, gradient_arena(1), np.empty(n, np.uint8), n, 0, 0, K.entry_table(),
+            np.zeros(1, np.int64))
 
 
 def _share_first_compiles(tape, cols):
@@ -623,21 +629,13 @@ def _share_first_compiles(tape, cols):
     (``_compile_helper``).  Its guess of the sweep is made before ``plan`` (which the helper
     compiles meanwhile) from all records, needed or not: a wrong guess only leaves the
     other sweep to compile in the sweep's first call, as without a helper."""
-    op, a0, a1, voff, size, ip, fp, aux, faux = cols
-    n = len(op)
+    op, size = cols[0], cols[4]
     one = K.sweeps_one_element(op, size)
     chains = bool(one >= _CHAINS_FROM or (one and size.max() <= 1) or K.sweep.kernel.signatures)
     kernel = (K.sweep if chains else K.sweep_vectors).kernel
-    args = None
-    if not kernel.signatures:
-        # the arguments' types as the backward below passes them (ops._compiling adds the
-        # entry table and the resume cell)
-        args = (op, a0, a1, voff, np.empty(n, np.int64), size, ip, fp, aux, faux, tape.arena,
-                tape.ext, gradient_arena(1), np.empty(n, np.uint8), n, 0, 0, K.entry_table(),
-                np.zeros(1, np.int64))
+    args = None if kernel.signatures else sweep_arguments(tape, cols)
     _compile_helper.share_first_backward(
-        K.missing_entries(K.BACKWARD_PASS, op, size, chains), K.BACKWARD_PASS, kernel, args,
-        _SWEEP_SECONDS[kernel.__name__])
+        K.missing_entries(K.BACKWARD_PASS, op, size, chains), K.BACKWARD_PASS, kernel, args)
 
 
 def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
@@ -670,6 +668,9 @@ def _sweep(tape, tape_seeds, readouts=()):
             plans[key] = hit
     need, goff, total, fresh, scalars = hit
     sweep = _sweep_kernel(fresh, scalars)
+    if not sweep.kernel.signatures and _compile_helper.running():
+        # the worker may be compiling it ahead of need: its, rather than another here
+        _compile_helper.before_first_sweep(sweep.kernel.__name__)
     if readouts:
         goff, total = _own_gradient_memory(readouts, op, a0, need, goff, size, total)
     _check_freed(tape, need, op)
