@@ -505,8 +505,9 @@ def expand_s_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grad
     k = 0
     while k < n:
         if step == 1:
+            dest, run = gx0[src:src + inner], g[k:k + inner]    # (i alone indexes them)
             for i in range(inner):
-                gx0[src + i] += g[k + i]
+                dest[i] += run[i]
         elif step == 0:
             acc = gx0[src]
             for i in range(inner):
@@ -552,8 +553,9 @@ def expand_s_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     k = 0
     while k < n:
         if step == 1:
+            dest, run = out[k:k + inner], x0[src:src + inner]   # (i alone indexes them)
             for i in range(inner):
-                out[k + i] = x0[src + i]
+                dest[i] = run[i]
         else:
             for i in range(inner):
                 out[k + i] = x0[src + i * step]
