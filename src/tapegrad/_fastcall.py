@@ -99,16 +99,17 @@ def replayer(variant, take, run, failed):
               "    inst.arg_versions = (" + "".join(f"{a}._version, " for a in names) + ")",
               "    inst.arg_records = RECORDS"]
     prog = variant.program
-    if prog is None or variant.single_out is None:
+    if prog is None or prog.forward is None or variant.single_out is None:
         lines.append("    return run(inst, args, None)")
     else:
         r, where, shape = variant.single_out
         view = (f"vals[{where[0]}, ...]" if shape is None else
                 f"vals[{where.start}:{where.stop}].reshape({tuple(shape)!r})")
-        namespace.update(forward=prog.forward, COLS=variant.cols,
+        namespace.update(forward=prog.forward, COLS=variant.cols, PARTIAL=prog.partial,
                          PROGRAM=prog if prog.plan is not None else None)
         lines += ["    inst.program = PROGRAM",
                   f"    bad = forward({_passing('vals', prog.forward_params, namespace)})",
+                  "    inst.partial = PARTIAL",
                   "    if bad != -1:",
                   "        return failed(bad)",
                   "    inst.cached_cols = COLS",

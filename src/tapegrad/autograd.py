@@ -692,6 +692,8 @@ def _sweep(tape, tape_seeds, readouts=()):
         return need, goff, grads
     if hooked:
         fresh = 0   # swept in pieces: cleared beforehand
+    if tape.partial:
+        tape.complete()   # (a generated forward left values out: see replay._Instance)
     vals = tape.arena   # (a replay's may read arguments in place: see replay._Instance)
     grads[fresh:total] = 0.0
     for r, g in tape_seeds.items():

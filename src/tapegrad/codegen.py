@@ -13,7 +13,14 @@ record ``r``, and every arena offset it reads or writes moves by the same amount
 repetition to the next.  A thousand-step ODE becomes one loop of eleven statements, so the
 generated source stays small and numba compiles it in about a second.  The source is written
 to a file named by its hash, so ``cache=True`` keeps the machine code across processes.
+
+Tapes of mid-size vectors (``generate_vectors``) are the elementwise case of the same idea:
+a record of n values is n one-element records, one per position, that do not depend on each
+other.  Their forward is one loop over the positions that runs every record for one
+position before the next, in locals, so that a value crosses memory only where something
+reads it later; their backward is one loop too.  See that section below.
 """
+import dis
 import re
 
 import numpy as np
@@ -646,15 +653,21 @@ class Program:
 
     __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "forward_params",
                  "backward_params", "seed", "seed_offset", "total", "leaf_slots", "freed",
-                 "arg_backward")
+                 "arg_backward", "partial")
 
-    def __init__(self, module, seeds, plan, source, path, cols):
-        self.forward = module.forward
+    def __init__(self, module, seeds, plan, source, path, cols, partial=(),
+                 interpreted_forward=False):
+        # None: the replay runs the interpreter's forward (a tape of vectors whose functions
+        # NumPy computes faster: see generate_vectors)
+        self.forward = None if interpreted_forward else module.forward
         self.backward = module.backward
         self.seeds = seeds        # the backward's seed records (a plan_cache key)
         self.plan = plan          # make_plan's (need, goff, total, ...) it was generated for
         self.source = source
         self.path = path
+        # the arena spans (start, end) of the values the forward leaves out (a tape of
+        # vectors; empty: none): whatever else reads the arena has them filled in first
+        self.partial = partial
         op, size = cols[0], cols[4]
         # what each takes after its arenas: the parameter columns its body reads
         self.forward_params = _params_of(module.forward, cols, 1)
@@ -677,20 +690,421 @@ class Program:
             self.freed.flags.writeable = False
 
 
-def build(cols, vals, seeds, plan):
+def build(cols, vals, seeds, plan, outputs=()):
     """A compiled Program for the tape ``cols`` with value arena ``vals`` (not changed);
-    ``seeds``/``plan`` as in ``Program``.
+    ``seeds``/``plan`` as in ``Program``; ``outputs``: the records whose values the caller
+    reads after the forward.
 
-    Raises Unsupported when the tape is not one of one-element records."""
+    Raises Unsupported when the tape is neither one of one-element records nor one of
+    elementwise records over vectors."""
     need, goff = (plan[0], plan[1]) if plan is not None else (None, None)
-    source = generate(cols, need, goff, seeds or ())
+    op, size = cols[0], cols[4]
+    skipped, numpy_forward = (), False
+    if np.all(size[op > K.EXTERN] == 1):
+        source = generate(cols, need, goff, seeds or ())
+    else:
+        source, skipped, numpy_forward = generate_vectors(cols, need, goff, seeds or (), outputs)
     module = _generated.load_module("tapegrad_gen", source)
     path = module.__file__
-    prog = Program(module, seeds, plan, source, path, cols)
+    voff = cols[3]
+    spans = tuple((int(voff[r]), int(voff[r] + size[r])) for r in sorted(skipped))
+    prog = Program(module, seeds, plan, source, path, cols, partial=spans,
+                   interpreted_forward=numpy_forward)
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
     scratch = vals.copy()
-    prog.forward(scratch, *prog.forward_params)
+    module.forward(scratch, *prog.forward_params)
     if plan is not None:
         prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), *prog.backward_params)
     return prog
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Tapes of mid-size vectors: fused loops
+#
+# The interpreter runs a tape record by record, each a loop over its values that reads its
+# inputs from the arena and writes its result there: the cubic fit of ``sin(x)`` at 10^5
+# points moves about 14 vectors through memory forward and 30 backward, where the arithmetic
+# per value is a few nanoseconds.  Here the records that work value by value -- elementwise
+# ops, a broadcast of one value, a sum of all values -- run as one loop over the positions,
+# and a value is stored only where something reads it after the loop: a later loop, the
+# generated backward (what its rules read, found in their code), or the caller (the tape's
+# outputs).  The arena is left incomplete (``Program.partial``); anything else that reads it
+# has the interpreter's forward fill it in first (``replay._Instance.vals``).
+#
+# The sums keep the interpreter's order: a sum of all values adds them first to last from
+# 0.0, as ``ops.reduce.sum_fwd`` does, and the gradient of a broadcast value is added to its
+# source first to last, as ``ops.structure.expand_s_bwd`` does.  Each position's gradient
+# takes its terms in the interpreter's record order.  So the bits are the interpreter's (up to
+# the sign of a zero gradient), as for one-element tapes.
+# ---------------------------------------------------------------------------------------------
+_WHOLE_SUMS = (K.SUM, K.MEAN, K.SUM_DIM, K.MEAN_DIM)
+_MEANS = (K.MEAN, K.MEAN_DIM)
+_CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
+_RULE_ARGS = ("g", "x0", "x1", "x2", "out")
+
+
+def _rule_reads(fn):
+    """The names among g, x0, x1, x2 and out that scalar rule ``fn`` reads, from its code
+    (not from the op's ``reads`` flags: a value this leaves out is not stored, so it must
+    be exact for the code that runs)."""
+    code = getattr(fn, "py_func", fn).__code__
+    names = set()
+    for ins in dis.get_instructions(code):
+        arg = ins.argval
+        for a in (arg if isinstance(arg, tuple) else (arg,)):
+            if isinstance(a, str) and a in _RULE_ARGS:
+                names.add(a)
+    return names
+
+
+class _VectorTape:
+    """The records of a tape sorted into what generated loops do with them.
+
+    ``kind[r]``: 'v' an elementwise record of n values whose inputs hold n values each,
+    'b' a broadcast of one value to n, 'r' a sum (or mean) of all n values of its input,
+    's' a one-element record of one-element inputs, None a leaf, constant or extern.
+    ``segments``: in tape order, ('s', records) straight code, or ('l', n, records) a loop.
+    """
+
+    def __init__(self, cols):
+        op = cols[0]
+        self.cols = cols
+        n_rec = len(op)
+        self.kind = [None] * n_rec
+        self.loop_of = np.full(n_rec, -1, dtype=np.int64)
+        self.segments = []
+        loop = None   # [n, records, reductions] of the loop being filled
+        for r in range(n_rec):
+            o = int(op[r])
+            if o <= K.EXTERN:
+                continue
+            kind, length = self._classify(r, o)
+            self.kind[r] = kind
+            if kind == "s":
+                loop = None
+                if self.segments and self.segments[-1][0] == "s":
+                    self.segments[-1][1].append(r)
+                else:
+                    self.segments.append(("s", [r]))
+                continue
+            ins = self.inputs(r)
+            if (loop is None or loop[0] != length or any(s in loop[2] for s in ins)):
+                # a new loop: another length, or a record that needs a whole sum made in
+                # the loop so far
+                loop = [length, [], set()]
+                self.segments.append(("l", length, loop[1]))
+            loop[1].append(r)
+            self.loop_of[r] = len(self.segments) - 1
+            if kind == "r":
+                loop[2].add(r)
+        # a broadcast read outside its loop has no place in memory (its values are never
+        # stored)
+        for r in range(n_rec):
+            for s in self.inputs(r):
+                if self.kind[s] == "b" and self.loop_of[s] != self.loop_of[r]:
+                    raise Unsupported(f"record {r} reads a broadcast made in another loop")
+
+    def inputs(self, r):
+        a0, a1, ip = self.cols[1], self.cols[2], self.cols[5]
+        o = int(self.cols[0][r])
+        if o <= K.EXTERN:
+            return ()
+        ins = [int(s) for s in (a0[r], a1[r]) if s >= 0]
+        if o != K.CMP and K.OPS[o].condition:
+            ins.append(int(ip[r]))
+        return ins
+
+    def _classify(self, r, o):
+        """(kind, loop length) of record r (opcode o), or Unsupported."""
+        size, ip, aux = self.cols[4], self.cols[5], self.cols[7]
+        info = K.OPS.get(o)
+        name = info.name if info is not None else str(o)
+        n = int(size[r])
+        sizes = [int(size[s]) for s in self.inputs(r)]
+        if o == K.EXPAND_S and n > 1 and sizes == [1]:
+            return "b", n
+        if (o in _WHOLE_SUMS and n == 1 and int(aux[ip[r]]) == 1 and int(aux[ip[r] + 2]) == 1
+                and sizes[0] > 1):
+            return "r", sizes[0]
+        scalar = o in (K.CMP, K.GUARD) or (o not in (K.CUSTOM, K.GATHER, K.BCAST)
+                                           and _scalar_rules(o) is not None)
+        if scalar and n == 1 and all(m == 1 for m in sizes):
+            return "s", 1
+        elementwise = o == K.CMP or (info is not None and info.family == T.ELEMENTWISE)
+        if elementwise and n > 1 and all(m == n for m in sizes):
+            return "v", n
+        raise Unsupported(f"record {r} ({name}) is not elementwise over its inputs' "
+                          f"{sizes} values, a broadcast of one value or a sum of all")
+
+
+def _value_reads(vt, need):
+    """The records whose values a generated backward reads: per record it sweeps, the
+    operands its rules read for the inputs that need a gradient."""
+    op, a0, a1 = vt.cols[0], vt.cols[1], vt.cols[2]
+    ip = vt.cols[5]
+    read = set()
+    for r, kind in enumerate(vt.kind):
+        if kind not in ("v", "s") or not need[r] or int(op[r]) == K.CMP:
+            continue
+        rules = _scalar_rules(int(op[r]))
+        names = set()
+        for i, s in enumerate((int(a0[r]), int(a1[r]))):
+            if s >= 0 and need[s] and rules[1 + i] is not None:
+                names |= _rule_reads(rules[1 + i])
+        # (an operand a one-input op does not have stands in as x0, as in the family loops)
+        x0 = int(a0[r])
+        where = {"x0": x0, "x1": int(a1[r]) if a1[r] >= 0 else x0, "out": r,
+                 "x2": int(ip[r]) if K.OPS[int(op[r])].condition else x0}
+        read |= {where[nm] for nm in names if nm in where}
+    return read
+
+
+def _stored(vt, need, outputs):
+    """The vector records whose values the generated forward stores."""
+    keep = set(outputs)
+    if need is not None:
+        keep |= _value_reads(vt, need)
+    for r, kind in enumerate(vt.kind):
+        for s in vt.inputs(r):
+            if vt.kind[s] == "v" and vt.loop_of[s] != vt.loop_of[r]:
+                keep.add(s)
+    # (a broadcast's own values are stored only for the caller: the loops read its source)
+    return {r for r in keep if vt.kind[r] == "v" or (vt.kind[r] == "b" and r in outputs)}
+
+
+def _vector_forward(vt, stored):
+    op, a0, a1, voff, ip = vt.cols[0], vt.cols[1], vt.cols[2], vt.cols[3], vt.cols[5]
+    lines = []
+    for seg in vt.segments:
+        if seg[0] == "s":
+            local = {}
+            zero = np.zeros(8, dtype=np.int64)
+            for r in seg[1]:
+                o = int(op[r])
+                key = (o, int(a1[r]) >= 0, 0, 0, 0, int(ip[r]) if o == K.CMP else 0)
+                s2 = int(voff[ip[r]]) if o == K.WHERE else 0
+                row = (r, int(voff[r]), int(voff[a0[r]]),
+                       int(voff[a1[r]]) if a1[r] >= 0 else 0, s2)
+                lines += _forward_lines(key, row, zero, local, {}, r)
+            continue
+        _, n, recs = seg
+        before, body, after = [], [], []
+        names = {}
+
+        def operand(s):
+            return names.get(s) or f"vals[{int(voff[s])} + k]"
+
+        for r in recs:
+            o, kind = int(op[r]), vt.kind[r]
+            if kind == "b":
+                before.append(f"b{r} = vals[{int(voff[a0[r]])}]")
+                names[r] = f"b{r}"
+                if r in stored:
+                    body.append(f"vals[{int(voff[r])} + k] = b{r}")
+            elif kind == "r":
+                before.append(f"s{r} = 0.0")
+                body.append(f"s{r} += {operand(int(a0[r]))}")
+                # (divided by the count, as ops.reduce.sum_fwd does)
+                after.append(f"vals[{int(voff[r])}] = s{r}" + (f" / {n}" if o in _MEANS else ""))
+            else:
+                x0 = operand(int(a0[r]))
+                x1 = operand(int(a1[r])) if a1[r] >= 0 else None
+                if o == K.CMP:
+                    rhs = x1 if x1 is not None else f"c{r}"
+                    if x1 is None:
+                        before.append(f"c{r} = fp[{r}]")
+                    body.append(f"v{r} = 1.0 if {x0} {_CMP_OPS[int(ip[r])]} {rhs} else 0.0")
+                else:
+                    info = K.OPS[o]
+                    x2 = operand(int(ip[r])) if info.condition else x0
+                    before.append(f"c{r} = fp[{r}]")
+                    params = "0.0, 0.0"
+                    if info.params:
+                        before += [f"p0_{r} = faux[ip[{r}]]", f"p1_{r} = faux[ip[{r}] + 1]"]
+                        params = f"p0_{r}, p1_{r}"
+                    args = f"{x0}, {x1 if x1 is not None else x0}, {x2}, c{r}, {params}"
+                    body.append(f"v{r} = {_call(_scalar_rules(o)[0], args)}")
+                if r in stored:
+                    body.append(f"vals[{int(voff[r])} + k] = v{r}")
+                names[r] = f"v{r}"
+        lines += before + _loop(n, body) + after
+    return lines
+
+
+def _loop(n, body):
+    """A loop over the n positions (none where nothing is done per position)."""
+    if not body:
+        return []
+    return [f"for k in range({n}):"] + ["    " + ln for ln in body]
+
+
+def _vector_backward(vt, need, goff, seeds):
+    op, a0, a1, voff, size, ip = vt.cols[:6]
+    kind = vt.kind
+    n_rec = len(op)
+    # where each record's gradient goes: 'mem' the arena (cleared first unless a seed),
+    # 'trip' a local of one loop's trip, stored at its end (a leaf all of whose terms come
+    # from one loop), 'local' a local never stored
+    readers = {}
+    for r in range(n_rec):
+        for s in vt.inputs(r):
+            if need[r] and need[s]:
+                readers.setdefault(s, set()).add(int(vt.loop_of[r]) if kind[r] != "s" else -2)
+    home = {}
+    for r in range(n_rec):
+        if not need[r]:
+            continue
+        loops = readers.get(r, set())
+        if size[r] == 1 or kind[r] == "r":
+            home[r] = "mem"
+        elif kind[r] in ("v", "b"):
+            home[r] = "local" if loops <= {int(vt.loop_of[r])} else "mem"
+        else:   # a leaf or extern of n values
+            home[r] = "trip" if len(loops) == 1 and -2 not in loops else "mem"
+    seed_set = set(int(s) for s in seeds)
+    lines = []
+    for r in range(n_rec):
+        if home.get(r) == "mem" and r not in seed_set:
+            lo, m = int(goff[r]), int(size[r])
+            lines.append(f"grads[{lo}] = 0.0" if m == 1 else f"grads[{lo}:{lo + m}] = 0.0")
+
+    for seg in reversed(vt.segments):
+        if seg[0] == "s":
+            for r in reversed(seg[1]):
+                o = int(op[r])
+                if not need[r] or o in (K.CMP, K.GUARD):
+                    continue
+                rules = _scalar_rules(o)
+                info = K.OPS[o]
+                x = {"g": f"grads[{int(goff[r])}]", "x0": f"vals[{int(voff[a0[r]])}]",
+                     "out": f"vals[{int(voff[r])}]"}
+                x["x1"] = f"vals[{int(voff[a1[r]])}]" if a1[r] >= 0 else x["x0"]
+                x["x2"] = f"vals[{int(voff[ip[r]])}]" if info.condition else x["x0"]
+                c = f"fp[{r}]"
+                p = (f"faux[ip[{r}]], faux[ip[{r}] + 1]" if info.params else "0.0, 0.0")
+                for i, s in enumerate((int(a0[r]), int(a1[r]))):
+                    if s >= 0 and need[s] and rules[1 + i] is not None:
+                        args = f"{x['g']}, {x['x0']}, {x['x1']}, {x['x2']}, {x['out']}, {c}, {p}"
+                        lines.append(f"grads[{int(goff[s])}] += {_call(rules[1 + i], args)}")
+            continue
+        _, n, recs = seg
+        here = set(recs)
+        before, start, body, end, after = [], [], [], [], []
+        trip_leaves = sorted({s for r in recs for s in vt.inputs(r)
+                              if need[r] and home.get(s) == "trip"})
+        summed = set()   # the values whose gradient a broadcast adds to in the loop
+
+        def target(s):
+            if s in here or home.get(s) == "trip":
+                return f"gr{s}"
+            return f"grads[{int(goff[s])} + k]"
+
+        def value(s):
+            if kind[s] == "b":
+                return f"b{s}"
+            return f"vals[{int(voff[s])} + k]"
+
+        for r in recs:
+            if kind[r] == "b":
+                before.append(f"b{r} = vals[{int(voff[a0[r]])}]")
+        for r in recs:
+            if not need[r] or kind[r] == "r" or int(op[r]) == K.CMP:
+                continue
+            start.append(f"gr{r} = grads[{int(goff[r])} + k]" if home[r] == "mem"
+                         else f"gr{r} = 0.0")
+        for s in trip_leaves:
+            start.append(f"gr{s} = 0.0")
+            end.append(f"grads[{int(goff[s])} + k] = gr{s}")
+        for r in reversed(recs):
+            o = int(op[r])
+            if not need[r] or o == K.CMP:
+                continue
+            if kind[r] == "b":
+                src = int(a0[r])
+                if not need[src]:
+                    continue
+                gs = int(goff[src])
+                if src not in summed:
+                    # the last broadcast of a value adds its gradient to it in the loop
+                    summed.add(src)
+                    before.append(f"ab{r} = grads[{gs}]")
+                    body.append(f"ab{r} += gr{r}")
+                    after.append(f"grads[{gs}] = ab{r}")
+                else:
+                    # an earlier one keeps its gradient and adds it after the loop: the
+                    # interpreter adds one broadcast's whole sum after the other's, and
+                    # interleaved in one loop the additions would round otherwise
+                    g0 = int(goff[r])
+                    body.append(f"grads[{g0} + k] = gr{r}")
+                    after += [f"ab{r} = grads[{gs}]", f"for k in range({n}):",
+                              f"    ab{r} += grads[{g0} + k]", f"grads[{gs}] = ab{r}"]
+                continue
+            if kind[r] == "r":
+                src = int(a0[r])
+                if need[src]:
+                    # (the gradient times the scale once, then added: ops.reduce.sum_bwd)
+                    before.append(f"go{r} = grads[{int(goff[r])}] * fp[{r}]")
+                    body.append(f"{target(src)} += go{r}")
+                continue
+            rules = _scalar_rules(o)
+            info = K.OPS[o]
+            x = {"g": f"gr{r}", "x0": value(int(a0[r])), "out": f"vals[{int(voff[r])} + k]"}
+            x["x1"] = value(int(a1[r])) if a1[r] >= 0 else x["x0"]
+            x["x2"] = value(int(ip[r])) if info.condition else x["x0"]
+            p = "0.0, 0.0"
+            if info.params:
+                before += [f"q0_{r} = faux[ip[{r}]]", f"q1_{r} = faux[ip[{r}] + 1]"]
+                p = f"q0_{r}, q1_{r}"
+            terms = []
+            for i, s in enumerate((int(a0[r]), int(a1[r]))):
+                if s >= 0 and need[s] and rules[1 + i] is not None:
+                    reads = _rule_reads(rules[1 + i])
+                    # an operand the rule does not read is not stored: pass a zero
+                    a = {nm: (x[nm] if nm in reads or nm == "g" else "0.0") for nm in x}
+                    args = f"{a['g']}, {a['x0']}, {a['x1']}, {a['x2']}, {a['out']}, c{r}, {p}"
+                    terms.append(f"{target(s)} += {_call(rules[1 + i], args)}")
+            if terms:
+                before.append(f"c{r} = fp[{r}]")
+                body += terms
+        if body or end:
+            body = _assign_first_terms(start + body + end)
+        lines += before + _loop(n, body) + after
+    return lines
+
+
+def generate_vectors(cols, need, goff, seeds=(), outputs=()):
+    """(source, skipped, numpy_forward) for a tape of elementwise records over vectors (see
+    this section's comment): the Python source of ``forward`` and ``backward`` (as
+    ``generate``), the records whose values the forward leaves out of the arena, and whether
+    the replay should run the interpreter's forward instead of this one (then nothing is
+    left out).  ``outputs``: the records whose values the caller reads.  Raises Unsupported
+    for tapes it does not cover.
+
+    A tape with a function NumPy computes for a whole vector (its ``numpy`` twin: exp,
+    tanh, sin ...) keeps the interpreter's forward, which calls NumPy for large records:
+    NumPy's SIMD loops ran W4's forward (tanh and exp of 10^7 values) about twice as fast
+    as the one loop of scalar calls, which the backward does not make (its rules read the
+    values made).  Its backward is generated all the same."""
+    vt = _VectorTape(cols)
+    if not any(seg[0] == "l" for seg in vt.segments):
+        raise Unsupported("no record holds more than one value")
+    op = cols[0]
+    numpy_forward = any(k == "v" and K.OPS[int(op[r])].numpy is not None
+                        for r, k in enumerate(vt.kind))
+    stored = set(r for r, k in enumerate(vt.kind) if k in ("v", "b")) if numpy_forward \
+        else _stored(vt, need, outputs)
+    # (an interpreted forward leaves an empty one to compile)
+    fwd = [] if numpy_forward else _vector_forward(vt, stored)
+    bwd = _vector_backward(vt, need, goff, seeds) if need is not None else []
+    if len(fwd) + len(bwd) > 4 * MAX_STATEMENTS:
+        raise Unsupported(f"more than {4 * MAX_STATEMENTS} lines would be written out")
+    skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
+    assert not (numpy_forward and skipped)
+    src = ["import numpy as np", "from tapegrad._config import kernel"]
+    src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
+    src += ["", "", "@kernel", f"def forward({_signature('vals', fwd)}):"]
+    src += ["    " + line for line in fwd] + ["    return -1", "", ""]
+    src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
+    src += ["    " + line for line in bwd] + ["    return 0", ""]
+    return "\n".join(src), skipped, numpy_forward

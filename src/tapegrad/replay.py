@@ -56,6 +56,9 @@ _NUMPY_RECORD = 1024
 # less once numba's cache holds it), so it is kept for tapes that are replayed again.
 _GENERATE_AFTER = 3
 _GENERATE_MIN = 64
+# A tape of elementwise records over vectors gets generated loops (codegen.generate_vectors)
+# once its records hold this many values together: there it is memory traffic the loops save.
+_GENERATE_MIN_VALUES = 1024
 
 _NUMPY_UNARY = {code: info.numpy for code, info in K.OPS.items() if info.numpy is not None}
 
@@ -295,16 +298,33 @@ class _Instance(Tape):
     reads (double backward, forward mode, in-place checks), copies those in first.
     """
 
-    __slots__ = ("args", "arg_versions", "arg_records", "arena", "ext", "ext_refs")
+    __slots__ = ("args", "arg_versions", "arg_records", "arena", "ext", "ext_refs", "partial")
 
     def __del__(self):
         pass
 
     @property
     def vals(self):
+        if self.partial:
+            self.complete()
         if self.ext_refs is not None:
             self._copy_in()
         return self.arena
+
+    def complete(self):
+        """Fill in the values a generated forward left out of the arena (a tape of vectors:
+        ``codegen.Program.partial``, the spans they take), by the interpreter's forward:
+        the same rules, so the same bits.  Anything that reads the arena but the generated
+        backward calls this first.  The forward runs on a copy and only those spans are
+        copied back: a value the caller holds (an output) may have been written to since."""
+        if self.partial:
+            op, a0, a1, voff, size, ip, fp, aux, faux = self.cached_cols
+            arena = self.arena
+            scratch = arena.copy()
+            K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, scratch, self.ext, 0, len(op))
+            for lo, hi in self.partial:
+                arena[lo:hi] = scratch[lo:hi]
+            self.partial = False
 
     def _copy_in(self):
         """Bring the arguments read in place into the arena, as a copying replay has them."""
@@ -431,6 +451,9 @@ class Variant:
         self.state = None                  # the pystate.Snapshot of what Python state it read
         self.steps = forward_plan(self.cols)
         self.n = len(tape)
+        # values the records that compute hold together (generated loops pay from about
+        # _GENERATE_MIN_VALUES)
+        self.values = int(self.cols[4][self.cols[0] > K.EXTERN].sum())
         self.codegen = None        # True: generate at once; False: never; None: when hot
         self.program = None        # the generated codegen.Program, once built
         self.not_generated = None  # why this tape has no generated code (a string)
@@ -520,7 +543,8 @@ class Variant:
             if plan is None:
                 plan = self.plan_cache[seeds] = make_plan(self.cols, seeds)
         try:
-            self.program = codegen.build(self.cols, vals, seeds, plan)
+            self.program = codegen.build(self.cols, vals, seeds, plan,
+                                         [r for r, _, _ in self.outputs if r is not None])
         except codegen.Unsupported as e:
             self.not_generated = str(e)
         prog = self.program
@@ -557,6 +581,7 @@ class Variant:
             setattr(inst, name, getattr(tpl, name))
         inst.arena = aligned_empty(self.top)
         inst.arena[:] = tpl.vals[:self.top]
+        inst.partial = False
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
         inst.cap = inst.top = self.top
@@ -624,12 +649,15 @@ class Variant:
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
-            if self.codegen or (self.replayed >= _GENERATE_AFTER and self.n >= _GENERATE_MIN):
+            if self.codegen or (self.replayed >= _GENERATE_AFTER and (
+                    self.n >= _GENERATE_MIN or self.values >= _GENERATE_MIN_VALUES)):
                 self._generate(vals)
                 prog = self.program
         if prog is not None:
             inst.program = prog if prog.plan is not None else None
+        if prog is not None and prog.forward is not None:
             bad = prog.forward(vals, *prog.forward_params)
+            inst.partial = prog.partial
         elif self.steps is not None:
             bad = _forward_steps(self.cols, vals, inst.ext, self.steps)
         else:
@@ -701,6 +729,7 @@ def _reset(inst):
     if inst.hooks:
         inst.hooks = {}
     inst.cached_cols = None
+    inst.partial = False
     if inst.ext_refs is not None:
         inst.ext[:] = 0
         inst.ext_refs = None

@@ -200,6 +200,7 @@ class Tape:
         self.custom_out = {}     # that use's output records -> its record
 
     ext = NO_EXT   # (a replay's tape has its own: replay.Variant.read_in_place)
+    partial = False   # (a replay's may lack values: replay._Instance.complete)
 
     @property
     def arena(self):

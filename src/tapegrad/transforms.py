@@ -78,7 +78,8 @@ def _generated_grads(out, targets):
         return None
     grads = autograd.gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
-    prog.backward(tape.vals, grads, *prog.backward_params)
+    # (the arena as the generated forward left it: the generated backward reads no more)
+    prog.backward(tape.arena, grads, *prog.backward_params)
     offsets = {r: off for r, off, _ in prog.leaf_slots}
     result = []
     for t in targets:
