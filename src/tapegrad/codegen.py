@@ -690,10 +690,10 @@ class Program:
             self.freed.flags.writeable = False
 
 
-def build(cols, vals, seeds, plan, outputs=()):
+def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024):
     """A compiled Program for the tape ``cols`` with value arena ``vals`` (not changed);
     ``seeds``/``plan`` as in ``Program``; ``outputs``: the records whose values the caller
-    reads after the forward.
+    reads after the forward; ``numpy_from``: see ``generate_vectors``.
 
     Raises Unsupported when the tape is neither one of one-element records nor one of
     elementwise records over vectors."""
@@ -703,7 +703,8 @@ def build(cols, vals, seeds, plan, outputs=()):
     if np.all(size[op > K.EXTERN] == 1):
         source = generate(cols, need, goff, seeds or ())
     else:
-        source, skipped, numpy_forward = generate_vectors(cols, need, goff, seeds or (), outputs)
+        source, skipped, numpy_forward = generate_vectors(cols, need, goff, seeds or (),
+                                                          outputs, numpy_from)
     module = _generated.load_module("tapegrad_gen", source)
     path = module.__file__
     voff = cols[3]
@@ -868,9 +869,19 @@ def _value_reads(vt, need):
     return read
 
 
-def _stored(vt, need, outputs):
+def _numpy_sum(vt, r, numpy_from):
+    """Whether the replay sums record r's input with NumPy (``replay.forward_plan``: a whole
+    SUM or MEAN of ``numpy_from`` values or more, pairwise, as eager mode sums), so that the
+    generated forward does too, between two of its kernels."""
+    op, a0, size = vt.cols[0], vt.cols[1], vt.cols[4]
+    return (vt.kind[r] == "r" and int(op[r]) in (K.SUM, K.MEAN)
+            and int(size[a0[r]]) >= numpy_from)
+
+
+def _stored(vt, need, outputs, numpy_from):
     """The vector records whose values the generated forward stores."""
     keep = set(outputs)
+    keep |= {int(vt.cols[1][r]) for r in range(len(vt.kind)) if _numpy_sum(vt, r, numpy_from)}
     if need is not None:
         keep |= _value_reads(vt, need)
     for r, kind in enumerate(vt.kind):
@@ -881,8 +892,12 @@ def _stored(vt, need, outputs):
     return {r for r in keep if vt.kind[r] == "v" or (vt.kind[r] == "b" and r in outputs)}
 
 
-def _vector_forward(vt, stored):
+def _vector_forward(vt, stored, numpy_from):
+    """The forward as stages: (lines of a kernel, the NumPy sums after it as (output slot,
+    input slot, count, scale or None for a mean)).  A loop whose whole sums NumPy makes
+    ends a stage."""
     op, a0, a1, voff, ip = vt.cols[0], vt.cols[1], vt.cols[2], vt.cols[3], vt.cols[5]
+    stages = []
     lines = []
     for seg in vt.segments:
         if seg[0] == "s":
@@ -899,6 +914,7 @@ def _vector_forward(vt, stored):
         _, n, recs = seg
         before, body, after = [], [], []
         names = {}
+        sums = []
 
         def operand(s):
             return names.get(s) or f"vals[{int(voff[s])} + k]"
@@ -910,6 +926,9 @@ def _vector_forward(vt, stored):
                 names[r] = f"b{r}"
                 if r in stored:
                     body.append(f"vals[{int(voff[r])} + k] = b{r}")
+            elif kind == "r" and _numpy_sum(vt, r, numpy_from):
+                sums.append((int(voff[r]), int(voff[a0[r]]), n,
+                             None if o == K.MEAN else _scalar_of(vt.cols, r)))
             elif kind == "r":
                 before.append(f"s{r} = 0.0")
                 body.append(f"s{r} += {operand(int(a0[r]))}")
@@ -937,7 +956,38 @@ def _vector_forward(vt, stored):
                     body.append(f"vals[{int(voff[r])} + k] = v{r}")
                 names[r] = f"v{r}"
         lines += before + _loop(n, body) + after
-    return lines
+        if sums:
+            stages.append((lines, sums))
+            lines = []
+    if lines or not stages:
+        stages.append((lines, []))
+    return stages
+
+
+def _forward_source(stages):
+    """The forward's source: the kernel itself for one stage without sums, else a Python
+    function that calls each stage's kernel and sums with NumPy after it (as the replay's
+    ``_forward_steps`` does, its warnings quiet)."""
+    if len(stages) == 1 and not stages[0][1]:
+        lines = stages[0][0]
+        return (["@kernel", f"def forward({_signature('vals', lines)}):"]
+                + ["    " + ln for ln in lines] + ["    return -1", ""])
+    src, calls = [], []
+    for i, (lines, sums) in enumerate(stages):
+        sig = _signature("vals", lines)
+        src += ["@kernel", f"def forward_{i}({sig}):"]
+        src += ["    " + ln for ln in lines] + ["    return -1", "", ""]
+        calls += [f"bad = forward_{i}({sig})", "if bad != -1:", "    return bad"]
+        if sums:
+            calls += ["tok = quiet_begin()", "try:"]
+            for o, x, n, scale in sums:
+                total = f"vals[{x}:{x + n}].sum()"
+                calls.append(f"    vals[{o}] = {total} / {n}" if scale is None
+                             else f"    vals[{o}] = {total} * {scale}")
+            calls += ["finally:", "    quiet_end(tok)"]
+    every = _signature("vals", [ln for lines, _ in stages for ln in lines])
+    return src + [f"def forward({every}):"] + ["    " + ln for ln in calls] + [
+        "    return -1", ""]
 
 
 def _loop(n, body):
@@ -1081,13 +1131,14 @@ def _vector_backward(vt, need, goff, seeds):
     return lines
 
 
-def generate_vectors(cols, need, goff, seeds=(), outputs=()):
+def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024):
     """(source, skipped, numpy_forward) for a tape of elementwise records over vectors (see
     this section's comment): the Python source of ``forward`` and ``backward`` (as
     ``generate``), the records whose values the forward leaves out of the arena, and whether
     the replay should run the interpreter's forward instead of this one (then nothing is
-    left out).  ``outputs``: the records whose values the caller reads.  Raises Unsupported
-    for tapes it does not cover.
+    left out).  ``outputs``: the records whose values the caller reads; ``numpy_from``: the
+    size from which the replay sums with NumPy (``_numpy_sum``).  Raises Unsupported for
+    tapes it does not cover.
 
     A tape with a function NumPy computes for a whole vector (its ``numpy`` twin: exp,
     tanh, sin ...) keeps the interpreter's forward, which calls NumPy for large records:
@@ -1101,18 +1152,18 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=()):
     numpy_forward = any(k == "v" and K.OPS[int(op[r])].numpy is not None
                         for r, k in enumerate(vt.kind))
     stored = set(r for r, k in enumerate(vt.kind) if k in ("v", "b")) if numpy_forward \
-        else _stored(vt, need, outputs)
+        else _stored(vt, need, outputs, numpy_from)
     # (an interpreted forward leaves an empty one to compile)
-    fwd = [] if numpy_forward else _vector_forward(vt, stored)
+    stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)
     bwd = _vector_backward(vt, need, goff, seeds) if need is not None else []
-    if len(fwd) + len(bwd) > 4 * MAX_STATEMENTS:
+    if sum(len(lines) for lines, _ in stages) + len(bwd) > 4 * MAX_STATEMENTS:
         raise Unsupported(f"more than {4 * MAX_STATEMENTS} lines would be written out")
     skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
     assert not (numpy_forward and skipped)
-    src = ["import numpy as np", "from tapegrad._config import kernel"]
+    src = ["import numpy as np", "from tapegrad._config import kernel",
+           "from tapegrad._quiet import quiet_begin, quiet_end"]
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
-    src += ["", "", "@kernel", f"def forward({_signature('vals', fwd)}):"]
-    src += ["    " + line for line in fwd] + ["    return -1", "", ""]
+    src += ["", ""] + _forward_source(stages) + [""]
     src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
     src += ["    " + line for line in bwd] + ["    return 0", ""]
     return "\n".join(src), skipped, numpy_forward

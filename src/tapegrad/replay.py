@@ -313,15 +313,19 @@ class _Instance(Tape):
 
     def complete(self):
         """Fill in the values a generated forward left out of the arena (a tape of vectors:
-        ``codegen.Program.partial``, the spans they take), by the interpreter's forward:
-        the same rules, so the same bits.  Anything that reads the arena but the generated
+        ``codegen.Program.partial``, the spans they take), by the replay's interpreted
+        forward: the same rules and sums, so the same bits.  Anything that reads the arena but the generated
         backward calls this first.  The forward runs on a copy and only those spans are
         copied back: a value the caller holds (an output) may have been written to since."""
         if self.partial:
-            op, a0, a1, voff, size, ip, fp, aux, faux = self.cached_cols
+            cols = self.cached_cols
             arena = self.arena
             scratch = arena.copy()
-            K.forward(op, a0, a1, voff, size, ip, fp, aux, faux, scratch, self.ext, 0, len(op))
+            steps = forward_plan(cols)    # (its large sums are NumPy's, as the replay's)
+            if steps is None:
+                K.forward(*cols, scratch, self.ext, 0, len(cols[0]))
+            else:
+                _forward_steps(cols, scratch, self.ext, steps)
             for lo, hi in self.partial:
                 arena[lo:hi] = scratch[lo:hi]
             self.partial = False
@@ -544,7 +548,8 @@ class Variant:
                 plan = self.plan_cache[seeds] = make_plan(self.cols, seeds)
         try:
             self.program = codegen.build(self.cols, vals, seeds, plan,
-                                         [r for r, _, _ in self.outputs if r is not None])
+                                         [r for r, _, _ in self.outputs if r is not None],
+                                         _NUMPY_RECORD)
         except codegen.Unsupported as e:
             self.not_generated = str(e)
         prog = self.program
