@@ -783,3 +783,19 @@ def test_the_cubic_fit_compiled_gives_eager_modes_bits(n):
             np.testing.assert_allclose(p.grad.item(), q.grad.item(), rtol=1e-13)
             p.grad = q.grad = None
     assert got.stats.generated == 1, got.stats.not_generated
+
+
+@pytest.mark.parametrize("n", [50, 3000])
+def test_a_broadcast_read_in_a_later_loop(n):
+    # the replay merges the two broadcasts of a into one record, which the loop after the
+    # mean reads again: from its source, its gradient there kept in memory for the first
+    def program(a, x):
+        u = x * a + x
+        m = u.mean()
+        v = (u - m) * a
+        return (v * v).sum()
+    source = _same_as_interpreter(program, lambda i: [
+        tg.tensor(0.5 + i, requires_grad=True),
+        tg.tensor(np.cos(np.arange(n) * 0.37), requires_grad=True)])
+    forward = source.split("def backward")[0]
+    assert len(re.findall(r"^    b\d+ = vals\[", forward, re.M)) >= 2

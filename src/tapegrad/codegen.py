@@ -807,12 +807,6 @@ class _VectorTape:
             self.loop_of[r] = len(self.segments) - 1
             if kind == "r":
                 loop[2].add(r)
-        # a broadcast read outside its loop has no place in memory (its values are never
-        # stored)
-        for r in range(n_rec):
-            for s in self.inputs(r):
-                if self.kind[s] == "b" and self.loop_of[s] != self.loop_of[r]:
-                    raise Unsupported(f"record {r} reads a broadcast made in another loop")
 
     def inputs(self, r):
         a0, a1, ip = self.cols[1], self.cols[2], self.cols[5]
@@ -917,6 +911,11 @@ def _vector_forward(vt, stored, numpy_from):
         sums = []
 
         def operand(s):
+            if s not in names and vt.kind[s] == "b":
+                # a broadcast made in an earlier loop (a replay merges equal ones): its
+                # source again, not stored values
+                before.append(f"b{s} = vals[{int(voff[a0[s]])}]")
+                names[s] = f"b{s}"
             return names.get(s) or f"vals[{int(voff[s])} + k]"
 
         for r in recs:
@@ -1063,9 +1062,9 @@ def _vector_backward(vt, need, goff, seeds):
                 return f"b{s}"
             return f"vals[{int(voff[s])} + k]"
 
-        for r in recs:
-            if kind[r] == "b":
-                before.append(f"b{r} = vals[{int(voff[a0[r]])}]")
+        # the broadcasts this loop makes or reads: their sources, read once
+        for b in sorted({s for r in recs for s in [r] + list(vt.inputs(r)) if kind[s] == "b"}):
+            before.append(f"b{b} = vals[{int(voff[a0[b]])}]")
         for r in recs:
             if not need[r] or kind[r] == "r" or int(op[r]) == K.CMP:
                 continue
