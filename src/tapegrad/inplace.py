@@ -170,8 +170,13 @@ def _log(t, name):
                              tuple(t._value.shape)))
     elif t._rg:
         key = id(t)
-        _leaf_sites[key] = (weakref.ref(t, lambda _, k=key: _leaf_sites.pop(k, None)), name,
-                            user_site())
+        hit = _leaf_sites.get(key)
+        if hit is not None and hit[0]() is t:
+            # (an optimizer's step changes the same leaves every step: the entry stays)
+            hit[1], hit[2] = name, user_site()
+        else:
+            _leaf_sites[key] = [weakref.ref(t, lambda _, k=key: _leaf_sites.pop(k, None)),
+                                name, user_site()]
     else:
         link = t._alias
         if type(link) is ViewOf and link.root is not None:
@@ -562,8 +567,35 @@ def _value_of(other):
     return other._value if isinstance(other, Tensor) else other
 
 
+# Python's arithmetic on floats, for the number case of add_, sub_ and mul_ below: the same
+# IEEE double operation as NumPy's ufunc (inf * 0 is nan, overflow inf, without a warning to
+# silence), without the ufunc's microsecond on 0-d arrays.  Division is left out: Python's
+# raises on a zero divisor.
+_FLOAT_OPS = {"add_": float.__add__, "sub_": float.__sub__, "mul_": float.__mul__}
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _arith_(name, out_of_place, ufunc):
+    float_op = _FLOAT_OPS.get(name)
+
     def method(self, other, **kw):
+        v = self._value
+        if (float_op is not None and not kw and v.ndim == 0 and v.dtype is _FLOAT64
+                and self._alias is None):
+            # a number changed by a number (an SGD step's p -= lr * p.grad, under no_grad):
+            # the general path below, written out for this case
+            if type(other) is float:
+                ov, other_rg = other, False
+            elif (type(other) is Tensor and other._value.ndim == 0
+                  and other._value.dtype is _FLOAT64):
+                ov, other_rg = other._value, other._rg
+            else:
+                ov = None
+            if ov is not None and not (state.grad_enabled and (self._rg or other_rg)):
+                v[()] = float_op(float(v), float(ov))
+                _log(self, name)
+                self._version += 1
+                return self
         if kw.get("rounding_mode") is not None and name == "div_":
             return _recomputed_(name, F.div)(self, other, **kw)
         kw.pop("rounding_mode", None)
