@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.tape import NO_EXT
 from tapegrad import _fastcall, replay
 
 
@@ -238,7 +239,7 @@ def test_backward_after_a_fast_replay_hands_on_what_it_does_not_handle(what):
 
 def test_generated_backward_for_many_arguments_finds_a_repeated_one():
     # more arguments than the pairwise `is` checks cover: a set of ids instead
-    def sweep(vals, grads, scale):
+    def sweep(vals, ext, grads, scale):
         grads[10:19] = vals[:9] * scale
 
     program = SimpleNamespace(leaf_slots=tuple((r, 10 + r, 1) for r in range(9)),
@@ -248,16 +249,16 @@ def test_generated_backward_for_many_arguments_finds_a_repeated_one():
     arena = np.full(30, np.nan)
     vals = np.arange(9.0)
     args = [tg.tensor(float(i), requires_grad=True) for i in range(9)]
-    assert not backward(args[:8] + [args[0]], (0,) * 9, vals)
+    assert not backward(args[:8] + [args[0]], (0,) * 9, vals, NO_EXT)
     assert np.isnan(arena).all()      # refused before anything was written
     assert all(a.grad is None for a in args)
-    assert backward(args, (0,) * 9, vals)
+    assert backward(args, (0,) * 9, vals, NO_EXT)
     assert arena[0] == 1.0            # the seed
     assert [a.grad.item() for a in args] == [2.0 * i for i in range(9)]
     # gradients of numbers are views of one array: each still changes on its own
     args[1].grad.add_(1.0)
     assert [a.grad.item() for a in args[:3]] == [0.0, 3.0, 4.0]
-    assert not backward(args, (0,) * 9, vals)    # they have a .grad now
+    assert not backward(args, (0,) * 9, vals, NO_EXT)    # they have a .grad now
 
 
 def test_generated_replay_refuses_without_copying_on_a_mismatch():

@@ -106,11 +106,16 @@ def replayer(variant, take, run, failed):
         view = (f"vals[{where[0]}, ...]" if shape is None else
                 f"vals[{where.start}:{where.stop}].reshape({tuple(shape)!r})")
         namespace.update(forward=prog.forward, COLS=variant.cols, PARTIAL=prog.partial,
-                         PROGRAM=prog if prog.plan is not None else None)
+                         PROGRAM=prog if prog.plan is not None else None,
+                         OUTSIDE=prog.partial or ((0, 0),))
         lines += ["    inst.program = PROGRAM",
-                  f"    bad = forward({_passing('vals', prog.forward_params, namespace)})",
-                  "    inst.partial = PARTIAL",
-                  "    if bad != -1:",
+                  "    bad = forward("
+                  f"{_passing('vals, inst.ext', prog.forward_params, namespace)})"]
+        # what reads the arena beyond the generated code copies arguments read in place in
+        # first (replay._Instance.complete)
+        lines.append("    inst.partial = PARTIAL if inst.ext_refs is None else OUTSIDE"
+                     if reads_in_place else "    inst.partial = PARTIAL")
+        lines += ["    if bad != -1:",
                   "        return failed(bad)",
                   "    inst.cached_cols = COLS",
                   f"    return result(inst, {int(r)}, {view})"]
@@ -136,7 +141,7 @@ def _fresh_tensor(arg, value):
 
 
 def backward_for(spec, records, program, arena):
-    """``backward(args, versions, vals)``: ``loss.backward()`` for a replay of ``program``
+    """``backward(args, versions, vals, ext)``: ``loss.backward()`` for a replay of ``program``
     (a codegen.Program) whose leaves are positional arguments, or False, with nothing
     changed, where the usual case does not hold.
 
@@ -171,14 +176,14 @@ def backward_for(spec, records, program, arena):
         tests.append(f"len(set(map(id, args))) != {n}")
     namespace = {"new": object.__new__, "Tensor": Tensor, "arena": arena,
                  "sweep": program.backward, "NUMBERS": np.array(numbers, dtype=np.intp)}
-    lines = ["def backward(args, versions, vals):"]
+    lines = ["def backward(args, versions, vals, ext):"]
     if n:
         lines.append(f"    {', '.join(names)}, = args")
     if tests:
         lines += ["    if (" + "\n            or ".join(tests) + "):", "        return False"]
     lines += [f"    grads = arena({int(program.total)})",
               f"    grads[{int(program.seed_offset)}] = 1.0",
-              f"    sweep({_passing('vals, grads', program.backward_params, namespace)})"]
+              f"    sweep({_passing('vals, ext, grads', program.backward_params, namespace)})"]
     if numbers:
         lines.append("    block = grads[NUMBERS]")
     lines += assign + ["    return True"]

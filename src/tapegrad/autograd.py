@@ -455,7 +455,7 @@ def program_backward(t, retain_graph):
     # a replay of positional arguments (replay.Variant.replay_args) has a backward
     # generated for its signature (_fastcall.backward_for)
     if (args is not None and prog.arg_backward is not None
-            and prog.arg_backward(args, tape.arg_versions, tape.arena)):
+            and prog.arg_backward(args, tape.arg_versions, tape.arena, tape.ext)):
         if not retain_graph:
             tape.freed = prog.freed
             finish(tape)
@@ -469,7 +469,7 @@ def program_backward(t, retain_graph):
             return False
     grads = gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
-    prog.backward(tape.arena, grads, *prog.backward_params)
+    prog.backward(tape.arena, tape.ext, grads, *prog.backward_params)
     for r, off, size in prog.leaf_slots:
         leaf = leaves[r]
         if not leaf._rg:
@@ -687,7 +687,7 @@ def _sweep(tape, tape_seeds, readouts=()):
         for r, g in tape_seeds.items():
             if need[r]:
                 grads[goff[r]:goff[r] + size[r]] = g
-        prog.backward(tape.arena, grads, *prog.backward_params)
+        prog.backward(tape.arena, tape.ext, grads, *prog.backward_params)
         del cols, op, a0, a1, voff, size, ip, fp, aux, faux
         return need, goff, grads
     if hooked:

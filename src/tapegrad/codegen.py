@@ -566,9 +566,11 @@ def _assign_first_terms(body):
 
 
 def generate(cols, need, goff, seeds=()):
-    """Python source of ``forward(vals, ...) -> int`` and ``backward(vals, grads, ...)`` for
-    a tape of one-element records; each takes, after those, the parameter columns it reads
-    (``fp``, ``ip``, ``aux``, ``faux``, in that order).
+    """Python source of ``forward(vals, ext, ...) -> int`` and ``backward(vals, ext, grads,
+    ...)`` for a tape of one-element records; each takes, after those, the parameter columns
+    it reads (``fp``, ``ip``, ``aux``, ``faux``, in that order).  ``ext``: the replay
+    instance's addresses of arguments read in place (``replay.Variant.read_in_place``),
+    which only loops over vectors read (``generate_vectors``).
 
     ``need``/``goff`` are the plan of the backward from the records ``seeds`` (None: no
     backward is generated).  The backward expects the seeds' gradients in ``grads`` and
@@ -622,9 +624,9 @@ def generate(cols, need, goff, seeds=()):
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
     src += custom
     src += ["", "",
-           "@kernel", f"def forward({_signature('vals', fwd)}):"]
+           "@kernel", f"def forward({_signature('vals, ext', fwd)}):"]
     src += ["    " + line for line in fwd] + ["    return -1", "", ""]
-    src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
+    src += ["@kernel", f"def backward({_signature('vals, ext, grads', bwd)}):"]
     src += ["    " + line for line in bwd] + ["    return 0", ""]
     return "\n".join(src)
 
@@ -653,10 +655,10 @@ class Program:
 
     __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "forward_params",
                  "backward_params", "seed", "seed_offset", "total", "leaf_slots", "freed",
-                 "arg_backward", "partial")
+                 "arg_backward", "partial", "direct")
 
     def __init__(self, module, seeds, plan, source, path, cols, partial=(),
-                 interpreted_forward=False):
+                 interpreted_forward=False, direct=frozenset()):
         # None: the replay runs the interpreter's forward (a tape of vectors whose functions
         # NumPy computes faster: see generate_vectors)
         self.forward = None if interpreted_forward else module.forward
@@ -668,10 +670,13 @@ class Program:
         # the arena spans (start, end) of the values the forward leaves out (a tape of
         # vectors; empty: none): whatever else reads the arena has them filled in first
         self.partial = partial
+        # the argument records it reads where the caller's arrays are, when the replay
+        # gives their addresses in ``ext`` (else from the arena)
+        self.direct = direct
         op, size = cols[0], cols[4]
         # what each takes after its arenas: the parameter columns its body reads
-        self.forward_params = _params_of(module.forward, cols, 1)
-        self.backward_params = _params_of(module.backward, cols, 2)
+        self.forward_params = _params_of(module.forward, cols, 2)
+        self.backward_params = _params_of(module.backward, cols, 3)
         self.seed = self.seed_offset = self.freed = None
         self.total = 0
         self.leaf_slots = ()
@@ -690,10 +695,10 @@ class Program:
             self.freed.flags.writeable = False
 
 
-def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024):
+def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024, direct=frozenset()):
     """A compiled Program for the tape ``cols`` with value arena ``vals`` (not changed);
     ``seeds``/``plan`` as in ``Program``; ``outputs``: the records whose values the caller
-    reads after the forward; ``numpy_from``: see ``generate_vectors``.
+    reads after the forward; ``numpy_from``, ``direct``: see ``generate_vectors``.
 
     Raises Unsupported when the tape is neither one of one-element records nor one of
     elementwise records over vectors."""
@@ -702,20 +707,21 @@ def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024):
     skipped, numpy_forward = (), False
     if np.all(size[op > K.EXTERN] == 1):
         source = generate(cols, need, goff, seeds or ())
+        direct = frozenset()
     else:
-        source, skipped, numpy_forward = generate_vectors(cols, need, goff, seeds or (),
-                                                          outputs, numpy_from)
+        source, skipped, numpy_forward, direct = generate_vectors(
+            cols, need, goff, seeds or (), outputs, numpy_from, direct)
     module = _generated.load_module("tapegrad_gen", source)
     path = module.__file__
     voff = cols[3]
     spans = tuple((int(voff[r]), int(voff[r] + size[r])) for r in sorted(skipped))
     prog = Program(module, seeds, plan, source, path, cols, partial=spans,
-                   interpreted_forward=numpy_forward)
+                   interpreted_forward=numpy_forward, direct=frozenset(direct))
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
-    scratch = vals.copy()
-    module.forward(scratch, *prog.forward_params)
+    scratch, no_ext = vals.copy(), np.zeros(len(op), dtype=np.int64)
+    module.forward(scratch, no_ext, *prog.forward_params)
     if plan is not None:
-        prog.backward(scratch, np.zeros(max(int(plan[2]), 1)), *prog.backward_params)
+        prog.backward(scratch, no_ext, np.zeros(max(int(plan[2]), 1)), *prog.backward_params)
     return prog
 
 
@@ -779,6 +785,7 @@ class _VectorTape:
     def __init__(self, cols):
         op = cols[0]
         self.cols = cols
+        self.direct = frozenset()   # arguments the loops read where ext says (see above)
         n_rec = len(op)
         self.kind = [None] * n_rec
         self.loop_of = np.full(n_rec, -1, dtype=np.int64)
@@ -916,6 +923,8 @@ def _vector_forward(vt, stored, numpy_from):
                 # source again, not stored values
                 before.append(f"b{s} = vals[{int(voff[a0[s]])}]")
                 names[s] = f"b{s}"
+            if s in vt.direct:
+                return f"d{s}[k]"
             return names.get(s) or f"vals[{int(voff[s])} + k]"
 
         for r in recs:
@@ -954,7 +963,8 @@ def _vector_forward(vt, stored, numpy_from):
                 if r in stored:
                     body.append(f"vals[{int(voff[r])} + k] = v{r}")
                 names[r] = f"v{r}"
-        lines += before + _loop(n, body) + after
+        reads = {s for r in recs for s in vt.inputs(r)}
+        lines += _direct_views(vt, reads) + before + _loop(n, body) + after
         if sums:
             stages.append((lines, sums))
             lines = []
@@ -969,11 +979,11 @@ def _forward_source(stages):
     ``_forward_steps`` does, its warnings quiet)."""
     if len(stages) == 1 and not stages[0][1]:
         lines = stages[0][0]
-        return (["@kernel", f"def forward({_signature('vals', lines)}):"]
+        return (["@kernel", f"def forward({_signature('vals, ext', lines)}):"]
                 + ["    " + ln for ln in lines] + ["    return -1", ""])
     src, calls = [], []
     for i, (lines, sums) in enumerate(stages):
-        sig = _signature("vals", lines)
+        sig = _signature("vals, ext", lines)
         src += ["@kernel", f"def forward_{i}({sig}):"]
         src += ["    " + ln for ln in lines] + ["    return -1", "", ""]
         calls += [f"bad = forward_{i}({sig})", "if bad != -1:", "    return bad"]
@@ -984,9 +994,23 @@ def _forward_source(stages):
                 calls.append(f"    vals[{o}] = {total} / {n}" if scale is None
                              else f"    vals[{o}] = {total} * {scale}")
             calls += ["finally:", "    quiet_end(tok)"]
-    every = _signature("vals", [ln for lines, _ in stages for ln in lines])
+    every = _signature("vals, ext", [ln for lines, _ in stages for ln in lines])
     return src + [f"def forward({every}):"] + ["    " + ln for ln in calls] + [
         "    return -1", ""]
+
+
+def _direct_views(vt, reads):
+    """Lines that name each argument the loop reads in place (``vt.direct``) ``d{r}``: the
+    caller's array where ``ext`` holds its address, else the arena's copy."""
+    voff, size = vt.cols[3], vt.cols[4]
+    lines = []
+    for r in sorted(set(reads) & vt.direct):
+        lo, n = int(voff[r]), int(size[r])
+        lines += [f"if {r} < ext.size and ext[{r}] != 0:",
+                  f"    d{r} = view_f64(ext[{r}], {n})",
+                  "else:",
+                  f"    d{r} = vals[{lo}:{lo + n}]"]
+    return lines
 
 
 def _loop(n, body):
@@ -1060,6 +1084,8 @@ def _vector_backward(vt, need, goff, seeds):
         def value(s):
             if kind[s] == "b":
                 return f"b{s}"
+            if s in vt.direct:
+                return f"d{s}[k]"
             return f"vals[{int(voff[s])} + k]"
 
         # the broadcasts this loop makes or reads: their sources, read once
@@ -1126,17 +1152,23 @@ def _vector_backward(vt, need, goff, seeds):
                 body += terms
         if body or end:
             body = _assign_first_terms(start + body + end)
-        lines += before + _loop(n, body) + after
+        reads = {s for r in recs for s in vt.inputs(r)}
+        lines += _direct_views(vt, reads) + before + _loop(n, body) + after
     return lines
 
 
-def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024):
-    """(source, skipped, numpy_forward) for a tape of elementwise records over vectors (see
-    this section's comment): the Python source of ``forward`` and ``backward`` (as
-    ``generate``), the records whose values the forward leaves out of the arena, and whether
+def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
+                     direct=frozenset()):
+    """(source, skipped, numpy_forward, direct) for a tape of elementwise records over
+    vectors (see this section's comment): the Python source of ``forward`` and ``backward``
+    (as ``generate``), the records whose values the forward leaves out of the arena, whether
     the replay should run the interpreter's forward instead of this one (then nothing is
-    left out).  ``outputs``: the records whose values the caller reads; ``numpy_from``: the
-    size from which the replay sums with NumPy (``_numpy_sum``).  Raises Unsupported for
+    left out), and the argument records the loops may read in place.
+
+    ``outputs``: the records whose values the caller reads; ``numpy_from``: the size from
+    which the replay sums with NumPy (``_numpy_sum``); ``direct``: argument records the
+    replay may give in ``ext`` (the address of the caller's array, 0 where it copied it into
+    the arena as usual), which the loops then read where they are.  Raises Unsupported for
     tapes it does not cover.
 
     A tape with a function NumPy computes for a whole vector (its ``numpy`` twin: exp,
@@ -1153,6 +1185,9 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024):
     stored = set(r for r, k in enumerate(vt.kind) if k in ("v", "b")) if numpy_forward \
         else _stored(vt, need, outputs, numpy_from)
     # (an interpreted forward leaves an empty one to compile)
+    # (an input NumPy sums is read from the arena: the sum runs outside the kernels)
+    summed = {int(cols[1][r]) for r in range(len(op)) if _numpy_sum(vt, r, numpy_from)}
+    vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed
     stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)
     bwd = _vector_backward(vt, need, goff, seeds) if need is not None else []
     if sum(len(lines) for lines, _ in stages) + len(bwd) > 4 * MAX_STATEMENTS:
@@ -1160,9 +1195,10 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024):
     skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
     assert not (numpy_forward and skipped)
     src = ["import numpy as np", "from tapegrad._config import kernel",
-           "from tapegrad._quiet import quiet_begin, quiet_end"]
+           "from tapegrad._quiet import quiet_begin, quiet_end",
+           "from tapegrad.ops.entries import view_f64"]
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
     src += ["", ""] + _forward_source(stages) + [""]
-    src += ["@kernel", f"def backward({_signature('vals, grads', bwd)}):"]
+    src += ["@kernel", f"def backward({_signature('vals, ext, grads', bwd)}):"]
     src += ["    " + line for line in bwd] + ["    return 0", ""]
-    return "\n".join(src), skipped, numpy_forward
+    return "\n".join(src), skipped, numpy_forward, vt.direct

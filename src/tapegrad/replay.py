@@ -60,6 +60,10 @@ _GENERATE_MIN = 64
 # once its records hold this many values together: there it is memory traffic the loops save.
 _GENERATE_MIN_VALUES = 1024
 
+# An instance's ``partial`` when all its values are there but arguments read in place: what
+# reads the arena beyond the generated code copies them in first (_Instance.complete).
+_ARGUMENTS_OUTSIDE = ((0, 0),)
+
 _NUMPY_UNARY = {code: info.numpy for code, info in K.OPS.items() if info.numpy is not None}
 
 
@@ -318,6 +322,11 @@ class _Instance(Tape):
         backward calls this first.  The forward runs on a copy and only those spans are
         copied back: a value the caller holds (an output) may have been written to since."""
         if self.partial:
+            if self.ext_refs is not None:
+                self._copy_in()   # (arguments generated loops read in place)
+            if not any(hi > lo for lo, hi in self.partial):
+                self.partial = False
+                return
             cols = self.cached_cols
             arena = self.arena
             scratch = arena.copy()
@@ -546,13 +555,18 @@ class Variant:
             plan = self.plan_cache.get(seeds)
             if plan is None:
                 plan = self.plan_cache[seeds] = make_plan(self.cols, seeds)
+        outputs = [r for r, _, _ in self.outputs if r is not None]
+        # large arguments generated loops may read where they are (see read_in_place)
+        direct = frozenset(r for r in self.arg_records.values()
+                           if r >= 0 and self.cols[4][r] >= _IN_PLACE_MIN and r not in outputs)
         try:
-            self.program = codegen.build(self.cols, vals, seeds, plan,
-                                         [r for r, _, _ in self.outputs if r is not None],
-                                         _NUMPY_RECORD)
+            self.program = codegen.build(self.cols, vals, seeds, plan, outputs,
+                                         _NUMPY_RECORD, direct)
         except codegen.Unsupported as e:
             self.not_generated = str(e)
         prog = self.program
+        if prog is not None and prog.direct and prog.forward is not None:
+            self._read_arguments_in_place(prog.direct)
         if prog is not None and self.arg_spec is not None:
             if prog.seed is not None:
                 from .autograd import gradient_arena
@@ -564,6 +578,17 @@ class Variant:
                 self.owner.generated += 1
             else:
                 self.owner.not_generated.append(self.not_generated)
+
+    def _read_arguments_in_place(self, records):
+        """From now on read argument ``records`` in place (``ext``) instead of copying them
+        into the arena: the generated loops read them there."""
+        self.read_in_place = self.read_in_place | frozenset(records)
+        self.arg_slots = [(key, r, off, single, r in self.read_in_place)
+                          for key, r, off, single, _ in self.arg_slots]
+        if self.arg_spec is not None:
+            self.arg_spec = tuple((shape, rg, off, end, r in self.read_in_place and end > 0)
+                                  for (shape, rg, off, end, _), r
+                                  in zip(self.arg_spec, self.arg_spec_records))
 
     def _instance(self):
         """A tape sharing the recorded columns, whose arena no live tensor or view uses."""
@@ -579,6 +604,9 @@ class Variant:
         for inst in items:
             if _refcount(inst) <= _FREE_INSTANCE and _refcount(inst.arena.base) <= _FREE_VALS:
                 _reset(inst)
+                if inst.ext is NO_EXT and self.read_in_place:
+                    # (made before its generated loops began to read arguments in place)
+                    inst.ext = np.zeros(self.n, dtype=np.int64)
                 return inst
         inst = _Instance.__new__(_Instance)
         tpl = self.template
@@ -661,8 +689,9 @@ class Variant:
         if prog is not None:
             inst.program = prog if prog.plan is not None else None
         if prog is not None and prog.forward is not None:
-            bad = prog.forward(vals, *prog.forward_params)
-            inst.partial = prog.partial
+            bad = prog.forward(vals, inst.ext, *prog.forward_params)
+            inst.partial = prog.partial if inst.ext_refs is None else (
+                prog.partial or _ARGUMENTS_OUTSIDE)
         elif self.steps is not None:
             bad = _forward_steps(self.cols, vals, inst.ext, self.steps)
         else:

@@ -79,7 +79,7 @@ def _generated_grads(out, targets):
     grads = autograd.gradient_arena(prog.total)
     grads[prog.seed_offset] = 1.0
     # (the arena as the generated forward left it: the generated backward reads no more)
-    prog.backward(tape.arena, grads, *prog.backward_params)
+    prog.backward(tape.arena, tape.ext, grads, *prog.backward_params)
     offsets = {r: off for r, off, _ in prog.leaf_slots}
     result = []
     for t in targets:
