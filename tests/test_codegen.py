@@ -906,3 +906,31 @@ def test_generated_loops_read_large_arguments_where_they_are():
     np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-12)
     for p, q in zip(args[:4], eager_args[:4]):
         np.testing.assert_allclose(p.grad.item(), q.grad.item(), rtol=1e-12)
+
+
+def test_an_argument_read_in_place_changed_before_backward_is_refused_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    n = 20000
+    fn = tg.compile(lambda a, x, y: ((x * a - y) ** 2).sum(), codegen=True)
+    for _ in range(3):
+        fn(tg.tensor(1.0, requires_grad=True), tg.tensor(np.ones(n)), tg.tensor(np.zeros(n)))
+    assert fn.stats.generated == 1 and len(fn.tape.read_in_place) == 2
+    a, x, y = tg.tensor(1.0, requires_grad=True), tg.tensor(np.ones(n)), tg.tensor(np.zeros(n))
+    loss = fn(a, x, y)
+    x.mul_(2.0)       # x is saved for a's gradient
+    at = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+    xt, yt = torch.ones(n, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    loss_t = ((xt * at - yt) ** 2).sum()
+    xt.mul_(2.0)
+    with pytest.raises(RuntimeError) as want:
+        loss_t.backward()
+    with pytest.raises(RuntimeError) as got:
+        loss.backward()
+    assert str(got.value).split(":")[0] == str(want.value).split(":")[0]
+    assert "is at version 1; expected version 0 instead" in str(got.value)
+    # y is not: the backward reads the residual, as PyTorch's does
+    a, x, y = tg.tensor(1.0, requires_grad=True), tg.tensor(np.ones(n)), tg.tensor(np.zeros(n))
+    loss = fn(a, x, y)
+    y.add_(1.0)
+    loss.backward()
+    assert a.grad.item() == 2.0 * n

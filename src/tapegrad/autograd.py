@@ -463,6 +463,8 @@ def program_backward(t, retain_graph):
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
         return False
+    if tape.ext_refs is not None and arguments_changed(tape):
+        return False     # (the general path checks which of them the backward reads)
     for r, _, _ in prog.leaf_slots:
         leaf = leaves[r]
         if leaf._hooks or leaf_rec[id(leaf)][1] != leaf._version:
@@ -817,15 +819,36 @@ def _check_versions(tape, need, op, a0, a1):
     # leaves changed in place after they were brought onto this tape (a leaf no swept record
     # reaches is read by none of them either)
     for r, leaf in needed_leaves(tape, need):
-        rec_version = tape.leaf_rec.get(id(leaf), (None, None))
-        if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
-                tape, r, need, op, a0, a1):
-            site = ABOVE.leaf_site(leaf)
-            where = f" It was modified by {site[0]} at {site[1]}." if site else ""
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [tapegrad.DoubleTensor {list(leaf._value.shape)}] is at "
-                f"version {leaf._version}; expected version {rec_version[1]} instead.{where}")
+        _check_leaf_version(tape, r, leaf, need, op, a0, a1)
+    # arguments a replay reads where they are (a constant's value included: a change in place
+    # since the call would reach the backward, where PyTorch's saved copy refuses it)
+    if tape.ext_refs is not None:
+        leaves = tape.leaves
+        for r, _ in tape.ext_refs:
+            if r in leaves and not need[r]:
+                _check_leaf_version(tape, r, leaves[r], need, op, a0, a1)
+
+
+def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
+    rec_version = tape.leaf_rec.get(id(leaf), (None, None))
+    if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
+            tape, r, need, op, a0, a1):
+        site = ABOVE.leaf_site(leaf)
+        where = f" It was modified by {site[0]} at {site[1]}." if site else ""
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [tapegrad.DoubleTensor {list(leaf._value.shape)}] is at "
+            f"version {leaf._version}; expected version {rec_version[1]} instead.{where}")
+
+
+def arguments_changed(tape):
+    """Whether an argument a replay reads in place was changed in place since the call."""
+    leaves, leaf_rec = tape.leaves, tape.leaf_rec
+    for r, _ in tape.ext_refs:
+        t = leaves.get(r)
+        if t is not None and leaf_rec.get(id(t), (r, t._version))[1] != t._version:
+            return True
+    return False
 
 
 def _value_read(tape, s, need, op, a0, a1):

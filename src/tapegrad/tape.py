@@ -201,6 +201,7 @@ class Tape:
 
     ext = NO_EXT   # (a replay's tape has its own: replay.Variant.read_in_place)
     partial = False   # (a replay's may lack values: replay._Instance.complete)
+    ext_refs = None   # (a replay's arguments read in place: replay._Instance)
 
     @property
     def arena(self):
