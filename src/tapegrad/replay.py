@@ -318,9 +318,10 @@ class _Instance(Tape):
     def complete(self):
         """Fill in the values a generated forward left out of the arena (a tape of vectors:
         ``codegen.Program.partial``, the spans they take), by the replay's interpreted
-        forward: the same rules and sums, so the same bits.  Anything that reads the arena but the generated
-        backward calls this first.  The forward runs on a copy and only those spans are
-        copied back: a value the caller holds (an output) may have been written to since."""
+        forward: the same rules and sums, so the same bits; and copy in the arguments it read
+        in place.  Anything that reads the arena but the generated backward calls this
+        first.  The forward runs on a copy and only those spans are copied back: a value the
+        caller holds (an output) may have been written to since."""
         if self.partial:
             if self.ext_refs is not None:
                 self._copy_in()   # (arguments generated loops read in place)
