@@ -37,6 +37,7 @@ MAX_STATEMENTS = 600
 _MAX_PERIOD = 256
 
 _GATHERS = (K.GATHER, K.BCAST)
+_CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")   # a comparison record's kind (its ip)
 
 
 class Unsupported(Exception):
@@ -268,8 +269,7 @@ def _forward_lines(key, row, step, local, carried, j):
     elif o == K.CMP:
         lines += [f"c = fp[{rec}]"]
         rhs = "x1" if has_x1 else "c"
-        cmp = ("<", "<=", ">", ">=", "==", "!=")[kind]
-        lines.append(f"out = 1.0 if x0 {cmp} {rhs} else 0.0")
+        lines.append(f"out = 1.0 if x0 {_CMP_OPS[kind]} {rhs} else 0.0")
     else:
         lines += [f"c = fp[{rec}]"] + _params(o, rec)
         lines.append(f"out = {_call(_scalar_rules(o)[0], 'x0, ' + _operands(o, has_x1))}")
@@ -747,7 +747,6 @@ def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024, direct=frozenset
 # ---------------------------------------------------------------------------------------------
 _WHOLE_SUMS = (K.SUM, K.MEAN, K.SUM_DIM, K.MEAN_DIM)
 _MEANS = (K.MEAN, K.MEAN_DIM)
-_CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 _RULE_ARGS = ("g", "x0", "x1", "x2", "out")
 
 
