@@ -455,9 +455,9 @@ def _backward(out, inputs, cot):
 
 def _close(got, want, what, rtol=1e-12, inputs=()):
     """got == want to rtol, and to rtol times the largest magnitude of want or of ``inputs``
-    near zero: a gradient that cancels to zero (a softmax of large scores) keeps rounding
-    noise of the size of its inputs' products, which eager and compiled matrix products
-    (NumPy's BLAS, numba's) round apart."""
+    near zero: a value or gradient that cancels to zero (a softmax of large scores, the
+    normalisation of a constant input) keeps rounding noise of the size of its inputs, which
+    eager mode, compiled code and PyTorch round apart."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     scale = max([1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0))]
@@ -485,13 +485,13 @@ def test_compiled_library_function_equals_eager_and_pytorch(case, data):
         answered += 1
         ins = _ours(case, arrays)
         got = compiled(*ins)
-        _close(got._value, want._value, f"draw {k}: value")
+        _close(got._value, want._value, f"draw {k}: value", inputs=arrays)
         assert got.dtype == want.dtype, f"draw {k}: dtype {got.dtype} != {want.dtype}"
         assert got.requires_grad == want.requires_grad
         theirs_in = _theirs(case, arrays)
         theirs = case.fn(torch, *theirs_in)
         _close(got._value, theirs.detach().numpy(), f"draw {k}: value against PyTorch",
-               rtol=1e-10)
+               rtol=1e-10, inputs=arrays)
         if not want.requires_grad:
             continue
         cot = np.random.default_rng(seed + k).standard_normal(want._value.shape)
@@ -508,7 +508,8 @@ def test_compiled_library_function_equals_eager_and_pytorch(case, data):
         torch_grads = _backward(theirs, theirs_in, cot)
         for i, (g, w) in enumerate(zip(got_grads, torch_grads)):
             if w is not None:
-                _close(g, w, f"draw {k}: gradient {i} against PyTorch", rtol=1e-9)
+                _close(g, w, f"draw {k}: gradient {i} against PyTorch", rtol=1e-9,
+                       inputs=arrays)
     if case.replays:
         st_ = compiled.stats
         assert st_.records + st_.replays + st_.eager == st_.calls
