@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from . import _compile_helper
+from . import hot_tapes
 from . import ops as K
 from .tape import aligned_empty, finish, finish_graph, state
 from . import tensor as _tensor_module
@@ -607,9 +608,15 @@ def make_plan(cols, seeds):
 _CHAINS_FROM = 1000
 
 
+def _compiled(kernel):
+    """Whether numba has compiled ``kernel`` for some signature: its ``overloads``, not its
+    ``signatures``, which lists them at 6 µs a call (two per backward)."""
+    return bool(kernel.overloads)
+
+
 def _sweep_kernel(fresh, scalars):
     # (fresh is 0 with scalars on a tape of numbers only: ops.plan lays those out itself)
-    if scalars >= _CHAINS_FROM or (fresh == 0 and scalars) or K.sweep.kernel.signatures:
+    if scalars >= _CHAINS_FROM or (fresh == 0 and scalars) or _compiled(K.sweep.kernel):
         return K.sweep
     return K.sweep_vectors
 
@@ -633,9 +640,9 @@ def _share_first_compiles(tape, cols):
     other sweep to compile in the sweep's first call, as without a helper."""
     op, size = cols[0], cols[4]
     one = K.sweeps_one_element(op, size)
-    chains = bool(one >= _CHAINS_FROM or (one and size.max() <= 1) or K.sweep.kernel.signatures)
+    chains = bool(one >= _CHAINS_FROM or (one and size.max() <= 1) or _compiled(K.sweep.kernel))
     kernel = (K.sweep if chains else K.sweep_vectors).kernel
-    args = None if kernel.signatures else sweep_arguments(tape, cols)
+    args = None if _compiled(kernel) else sweep_arguments(tape, cols)
     _compile_helper.share_first_backward(
         K.missing_entries(K.BACKWARD_PASS, op, size, chains), K.BACKWARD_PASS, kernel, args)
 
@@ -670,7 +677,7 @@ def _sweep(tape, tape_seeds, readouts=()):
             plans[key] = hit
     need, goff, total, fresh, scalars = hit
     sweep = _sweep_kernel(fresh, scalars)
-    if not sweep.kernel.signatures and _compile_helper.running():
+    if not _compiled(sweep.kernel) and _compile_helper.running():
         # the worker may be compiling it ahead of need: its, rather than another here
         _compile_helper.before_first_sweep(sweep.kernel.__name__)
     if readouts:
@@ -683,9 +690,13 @@ def _sweep(tape, tape_seeds, readouts=()):
                     + [r for r in tape.custom if need[r]], reverse=True) \
         if tape.hooks or tape.custom else ()
     prog = tape.program
+    if (prog is None and not hooked and not readouts and tape.cached_cols is None
+            and state.trace is None):
+        # an eager tape swept as often before, record for record: generated code too
+        prog = hot_tapes.program_for(tape, cols, key, hit)
     if prog is not None and not hooked and prog.seeds == key:
-        # a replayed tape with generated code, swept from the seed it was generated for: it
-        # clears the part of the arena it uses itself
+        # a tape with generated code, swept from the seed it was generated for: it clears
+        # the part of the arena it uses itself
         for r, g in tape_seeds.items():
             if need[r]:
                 grads[goff[r]:goff[r] + size[r]] = g

@@ -695,10 +695,15 @@ class Program:
             self.freed.flags.writeable = False
 
 
-def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024, direct=frozenset()):
+def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024, direct=frozenset(),
+          backward_only=False):
     """A compiled Program for the tape ``cols`` with value arena ``vals`` (not changed);
     ``seeds``/``plan`` as in ``Program``; ``outputs``: the records whose values the caller
     reads after the forward; ``numpy_from``, ``direct``: see ``generate_vectors``.
+
+    ``backward_only``: for a tape whose forward has run already (an eager one: hot_tapes.py)
+    -- no forward (``Program.forward`` is None), and the backward compiles at its first call
+    instead of on a copy of the arenas here.
 
     Raises Unsupported when the tape is neither one of one-element records nor one of
     elementwise records over vectors."""
@@ -710,13 +715,17 @@ def build(cols, vals, seeds, plan, outputs=(), numpy_from=1024, direct=frozenset
         direct = frozenset()
     else:
         source, skipped, numpy_forward, direct = generate_vectors(
-            cols, need, goff, seeds or (), outputs, numpy_from, direct)
+            cols, need, goff, seeds or (), outputs, numpy_from, direct,
+            forward=not backward_only)
     module = _generated.load_module("tapegrad_gen", source)
     path = module.__file__
     voff = cols[3]
     spans = tuple((int(voff[r]), int(voff[r] + size[r])) for r in sorted(skipped))
     prog = Program(module, seeds, plan, source, path, cols, partial=spans,
-                   interpreted_forward=numpy_forward, direct=frozenset(direct))
+                   interpreted_forward=numpy_forward or backward_only,
+                   direct=frozenset(direct))
+    if backward_only:
+        return prog
     # compile now (or load from numba's cache), on scratch arenas, not inside a user's call
     scratch, no_ext = vals.copy(), np.zeros(len(op), dtype=np.int64)
     module.forward(scratch, no_ext, *prog.forward_params)
@@ -1157,7 +1166,7 @@ def _vector_backward(vt, need, goff, seeds):
 
 
 def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
-                     direct=frozenset()):
+                     direct=frozenset(), forward=True):
     """(source, skipped, numpy_forward, direct) for a tape of elementwise records over
     vectors (see this section's comment): the Python source of ``forward`` and ``backward``
     (as ``generate``), the records whose values the forward leaves out of the arena, whether
@@ -1174,13 +1183,16 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     tanh, sin ...) keeps the interpreter's forward, which calls NumPy for large records:
     NumPy's SIMD loops ran W4's forward (tanh and exp of 10^7 values) about twice as fast
     as the one loop of scalar calls, which the backward does not make (its rules read the
-    values made).  Its backward is generated all the same."""
+    values made).  Its backward is generated all the same.
+
+    ``forward=False``: the backward alone, for values all in the arena (as with NumPy's
+    functions: the forward is left empty, and nothing out)."""
     vt = _VectorTape(cols)
     if not any(seg[0] == "l" for seg in vt.segments):
         raise Unsupported("no record holds more than one value")
     op = cols[0]
-    numpy_forward = any(k == "v" and K.OPS[int(op[r])].numpy is not None
-                        for r, k in enumerate(vt.kind))
+    numpy_forward = not forward or any(k == "v" and K.OPS[int(op[r])].numpy is not None
+                                       for r, k in enumerate(vt.kind))
     stored = set(r for r, k in enumerate(vt.kind) if k in ("v", "b")) if numpy_forward \
         else _stored(vt, need, outputs, numpy_from)
     # (an interpreted forward leaves an empty one to compile)

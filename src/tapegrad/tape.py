@@ -426,9 +426,12 @@ def recording_tape(n):
     """The tape to record on, with room for n more values (starting a new one if needed)."""
     t = state.tape
     if t is None or not t.room(n):
-        # after a backward: as much as last time; after filling up: twice as much
+        # after a backward: as much as last time and half again; after filling up: twice
+        # as much.  (A quarter again was too little: an op asks for room for more than it
+        # uses -- a sum for three times its input -- and W4's graph at 10^5 values then
+        # spilled onto a second tape every other step.)
         if t is None or t.finished:
-            want = max(n, state.last_used + state.last_used // 4)
+            want = max(n, state.last_used + state.last_used // 2)
         else:
             # twice as much, up to GROWTH_LIMIT: graphs that are built and never
             # differentiated (a loss printed, a validation pass outside no_grad) fill tapes

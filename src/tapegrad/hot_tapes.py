@@ -1,0 +1,95 @@
+"""Generated backward sweeps for eager tapes that come back: the same records, step after step.
+
+A training loop in eager mode records the same tape at every step -- the same ops, in the same
+order, on values of the same sizes at the same places in the arena -- and sweeps it with the
+interpreter, record by record, each a pass over its values in memory.  For a tape of vectors
+that is the cost (W4's backward over 10^7 values: 82 ms record by record, 27 ms as the loops
+``codegen.generate_vectors`` writes).  So a tape whose records, bit for bit, were swept
+``_AFTER`` times before from the same seeds gets that generated backward, as a replayed tape
+does (replay.py); the interpreter's sweep stays for everything else.
+
+The key is the tape's columns themselves: the generated code holds their offsets, sizes and
+scalars as literals, so it is used only for a tape equal in every one of them.  The bits are
+the interpreter's (codegen's contract, up to the sign of a zero gradient).
+"""
+from collections import OrderedDict
+
+from . import ops as K
+
+# A tape gets generated loops from this many values (replay._GENERATE_MIN_VALUES): below it
+# the interpreter's passes are cheap, and the key costs a few microseconds a backward.
+_MIN_VALUES = 1024
+# Tapes of more records (or side arrays) are not keyed: building the key reads them all,
+# and codegen does not write out tapes this long anyway.
+_MAX_RECORDS = 2048
+_MAX_SIDE = 4096
+_AFTER = 2   # sweeps by the interpreter before the third builds the program
+_KEPT = 64   # keys remembered, the most recently swept
+
+ENABLED = True   # (tests compare against the interpreter with this off)
+
+_seen = OrderedDict()   # key -> sweeps so far (int), the Program, or why none (str)
+generated = 0           # programs built in this process (tests read it)
+
+
+def _key(tape, seeds):
+    n = len(tape.op)
+    if (tape.top < _MIN_VALUES or n > _MAX_RECORDS
+            or len(tape.aux) + len(tape.faux) > _MAX_SIDE):
+        return None
+    return (seeds, n, tape.op.tobytes(), tape.a0.tobytes(), tape.a1.tobytes(),
+            tape.voff.tobytes(), tape.size.tobytes(), tape.ip.tobytes(), tape.fp.tobytes(),
+            tape.aux.tobytes(), tape.faux.tobytes())
+
+
+def program_for(tape, cols, seeds, plan):
+    """The generated backward (a ``codegen.Program``) for sweeping eager ``tape`` (columns
+    ``cols``, plan ``plan``) from ``seeds`` (a tuple of records), or None: the interpreter
+    sweeps it."""
+    global generated
+    if not ENABLED:
+        return None
+    size = cols[4]
+    if any(size[r] != 1 for r in seeds):
+        # (generated code takes a seed's gradient from the arena only for one value: a
+        # loss, as for replays)
+        return None
+    key = _key(tape, seeds)
+    if key is None:
+        return None
+    entry = _seen.get(key)
+    if entry is None:
+        _seen[key] = 1
+        while len(_seen) > _KEPT:
+            _seen.popitem(last=False)
+        return None
+    _seen.move_to_end(key)
+    if isinstance(entry, int):
+        if entry < _AFTER:
+            _seen[key] = entry + 1
+            return None
+        from . import codegen
+        if not (size[cols[0] > K.EXTERN] > 1).any():
+            _seen[key] = "a tape of numbers: the interpreter's chains sweep it"
+            return None
+        try:
+            prog = codegen.build(cols, None, seeds, plan, backward_only=True)
+        except codegen.Unsupported as e:
+            _seen[key] = str(e)
+            return None
+        # its own copies of the side columns: the tape's are views of arrays that tape
+        # owns, which the program would keep from growing
+        prog.backward_params = tuple(c.copy() for c in prog.backward_params)
+        _seen[key] = entry = prog
+        generated += 1
+    return entry if not isinstance(entry, str) else None
+
+
+def why_not():
+    """Why the tapes seen got no program, as codegen said (tests, diagnostics)."""
+    return [entry for entry in _seen.values() if isinstance(entry, str)]
+
+
+def forget():
+    """Drop every program and count (tests)."""
+    _seen.clear()

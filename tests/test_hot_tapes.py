@@ -1,0 +1,223 @@
+"""Generated backward sweeps for eager tapes that come back (hot_tapes.py).
+
+An eager tape swept often enough, record for record the same, is swept by the loops codegen
+writes for replayed tapes of vectors.  Those loops are proven against the interpreter in
+test_codegen.py; here the same eager program, step after step, must give the interpreter's
+gradients bit for bit (up to the sign of a zero) with the program in use, and whatever the
+program does not cover -- hooks, retained gradients, ``inputs=``, changed scalars, small
+tapes -- must still be swept right.
+"""
+import numpy as np
+import pytest
+from hypothesis import given
+
+import tapegrad as tg
+from tapegrad import hot_tapes
+from tapegrad.tape import state
+from test_codegen import _build, _poison_gradient_arena, _same_bits, _vector_programs
+
+
+@pytest.fixture(autouse=True)
+def _fresh_programs():
+    hot_tapes.forget()
+    yield
+    hot_tapes.forget()
+    hot_tapes.ENABLED = True
+
+
+def _steps(step, n_steps, enabled):
+    """Run ``step`` (returning [loss, leaves...]) n_steps times with generated backwards
+    allowed or not; each step's loss and leaf gradients."""
+    hot_tapes.forget()
+    hot_tapes.ENABLED = enabled
+    before = hot_tapes.generated
+    # both runs from the same start: the first steps' graphs may span tapes, as the tapes
+    # grow to fit them, and a leaf's gradient from two tapes is added in another order
+    state.tape, state.last_used = None, 0
+    out = []
+    for i in range(n_steps):
+        loss, *leaves = step(i)
+        _poison_gradient_arena()
+        loss.backward()
+        out.append([loss.item()] + [None if t.grad is None else t.grad.numpy().copy()
+                                    for t in leaves])
+    hot_tapes.ENABLED = True
+    return out, hot_tapes.generated - before
+
+
+def _same_steps(got, want):
+    assert len(got) == len(want)
+    for g_step, w_step in zip(got, want):
+        for g, w in zip(g_step, w_step):
+            assert (g is None) == (w is None)
+            if g is not None:
+                _same_bits(g, w)
+
+
+def _cubic_step(n, seed=0, vary_data=False):
+    rng = np.random.default_rng(seed)
+    xv = np.linspace(-np.pi, np.pi, n)
+    params = [tg.tensor(v, requires_grad=True) for v in rng.standard_normal(4)]
+
+    def step(i):
+        x = tg.tensor(xv + (0.01 * i if vary_data else 0.0))
+        y = tg.sin(x)
+        a, b, c, d = params
+        for p in params:
+            p.grad = None
+        loss = ((a + b * x + c * x ** 2 + d * x ** 3) - y).pow(2).sum()
+        return [loss] + params
+    return step
+
+
+@pytest.mark.parametrize("n", [300, 5000])
+def test_the_eager_cubic_fit_gets_a_generated_backward_with_the_interpreters_bits(n):
+    got, built = _steps(_cubic_step(n), 6, True)
+    want, none = _steps(_cubic_step(n), 6, False)
+    _same_steps(got, want)
+    assert built == 1 and none == 0
+
+
+def test_new_data_in_the_same_records_is_read_not_baked_in():
+    # the data changes every step, the records do not: one program, reading the values
+    got, built = _steps(_cubic_step(2000, vary_data=True), 6, True)
+    want, _ = _steps(_cubic_step(2000, vary_data=True), 6, False)
+    _same_steps(got, want)
+    assert built == 1
+    assert len({g[1].tobytes() for g in got}) == 6   # every step's gradient its own
+
+
+def test_a_scalar_that_changes_makes_another_tape_not_a_stale_program():
+    xv = np.linspace(-1.0, 1.0, 2000)
+    w = tg.tensor(0.3, requires_grad=True)
+
+    def step(i):
+        w.grad = None
+        # the scalar is a literal in generated code: a new one is a new key
+        return [(tg.tensor(xv) * w * (1.0 + i)).pow(2).sum(), w]
+    got, built = _steps(step, 6, True)
+    want, _ = _steps(step, 6, False)
+    _same_steps(got, want)
+    assert built == 0
+    expected = [2.0 * 0.3 * (1.0 + i) ** 2 * float((xv * xv).sum()) for i in range(6)]
+    np.testing.assert_allclose([g[1] for g in got], expected, rtol=1e-12)
+
+
+def test_tanh_and_exp_of_many_values():
+    xv = np.random.default_rng(4).standard_normal(20000)
+
+    def step(i):
+        x = tg.tensor(xv * (1.0 + 0.1 * i), requires_grad=True)
+        return [(tg.tanh(x) * x + tg.exp(-x * x)).sum(), x]
+    got, built = _steps(step, 5, True)
+    want, _ = _steps(step, 5, False)
+    _same_steps(got, want)
+    assert built == 1
+    x = xv * 1.4
+    t = np.tanh(x)
+    np.testing.assert_allclose(got[4][1], (1 - t * t) * x + t - 2 * x * np.exp(-x * x),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_small_tapes_stay_with_the_interpreter():
+    got, built = _steps(_cubic_step(20), 6, True)
+    want, _ = _steps(_cubic_step(20), 6, False)
+    _same_steps(got, want)
+    assert built == 0
+
+
+def test_hooks_retained_gradients_and_inputs_are_swept_by_the_interpreter():
+    step = _cubic_step(2000)
+    before = hot_tapes.generated
+    for _ in range(4):          # hot: the program exists
+        loss, *_ = step(0)
+        loss.backward()
+    assert hot_tapes.generated == before + 1
+    want, _ = _steps(_cubic_step(2000), 1, False)
+    loss_want, *params_want = want[0]
+
+    # a hook on a parameter sees and may change its gradient
+    loss, a, b, c, d = step(0)
+    seen = []
+    handle = b.register_hook(lambda g: seen.append(g.item()) or g * 2.0)
+    loss.backward()
+    handle.remove()
+    assert seen == [params_want[1].item()]
+    assert b.grad.item() == 2.0 * params_want[1].item()
+
+    # a retained non-leaf gradient
+    _, a, b, c, d = step(0)
+    x = tg.tensor(np.linspace(-np.pi, np.pi, 2000))
+    pred = a + b * x + c * x ** 2 + d * x ** 3
+    pred.retain_grad()
+    loss = (pred - tg.sin(x)).pow(2).sum()
+    loss.backward()
+    np.testing.assert_allclose(pred.grad.numpy(), 2.0 * (pred.detach().numpy() - np.sin(x.numpy())),
+                               rtol=1e-12)
+    _same_bits(a.grad.numpy(), params_want[0])
+
+    # inputs=
+    loss, a, b, c, d = step(0)
+    loss.backward(inputs=[c])
+    assert a.grad is None
+    _same_bits(c.grad.numpy(), params_want[2])
+
+
+def test_a_gradient_given_for_a_vector_output():
+    xv = np.linspace(-2.0, 2.0, 3000)
+    gv = np.cos(xv)
+
+    def step(i):
+        x = tg.tensor(xv, requires_grad=True)
+        out = x * x * 0.5 + x
+        loss = out   # backward(gradient=g)
+        loss.backward(tg.tensor(gv))
+        return x.grad.numpy().copy()
+    hot_tapes.forget()
+    got = [step(i) for i in range(5)]
+    hot_tapes.ENABLED = False
+    want = [step(i) for i in range(5)]
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    np.testing.assert_allclose(got[-1], (xv + 1.0) * gv, rtol=1e-12)
+
+
+@given(steps=_vector_programs())
+def test_random_eager_programs_over_vectors(steps):
+    program = _build(steps)
+    rng = np.random.default_rng(len(steps))
+    xv, wv = rng.uniform(-1.5, 1.5, 1500), rng.uniform(-1.5, 1.5, 1500)
+
+    def step(i):
+        xs = [tg.tensor(xv, requires_grad=True), tg.tensor(wv),
+              tg.tensor(0.7, requires_grad=True), tg.tensor(-0.4, requires_grad=True)]
+        return [program(*xs), xs[0], xs[2], xs[3]]
+    got, built = _steps(step, 4, True)
+    want, _ = _steps(step, 4, False)
+    _same_steps(got, want)
+    assert built == 1, hot_tapes.why_not()
+
+
+def test_two_losses_backward_together():
+    xv = np.linspace(-2.0, 2.0, 3000)
+    w = tg.tensor(0.5, requires_grad=True)
+
+    def step(i):
+        w.grad = None
+        x = tg.tensor(xv, requires_grad=True)
+        u = x * w
+        l1, l2 = (u * u).sum(), tg.tanh(u).mean()
+        tg.autograd.backward([l1, l2])
+        return [x.grad.numpy().copy(), w.grad.numpy().copy()]
+    hot_tapes.forget()
+    before = hot_tapes.generated
+    got = [step(i) for i in range(5)]
+    assert hot_tapes.generated == before + 1
+    hot_tapes.ENABLED = False
+    want = [step(i) for i in range(5)]
+    for g, w_ in zip(got, want):
+        _same_bits(g[0], w_[0])
+        _same_bits(g[1], w_[1])
+    u = xv * 0.5
+    np.testing.assert_allclose(got[-1][0], 2 * u * 0.5 + (1 - np.tanh(u) ** 2) * 0.5 / 3000,
+                               rtol=1e-12)
