@@ -221,3 +221,37 @@ def test_two_losses_backward_together():
     u = xv * 0.5
     np.testing.assert_allclose(got[-1][0], 2 * u * 0.5 + (1 - np.tanh(u) ** 2) * 0.5 / 3000,
                                rtol=1e-12)
+
+
+# --- a constant read by several ops is copied onto the tape once (functional._ref) -----------
+def _const_records(t):
+    from tapegrad import ops as K
+    return [r for r in range(len(t._tape)) if t._tape.op[r] == K.CONST]
+
+
+def test_a_constant_read_twice_is_copied_once_and_again_after_a_change():
+    w = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    x = tg.tensor([1.0, 2.0, 3.0])
+    out = (w * x).sum() + (w * w * x).sum()
+    assert len(_const_records(out)) == 1
+    out.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), x.numpy() + 2 * w.detach().numpy() * x.numpy())
+
+    # changed in place between two reads: the second reads the new values (the gradient
+    # of the second alone; PyTorch refuses the first's backward after that change)
+    u = (w * x).sum()
+    with tg.no_grad():
+        x.mul_(10.0)
+    v = (w * x).sum()
+    assert len(_const_records(v)) == 2 and u._tape is v._tape
+    (g,) = tg.autograd.grad(v, w)
+    np.testing.assert_array_equal(g.numpy(), [10.0, 20.0, 30.0])
+
+    # changed through the memory NumPy was handed: the same
+    x = tg.tensor([1.0, 2.0, 3.0])
+    u = (w * x).sum()
+    x.numpy()[:] = [4.0, 5.0, 6.0]
+    v = (w * x).sum()
+    assert len(_const_records(v)) == 2 and u._tape is v._tape
+    (g,) = tg.autograd.grad(v, w)
+    np.testing.assert_array_equal(g.numpy(), [4.0, 5.0, 6.0])

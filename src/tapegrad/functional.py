@@ -93,11 +93,23 @@ def _ref(tape, x):
             tape.leaves[r] = x
             tape.leaf_rec[key] = (r, x._version, _value_ref(v))
             return r
-        off = tape.alloc(n)
-        tape.vals[off:off + n] = v.reshape(-1)
         if state.trace is not None:
             state.trace.read_constant(x)
-        return tape.push(K.CONST, -1, -1, off, n)
+        else:
+            # in eager mode a constant read again is read from the same copy, under the
+            # test a leaf's has: data used by several ops (the cubic fit's x, x**2, x**3
+            # and y) was copied into the arena at each use
+            key = id(x)
+            hit = tape.const_rec.get(key)
+            if hit is not None and hit[1] == x._version and hit[2]() is v and not (
+                    _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
+                return hit[0]
+        off = tape.alloc(n)
+        tape.vals[off:off + n] = v.reshape(-1)
+        r = tape.push(K.CONST, -1, -1, off, n)
+        if state.trace is None:
+            tape.const_rec[id(x)] = (r, x._version, _value_ref(v))
+        return r
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
     if hit is not None and hit[1] == x._version:

@@ -153,7 +153,8 @@ class Tape:
 
     __slots__ = (
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
-        "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec", "externs",
+        "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec",
+        "const_rec", "externs",
         "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
         "__weakref__",
@@ -177,6 +178,7 @@ class Tape:
         self.freed = None        # bool mask of records whose saved values a backward released
         self.leaves = {}         # record -> leaf Tensor
         self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
+        self.const_rec = {}      # id(constant) -> the same, for tensors without grad (eager)
         self.externs = {}        # record -> (older tape's id, its record)
         self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
         # Older tapes are reached by id and weak reference only.  A tape that held them
