@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from . import _generated
+from . import _threads
 from . import ops as K
 from .ops import custom as _custom
 from .ops import table as T
@@ -663,6 +664,11 @@ class Program:
         # NumPy computes faster: see generate_vectors)
         self.forward = None if interpreted_forward else module.forward
         self.backward = module.backward
+        threaded = getattr(module, "backward_parallel", None)
+        if threaded is not None:
+            # long loops on numba's threads where that is safe (_threads.run), else the
+            # same loops on one: the same bits either way
+            self.backward = _threads.either(threaded, module.backward)
         self.seeds = seeds        # the backward's seed records (a plan_cache key)
         self.plan = plan          # make_plan's (need, goff, total, ...) it was generated for
         self.source = source
@@ -1021,14 +1027,26 @@ def _direct_views(vt, reads):
     return lines
 
 
-def _loop(n, body):
-    """A loop over the n positions (none where nothing is done per position)."""
+def _loop(n, body, parallel=False):
+    """A loop over the n positions (none where nothing is done per position), on numba's
+    threads if ``parallel``."""
     if not body:
         return []
-    return [f"for k in range({n}):"] + ["    " + ln for ln in body]
+    return [f"for k in {'prange' if parallel else 'range'}({n}):"] + ["    " + ln for ln in body]
 
 
-def _vector_backward(vt, need, goff, seeds):
+# A backward loop of at least this many positions may run on numba's threads (in
+# ``backward_parallel``), when nothing in it carries from one position to the next: a loop
+# that adds a broadcast's gradient into its source does, and keeps to one thread, as the
+# interpreter adds those in order.  Everything else a position does is its own, so its
+# bits do not depend on how positions are shared out.  Starting the threads costs about
+# ten microseconds: below this a loop is done sooner on one.
+PARALLEL_MIN = 100_000
+
+
+def _vector_backward(vt, need, goff, seeds, parallel_from=None):
+    """The backward's lines, and whether a loop runs on threads (``parallel_from``: the
+    loop length from which one may, None: none)."""
     op, a0, a1, voff, size, ip = vt.cols[:6]
     kind = vt.kind
     n_rec = len(op)
@@ -1053,6 +1071,7 @@ def _vector_backward(vt, need, goff, seeds):
             home[r] = "trip" if len(loops) == 1 and -2 not in loops else "mem"
     seed_set = set(int(s) for s in seeds)
     lines = []
+    threaded = False
     for r in range(n_rec):
         if home.get(r) == "mem" and r not in seed_set:
             lo, m = int(goff[r]), int(size[r])
@@ -1161,8 +1180,10 @@ def _vector_backward(vt, need, goff, seeds):
         if body or end:
             body = _assign_first_terms(start + body + end)
         reads = {s for r in recs for s in vt.inputs(r)}
-        lines += _direct_views(vt, reads) + before + _loop(n, body) + after
-    return lines
+        parallel = parallel_from is not None and n >= parallel_from and not summed
+        threaded = threaded or (parallel and bool(body))
+        lines += _direct_views(vt, reads) + before + _loop(n, body, parallel) + after
+    return lines, threaded
 
 
 def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
@@ -1200,16 +1221,26 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     summed = {int(cols[1][r]) for r in range(len(op)) if _numpy_sum(vt, r, numpy_from)}
     vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed
     stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)
-    bwd = _vector_backward(vt, need, goff, seeds) if need is not None else []
+    bwd, par = [], None
+    if need is not None:
+        bwd, _ = _vector_backward(vt, need, goff, seeds)
+        par, threaded = _vector_backward(vt, need, goff, seeds, PARALLEL_MIN)
+        if not threaded:
+            par = None
     if sum(len(lines) for lines, _ in stages) + len(bwd) > 4 * MAX_STATEMENTS:
         raise Unsupported(f"more than {4 * MAX_STATEMENTS} lines would be written out")
     skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
     assert not (numpy_forward and skipped)
-    src = ["import numpy as np", "from tapegrad._config import kernel",
+    src = ["import numpy as np", "from tapegrad._config import kernel, parallel_kernel, prange",
            "from tapegrad._quiet import quiet_begin, quiet_end",
            "from tapegrad.ops.entries import view_f64"]
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
     src += ["", ""] + _forward_source(stages) + [""]
     src += ["@kernel", f"def backward({_signature('vals, ext, grads', bwd)}):"]
     src += ["    " + line for line in bwd] + ["    return 0", ""]
+    if par:
+        # the same, its long loops on numba's threads (PARALLEL_MIN); the same parameters
+        src += ["@parallel_kernel",
+                f"def backward_parallel({_signature('vals, ext, grads', bwd)}):"]
+        src += ["    " + line for line in par] + ["    return 0", ""]
     return "\n".join(src), skipped, numpy_forward, vt.direct

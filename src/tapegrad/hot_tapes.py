@@ -12,6 +12,7 @@ The key is the tape's columns themselves: the generated code holds their offsets
 scalars as literals, so it is used only for a tape equal in every one of them.  The bits are
 the interpreter's (codegen's contract, up to the sign of a zero gradient).
 """
+import threading
 from collections import OrderedDict
 
 from . import ops as K
@@ -29,6 +30,7 @@ _KEPT = 64   # keys remembered, the most recently swept
 ENABLED = True   # (tests compare against the interpreter with this off)
 
 _seen = OrderedDict()   # key -> sweeps so far (int), the Program, or why none (str)
+_lock = threading.Lock()
 generated = 0           # programs built in this process (tests read it)
 
 
@@ -46,7 +48,6 @@ def program_for(tape, cols, seeds, plan):
     """The generated backward (a ``codegen.Program``) for sweeping eager ``tape`` (columns
     ``cols``, plan ``plan``) from ``seeds`` (a tuple of records), or None: the interpreter
     sweeps it."""
-    global generated
     if not ENABLED:
         return None
     size = cols[4]
@@ -57,32 +58,41 @@ def program_for(tape, cols, seeds, plan):
     key = _key(tape, seeds)
     if key is None:
         return None
-    entry = _seen.get(key)
-    if entry is None:
-        _seen[key] = 1
-        while len(_seen) > _KEPT:
-            _seen.popitem(last=False)
-        return None
-    _seen.move_to_end(key)
-    if isinstance(entry, int):
-        if entry < _AFTER:
+    with _lock:   # (backward runs in several threads: one count, one eviction at a time)
+        entry = _seen.get(key)
+        if entry is None:
+            _seen[key] = 1
+            while len(_seen) > _KEPT:
+                _seen.popitem(last=False)
+            return None
+        _seen.move_to_end(key)
+        if isinstance(entry, int) and entry < _AFTER:
             _seen[key] = entry + 1
             return None
-        from . import codegen
-        if not (size[cols[0] > K.EXTERN] > 1).any():
-            _seen[key] = "a tape of numbers: the interpreter's chains sweep it"
-            return None
-        try:
-            prog = codegen.build(cols, None, seeds, plan, backward_only=True)
-        except codegen.Unsupported as e:
-            _seen[key] = str(e)
-            return None
-        # its own copies of the side columns: the tape's are views of arrays that tape
-        # owns, which the program would keep from growing
-        prog.backward_params = tuple(c.copy() for c in prog.backward_params)
-        _seen[key] = entry = prog
-        generated += 1
+    if isinstance(entry, int):
+        # (two threads may both build it: the same program, loaded once by _generated)
+        entry = _build(cols, seeds, plan)
+        with _lock:
+            _seen[key] = entry
     return entry if not isinstance(entry, str) else None
+
+
+def _build(cols, seeds, plan):
+    """The program for a tape, or why there is none."""
+    global generated
+    from . import codegen
+    size = cols[4]
+    if not (size[cols[0] > K.EXTERN] > 1).any():
+        return "a tape of numbers: the interpreter's chains sweep it"
+    try:
+        prog = codegen.build(cols, None, seeds, plan, backward_only=True)
+    except codegen.Unsupported as e:
+        return str(e)
+    # its own copies of the side columns: the tape's are views of arrays that tape owns,
+    # which the program would keep from growing
+    prog.backward_params = tuple(c.copy() for c in prog.backward_params)
+    generated += 1
+    return prog
 
 
 def why_not():
@@ -92,4 +102,5 @@ def why_not():
 
 def forget():
     """Drop every program and count (tests)."""
-    _seen.clear()
+    with _lock:
+        _seen.clear()

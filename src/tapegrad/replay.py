@@ -32,7 +32,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _fastcall, pystate
+from . import _fastcall, _threads, pystate
 from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
@@ -1593,32 +1593,29 @@ def tape_stats(tape, before=None):
 # Samples x records below which a batch replays on one thread: starting numba's threads and
 # giving each its own arenas costs tens of microseconds, about this many record evaluations.
 _PARALLEL_MIN_WORK = 20000
-_parallel_broken = []   # why numba's threading layer could not run the parallel kernel
 
 
 def _use_parallel(parallel, bsz, n_records):
     if parallel is not None:
         return bool(parallel)
-    import numba
-    return (not _parallel_broken and numba.get_num_threads() > 1
-            and bsz * n_records >= _PARALLEL_MIN_WORK)
+    return _threads.available() and bsz * n_records >= _PARALLEL_MIN_WORK
 
 
 def _replay_batch(parallel, args):
-    """Run ``ops.batch_replay`` (or its parallel form) on ``args``; the parallel form falls
-    back to the sequential one when numba's threading layer cannot start, unless it was asked
-    for explicitly."""
+    """Run ``ops.batch_replay`` (or its parallel form) on ``args``.  Chosen by itself, the
+    parallel form runs where ``_threads.run`` finds it safe and falls back to the sequential
+    one when numba's threading layer cannot start; asked for (``parallel=True``), it runs
+    and raises what it raises."""
     bsz = args[13].shape[0]
     if _use_parallel(parallel, bsz, args[0].size):
         import numba
         chunks = max(1, min(bsz, 4 * numba.get_num_threads()))   # 4 per thread: balance
-        try:
+        if parallel:
             K.batch_replay_parallel(*args, chunks)
-            return
-        except Exception as exc:   # e.g. "No threading layer could be loaded"
-            if parallel:
-                raise
-            _parallel_broken.append(f"{type(exc).__name__}: {exc}")
+        else:
+            _threads.run(lambda: K.batch_replay_parallel(*args, chunks),
+                         lambda: K.batch_replay(*args))
+        return
     K.batch_replay(*args)
 
 
