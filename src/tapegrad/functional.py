@@ -69,6 +69,15 @@ def _value_ref(v):
         return lambda: v
 
 
+def _copy_holds(tape, hit, x, v):
+    """Whether ``hit`` (record, version, reference to the array copied) is a copy on ``tape``
+    that still holds tensor x's values ``v``: the same version, the same array (``w.data =
+    new`` changes no version), and, for memory NumPy was handed, whose writes change no
+    version, the same values."""
+    return hit is not None and hit[1] == x._version and hit[2]() is v and not (
+        _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v))
+
+
 def _ref(tape, x):
     """The record on ``tape`` that holds x's value, importing x if it lives elsewhere."""
     if x._tape is tape:
@@ -81,33 +90,27 @@ def _ref(tape, x):
                 check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
-            # the copy is used again while the leaf holds the same values: the same version,
-            # the same array (``w.data = new`` changes no version), and, for memory NumPy
-            # was handed, whose writes change no version, the same values
-            if hit is not None and hit[1] == x._version and hit[2]() is v and not (
-                    _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
-                return hit[0]
+            if _copy_holds(tape, hit, x, v):
+                return hit[0]     # a leaf read again is read from its copy
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
             r = tape.push(K.LEAF, -1, -1, off, n)
             tape.leaves[r] = x
             tape.leaf_rec[key] = (r, x._version, _value_ref(v))
             return r
-        if state.trace is not None:
-            state.trace.read_constant(x)
-        else:
-            # in eager mode a constant read again is read from the same copy, under the
-            # test a leaf's has: data used by several ops (the cubic fit's x, x**2, x**3
-            # and y) was copied into the arena at each use
-            key = id(x)
-            hit = tape.const_rec.get(key)
-            if hit is not None and hit[1] == x._version and hit[2]() is v and not (
-                    _EXPOSED and numpy_holds(x) and _changed_since_copied(tape, hit[0], v)):
+        eager = state.trace is None
+        if eager:
+            # so is a constant, in eager mode: data read by several ops (a feature matrix
+            # two layers read, the x of x * a + x * b) was copied into the arena at each
+            hit = tape.const_rec.get(id(x))
+            if _copy_holds(tape, hit, x, v):
                 return hit[0]
+        else:
+            state.trace.read_constant(x)   # (a replay merges equal records itself)
         off = tape.alloc(n)
         tape.vals[off:off + n] = v.reshape(-1)
         r = tape.push(K.CONST, -1, -1, off, n)
-        if state.trace is None:
+        if eager:
             tape.const_rec[id(x)] = (r, x._version, _value_ref(v))
         return r
     key = (x._tape.id, x._r)
