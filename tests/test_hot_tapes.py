@@ -255,3 +255,32 @@ def test_a_constant_read_twice_is_copied_once_and_again_after_a_change():
     assert len(_const_records(v)) == 2 and u._tape is v._tape
     (g,) = tg.autograd.grad(v, w)
     np.testing.assert_array_equal(g.numpy(), [4.0, 5.0, 6.0])
+
+
+# The in-place elementwise ops codegen's own tests (FORMS) do not write: an eager loop meets
+# them (``zero_``, ``fill_``, ``copy_``, ``inplace=True`` activations) and generates them.
+_F = tg.nn.functional
+IN_PLACE_PROGRAMS = {
+    "zero_": lambda x, y: (x * 2).zero_() + x * y,
+    "fill_": lambda x, y: (x * 2).fill_(0.5) * x + y * x,
+    "fill_ tensor": lambda x, y: (x * 2).fill_(tg.tensor(0.25)) * x + y * x,
+    "copy_": lambda x, y: (x * 2).copy_(y * x) * x,
+    "elu inplace": lambda x, y: _F.elu(x * 3.0, inplace=True) * y,
+    "celu inplace": lambda x, y: _F.celu(x * 3.0, alpha=0.7, inplace=True) * y,
+    "leaky_relu inplace": lambda x, y: _F.leaky_relu(x * 3.0, 0.1, inplace=True) * y,
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_PROGRAMS))
+def test_in_place_elementwise_ops_in_a_hot_eager_tape(name):
+    program = IN_PLACE_PROGRAMS[name]
+    xv = np.linspace(-1.5, 1.5, 3000)
+    yv = np.cos(xv)
+
+    def step(i):
+        x, y = tg.tensor(xv, requires_grad=True), tg.tensor(yv, requires_grad=True)
+        return [program(x, y).sum(), x, y]
+    got, built = _steps(step, 5, True)
+    want, _ = _steps(step, 5, False)
+    _same_steps(got, want)
+    assert built == 1, hot_tapes.why_not()
