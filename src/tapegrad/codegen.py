@@ -1235,9 +1235,9 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     bwd, par = [], None
     if need is not None:
         bwd, _ = _vector_backward(vt, need, goff, seeds)
-        par, threaded = _vector_backward(vt, need, goff, seeds, PARALLEL_MIN)
-        if not threaded:
-            par = None
+        if any(seg[0] == "l" and seg[1] >= PARALLEL_MIN for seg in vt.segments):
+            par, threaded = _vector_backward(vt, need, goff, seeds, PARALLEL_MIN)
+            par = par if threaded else None
     if sum(len(lines) for lines, _ in stages) + len(bwd) > 4 * MAX_STATEMENTS:
         raise Unsupported(f"more than {4 * MAX_STATEMENTS} lines would be written out")
     skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
