@@ -28,7 +28,7 @@ def available():
 def run(parallel, serial, *args):
     """``parallel(*args)`` where that is safe now (see above), else ``serial(*args)``."""
     pid = os.getpid()
-    if broken or (_owner and _owner[0] != pid) or not available():
+    if (_owner and _owner[0] != pid) or not available():
         return serial(*args)
     if not _launching.acquire(blocking=False):
         return serial(*args)   # another thread is in a parallel kernel

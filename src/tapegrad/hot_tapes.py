@@ -36,8 +36,7 @@ generated = 0           # programs built in this process (tests read it)
 
 def _key(tape, seeds):
     n = len(tape.op)
-    if (tape.top < _MIN_VALUES or n > _MAX_RECORDS
-            or len(tape.aux) + len(tape.faux) > _MAX_SIDE):
+    if n > _MAX_RECORDS or len(tape.aux) + len(tape.faux) > _MAX_SIDE:
         return None
     return (seeds, n, tape.op.tobytes(), tape.a0.tobytes(), tape.a1.tobytes(),
             tape.voff.tobytes(), tape.size.tobytes(), tape.ip.tobytes(), tape.fp.tobytes(),
@@ -48,8 +47,8 @@ def program_for(tape, cols, seeds, plan):
     """The generated backward (a ``codegen.Program``) for sweeping eager ``tape`` (columns
     ``cols``, plan ``plan``) from ``seeds`` (a tuple of records), or None: the interpreter
     sweeps it."""
-    if not ENABLED:
-        return None
+    if not ENABLED or tape.top < _MIN_VALUES:
+        return None   # (first: every eager backward of a small tape asks)
     size = cols[4]
     if any(size[r] != 1 for r in seeds):
         # (generated code takes a seed's gradient from the arena only for one value: a
