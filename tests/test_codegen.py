@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tapegrad as tg
@@ -316,14 +316,93 @@ def test_hot_tapes_get_generated_code_on_their_own():
     assert never.stats.generated == 0
 
 
-def test_tapes_of_vectors_beyond_elementwise_stay_with_the_interpreter_and_say_why():
-    fn = tg.compile(lambda x: (x * x) @ x, codegen=True)
+def test_tapes_of_vectors_beyond_what_generated_code_calls_stay_with_the_interpreter():
+    # cat reads its inputs from a list in its side data: no call of its rules is generated
+    fn = tg.compile(lambda x: (tg.cat([x * x, x]) * 2.0).sum(), codegen=True)
     for n in range(3):
         x = tg.tensor([1.0, 2.0, float(n)], requires_grad=True)
         fn(x).backward()
-        np.testing.assert_array_equal(x.grad.numpy(), 3 * x.detach().numpy() ** 2)
+        np.testing.assert_array_equal(x.grad.numpy(), 4 * x.detach().numpy() + 2.0)
     assert fn.stats.generated == 0
     assert "is not elementwise" in fn.stats.not_generated[0]
+
+
+def test_a_matrix_product_between_loops_calls_its_own_rules():
+    def program(x, w):
+        u = (x * x) @ w * 0.5 - 1.0      # (no NumPy function: the forward is generated)
+        return (u * u).sum()
+    source = _same_as_interpreter(program, lambda i: [
+        tg.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4) + i, requires_grad=True),
+        tg.tensor(np.cos(np.arange(8.0)).reshape(4, 2), requires_grad=True)])
+    assert f"call(table[{codegen._E.FORWARD}, {K.MATMUL}]" in source
+    assert f"call(table[{codegen._E.BACKWARD}, {K.MATMUL}]" in source
+
+
+# Random layered programs: matrix products, bias broadcasts over rows, indexing, reshapes and
+# sums over a dim between elementwise loops, against the interpreter bit for bit
+_LAYER_STEPS = ["matmul", "bias", "tanh", "relu", "rows", "reshape", "sum0", "mean1",
+                "scale", "square"]
+
+
+def _layered(steps):
+    def program(x, w, b, a):
+        u = x
+        for step in steps:
+            if step == "matmul":
+                u = u @ w[:u.shape[1], :u.shape[1]]
+            elif step == "bias":
+                u = u + b[:u.shape[1]]
+            elif step == "tanh":
+                u = u.tanh()
+            elif step == "relu":
+                u = u.relu() - 0.1 * u
+            elif step == "rows":
+                u = u[[0, 2, 1, 0]] if u.shape[0] >= 3 else u * 1.5
+            elif step == "reshape":
+                # (every shape holds a multiple of 6 values, at most 6 columns)
+                u = u.reshape(-1, 3) if u.shape[1] != 3 else u.reshape(-1, 6)
+            elif step == "sum0":
+                u = u + u.sum(0, keepdim=True) * 0.25
+            elif step == "mean1":
+                u = u - u.mean(1, keepdim=True)
+            elif step == "scale":
+                u = u * a
+            else:
+                u = u * u
+        return (u * u).mean() + (x * a).sum() + (w.sum() - b.sum()) * a
+    return program
+
+
+@pytest.mark.parametrize("rows", [5, 300])
+@settings(max_examples=10)   # (each example compiles a program: one to three seconds)
+@given(steps=st.lists(st.sampled_from(_LAYER_STEPS), min_size=1, max_size=7))
+def test_random_layered_programs(rows, steps):
+    rng = np.random.default_rng(len(steps))
+    xv = rng.uniform(-1.0, 1.0, (rows, 6))
+    wv, bv = rng.uniform(-0.5, 0.5, (6, 6)), rng.uniform(-0.5, 0.5, 6)
+
+    def args(i):
+        return [tg.tensor(xv + 0.1 * i, requires_grad=True), tg.tensor(wv, requires_grad=True),
+                tg.tensor(bv, requires_grad=True), tg.tensor(0.8 - 0.1 * i, requires_grad=True)]
+    _same_as_interpreter(_layered(steps), args, n_calls=2)
+
+
+def test_a_small_tape_is_generated_once_it_has_replayed_often():
+    from tapegrad import replay
+    rng = np.random.default_rng(3)
+    X, y = tg.tensor(rng.standard_normal((20, 4))), tg.tensor(rng.standard_normal(20))
+    w = tg.tensor(np.zeros(4), requires_grad=True)
+    fn = tg.compile(lambda w, X, y: ((X @ w - y) ** 2).mean())
+    grads = []
+    for _ in range(replay._GENERATE_AFTER_SMALL + 2):
+        fn(w, X, y).backward()
+        grads.append(w.grad.numpy().copy())
+        w.grad = None
+        # (under 1,024 values: not generated at the third replay, as a larger tape is)
+        assert fn.stats.generated == (fn.stats.replays >= replay._GENERATE_AFTER_SMALL)
+    assert fn.tape.program is not None
+    for g in grads[1:]:
+        _same_bits(g, grads[0])
 
 
 def test_backward_from_another_output_uses_the_interpreter():

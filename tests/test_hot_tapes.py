@@ -9,12 +9,14 @@ tapes -- must still be swept right.
 """
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tapegrad as tg
 from tapegrad import hot_tapes
 from tapegrad.tape import state
-from test_codegen import _build, _poison_gradient_arena, _same_bits, _vector_programs
+from test_codegen import (_LAYER_STEPS, _build, _layered, _poison_gradient_arena, _same_bits,
+                          _vector_programs)
 
 
 @pytest.fixture(autouse=True)
@@ -282,5 +284,50 @@ def test_in_place_elementwise_ops_in_a_hot_eager_tape(name):
         return [program(x, y).sum(), x, y]
     got, built = _steps(step, 5, True)
     want, _ = _steps(step, 5, False)
+    _same_steps(got, want)
+    assert built == 1, hot_tapes.why_not()
+
+
+# --- matrix products and the other records generated code calls (codegen._CALLED) ---------
+def _mlp_training(seed):
+    """An nn.Module training loop: Linear layers (matrix products, bias broadcasts over
+    rows), tanh, MSE, SGD with momentum: the parameters move every step, so a wrong
+    gradient at one step shows in all later ones."""
+    tg.manual_seed(seed)
+    model = tg.nn.Sequential(tg.nn.Linear(8, 32), tg.nn.Tanh(), tg.nn.Linear(32, 32),
+                             tg.nn.Tanh(), tg.nn.Linear(32, 1))
+    opt = tg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(seed)
+    X, Y = tg.tensor(rng.standard_normal((64, 8))), tg.tensor(rng.standard_normal((64, 1)))
+    params = list(model.parameters())
+
+    def step(i):
+        opt.step() if i else None    # (the previous step's gradients, then cleared)
+        opt.zero_grad()
+        return [tg.nn.functional.mse_loss(model(X), Y)] + params
+    return step
+
+
+def test_an_eager_training_loop_with_matrix_products_gets_a_generated_backward():
+    got, built = _steps(_mlp_training(0), 8, True)
+    want, none = _steps(_mlp_training(0), 8, False)
+    _same_steps(got, want)
+    assert built == 1 and none == 0, hot_tapes.why_not()
+
+
+@settings(max_examples=10)   # (each example compiles a program: one to three seconds)
+@given(steps=st.lists(st.sampled_from(_LAYER_STEPS), min_size=1, max_size=6))
+def test_random_eager_layered_programs(steps):
+    program = _layered(steps)
+    rng = np.random.default_rng(len(steps))
+    xv = rng.uniform(-1.0, 1.0, (200, 6))
+    wv, bv = rng.uniform(-0.5, 0.5, (6, 6)), rng.uniform(-0.5, 0.5, 6)
+
+    def step(i):
+        xs = [tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True),
+              tg.tensor(bv, requires_grad=True), tg.tensor(0.8, requires_grad=True)]
+        return [program(*xs)] + xs
+    got, built = _steps(step, 4, True)
+    want, _ = _steps(step, 4, False)
     _same_steps(got, want)
     assert built == 1, hot_tapes.why_not()

@@ -29,6 +29,7 @@ from . import _generated
 from . import _threads
 from . import ops as K
 from .ops import custom as _custom
+from .ops import entries as _E
 from .ops import table as T
 
 # Rolling needs this many repetitions; straight-line code beyond MAX_STATEMENTS records is
@@ -632,23 +633,41 @@ def generate(cols, need, goff, seeds=()):
     return "\n".join(src)
 
 
-# the tape's parameter columns a generated function may read, in the order it takes them
-_PARAM_COLUMNS = {"fp": 6, "ip": 5, "aux": 7, "faux": 8}
-_PARAM_USE = re.compile(r"\b(fp|ip|aux|faux)\[")
+# the tape's parameter columns a generated function may read, in the order it takes them;
+# then what calls of entries read: the context of the program's columns (``Program``) and
+# the table of entry addresses
+_PARAM_COLUMNS = {"fp": 6, "ip": 5, "aux": 7, "faux": 8, "ctx": None, "table": None}
+_PARAM_USE = re.compile(r"\b(?:(fp|ip|aux|faux|table)\[|(ctx)\b)")
 
 
 def _signature(first, lines):
     """The parameter list of a generated function: ``first``, then the parameter columns
     its body reads (each one passed costs numba's dispatcher a type check per call)."""
-    used = set(_PARAM_USE.findall("\n".join(lines)))
+    used = {a or b for a, b in _PARAM_USE.findall("\n".join(lines))}
     return ", ".join([first] + [name for name in _PARAM_COLUMNS if name in used])
 
 
-def _params_of(fn, cols, skip):
-    """The columns to pass to the generated ``fn`` after its first ``skip`` parameters."""
+def _param_names(fn, skip):
     code = getattr(fn, "py_func", fn).__code__
-    names = code.co_varnames[skip:code.co_argcount]
-    return tuple(cols[_PARAM_COLUMNS[name]] for name in names)
+    return code.co_varnames[skip:code.co_argcount]
+
+
+def _context_template(cols, plan):
+    """The entries' context (``ops.entries``) for the calls of a generated program: the
+    addresses of its own copies of the record columns and of the plan's ``goff`` and
+    ``need``, which the program keeps alive; the arenas' slots are filled per call
+    (``entries.with_arenas``)."""
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
+    need, goff = (plan[0], plan[1]) if plan is not None else (
+        np.zeros(len(op), np.uint8), np.zeros(len(op), np.int64))
+    kept = {_E.OP: op, _E.A0: a0, _E.A1: a1, _E.VOFF: voff, _E.GOFF: goff, _E.SIZE: size,
+            _E.IP: ip, _E.FP: fp, _E.AUX: aux, _E.FAUX: faux, _E.NEED: need}
+    kept = {slot: np.array(arr, copy=True) for slot, arr in kept.items()}
+    ctx = np.zeros(_E.CONTEXT, dtype=np.int64)
+    for slot, arr in kept.items():
+        ctx[2 * slot] = arr.ctypes.data
+        ctx[2 * slot + 1] = arr.size
+    return ctx, tuple(kept.values())
 
 
 class Program:
@@ -656,7 +675,7 @@ class Program:
 
     __slots__ = ("forward", "backward", "seeds", "plan", "source", "path", "forward_params",
                  "backward_params", "seed", "seed_offset", "total", "leaf_slots", "freed",
-                 "arg_backward", "partial", "direct")
+                 "arg_backward", "partial", "direct", "context", "context_arrays")
 
     def __init__(self, module, seeds, plan, source, path, cols, partial=(),
                  interpreted_forward=False, direct=frozenset()):
@@ -681,8 +700,14 @@ class Program:
         self.direct = direct
         op, size = cols[0], cols[4]
         # what each takes after its arenas: the parameter columns its body reads
-        self.forward_params = _params_of(module.forward, cols, 2)
-        self.backward_params = _params_of(module.backward, cols, 3)
+        names = _param_names(module.forward, 2) + _param_names(module.backward, 3)
+        self.context = self.context_arrays = None
+        if "ctx" in names:
+            self.context, self.context_arrays = _context_template(cols, plan)
+        params = {name: cols[i] for name, i in _PARAM_COLUMNS.items() if i is not None}
+        params.update(ctx=self.context, table=_E.TABLE)
+        self.forward_params = tuple(params[n] for n in _param_names(module.forward, 2))
+        self.backward_params = tuple(params[n] for n in _param_names(module.backward, 3))
         self.seed = self.seed_offset = self.freed = None
         self.total = 0
         self.leaf_slots = ()
@@ -787,13 +812,42 @@ def _rule_reads(fn):
     return names
 
 
+# Records of these ops sit between the loops as calls of the op's own whole-record rules,
+# through their entries (``ops.entries``: compiled once per op, not again in each program),
+# the interpreter's code and so its bits: matrix products, the broadcast of a bias over
+# rows, indexing, sums over some dims.  Their inputs are read from a0 and a1 only (not
+# cat's list in aux) and every rule honours the betas, which generated code passes as 1
+# into gradients it cleared itself.  What they read is stored in the arena, and their own
+# values are always there.
+_CALLED = frozenset((K.MATMUL, K.BCAST, K.GATHER, K.RESHAPE, K.EXPAND_S, K.SUM, K.MEAN,
+                     K.SUM_DIM, K.MEAN_DIM))
+
+
+def _call_entry(pass_, o, r):
+    """The statement that runs record r's (op o) entry for ``pass_`` on this call's arenas
+    (the context ``cx``: ``_with_context``)."""
+    beta = "1.0" if pass_ == _E.BACKWARD else "0.0"
+    return f"call(table[{pass_}, {o}], {r}, cx, {beta}, {beta}, 0, 0)"
+
+
+def _with_context(lines, grads):
+    """``lines`` of a generated function, after the line that makes the context ``cx`` of
+    this call's arenas where they call entries (once per function: each call site of an
+    inlined helper is compiled anew)."""
+    if not any(ln.lstrip().startswith("call(table[") for ln in lines):
+        return lines
+    return [f"cx = with_arenas(ctx, vals, ext, {grads})"] + lines
+
+
 class _VectorTape:
     """The records of a tape sorted into what generated loops do with them.
 
     ``kind[r]``: 'v' an elementwise record of n values whose inputs hold n values each,
     'b' a broadcast of one value to n, 'r' a sum (or mean) of all n values of its input,
-    's' a one-element record of one-element inputs, None a leaf, constant or extern.
-    ``segments``: in tape order, ('s', records) straight code, or ('l', n, records) a loop.
+    's' a one-element record of one-element inputs, 'a' a record of an op in ``_CALLED``
+    (a call of its own rule), None a leaf, constant or extern.
+    ``segments``: in tape order, ('s', records) straight code, ('a', [record]) a call, or
+    ('l', n, records) a loop.
     """
 
     def __init__(self, cols):
@@ -811,6 +865,10 @@ class _VectorTape:
                 continue
             kind, length = self._classify(r, o)
             self.kind[r] = kind
+            if kind == "a":
+                loop = None
+                self.segments.append(("a", [r]))
+                continue
             if kind == "s":
                 loop = None
                 if self.segments and self.segments[-1][0] == "s":
@@ -858,8 +916,12 @@ class _VectorTape:
         elementwise = o == K.CMP or (info is not None and info.family == T.ELEMENTWISE)
         if elementwise and n > 1 and all(m == n for m in sizes):
             return "v", n
+        if o in _CALLED and not (o == K.GATHER and int(aux[ip[r]]) in K.VALUE_SELECTED):
+            # (indices chosen by value, sort's and topk's, are left to the interpreter)
+            return "a", n
         raise Unsupported(f"record {r} ({name}) is not elementwise over its inputs' "
-                          f"{sizes} values, a broadcast of one value or a sum of all")
+                          f"{sizes} values, a broadcast of one value, a sum of all or a "
+                          "record whose own rules generated code calls")
 
 
 def _value_reads(vt, need):
@@ -897,14 +959,23 @@ def _stored(vt, need, outputs, numpy_from):
     """The vector records whose values the generated forward stores."""
     keep = set(outputs)
     keep |= {int(vt.cols[1][r]) for r in range(len(vt.kind)) if _numpy_sum(vt, r, numpy_from)}
+    called = _called_inputs(vt)
+    keep |= called
     if need is not None:
         keep |= _value_reads(vt, need)
     for r, kind in enumerate(vt.kind):
         for s in vt.inputs(r):
             if vt.kind[s] == "v" and vt.loop_of[s] != vt.loop_of[r]:
                 keep.add(s)
-    # (a broadcast's own values are stored only for the caller: the loops read its source)
-    return {r for r in keep if vt.kind[r] == "v" or (vt.kind[r] == "b" and r in outputs)}
+    # (a broadcast's own values are stored only for the caller and the calls: the loops
+    # read its source)
+    return {r for r in keep
+            if vt.kind[r] == "v" or (vt.kind[r] == "b" and (r in outputs or r in called))}
+
+
+def _called_inputs(vt):
+    """The records the calls ('a') read: their rules read them from the arena."""
+    return {s for r, kind in enumerate(vt.kind) if kind == "a" for s in vt.inputs(r)}
 
 
 def _vector_forward(vt, stored, numpy_from):
@@ -915,6 +986,10 @@ def _vector_forward(vt, stored, numpy_from):
     stages = []
     lines = []
     for seg in vt.segments:
+        if seg[0] == "a":
+            r = seg[1][0]
+            lines.append(_call_entry(_E.FORWARD, int(op[r]), r))
+            continue
         if seg[0] == "s":
             local = {}
             zero = np.zeros(8, dtype=np.int64)
@@ -993,9 +1068,11 @@ def _forward_source(stages):
     ``_forward_steps`` does, its warnings quiet)."""
     if len(stages) == 1 and not stages[0][1]:
         lines = stages[0][0]
+        lines = _with_context(lines, "vals")
         return (["@kernel", f"def forward({_signature('vals, ext', lines)}):"]
                 + ["    " + ln for ln in lines] + ["    return -1", ""])
     src, calls = [], []
+    stages = [(_with_context(lines, "vals"), sums) for lines, sums in stages]
     for i, (lines, sums) in enumerate(stages):
         sig = _signature("vals, ext", lines)
         src += ["@kernel", f"def forward_{i}({sig}):"]
@@ -1068,13 +1145,14 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
     for r in range(n_rec):
         for s in vt.inputs(r):
             if need[r] and need[s]:
-                readers.setdefault(s, set()).add(int(vt.loop_of[r]) if kind[r] != "s" else -2)
+                readers.setdefault(s, set()).add(
+                    int(vt.loop_of[r]) if kind[r] not in ("s", "a") else -2)
     home = {}
     for r in range(n_rec):
         if not need[r]:
             continue
         loops = readers.get(r, set())
-        if size[r] == 1 or kind[r] == "r":
+        if size[r] == 1 or kind[r] in ("r", "a"):
             home[r] = "mem"
         elif kind[r] in ("v", "b"):
             home[r] = "local" if loops <= {int(vt.loop_of[r])} else "mem"
@@ -1089,6 +1167,12 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
             lines.append(f"grads[{lo}] = 0.0" if m == 1 else f"grads[{lo}:{lo + m}] = 0.0")
 
     for seg in reversed(vt.segments):
+        if seg[0] == "a":
+            r = seg[1][0]
+            if need[r]:
+                # (its inputs' gradients are in memory, cleared above: betas of 1)
+                lines.append(_call_entry(_E.BACKWARD, int(op[r]), r))
+            continue
         if seg[0] == "s":
             for r in reversed(seg[1]):
                 o = int(op[r])
@@ -1197,6 +1281,22 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
     return lines, threaded
 
 
+def _compile_entries(vt, need, forward):
+    """Compile (or load) the entries the calls ('a') run, before the program is: generated
+    code reads their addresses from the table at each call."""
+    op = vt.cols[0]
+    for r, kind in enumerate(vt.kind):
+        if kind != "a":
+            continue
+        o = int(op[r])
+        for pass_, wanted in ((_E.FORWARD, forward), (_E.BACKWARD, need is not None
+                                                       and need[r])):
+            if wanted:
+                _E.ensure(pass_, o)
+                if _E.TABLE[pass_, o] < 0:
+                    raise Unsupported(f"{K.OPS[o].name} has no {_E.PASSES[pass_]} rule")
+
+
 def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
                      direct=frozenset(), forward=True):
     """(source, skipped, numpy_forward, direct) for a tape of elementwise records over
@@ -1230,21 +1330,26 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     # (an interpreted forward leaves an empty one to compile)
     # (an input NumPy sums is read from the arena: the sum runs outside the kernels)
     summed = {int(cols[1][r]) for r in range(len(op)) if _numpy_sum(vt, r, numpy_from)}
-    vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed
+    # (a call reads an argument where it is only through value_at: the matrix product's)
+    called = {s for r, k in enumerate(vt.kind) if k == "a" and int(op[r]) != K.MATMUL
+              for s in vt.inputs(r)}
+    vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed - called
+    _compile_entries(vt, need, forward=not numpy_forward)
     stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)
     bwd, par = [], None
     if need is not None:
         bwd, _ = _vector_backward(vt, need, goff, seeds)
+        bwd = _with_context(bwd, "grads")
         if any(seg[0] == "l" and seg[1] >= PARALLEL_MIN for seg in vt.segments):
             par, threaded = _vector_backward(vt, need, goff, seeds, PARALLEL_MIN)
-            par = par if threaded else None
+            par = _with_context(par, "grads") if threaded else None
     if sum(len(lines) for lines, _ in stages) + len(bwd) > 4 * MAX_STATEMENTS:
         raise Unsupported(f"more than {4 * MAX_STATEMENTS} lines would be written out")
     skipped = {r for r, k in enumerate(vt.kind) if k in ("v", "b") and r not in stored}
     assert not (numpy_forward and skipped)
     src = ["import numpy as np", "from tapegrad._config import kernel, parallel_kernel, prange",
            "from tapegrad._quiet import quiet_begin, quiet_end",
-           "from tapegrad.ops.entries import view_f64"]
+           "from tapegrad.ops.entries import call, view_f64, with_arenas"]
     src += [f"import {mod} as {alias}" for mod, alias in _RULE_MODULES.items()]
     src += ["", ""] + _forward_source(stages) + [""]
     src += ["@kernel", f"def backward({_signature('vals, ext, grads', bwd)}):"]

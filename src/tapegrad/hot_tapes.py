@@ -88,8 +88,11 @@ def _build(cols, seeds, plan):
     except codegen.Unsupported as e:
         return str(e)
     # its own copies of the side columns: the tape's are views of arrays that tape owns,
-    # which the program would keep from growing
-    prog.backward_params = tuple(c.copy() for c in prog.backward_params)
+    # which the program would keep from growing (the context and the entry table are not
+    # the tape's: see codegen.Program)
+    own = (prog.context, K.entry_table())
+    prog.backward_params = tuple(c if any(c is o for o in own) else c.copy()
+                                 for c in prog.backward_params)
     generated += 1
     return prog
 

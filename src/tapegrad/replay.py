@@ -59,6 +59,11 @@ _GENERATE_MIN = 64
 # A tape of elementwise records over vectors gets generated loops (codegen.generate_vectors)
 # once its records hold this many values together: there it is memory traffic the loops save.
 _GENERATE_MIN_VALUES = 1024
+# Any other tape gets it once it has replayed this often: in a loop that long the Python a
+# generated backward saves (``autograd.program_backward``: W8's linear fit at 100 points,
+# 90 -> 30 µs a step) pays for its compile (about a second the first time on a machine, 30
+# ms from numba's cache after).
+_GENERATE_AFTER_SMALL = 32
 
 # An instance's ``partial`` when all its values are there but arguments read in place: what
 # reads the arena beyond the generated code copies them in first (_Instance.complete).
@@ -683,8 +688,9 @@ class Variant:
         prog = self.program
         if prog is None and self.not_generated is None and self.codegen is not False:
             self.replayed += 1
-            if self.codegen or (self.replayed >= _GENERATE_AFTER and (
-                    self.n >= _GENERATE_MIN or self.values >= _GENERATE_MIN_VALUES)):
+            if self.codegen or self.replayed >= _GENERATE_AFTER_SMALL or (
+                    self.replayed >= _GENERATE_AFTER and (
+                        self.n >= _GENERATE_MIN or self.values >= _GENERATE_MIN_VALUES)):
                 self._generate(vals)
                 prog = self.program
         if prog is not None:

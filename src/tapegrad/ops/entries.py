@@ -106,6 +106,21 @@ def put(c, slot, arr):
     c[2 * slot + 1] = arr.size
 
 
+@inline
+def with_arenas(template, vals, ext, grads):
+    """A copy of the context ``template`` (a program's record columns, ``codegen.Program``)
+    with the arenas of this call in its slots.  A copy per call: two threads may run one
+    program at once, each with its own arenas."""
+    c = template.copy()
+    c[2 * VALS] = vals.ctypes.data
+    c[2 * VALS + 1] = vals.size
+    c[2 * EXT] = ext.ctypes.data
+    c[2 * EXT + 1] = ext.size
+    c[2 * GRADS] = grads.ctypes.data
+    c[2 * GRADS + 1] = grads.size
+    return c
+
+
 # --- compiling entries on first use ----------------------------------------------------------
 _compiled = {}   # (pass, code) -> CFunc, kept alive: TABLE holds their addresses
 
