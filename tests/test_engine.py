@@ -753,3 +753,29 @@ def test_a_graph_kept_by_retain_graph_still_takes_later_ops_and_backward_passes(
         results.append((g1.numpy(), w.grad.numpy()))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (0,), (5,), (3, 4, 5), (1000,), (2, 0, 3)])
+def test_a_whole_sum_or_mean_has_numpys_bits_and_the_general_paths_records(shape):
+    # (functional._whole records these without _reduce's bookkeeping: the same records)
+    rng = np.random.default_rng(len(shape))
+    v = rng.standard_normal(shape) * 1e3
+    x = tg.tensor(v, requires_grad=True)
+    s, m = (x * 1.0).sum(), (x * 1.0).mean()
+    assert s.item() == np.add.reduce(v, axis=tuple(range(v.ndim)))
+    if v.size:
+        assert m.item() == np.mean(v)
+    else:
+        assert math.isnan(m.item())
+    assert (s.grad_fn.name(), m.grad_fn.name()) == ("SumBackward0", "MeanBackward0")
+    assert s.shape == m.shape == ()
+    tape = s._tape
+    # the same side data as a sum over every dim given one by one
+    dims = tuple(range(v.ndim))
+    if dims:
+        t = (x * 1.0).sum(dim=dims)
+        assert list(tape.aux[tape.ip[t._r]:tape.ip[t._r] + 3]) == \
+            list(tape.aux[tape.ip[s._r]:tape.ip[s._r] + 3])
+    (s + m * 2.0).backward()
+    want = np.full(shape, 1.0 + (2.0 / v.size if v.size else 0.0))
+    np.testing.assert_array_equal(x.grad.numpy(), want)

@@ -1813,6 +1813,23 @@ def _reduce(code, x, dims, keepdim, value, fp=0.0, extra=()):
                    out if value.dtype.kind == "f" else value)
 
 
+def _whole(code, x, value, fp):
+    """Record the sum or mean (``code``) of all of float tensor x, whose value NumPy gave:
+    ``_reduce``'s records for the commonest reduction (a loss), without its shape
+    bookkeeping, which was half of a recorded sum of 100 values."""
+    n = x._value.size
+    tape = state.tape
+    if tape is None or tape.finished or tape.top + n + 1 > tape.cap:
+        tape = recording_tape(n + 1)
+    r0 = x._r if x._tape is tape else _ref(tape, x)
+    ip = tape.put_aux((1, n, 1))
+    off = tape.top
+    tape.top = off + 1
+    vals = tape.vals
+    vals[off] = value
+    return _emit(tape, code, r0, -1, off, 1, ip, fp, vals[off:off + 1].reshape(()))
+
+
 def _quietly(fn, *args, **kw):
     tok = quiet_begin()
     try:
@@ -1852,6 +1869,9 @@ def sum(x, dim=None, keepdim=False, dtype=None):
         >>> tg.sum(x, dim=0, keepdim=True)
         tensor([[4., 6.]], grad_fn=<SumBackward1>)
     """
+    v = x._value
+    if dim is None and dtype is None and x._rg and state.grad_enabled and v.dtype.kind == "f":
+        return _whole(K.SUM, x, _quietly(np.add.reduce, v, axis=tuple(range(v.ndim))), 1.0)
     x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
@@ -1880,6 +1900,12 @@ def mean(x, dim=None, keepdim=False, dtype=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {x.dtype.scalar_name}")
+    v = x._value
+    if dim is None and x._rg and state.grad_enabled and v.size and v.dtype == np.float64:
+        # np.mean's own steps, without its Python around them (8 µs on a small vector): the
+        # same sum, divided by the count
+        total = _quietly(np.add.reduce, v, axis=tuple(range(v.ndim)))
+        return _whole(K.MEAN, x, total / v.size, 1.0 / v.size)
     dims = _dims(x, dim)
     count = math.prod([x._value.shape[d] for d in dims])
     if count:
