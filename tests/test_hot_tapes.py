@@ -20,7 +20,9 @@ from test_codegen import (_LAYER_STEPS, _build, _layered, _poison_gradient_arena
 
 
 @pytest.fixture(autouse=True)
-def _fresh_programs():
+def _fresh_programs(monkeypatch):
+    # (built on the third sweep whatever the size: the tests' tapes are small)
+    monkeypatch.setattr(hot_tapes, "_WORK", 0)
     hot_tapes.forget()
     yield
     hot_tapes.forget()
@@ -331,3 +333,28 @@ def test_random_eager_layered_programs(steps):
     want, _ = _steps(step, 4, False)
     _same_steps(got, want)
     assert built == 1, hot_tapes.why_not()
+
+
+def test_a_smaller_tape_is_built_after_more_sweeps(monkeypatch):
+    # the sweeps before the build: _WORK values swept in all, and at least _AFTER
+    n = 3000
+    step = _cubic_step(n)
+    loss, *_ = step(0)
+    values = loss._tape.top
+    monkeypatch.setattr(hot_tapes, "_WORK", 10 * values)
+    before = hot_tapes.generated
+    built_at = None
+    for i in range(14):
+        loss, *_ = step(0)
+        loss.backward()
+        if built_at is None and hot_tapes.generated > before:
+            built_at = i
+    # (the first step's tape above was not swept; the counts come from this loop's tapes,
+    # which may still grow during the first steps)
+    assert built_at is not None and built_at >= 10
+    monkeypatch.setattr(hot_tapes, "_WORK", 10 ** 12)
+    hot_tapes.forget()
+    for i in range(6):
+        loss, *_ = step(0)
+        loss.backward()
+    assert hot_tapes.generated == before + 1

@@ -5,8 +5,9 @@ order, on values of the same sizes at the same places in the arena -- and sweeps
 interpreter, record by record, each a pass over its values in memory.  For a tape of vectors
 that is the cost (W4's backward over 10^7 values: 82 ms record by record, 27 ms as the loops
 ``codegen.generate_vectors`` writes).  So a tape whose records, bit for bit, were swept
-``_AFTER`` times before from the same seeds gets that generated backward, as a replayed tape
-does (replay.py); the interpreter's sweep stays for everything else.
+often enough before from the same seeds (``_AFTER``, ``_WORK``: the larger the tape, the
+sooner) gets that generated backward, as a replayed tape does (replay.py); the interpreter's
+sweep stays for everything else.
 
 The key is the tape's columns themselves: the generated code holds their offsets, sizes and
 scalars as literals, so it is used only for a tape equal in every one of them.  The bits are
@@ -24,7 +25,13 @@ _MIN_VALUES = 1024
 # and codegen does not write out tapes this long anyway.
 _MAX_RECORDS = 2048
 _MAX_SIDE = 4096
-_AFTER = 2   # sweeps by the interpreter before the third builds the program
+_AFTER = 2   # sweeps by the interpreter before the third builds the program, at the soonest
+# ... and a tape of v values not before _WORK / v sweeps: loading a program from numba's cache
+# takes 30-80 ms (compiling it, the first time on a machine, about a second), and what it saves
+# a sweep grows with the values (W4's 10^7: 63 ms a sweep; the demo's small network of 10^4,
+# 0-30 µs, where building it on the third of 500 steps made the loop slower).  So W4 builds
+# on its third sweep, a tape of 10^5 values on its 250th, one of 10^4 on its 2,500th.
+_WORK = 25_000_000
 _KEPT = 64   # keys remembered, the most recently swept
 
 ENABLED = True   # (tests compare against the interpreter with this off)
@@ -65,7 +72,7 @@ def program_for(tape, cols, seeds, plan):
                 _seen.popitem(last=False)
             return None
         _seen.move_to_end(key)
-        if isinstance(entry, int) and entry < _AFTER:
+        if isinstance(entry, int) and entry < max(_AFTER, _WORK // tape.top):
             _seen[key] = entry + 1
             return None
     if isinstance(entry, int):
