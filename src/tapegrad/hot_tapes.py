@@ -28,10 +28,11 @@ _MAX_SIDE = 4096
 _AFTER = 2   # sweeps by the interpreter before the third builds the program, at the soonest
 # ... and a tape of v values not before _WORK / v sweeps: loading a program from numba's cache
 # takes 30-80 ms (compiling it, the first time on a machine, about a second), and what it saves
-# a sweep grows with the values (W4's 10^7: 63 ms a sweep; the demo's small network of 10^4,
-# 0-30 µs, where building it on the third of 500 steps made the loop slower).  So W4 builds
-# on its third sweep, a tape of 10^5 values on its 250th, one of 10^4 on its 2,500th.
-_WORK = 25_000_000
+# a sweep grows with the values (W4's 10^7: 63 ms a sweep; the demo's small network of 2,500,
+# 0-40 µs, where building it on the third of 500 steps made the loop slower).  So a tape of
+# 10^6 values or more builds on its third sweep, one of 10^4 on its 250th, one of 2,500 on its
+# 1,000th.
+_WORK = 2_500_000
 _KEPT = 64   # keys remembered, the most recently swept
 
 ENABLED = True   # (tests compare against the interpreter with this off)
