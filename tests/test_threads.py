@@ -89,6 +89,31 @@ def test_a_loop_that_adds_a_broadcast_gradient_keeps_to_one_thread(two_threads):
     assert "def backward_parallel" not in generated.tape.program.source
 
 
+def test_a_matrix_product_between_long_loops_on_threads(two_threads):
+    # the product is a call of its entry (codegen._CALLED) in both forms of the backward
+    rng = np.random.default_rng(8)
+    Xv, yv = rng.standard_normal((N, 4)), np.sin(np.linspace(-3.0, 3.0, N))
+
+    def fit(w, X, y):
+        r = X @ w - y
+        return (r * r * 0.5 + r).mean()
+    results = []
+    for codegen_ in (True, False):
+        fn = tg.compile(fit, codegen=codegen_)
+        for i in range(2):
+            w = tg.tensor([0.1, -0.2, 0.3, 0.05 * i], requires_grad=True)
+            loss = fn(w, tg.tensor(Xv), tg.tensor(yv))
+            loss.backward()
+            results.append((codegen_, loss.item(), w.grad.numpy().copy()))
+        if codegen_:
+            source = fn.tape.program.source
+            assert "call(table[" in source.split("def backward_parallel")[1]
+    generated, interpreted = results[:2], results[2:]
+    for (_, v, g), (_, v2, g2) in zip(generated, interpreted):
+        assert v == v2
+        np.testing.assert_array_equal(g, g2)
+
+
 def test_threads_calling_at_once_get_the_one_thread_loop_not_a_crash(two_threads):
     xv = np.random.default_rng(5).standard_normal(N)
     fn = tg.compile(_w4, codegen=True)
