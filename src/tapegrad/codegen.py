@@ -973,9 +973,13 @@ def _stored(vt, need, outputs, numpy_from):
             if vt.kind[r] == "v" or (vt.kind[r] == "b" and (r in outputs or r in called))}
 
 
-def _called_inputs(vt):
-    """The records the calls ('a') read: their rules read them from the arena."""
-    return {s for r, kind in enumerate(vt.kind) if kind == "a" for s in vt.inputs(r)}
+def _called_inputs(vt, read_in_place=frozenset()):
+    """The records the calls ('a') read: their rules read them from the arena.  Calls of the
+    ops in ``read_in_place`` are left out: those read an argument where it is (the matrix
+    product, through ``value_at``)."""
+    op = vt.cols[0]
+    return {s for r, kind in enumerate(vt.kind)
+            if kind == "a" and int(op[r]) not in read_in_place for s in vt.inputs(r)}
 
 
 def _vector_forward(vt, stored, numpy_from):
@@ -1331,8 +1335,7 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     # (an input NumPy sums is read from the arena: the sum runs outside the kernels)
     summed = {int(cols[1][r]) for r in range(len(op)) if _numpy_sum(vt, r, numpy_from)}
     # (a call reads an argument where it is only through value_at: the matrix product's)
-    called = {s for r, k in enumerate(vt.kind) if k == "a" and int(op[r]) != K.MATMUL
-              for s in vt.inputs(r)}
+    called = _called_inputs(vt, read_in_place=(K.MATMUL,))
     vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed - called
     _compile_entries(vt, need, forward=not numpy_forward)
     stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)

@@ -239,6 +239,10 @@ def _check_real(x, opname):
 # errors, overflow, division by zero) the NumPy path runs instead and gives inf/nan.
 _SCALAR_ERRORS = (ValueError, OverflowError, ZeroDivisionError)
 _SCALAR = {code: info.python for code, info in K.OPS.items() if info.python is not None}
+# Python's arithmetic on floats for a number and a number (an SGD step's lr * p.grad, under
+# no_grad): the same IEEE double operation as NumPy's ufunc (inf * 0 is nan, overflow inf,
+# without a warning to silence), without the ufunc's microsecond on 0-d arrays.  Division is
+# left out: Python's raises on a zero divisor.  (inplace's add_, sub_ and mul_ use it too.)
 _NUMBER_OPS = {np.add: float.__add__, np.subtract: float.__sub__, np.multiply: float.__mul__}
 _FLOAT64 = np.dtype(np.float64)
 
@@ -399,9 +403,7 @@ def _with_scalar(code, x, c, fn):
         if v.dtype.kind != "f":
             c = _promote.scalar_for(v, c)
         elif v.ndim == 0 and type(c) is float and v.dtype is _FLOAT64 and fn in _NUMBER_OPS:
-            # a number times a number, not recorded (an SGD step's lr * p.grad): Python's
-            # float arithmetic, the same IEEE operation as the ufunc, without its microseconds
-            # on 0-d arrays (division is left out: Python's raises on a zero divisor)
+            # a number times a number, not recorded: see _NUMBER_OPS
             return _plain(np.array(_NUMBER_OPS[fn](float(v), c)))
         return _plain(np.asarray(_quiet_call(fn, v, c, None)))
     if state.trace is not None and v.dtype.kind != "f" and fn is not np.true_divide \

@@ -567,16 +567,12 @@ def _value_of(other):
     return other._value if isinstance(other, Tensor) else other
 
 
-# Python's arithmetic on floats, for the number case of add_, sub_ and mul_ below: the same
-# IEEE double operation as NumPy's ufunc (inf * 0 is nan, overflow inf, without a warning to
-# silence), without the ufunc's microsecond on 0-d arrays.  Division is left out: Python's
-# raises on a zero divisor.
-_FLOAT_OPS = {"add_": float.__add__, "sub_": float.__sub__, "mul_": float.__mul__}
 _FLOAT64 = np.dtype(np.float64)
 
 
 def _arith_(name, out_of_place, ufunc):
-    float_op = _FLOAT_OPS.get(name)
+    # (the number case of add_, sub_ and mul_: Python's float arithmetic, F._NUMBER_OPS)
+    float_op = F._NUMBER_OPS.get(ufunc)
 
     def method(self, other, **kw):
         v = self._value
