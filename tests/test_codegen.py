@@ -950,7 +950,7 @@ def test_random_programs_over_vectors(n, steps):
 
 
 def test_generated_loops_read_large_arguments_where_they_are():
-    n = 20000     # (replay._IN_PLACE_MIN values or more)
+    n = 20000     # (tape.IN_PLACE_MIN values or more)
     generated = tg.compile(_cubic_fit, codegen=True)
     interpreted = tg.compile(_cubic_fit, codegen=False)
     for seed in range(3):

@@ -9,19 +9,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tapegrad as tg
-from tapegrad import replay
+from tapegrad import tape as tape_module
 from tapegrad.tape import state
 
 
 @contextlib.contextmanager
 def _in_place_from(n):
     """Read arguments of at least n values in place (the default keeps small ones copied)."""
-    before = replay._IN_PLACE_MIN
-    replay._IN_PLACE_MIN = n
+    before = tape_module.IN_PLACE_MIN
+    tape_module.IN_PLACE_MIN = n
     try:
         yield
     finally:
-        replay._IN_PLACE_MIN = before
+        tape_module.IN_PLACE_MIN = before
 
 
 def _layer(x, w, b, v):

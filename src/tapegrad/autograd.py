@@ -831,6 +831,12 @@ def _check_versions(tape, need, op, a0, a1):
     # reaches is read by none of them either)
     for r, leaf in needed_leaves(tape, need):
         _check_leaf_version(tape, r, leaf, need, op, a0, a1)
+    # constants matrix products read where they are (Tape.read_in_place): PyTorch's kept
+    # operand refuses a change in place as a leaf's does
+    if tape.consts_in_place is not None:
+        for r, x, version in tape.consts_in_place:
+            if x._version != version and _value_read(tape, r, need, op, a0, a1):
+                raise _modified(x, version)
     # arguments a replay reads where they are (a constant's value included: a change in place
     # since the call would reach the backward, where PyTorch's saved copy refuses it)
     if tape.ext_refs is not None:
@@ -844,12 +850,17 @@ def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
     rec_version = tape.leaf_rec.get(id(leaf), (None, None))
     if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
             tape, r, need, op, a0, a1):
-        site = ABOVE.leaf_site(leaf)
-        where = f" It was modified by {site[0]} at {site[1]}." if site else ""
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [tapegrad.DoubleTensor {list(leaf._value.shape)}] is at "
-            f"version {leaf._version}; expected version {rec_version[1]} instead.{where}")
+        raise _modified(leaf, rec_version[1])
+
+
+def _modified(t, expected):
+    """PyTorch's error for a tensor a backward reads that was changed in place since."""
+    site = ABOVE.leaf_site(t)
+    where = f" It was modified by {site[0]} at {site[1]}." if site else ""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [tapegrad.DoubleTensor {list(t._value.shape)}] is at "
+        f"version {t._version}; expected version {expected} instead.{where}")
 
 
 def arguments_changed(tape):

@@ -37,6 +37,7 @@ from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
 from .inplace import user_site
+from . import tape as _tape
 from .tape import NO_EXT, Recording, Tape, _tape_ids, aligned_empty, state
 from .tensor import Size, Tensor
 
@@ -286,11 +287,6 @@ class _Arg:
 
 
 _LEAVES, _LEAF_REC = Tape.leaves, Tape.leaf_rec   # the slots the properties below keep
-# Arguments of at least this many values that only matrix products read are read where they
-# are instead of copied into the arena (Variant.read_in_place): W3's data and first weights
-# are 3.8 MB, a quarter of a millisecond of copying per step.  Below it the copy is cheaper
-# than looking up the address.
-_IN_PLACE_MIN = 16384
 
 
 class _Instance(Tape):
@@ -307,7 +303,7 @@ class _Instance(Tape):
     reads (double backward, forward mode, in-place checks), copies those in first.
     """
 
-    __slots__ = ("args", "arg_versions", "arg_records", "arena", "ext", "ext_refs", "partial")
+    __slots__ = ("args", "arg_versions", "arg_records", "arena", "partial")
 
     def __del__(self):
         pass
@@ -317,7 +313,7 @@ class _Instance(Tape):
         if self.partial:
             self.complete()
         if self.ext_refs is not None:
-            self._copy_in()
+            self.copy_in()
         return self.arena
 
     def complete(self):
@@ -329,7 +325,7 @@ class _Instance(Tape):
         caller holds (an output) may have been written to since."""
         if self.partial:
             if self.ext_refs is not None:
-                self._copy_in()   # (arguments generated loops read in place)
+                self.copy_in()   # (arguments generated loops read in place)
             if not any(hi > lo for lo, hi in self.partial):
                 self.partial = False
                 return
@@ -344,14 +340,6 @@ class _Instance(Tape):
             for lo, hi in self.partial:
                 arena[lo:hi] = scratch[lo:hi]
             self.partial = False
-
-    def _copy_in(self):
-        """Bring the arguments read in place into the arena, as a copying replay has them."""
-        arena, voff, ext = self.arena, self.voff, self.ext
-        for r, v in self.ext_refs:
-            arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
-            ext[r] = 0
-        self.ext_refs = None
 
     def _bind_args(self):
         leaves, leaf_rec = {}, {}
@@ -564,7 +552,7 @@ class Variant:
         outputs = [r for r, _, _ in self.outputs if r is not None]
         # large arguments generated loops may read where they are (see read_in_place)
         direct = frozenset(r for r in self.arg_records.values()
-                           if r >= 0 and self.cols[4][r] >= _IN_PLACE_MIN and r not in outputs)
+                           if r >= 0 and self.cols[4][r] >= _tape.IN_PLACE_MIN and r not in outputs)
         try:
             self.program = codegen.build(self.cols, vals, seeds, plan, outputs,
                                          _NUMPY_RECORD, direct)
@@ -623,6 +611,7 @@ class Variant:
         inst.partial = False
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
+        inst.consts_in_place = None   # (constants are the template's, in its arena)
         inst.cap = inst.top = self.top
         inst.externs, inst.older = {}, {}
         inst.first_extern, inst.dep_of, inst.dep_sets = -1, None, None
@@ -1439,7 +1428,7 @@ def _read_in_place(tape, args, outputs):
             if s in args:
                 readers.setdefault(s, set()).add(tape.op[r])
     results = {r for r, _, _ in outputs}
-    return frozenset(r for r in args if tape.size[r] >= _IN_PLACE_MIN and r not in results
+    return frozenset(r for r in args if tape.size[r] >= _tape.IN_PLACE_MIN and r not in results
                      and readers.get(r) == {K.MATMUL})
 
 

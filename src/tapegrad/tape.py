@@ -40,9 +40,16 @@ def aligned_empty(n):
     return raw[start:start + n]
 
 
-# The ``ext`` of a tape whose values are all in its arena: the kernels read an argument in
-# place only where a replay says so (ops.value_at).
+# The ``ext`` of a tape whose values are all in its arena: the kernels read a value in place
+# only where a replay (its arguments) or the eager recorder (large constants of matrix
+# products) says so, and only matrix products read through it (ops.value_at).
 NO_EXT = np.zeros(0, dtype=np.int64)
+# Values of at least this many elements that only matrix products read are read where they
+# are, not copied into the arena: a replay's arguments (replay.Variant.read_in_place; W3's
+# data and first weights are 3.8 MB, a quarter of a millisecond of copying per step) and an
+# eager product's constant operand (``Tape.read_in_place``: W8's (10^5, 16) feature matrix,
+# 1.2 ms of a 3.8 ms step).  Below it the copy is cheaper than looking up the address.
+IN_PLACE_MIN = 16384
 _NONE = frozenset()
 
 
@@ -157,7 +164,7 @@ class Tape:
         "const_rec", "externs",
         "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "__weakref__",
+        "ext", "ext_refs", "consts_in_place", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -200,10 +207,13 @@ class Tape:
         self.program = None      # generated backward of a replayed tape (codegen.Program)
         self.custom = {}         # record -> a use of an autograd.Function (function.py)
         self.custom_out = {}     # that use's output records -> its record
+        # records whose values the kernels read where they are (ops.value_at): address by
+        # record, and [(record, array)] keeping those arrays alive
+        self.ext = NO_EXT
+        self.ext_refs = None
+        self.consts_in_place = None   # [(record, constant, its version then)], eager
 
-    ext = NO_EXT   # (a replay's tape has its own: replay.Variant.read_in_place)
     partial = False   # (a replay's may lack values: replay._Instance.complete)
-    ext_refs = None   # (a replay's arguments read in place: replay._Instance)
 
     @property
     def arena(self):
@@ -213,6 +223,36 @@ class Tape:
 
     def __len__(self):
         return len(self.op)
+
+    def read_in_place(self, r, x):
+        """Record r, a constant just pushed with its arena slot left unfilled, is tensor x's
+        value, which matrix products read where it is (``ext``): as PyTorch keeps a product's
+        operand, by reference and version -- a backward that reads it after an in-place
+        change raises (``autograd._check_versions``).  Anything else that reads the arena as
+        it is calls ``copy_in`` first."""
+        v = x._value
+        ext = self.ext
+        if ext.size <= r:
+            grown = np.zeros(max(r + 1, 2 * ext.size), dtype=np.int64)
+            grown[:ext.size] = ext
+            self.ext = ext = grown
+        ext[r] = v.__array_interface__["data"][0]
+        if self.ext_refs is None:
+            self.ext_refs = []
+        self.ext_refs.append((r, v))
+        if self.consts_in_place is None:
+            self.consts_in_place = []
+        self.consts_in_place.append((r, x, x._version))
+
+    def copy_in(self):
+        """Bring the values read in place into the arena, for a reader that takes the arena
+        as it is (a differentiable backward's rules, forward mode): from then on every
+        reader finds them there."""
+        arena, voff, ext = self.arena, self.voff, self.ext
+        for r, v in self.ext_refs:
+            arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
+            ext[r] = 0
+        self.ext_refs = None
 
     def room(self, n):
         return not self.finished and self.top + n <= self.cap
