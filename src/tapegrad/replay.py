@@ -551,8 +551,8 @@ class Variant:
                 plan = self.plan_cache[seeds] = make_plan(self.cols, seeds)
         outputs = [r for r, _, _ in self.outputs if r is not None]
         # large arguments generated loops may read where they are (see read_in_place)
-        direct = frozenset(r for r in self.arg_records.values()
-                           if r >= 0 and self.cols[4][r] >= _tape.IN_PLACE_MIN and r not in outputs)
+        direct = frozenset(r for r in self.arg_records.values() if r >= 0
+                           and self.cols[4][r] >= _tape.IN_PLACE_MIN and r not in outputs)
         try:
             self.program = codegen.build(self.cols, vals, seeds, plan, outputs,
                                          _NUMPY_RECORD, direct)
