@@ -139,7 +139,7 @@ def _constant_in_place(tape, x):
             or state.trace is not None or x._alias is not None or v.dtype is not _FLOAT64
             or not v.flags.c_contiguous or (_EXPOSED and numpy_holds(x))):
         return -1
-    off = tape.alloc(v.size)   # (its slot: Tape.copy_in fills it for readers of the arena)
+    off = tape.alloc(v.size)   # (its slot: Tape.fill_arena fills it for readers of the arena)
     r = tape.push(K.CONST, -1, -1, off, v.size)
     tape.read_in_place(r, x)
     return r
@@ -180,9 +180,30 @@ def scatter_add_flat(x, idx, n_out):
     return _result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
 
 
-def _expanded_ref(tape, x, shape):
+# A one-value expansion of this many values or more that no rule reads is left unfilled.
+_UNFILLED_FROM = 1024
+
+
+def _expansion_read(code, a, b, n, operand):
+    """Whether a rule of op ``code`` (on tensors a and b, out of n values) may read the
+    values of a one-value expansion of ``operand`` (0: a, 1: b) in the backward.  If not, an
+    eager recorder leaves them out of the arena (``Tape.leave_unfilled``): a parameter added
+    to a vector, or one times data that needs no gradient (W8's a + b*x at 10^5 points wrote
+    four arrays of 10^5 copies of a number, 180 us of a 1.7 ms step, for a backward that
+    reads none of them).  A replay's tape is always complete."""
+    if n < _UNFILLED_FROM or state.trace is not None:
+        return True
+    info = K.OPS[code]
+    flag = K.READS_X1 if operand else K.READS_X0
+    if info.reads_for is None:
+        return bool(info.reads & flag)
+    return bool(((info.reads_for[0] if a._rg else 0) | (info.reads_for[1] if b._rg else 0))
+                & flag)
+
+
+def _expanded_ref(tape, x, shape, read=True):
     """x's record, broadcast to ``shape`` by a hidden strided expansion when its shape
-    differs."""
+    differs; a one-value expansion that ``read`` says no rule reads is left unfilled."""
     r = _ref(tape, x)
     v = x._value
     if v.shape == shape:
@@ -193,7 +214,10 @@ def _expanded_ref(tape, x, shape):
     if v.size == 1:
         # one value everywhere: every stride is 0, and a fill is the copy
         ip = tape.put_aux((nd, *shape) + (0,) * nd)
-        out.fill(v.item())
+        if read:
+            out.fill(v.item())
+        else:
+            tape.leave_unfilled(off, n, v.item())
         return tape.push(K.EXPAND_S, r, -1, off, n, ip)
     lead = nd - v.ndim
     # element strides of x seen from each output dim; 0 where x is broadcast
@@ -393,8 +417,8 @@ def _binary(code, a, b, fn):
         r0 = a._r if a._tape is tape else _ref(tape, a)
         r1 = b._r if b._tape is tape else _ref(tape, b)
     else:
-        r0 = _expanded_ref(tape, a, shape)
-        r1 = _expanded_ref(tape, b, shape)
+        r0 = _expanded_ref(tape, a, shape, _expansion_read(code, a, b, n, 0))
+        r1 = _expanded_ref(tape, b, shape, _expansion_read(code, a, b, n, 1))
     off = tape.top
     tape.top = off + n
     vals = tape.vals

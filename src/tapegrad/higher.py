@@ -305,8 +305,8 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
-        if tape.ext_refs is not None:
-            tape.copy_in()   # (the rules below read values from the arena)
+        if tape.ext_refs is not None or tape.unfilled is not None:
+            tape.fill_arena()   # (the rules below read values from the arena)
         custom_grads = {}   # an autograd.Function's output record -> its gradient
         for r in range(len(tape) - 1, -1, -1):
             g = acc.pop(r, None)

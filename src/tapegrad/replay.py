@@ -313,7 +313,7 @@ class _Instance(Tape):
         if self.partial:
             self.complete()
         if self.ext_refs is not None:
-            self.copy_in()
+            self.fill_arena()
         return self.arena
 
     def complete(self):
@@ -325,7 +325,7 @@ class _Instance(Tape):
         caller holds (an output) may have been written to since."""
         if self.partial:
             if self.ext_refs is not None:
-                self.copy_in()   # (arguments generated loops read in place)
+                self.fill_arena()   # (arguments generated loops read in place)
             if not any(hi > lo for lo, hi in self.partial):
                 self.partial = False
                 return
@@ -612,6 +612,7 @@ class Variant:
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
         inst.consts_in_place = None   # (constants are the template's, in its arena)
+        inst.unfilled = None
         inst.cap = inst.top = self.top
         inst.externs, inst.older = {}, {}
         inst.first_extern, inst.dep_of, inst.dep_sets = -1, None, None

@@ -164,7 +164,7 @@ class Tape:
         "const_rec", "externs",
         "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts_in_place", "__weakref__",
+        "ext", "ext_refs", "consts_in_place", "unfilled", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -212,6 +212,7 @@ class Tape:
         self.ext = NO_EXT
         self.ext_refs = None
         self.consts_in_place = None   # [(record, constant, its version then)], eager
+        self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
 
     partial = False   # (a replay's may lack values: replay._Instance.complete)
 
@@ -229,7 +230,7 @@ class Tape:
         value, which matrix products read where it is (``ext``): as PyTorch keeps a product's
         operand, by reference and version -- a backward that reads it after an in-place
         change raises (``autograd._check_versions``).  Anything else that reads the arena as
-        it is calls ``copy_in`` first."""
+        it is calls ``fill_arena`` first."""
         v = x._value
         ext = self.ext
         if ext.size <= r:
@@ -244,15 +245,30 @@ class Tape:
             self.consts_in_place = []
         self.consts_in_place.append((r, x, x._version))
 
-    def copy_in(self):
-        """Bring the values read in place into the arena, for a reader that takes the arena
-        as it is (a differentiable backward's rules, forward mode): from then on every
-        reader finds them there."""
-        arena, voff, ext = self.arena, self.voff, self.ext
-        for r, v in self.ext_refs:
-            arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
-            ext[r] = 0
-        self.ext_refs = None
+    def leave_unfilled(self, off, n, value):
+        """The n values at ``off``, each ``value``, are not written into the arena now: no
+        rule of the backward reads them (a parameter broadcast to be added to a vector:
+        ``functional._expansion_read``).  ``fill_arena`` writes them for readers that take
+        the arena as it is."""
+        if self.unfilled is None:
+            self.unfilled = []
+        self.unfilled.append((off, n, value))
+
+    def fill_arena(self):
+        """Bring the values read in place, and those left unfilled, into the arena, for a
+        reader that takes the arena as it is (a differentiable backward's rules, forward
+        mode): from then on every reader finds them there."""
+        arena = self.arena
+        if self.ext_refs is not None:
+            voff, ext = self.voff, self.ext
+            for r, v in self.ext_refs:
+                arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
+                ext[r] = 0
+            self.ext_refs = None
+        if self.unfilled is not None:
+            for off, n, value in self.unfilled:
+                arena[off:off + n] = value
+            self.unfilled = None
 
     def room(self, n):
         return not self.finished and self.top + n <= self.cap

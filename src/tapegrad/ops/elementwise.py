@@ -295,8 +295,8 @@ def mul_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, t
 
 
 MUL = declare(15, "MulBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-              python=operator.mul, forward=mul_fwd, vjp0=mul_vjp0, vjp1=mul_vjp1,
-              curvature=mul_curvature, hot=True)
+              reads_for=(READS_X1, READS_X0), python=operator.mul, forward=mul_fwd,
+              vjp0=mul_vjp0, vjp1=mul_vjp1, curvature=mul_curvature, hot=True)
 
 
 # --- mul by a number ---------------------------------------------------------------------------

@@ -25,7 +25,9 @@ class OpInfo:
 
     ``name``: PyTorch's grad_fn class name; ``variants`` maps a variant number (``aux[ip]``)
     to a name when one opcode stands for several PyTorch nodes.  ``reads``: which saved values
-    the backward reads; ``frees``: whether a second backward without ``retain_graph`` fails.
+    the backward reads; ``reads_for``: the same per input, for the gradient of that input
+    (None: ``reads`` for each); ``frees``: whether a second backward without ``retain_graph``
+    fails.
     ``rules``: the family's rules by pass name (see the family modules); ``static``: constant
     arguments the dispatcher passes after the record's columns (flags shared rules take).
     ``python``/``numpy``: the eager forward's scalar and vectorised twins where they are plain
@@ -37,7 +39,7 @@ class OpInfo:
 
     __slots__ = ("code", "name", "reads", "frees", "variants", "family", "arity", "params",
                  "rules", "static", "python", "numpy", "masks", "first_write", "layout",
-                 "graph", "check", "condition", "const", "frees_for", "hot")
+                 "graph", "check", "condition", "const", "frees_for", "hot", "reads_for")
 
     def __init__(self, code, name, reads, frees, variants, family, arity, params, rules,
                  static, python, numpy, masks, first_write, layout, graph, check, condition):
@@ -52,6 +54,7 @@ class OpInfo:
         # (PyTorch saves only what the gradients asked for need); None: ``frees`` alone
         self.frees_for = None
         self.hot = False   # scalar rules inlined in the sweeps (see ``declare``)
+        self.reads_for = None
 
     def rule(self, pass_name):
         return self.rules.get(pass_name)
@@ -75,7 +78,7 @@ OPTIONAL = ("curvature",)
 
 def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, params=0,
             static=(), python=None, numpy=None, masks=False, first_write=False, layout=1,
-            graph=None, check=None, condition=False, hot=False, **rules):
+            graph=None, check=None, condition=False, hot=False, reads_for=None, **rules):
     """Register opcode ``code`` with all of its rules; returns the code.
 
     ``family`` decides which rules are required (``REQUIRED``); an elementwise op gives
@@ -83,6 +86,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
     either a scalar second derivative ``d2`` or a ``curvature`` that is an array rule,
     ``LINEAR`` or None), an array op whole-record rules.  ``params``: how many ``faux`` values an elementwise op's rules read (0 or 2).
     ``first_write``: the backward may write its inputs' first gradient (betas of 0).
+    ``reads_for``: per input, the ``READS_*`` flags of the values its gradient reads (mul's
+    gradient for x0 reads x1 only), where that is less than ``reads`` for each.
     ``frees``: a bool, or one per input: the saved values are freed (a second backward
     fails) only when an input marked True needs a gradient.
     ``condition``: an elementwise op that reads a third value, the record ``ip`` names
@@ -118,6 +123,7 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
                        first_write, layout, graph, check, condition)
     OPS[code].frees_for = frees_for
     OPS[code].hot = hot
+    OPS[code].reads_for = reads_for
     return code
 
 
