@@ -113,6 +113,9 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
         raise ValueError(f"opcode {code}: params is 0 or 2")
     if hot and family != ELEMENTWISE:
         raise ValueError(f"opcode {code}: only elementwise ops are hot")
+    if reads_for is not None and (len(reads_for) != arity
+                                  or any(f & ~reads for f in reads_for)):
+        raise ValueError(f"opcode {code}: reads_for gives, per input, flags among reads")
     if not 0 <= code < MAX_OPCODES:
         raise ValueError(f"opcode {code}: opcodes are 0 to {MAX_OPCODES - 1}")
     frees_for = None
