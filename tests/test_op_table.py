@@ -79,6 +79,19 @@ def test_only_elementwise_ops_are_hot():
     assert 9998 not in T.OPS
 
 
+def test_reads_for_says_per_input_what_its_gradient_reads():
+    # (the eager recorder leaves out the values no gradient reads: mul's by data)
+    assert T.OPS[K.MUL].reads_for == (T.READS_X1, T.READS_X0)
+    for info in T.OPS.values():
+        if info.reads_for is not None:
+            assert len(info.reads_for) == info.arity, info
+            assert all(flags & ~info.reads == 0 for flags in info.reads_for), info
+    with pytest.raises(ValueError, match="reads_for"):
+        T.declare(9997, "NopeBackward0", family=T.ELEMENTWISE, arity=2, reads=T.READS_X0,
+                  reads_for=(T.READS_X1, 0), forward=None, vjp0=None, vjp1=None, d2=None)
+    assert 9997 not in T.OPS
+
+
 def test_the_generated_chains_end_in_nan_not_a_default_rule():
     """An op without a branch gets nan from a one-element chain (the sweeps never ask one for
     an op it has no branch for: they check the family first), not another op's rule."""
