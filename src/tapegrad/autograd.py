@@ -831,12 +831,16 @@ def _check_versions(tape, need, op, a0, a1):
     # reaches is read by none of them either)
     for r, leaf in needed_leaves(tape, need):
         _check_leaf_version(tape, r, leaf, need, op, a0, a1)
-    # constants matrix products read where they are (Tape.read_in_place): PyTorch's kept
-    # operand refuses a change in place as a leaf's does
-    if tape.consts_in_place is not None:
-        for r, x, version in tape.consts_in_place:
-            if x._version != version and _value_read(tape, r, need, op, a0, a1):
-                raise _modified(x, version)
+    # constants, copied or read where they are (Tape.read_in_place): PyTorch's saved operand
+    # refuses a change in place as a leaf's does
+    for r, x, version, shape in tape.consts:
+        if type(x) is int:
+            # replaced by the recorded in-place op at record x (y.div_(w)), which kept its
+            # own copy of the value it replaced: read by any other, a change
+            if _value_read(tape, r, need, op, a0, a1, (x,)):
+                raise ABOVE.replaced_constant_error(tape, x, version, shape)
+        elif x._version != version and _value_read(tape, r, need, op, a0, a1):
+            raise _modified(x, version, shape)
     # arguments a replay reads where they are (a constant's value included: a change in place
     # since the call would reach the backward, where PyTorch's saved copy refuses it)
     if tape.ext_refs is not None:
@@ -853,13 +857,18 @@ def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
         raise _modified(leaf, rec_version[1])
 
 
-def _modified(t, expected):
-    """PyTorch's error for a tensor a backward reads that was changed in place since."""
+def _modified(t, expected, shape=None):
+    """PyTorch's error for a tensor a backward reads that was changed in place since (of
+    ``shape``, a view of t's, or t's own)."""
     site = ABOVE.leaf_site(t)
     where = f" It was modified by {site[0]} at {site[1]}." if site else ""
+    # (a constant a recorded in-place op on another tape changed has that op's node now)
+    producer = ABOVE.producer_name(t._tape, t._r) if t._tape is not None else ""
+    producer = f", which is output 0 of {producer}," if producer else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [tapegrad.DoubleTensor {list(t._value.shape)}] is at "
+        f"inplace operation: [tapegrad.DoubleTensor "
+        f"{list(t._value.shape if shape is None else shape)}]{producer} is at "
         f"version {t._version}; expected version {expected} instead.{where}")
 
 
@@ -873,16 +882,20 @@ def arguments_changed(tape):
     return False
 
 
-def _value_read(tape, s, need, op, a0, a1):
+def _value_read(tape, s, need, op, a0, a1, replaced=()):
     """Whether some record that will be swept reads the value of record s (directly or
-    through the hidden broadcast copies made of it)."""
+    through the hidden broadcast copies made of it) for the gradient of an input that needs
+    one: what PyTorch saved.  ``replaced``: records of in-place ops that replaced s's value,
+    whose read of it (their x0) is of a copy PyTorch kept for them."""
     sources = {s} | {int(b) for b in np.nonzero(((op == K.BCAST) | (op == K.EXPAND_S)) &
                                                  (a0 == s))[0]}
     for src in sources:
         readers = np.nonzero(need.astype(bool) & ((a0 == src) | (a1 == src)))[0]
         for r in readers:
-            reads = K.OPS[int(op[r])].reads
-            if (a0[r] == src and reads & K.READS_X0) or (a1[r] == src and reads & K.READS_X1):
+            reads = K.OPS[int(op[r])].reads_when(a0[r] >= 0 and need[a0[r]],
+                                                 a1[r] >= 0 and need[a1[r]])
+            if ((a0[r] == src and reads & K.READS_X0 and int(r) not in replaced)
+                    or (a1[r] == src and reads & K.READS_X1)):
                 return True
     return False
 
@@ -978,6 +991,8 @@ class _Above:
 
     check_saved_versions = None
     leaf_site = None
+    producer_name = None    # (tape, record) -> the node name PyTorch's version error shows
+    replaced_constant_error = None
     backward_create_graph = None
     grad_create_graph = None
     run_custom = None       # an autograd.Function's backward in the sweep (function.py)

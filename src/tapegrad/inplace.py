@@ -289,8 +289,39 @@ def _move_handle(t, res, name, log=True):
                                      name, user_site(), tuple(t._value.shape)))
         if res._tape is old_tape:
             old_tape.storage_of[res._r] = s
+    elif res._tape is not None:
+        _constant_replaced(t, res._tape, res._r, name, log)
     t._value = res._value
     t._tape, t._r, t._rg, t._keep = res._tape, res._r, True, res._keep
+
+
+def _constant_replaced(t, tape, r, name, log):
+    """Constant t's value is replaced by the recorded in-place op at record r of ``tape``
+    (``y.div_(w)``): a storage on the tape begins, at the version this change made, not at
+    0, so the change is logged as its first.  The tape's own entries of t (``Tape.consts``)
+    name that record from now on instead of t: its logged changes are t's versions since,
+    and a tape that held t itself, which now holds the tape, would live until a garbage
+    collection."""
+    if log and t._alias is None:
+        tape.inplace.append((r, r, name, user_site(), tuple(t._value.shape)))
+    consts = tape.consts
+    for i, (c, x, version, shape) in enumerate(consts):
+        if x is t:
+            consts[i] = (c, r, version, shape)
+
+
+def replaced_constant_error(tape, r, expected, shape):
+    """PyTorch's error for a constant some record read before the recorded in-place op at
+    record r replaced its value (``_constant_replaced``), at version ``expected`` then."""
+    changes = [c for c in tape.inplace if c[0] == r]
+    now = expected + builtins.max(len(changes), 1)
+    producer = _producer_name(tape, _current_record(tape, r))
+    producer = f", which is output 0 of {producer}," if producer else ""
+    where = f" It was modified by {changes[0][2]} at {changes[0][3]}." if changes else ""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at version "
+        f"{now}; expected version {expected} instead.{where}")
 
 
 # --- aliases: views and their base (views.py keeps the links) ---------------------------------
@@ -797,7 +828,7 @@ def check_saved_versions(tape, need, op, a0, a1):
     # newest first: the order the sweep reaches them, so the error is PyTorch's first one
     for r in needed[::-1]:
         code = int(op[r])
-        reads = K.OPS[code].reads
+        reads = K.OPS[code].reads_when(a0[r] >= 0 and need[a0[r]], a1[r] >= 0 and need[a1[r]])
         if not reads:
             continue
         read = []
@@ -1089,3 +1120,5 @@ METHODS = {
 # the driver calls these through its seam (autograd.ABOVE): it sits below this module
 autograd.ABOVE.check_saved_versions = check_saved_versions
 autograd.ABOVE.leaf_site = leaf_site
+autograd.ABOVE.producer_name = _producer_name
+autograd.ABOVE.replaced_constant_error = replaced_constant_error

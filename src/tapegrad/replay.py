@@ -611,7 +611,7 @@ class Variant:
         inst.partial = False
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
-        inst.consts_in_place = None   # (constants are the template's, in its arena)
+        inst.consts = []    # (the template's constants are in its arena, guarded by the call)
         inst.unfilled = None
         inst.cap = inst.top = self.top
         inst.externs, inst.older = {}, {}

@@ -164,7 +164,7 @@ class Tape:
         "const_rec", "externs",
         "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts_in_place", "unfilled", "__weakref__",
+        "ext", "ext_refs", "consts", "unfilled", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -211,7 +211,14 @@ class Tape:
         # record, and [(record, array)] keeping those arrays alive
         self.ext = NO_EXT
         self.ext_refs = None
-        self.consts_in_place = None   # [(record, constant, its version then)], eager
+        # [(record, the constant (a view's root), its version then, the constant's shape)]
+        # of the constants an eager tape copied or reads in place: a backward that reads one
+        # changed in place since raises, as PyTorch's saved copy does
+        # (autograd._check_versions).  Held as PyTorch's graph holds what it saved: a
+        # change made before the constant's last reference went still counts.  (Once a
+        # recorded in-place op on this tape replaces its value, the op's record instead:
+        # inplace._constant_replaced.)
+        self.consts = []
         self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
 
     partial = False   # (a replay's may lack values: replay._Instance.complete)
@@ -241,9 +248,7 @@ class Tape:
         if self.ext_refs is None:
             self.ext_refs = []
         self.ext_refs.append((r, v))
-        if self.consts_in_place is None:
-            self.consts_in_place = []
-        self.consts_in_place.append((r, x, x._version))
+        self.consts.append((r, x, x._version, v.shape))
 
     def leave_unfilled(self, off, n, value):
         """The n values at ``off``, each ``value``, are not written into the arena now: no

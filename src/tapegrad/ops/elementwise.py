@@ -352,7 +352,7 @@ def div_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, t
 
 
 DIV = declare(17, "DivBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-              python=operator.truediv, forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1,
+              reads_for=(READS_X1, READS_X0 | READS_X1), python=operator.truediv, forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1,
               curvature=div_curvature, hot=True)
 
 
@@ -391,7 +391,8 @@ def pow_vjp1(g, x0, x1, x2, out, c, p0, p1):
 
 # no curvature rule: hessians through it take the create_graph route
 POW = declare(20, "PowBackward1", family=ELEMENTWISE, arity=2,
-              reads=READS_X0 | READS_X1 | READS_OUT, masks=True, forward=pow_fwd,
+              reads=READS_X0 | READS_X1 | READS_OUT,
+              reads_for=(READS_X0 | READS_X1, READS_X0 | READS_X1 | READS_OUT), masks=True, forward=pow_fwd,
               vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None, hot=True)
 
 
@@ -1474,7 +1475,9 @@ def hypot_graph(F, g, x0, x1, out, c):
 
 
 HYPOT = declare(4, "HypotBackward0", family=ELEMENTWISE, arity=2,
-                reads=READS_X0 | READS_X1 | READS_OUT, forward=hypot_fwd, vjp0=hypot_vjp0,
+                reads=READS_X0 | READS_X1 | READS_OUT,
+                reads_for=(READS_X0 | READS_OUT, READS_X1 | READS_OUT), forward=hypot_fwd,
+                vjp0=hypot_vjp0,
                 vjp1=hypot_vjp1, graph=hypot_graph, curvature=None)
 hypot_array = _pair_array(1)
 
@@ -1589,11 +1592,11 @@ def remainder_graph(F, g, x0, x1, out, c):
 
 # input 0's gradient reads nothing: PyTorch saves the operands for input 1's only
 FMOD = declare(6, "FmodBackward1", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-               frees=(False, True), forward=fmod_fwd, vjp0=pass_vjp, vjp1=fmod_vjp1,
-               graph=fmod_graph,
-               curvature=LINEAR)
+               reads_for=(0, READS_X0 | READS_X1), forward=fmod_fwd, vjp0=pass_vjp,
+               vjp1=fmod_vjp1, graph=fmod_graph, curvature=LINEAR)
 REMAINDER = declare(7, "RemainderBackward1", family=ELEMENTWISE, arity=2,
-                    reads=READS_X0 | READS_X1, frees=(False, True), forward=remainder_fwd,
+                    reads=READS_X0 | READS_X1, reads_for=(0, READS_X0 | READS_X1),
+                    forward=remainder_fwd,
                     vjp0=pass_vjp,
                     vjp1=remainder_vjp1, graph=remainder_graph, curvature=LINEAR)
 fmod_array = _pair_array(3)
@@ -1619,7 +1622,8 @@ def copysign_graph(F, g, x0, x1, out, c):
 
 
 COPYSIGN = declare(8, "CopysignBackward0", family=ELEMENTWISE, arity=2,
-                   reads=READS_X0 | READS_OUT, forward=copysign_fwd, vjp0=copysign_vjp0,
+                   reads=READS_X0 | READS_OUT, reads_for=(READS_X0 | READS_OUT, 0),
+                   forward=copysign_fwd, vjp0=copysign_vjp0,
                    vjp1=zero_vjp, graph=copysign_graph, curvature=LINEAR)
 copysign_array = _pair_array(5)
 

@@ -131,7 +131,7 @@ def _check_matmul(a, r, fail):
 
 
 MATMUL = declare(90, "MmBackward0", family=ARRAY, arity=2, reads=READS_X0 | READS_X1,
-                 first_write=True, check=_check_matmul,
+                 reads_for=(READS_X1, READS_X0), first_write=True, check=_check_matmul,
                  variants={0: "MmBackward0", 1: "DotBackward0", 2: "MvBackward0",
                            3: "SqueezeBackward4", 4: "UnsafeViewBackward0", 5: "CloneBackward0",
                            6: "TransposeBackward0"},
@@ -672,7 +672,8 @@ def _check_cross(a, r, fail):
 
 
 LINALG_CROSS = declare(87, "LinalgCrossBackward0", family=ARRAY, arity=2,
-                       reads=READS_X0 | READS_X1, check=_check_cross, backward=cross_bwd,
+                       reads=READS_X0 | READS_X1, reads_for=(READS_X1, READS_X0),
+                       check=_check_cross, backward=cross_bwd,
                        forward=cross_fwd, tangent=cross_tan, curvature=cross_curv,
                        graph=cross_graph)
 

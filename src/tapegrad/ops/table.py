@@ -59,6 +59,16 @@ class OpInfo:
     def rule(self, pass_name):
         return self.rules.get(pass_name)
 
+    def reads_when(self, grad0, grad1):
+        """The ``READS_*`` flags of the values PyTorch saves when input 0 (``grad0``) and
+        input 1 (``grad1``) need a gradient: of its inputs what those gradients read, and its
+        output whichever reads it (PyTorch guards only its inputs' saving).  Those are the
+        values a change in place may not reach before the backward."""
+        if self.reads_for is None:
+            return self.reads
+        return ((self.reads & READS_OUT) | (self.reads_for[0] if grad0 else 0)
+                | (self.reads_for[1] if grad1 else 0))
+
     def __repr__(self):
         return f"<op {self.code} {self.name} ({self.family})>"
 
@@ -89,7 +99,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
     ``reads_for``: per input, the ``READS_*`` flags of the values its gradient reads (mul's
     gradient for x0 reads x1 only), where that is less than ``reads`` for each.
     ``frees``: a bool, or one per input: the saved values are freed (a second backward
-    fails) only when an input marked True needs a gradient.
+    fails) only when an input marked True needs a gradient; by default, with ``reads_for``,
+    the inputs whose gradient reads an input (any, if the backward reads the output).
     ``condition``: an elementwise op that reads a third value, the record ``ip`` names
     (``where``'s condition).  ``hot``: an elementwise op whose one-element records run its
     scalar rules inlined in the compiled sweeps (a few nanoseconds a record, no call: scalar
@@ -119,6 +130,8 @@ def declare(code, name, *, family, reads=0, frees=None, variants=None, arity=1, 
     if not 0 <= code < MAX_OPCODES:
         raise ValueError(f"opcode {code}: opcodes are 0 to {MAX_OPCODES - 1}")
     frees_for = None
+    if frees is None and reads_for is not None:
+        frees = tuple(bool(f or reads & READS_OUT) for f in reads_for)
     if isinstance(frees, tuple):
         frees_for, frees = frees, any(frees)
     OPS[code] = OpInfo(code, name, reads, bool(reads) if frees is None else frees, variants,
