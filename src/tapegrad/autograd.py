@@ -860,16 +860,22 @@ def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
 def _modified(t, expected, shape=None):
     """PyTorch's error for a tensor a backward reads that was changed in place since (of
     ``shape``, a view of t's, or t's own)."""
-    site = ABOVE.leaf_site(t)
-    where = f" It was modified by {site[0]} at {site[1]}." if site else ""
     # (a constant a recorded in-place op on another tape changed has that op's node now)
     producer = ABOVE.producer_name(t._tape, t._r) if t._tape is not None else ""
+    return version_error(t._value.shape if shape is None else shape, producer, t._version,
+                         expected, ABOVE.leaf_site(t))
+
+
+def version_error(shape, producer, now, expected, site):
+    """PyTorch's error for a value of ``shape`` that the node ``producer`` ('' for none)
+    made, saved at version ``expected`` and at version ``now`` when the backward reads it;
+    tapegrad adds where the change was made: ``site``, (op name, 'file:line') or None."""
     producer = f", which is output 0 of {producer}," if producer else ""
+    where = f" It was modified by {site[0]} at {site[1]}." if site else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [tapegrad.DoubleTensor "
-        f"{list(t._value.shape if shape is None else shape)}]{producer} is at "
-        f"version {t._version}; expected version {expected} instead.{where}")
+        f"inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at version "
+        f"{now}; expected version {expected} instead.{where}")
 
 
 def arguments_changed(tape):

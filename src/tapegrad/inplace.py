@@ -315,13 +315,8 @@ def replaced_constant_error(tape, r, expected, shape):
     record r replaced its value (``_constant_replaced``), at version ``expected`` then."""
     changes = [c for c in tape.inplace if c[0] == r]
     now = expected + builtins.max(len(changes), 1)
-    producer = _producer_name(tape, _current_record(tape, r))
-    producer = f", which is output 0 of {producer}," if producer else ""
-    where = f" It was modified by {changes[0][2]} at {changes[0][3]}." if changes else ""
-    return RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at version "
-        f"{now}; expected version {expected} instead.{where}")
+    return autograd.version_error(shape, _producer_name(tape, _current_record(tape, r)), now,
+                                  expected, changes[0][2:4] if changes else None)
 
 
 # --- aliases: views and their base (views.py keeps the links) ---------------------------------
@@ -856,12 +851,7 @@ def check_saved_versions(tape, need, op, a0, a1):
                 # PyTorch names the node that made r's own output, or else the tensor's
                 # grad_fn now: the last recorded in-place op on it
                 producer = _producer_name(tape, s if s == r else _current_record(tape, s))
-                producer = f", which is output 0 of {producer}," if producer else ""
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [tapegrad.DoubleTensor {list(shape)}]{producer} is at "
-                    f"version {current}; expected version {seen} instead. It was modified by "
-                    f"{name} at {where}.")
+                raise autograd.version_error(shape, producer, current, seen, (name, where))
 
 
 def _current_record(tape, s):
