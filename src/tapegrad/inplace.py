@@ -304,6 +304,10 @@ def _constant_replaced(t, tape, r, name, log):
     collection."""
     if log and t._alias is None:
         tape.inplace.append((r, r, name, user_site(), tuple(t._value.shape)))
+        if t._version:
+            if tape.version_base is None:
+                tape.version_base = {}
+            tape.version_base[r] = t._version
     consts = tape.consts
     for i, (c, x, version, shape) in enumerate(consts):
         if x is t:
@@ -839,19 +843,21 @@ def check_saved_versions(tape, need, op, a0, a1):
         for s in read:
             while int(op[s]) in (K.BCAST, K.EXPAND_S):  # a broadcast copy stands for its source
                 s = int(a0[s])
-            changes = by_storage.get(_storage(tape, s))
+            storage = _storage(tape, s)
+            changes = by_storage.get(storage)
             if not changes:
                 continue
             # r saw the changes made before it was recorded; its own output (s == r) also
             # includes the change that produced it
             seen = sum(1 for at, *_ in changes if at < r or (s == r and at == r))
-            current = len(changes)
-            if seen != current:
+            if seen != len(changes):
                 at, name, where, shape = changes[seen]
+                base = tape.version_base.get(storage, 0) if tape.version_base else 0
                 # PyTorch names the node that made r's own output, or else the tensor's
                 # grad_fn now: the last recorded in-place op on it
                 producer = _producer_name(tape, s if s == r else _current_record(tape, s))
-                raise autograd.version_error(shape, producer, current, seen, (name, where))
+                raise autograd.version_error(shape, producer, base + len(changes), base + seen,
+                                             (name, where))
 
 
 def _current_record(tape, s):

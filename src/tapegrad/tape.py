@@ -162,7 +162,7 @@ class Tape:
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec",
         "const_rec", "externs",
-        "extern_rec", "nodes", "inplace", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
+        "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
         "ext", "ext_refs", "consts", "unfilled", "__weakref__",
     )
@@ -199,6 +199,9 @@ class Tape:
         self.dep_sets = None     # frozensets of older tape ids, each listed once
         self.nodes = {}          # grad_fn views made so far, so that they stay identical
         self.inplace = []        # (storage, record that changed it or .5 between, op, where, shape)
+        # storage -> the version its tensor had before the change that began it, where not 0
+        # (a constant's value an in-place op replaced: inplace._constant_replaced)
+        self.version_base = None
         self.refused = False     # holds a record whose backward PyTorch refuses (qr's modes)
         self.storage_of = {}     # in-place result record -> the storage it overwrote
         self.hooks = {}          # record -> (shape, list of gradient hooks)
