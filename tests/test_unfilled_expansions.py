@@ -34,12 +34,22 @@ OPS = {
     "mul": lambda p, v: p * v,
     "rmul": lambda p, v: v * p,
     "div": lambda p, v: v / p,
-    "max": lambda p, v: torch_or_tg_maximum(p, v),
+    "rdiv": lambda p, v: p / v,
+    "max": lambda p, v: _lib(p).maximum(p, v),
+    # ops whose gradient for one input reads less than the other's (reads_for)
+    "fmod": lambda p, v: _lib(p).fmod(p, v),
+    "rfmod": lambda p, v: _lib(p).fmod(v, p),
+    "remainder": lambda p, v: _lib(p).remainder(p, v),
+    "rremainder": lambda p, v: _lib(p).remainder(v, p),
+    "copysign": lambda p, v: _lib(p).copysign(p, v),
+    "rcopysign": lambda p, v: _lib(p).copysign(v, p),
+    "hypot": lambda p, v: _lib(p).hypot(p, v),
+    "pow": lambda p, v: p ** v,
 }
 
 
-def torch_or_tg_maximum(p, v):
-    return (tg if isinstance(p, tg.Tensor) else torch).maximum(p, v)
+def _lib(t):
+    return tg if isinstance(t, tg.Tensor) else torch
 
 
 def _run(lib, op, p_value, v_value, p_grad, v_grad, order):
