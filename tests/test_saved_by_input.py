@@ -161,6 +161,14 @@ def _constant_programs():
         y.div_(w)
         return z.sum(), (w2,)
 
+    def read_then_changed_then_recorded_change(m):
+        w, w2, y = start(m)
+        z = w2 * y
+        with m.no_grad():
+            y.mul_(3)
+        y.div_(w)
+        return z.sum(), (w2,)
+
     def read_then_add_(m):
         w, w2, y = start(m)
         z = w2 * y
@@ -194,7 +202,8 @@ def _constant_programs():
     return {f.__name__: f for f in (
         read_then_recorded_change, recorded_change_only, recorded_then_unrecorded,
         recorded_change_then_read_by_none, recorded_change_read_then_changed,
-        changed_before_recorded_change, changed_read_then_recorded_change, read_then_add_, element_read_then_other_element_set,
+        changed_before_recorded_change, changed_read_then_recorded_change,
+        read_then_changed_then_recorded_change, read_then_add_, element_read_then_other_element_set,
         view_read_then_base_changed, read_by_add_only, read_then_changed_then_read_again)}
 
 

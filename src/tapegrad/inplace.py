@@ -318,7 +318,8 @@ def replaced_constant_error(tape, r, expected, shape):
     """PyTorch's error for a constant some record read before the recorded in-place op at
     record r replaced its value (``_constant_replaced``), at version ``expected`` then."""
     changes = [c for c in tape.inplace if c[0] == r]
-    now = expected + builtins.max(len(changes), 1)
+    base = tape.version_base.get(r, 0) if tape.version_base else 0
+    now = builtins.max(base + len(changes), expected + 1)
     return autograd.version_error(shape, _producer_name(tape, _current_record(tape, r)), now,
                                   expected, changes[0][2:4] if changes else None)
 

@@ -162,7 +162,8 @@ class Tape:
         "op", "a0", "a1", "voff", "size", "ip", "fp", "aux", "faux",
         "appenders", "vals", "cap", "top", "id", "finished", "freed", "leaves", "leaf_rec",
         "const_rec", "externs",
-        "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks", "cached_cols", "plan_cache",
+        "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks",
+        "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
         "ext", "ext_refs", "consts", "unfilled", "__weakref__",
     )

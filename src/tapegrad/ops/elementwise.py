@@ -352,8 +352,9 @@ def div_curvature(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, t
 
 
 DIV = declare(17, "DivBackward0", family=ELEMENTWISE, arity=2, reads=READS_X0 | READS_X1,
-              reads_for=(READS_X1, READS_X0 | READS_X1), python=operator.truediv, forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1,
-              curvature=div_curvature, hot=True)
+              reads_for=(READS_X1, READS_X0 | READS_X1), python=operator.truediv,
+              forward=div_fwd, vjp0=div_vjp0, vjp1=div_vjp1, curvature=div_curvature,
+              hot=True)
 
 
 # --- div by a number ---------------------------------------------------------------------------
@@ -392,8 +393,8 @@ def pow_vjp1(g, x0, x1, x2, out, c, p0, p1):
 # no curvature rule: hessians through it take the create_graph route
 POW = declare(20, "PowBackward1", family=ELEMENTWISE, arity=2,
               reads=READS_X0 | READS_X1 | READS_OUT,
-              reads_for=(READS_X0 | READS_X1, READS_X0 | READS_X1 | READS_OUT), masks=True, forward=pow_fwd,
-              vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None, hot=True)
+              reads_for=(READS_X0 | READS_X1, READS_X0 | READS_X1 | READS_OUT), masks=True,
+              forward=pow_fwd, vjp0=pow_vjp0, vjp1=pow_vjp1, curvature=None, hot=True)
 
 
 # --- pow: tensor ** number -----------------------------------------------------------------
@@ -1477,8 +1478,7 @@ def hypot_graph(F, g, x0, x1, out, c):
 HYPOT = declare(4, "HypotBackward0", family=ELEMENTWISE, arity=2,
                 reads=READS_X0 | READS_X1 | READS_OUT,
                 reads_for=(READS_X0 | READS_OUT, READS_X1 | READS_OUT), forward=hypot_fwd,
-                vjp0=hypot_vjp0,
-                vjp1=hypot_vjp1, graph=hypot_graph, curvature=None)
+                vjp0=hypot_vjp0, vjp1=hypot_vjp1, graph=hypot_graph, curvature=None)
 hypot_array = _pair_array(1)
 
 
