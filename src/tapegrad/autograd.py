@@ -831,8 +831,8 @@ def _check_versions(tape, need, op, a0, a1):
     # reaches is read by none of them either)
     for r, leaf in needed_leaves(tape, need):
         _check_leaf_version(tape, r, leaf, need, op, a0, a1)
-    # constants, copied or read where they are (Tape.read_in_place): PyTorch's saved operand
-    # refuses a change in place as a leaf's does
+    # constants read where they are (Tape.read_in_place): PyTorch's saved operand refuses a
+    # change in place as a leaf's does
     for r, x, version, shape in tape.consts:
         if type(x) is int:
             # replaced by the recorded in-place op at record x (y.div_(w)), which kept its

@@ -113,10 +113,6 @@ def _ref(tape, x):
         r = tape.push(K.CONST, -1, -1, off, n)
         if eager:
             tape.const_rec[id(x)] = (r, x._version, _value_ref(v))
-            # (a view's root, not the view: a live view makes every write into its root
-            # carry the change to it)
-            held = x if x._alias is None else _version_holder(x)
-            tape.consts.append((r, held, held._version, v.shape))
         return r
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
@@ -129,17 +125,6 @@ def _ref(tape, x):
     tape.add_extern(r, x)
     tape.extern_rec[key] = (r, x._version)
     return r
-
-
-def _version_holder(x):
-    """The tensor whose version is x's for a backward's check: a view's root, whose version
-    counts the changes made through any member of the family (PyTorch's views share one
-    counter: ``y[0]`` read by an op, then ``y[1] = 5``, is a change the op's saved view
-    sees); x itself if it is no view, or ``.data``/``detach()`` of another tensor."""
-    link = x._alias
-    if type(link) is not ViewOf or link.detached or link.unversioned or link.root is None:
-        return x
-    return link.root
 
 
 def _constant_in_place(tape, x):

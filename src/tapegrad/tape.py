@@ -215,13 +215,12 @@ class Tape:
         # record, and [(record, array)] keeping those arrays alive
         self.ext = NO_EXT
         self.ext_refs = None
-        # [(record, the constant (a view's root), its version then, the constant's shape)]
-        # of the constants an eager tape copied or reads in place: a backward that reads one
-        # changed in place since raises, as PyTorch's saved copy does
-        # (autograd._check_versions).  Held as PyTorch's graph holds what it saved: a
-        # change made before the constant's last reference went still counts.  (Once a
+        # [(record, the constant, its version then, its shape)] of the constants an eager
+        # tape reads in place (read_in_place): a backward that reads one changed in place
+        # since raises, as PyTorch's saved copy does (autograd._check_versions).  (Once a
         # recorded in-place op on this tape replaces its value, the op's record instead:
-        # inplace._constant_replaced.)
+        # inplace._constant_replaced.)  Constants copied into the arena are not checked:
+        # the backward reads the values the forward saw.
         self.consts = []
         self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
 
