@@ -852,9 +852,16 @@ def _check_versions(tape, need, op, a0, a1):
 
 def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
     rec_version = tape.leaf_rec.get(id(leaf), (None, None))
-    if rec_version[0] == r and rec_version[1] != leaf._version and _value_read(
-            tape, r, need, op, a0, a1):
+    if rec_version[0] != r or rec_version[1] == leaf._version:
+        return
+    if _value_read(tape, r, need, op, a0, a1):
         raise _modified(leaf, rec_version[1])
+    # a view of the leaf read instead (``w[0] * x``): PyTorch's saved view shares the leaf's
+    # version, and names its own shape and the node a changed view's history becomes
+    view = ABOVE.saved_view_of(tape, r, need, op, a0, a1)
+    if view is not None:
+        raise ABOVE.view_changed_error(tape, view, leaf._version, rec_version[1],
+                                       ABOVE.leaf_site(leaf))
 
 
 def _modified(t, expected, shape=None):

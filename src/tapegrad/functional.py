@@ -2552,10 +2552,15 @@ def _reshaped(x, shape, variant):
     ip = tape.put_aux((variant,))
     off, out = _out(tape, shape, n)
     np.copyto(out, value)
+    r = tape.push(K.RESHAPE, r0, -1, off, n, ip)
     # traced integer or bool data keeps its eager dtype on the handle (the arena holds floats)
-    t = _result(tape, tape.push(K.RESHAPE, r0, -1, off, n, ip),
-                out if value.dtype.kind == "f" else value)
-    return note_view(t, x, None) if variant in _RESHAPE_VIEWS else t
+    t = _result(tape, r, out if value.dtype.kind == "f" else value)
+    if variant not in _RESHAPE_VIEWS:
+        return t
+    tape.views[r] = (shape, None)    # (Tape.views)
+    return note_view(t, x, None)
+
+
 
 
 def _infer_shape(shape, numel):
@@ -2766,6 +2771,8 @@ def _gathered(x, idx, variant, overlaps=False):
         tape = recording_tape(3 * idx.size + x._value.size)
         r0 = _ref(tape, x)
         r, out = _gather_record(tape, r0, idx, idx.shape, variant)
+        if variant in _VIEW_VARIANTS:
+            tape.views[r] = (idx.shape, None)    # (Tape.views)
         # traced integer or bool data keeps its eager dtype on the handle (the arena holds
         # floats)
         t = _result(tape, r, out if x._value.dtype.kind == "f" else _gathered_value(x, idx))
@@ -2972,6 +2979,8 @@ def _multi_output(view, name, output_nr):
     if type(link) is ViewOf and state.grad_enabled:
         link.multi = (name, output_nr)
         link.no_grad_made = False
+        if view._tape is not None:
+            view._tape.views[view._r] = (view._value.shape, link.multi)
     return view
 
 

@@ -307,6 +307,11 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
         acc = seeds.pop(tape)
         if tape.ext_refs is not None or tape.unfilled is not None:
             tape.fill_arena()   # (the rules below read values from the arena)
+        # what the first-order backward refuses (a saved value changed in place since),
+        # this one refuses too
+        cols = tape.cached_cols or tape.columns()
+        need = autograd.make_plan(cols, tuple(acc))[0]
+        autograd._check_versions(tape, need, cols[0], cols[1], cols[2])
         custom_grads = {}   # an autograd.Function's output record -> its gradient
         for r in range(len(tape) - 1, -1, -1):
             g = acc.pop(r, None)

@@ -29,7 +29,7 @@ from . import tape as _tape_module
 from .tape import in_arena, state
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
-from .tensor import multi_output_view_error, no_grad_view_error
+from .tensor import multi_output_base_changed, multi_output_view_error, no_grad_view_error
 from .views import ViewOf, Views, exposed, family, history_base
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -841,24 +841,86 @@ def check_saved_versions(tape, need, op, a0, a1):
             read.append(int(a1[r]))
         if reads & K.READS_OUT:
             read.append(int(r))
-        for s in read:
+        for j, s in enumerate(read):
             while int(op[s]) in (K.BCAST, K.EXPAND_S):  # a broadcast copy stands for its source
                 s = int(a0[s])
-            storage = _storage(tape, s)
-            changes = by_storage.get(storage)
-            if not changes:
-                continue
-            # r saw the changes made before it was recorded; its own output (s == r) also
-            # includes the change that produced it
-            seen = sum(1 for at, *_ in changes if at < r or (s == r and at == r))
-            if seen != len(changes):
-                at, name, where, shape = changes[seen]
-                base = tape.version_base.get(storage, 0) if tape.version_base else 0
-                # PyTorch names the node that made r's own output, or else the tensor's
-                # grad_fn now: the last recorded in-place op on it
-                producer = _producer_name(tape, s if s == r else _current_record(tape, s))
-                raise autograd.version_error(shape, producer, base + len(changes), base + seen,
-                                             (name, where))
+            read[j] = s
+            _check_storage(tape, by_storage, r, s)
+        # a view shares its base's versions (PyTorch's views share one counter): a change of
+        # the base since r read the view is one too, whether or not the view's own tensor
+        # lived to see it (checked after r's own reads: where both changed, PyTorch's matrix
+        # product names the operand that is no view)
+        for view in read:
+            s = view
+            while _is_view_record(tape, op, s):
+                s = int(a0[s])
+                _check_storage(tape, by_storage, r, s, view)
+
+
+def _check_storage(tape, by_storage, r, s, view=None):
+    """Raise PyTorch's error if record s's storage changed since record r read s's value
+    (or, with ``view``, that view record's value of s's)."""
+    storage = _storage(tape, s)
+    changes = by_storage.get(storage)
+    if not changes:
+        return
+    # r saw the changes made before it was recorded; its own output (s == r) also includes
+    # the change that produced it
+    seen = sum(1 for at, *_ in changes if at < r or (s == r and at == r))
+    if seen == len(changes):
+        return
+    at, name, where, shape = changes[seen]
+    base = tape.version_base.get(storage, 0) if tape.version_base else 0
+    if view is None and tape.views.get(s, (None, None))[1] is not None:
+        view = s    # an output of split, chunk or unbind: changed through any alias, its error
+    if view is not None:
+        raise view_changed_error(tape, view, base + len(changes), base + seen, (name, where))
+    else:
+        # PyTorch names the node that made r's own output, or else the tensor's grad_fn
+        # now: the last recorded in-place op on it
+        producer = _producer_name(tape, s if s == r else _current_record(tape, s))
+    raise autograd.version_error(shape, producer, base + len(changes), base + seen,
+                                 (name, where))
+
+
+def _is_view_record(tape, op, r):
+    """Whether record r is a view of its input in PyTorch: a gather or reshape of a kind
+    PyTorch makes as a view."""
+    code = op[r]
+    if code == K.GATHER:
+        return tape.aux[tape.ip[r]] in F._VIEW_VARIANTS
+    if code == K.RESHAPE:
+        return tape.aux[tape.ip[r]] in F._RESHAPE_VIEWS
+    return False
+
+
+def saved_view_of(tape, s, need, op, a0, a1):
+    """The newest view of record s's value (views of views included) whose value a record
+    about to be swept reads for a gradient, as PyTorch saves it, sharing s's versions; or
+    None.  (Read before a change of s, it makes the backward raise: autograd looks only
+    where s's version changed.)"""
+    found = None
+    todo = [s]
+    while todo:
+        src = todo.pop()
+        for v in np.nonzero(((op == K.GATHER) | (op == K.RESHAPE)) & (a0 == src))[0].tolist():
+            if _is_view_record(tape, op, v):
+                if (found is None or v > found) and autograd._value_read(tape, v, need, op,
+                                                                         a0, a1):
+                    found = v
+                todo.append(v)
+    return found
+
+
+def view_changed_error(tape, r, now, expected, site):
+    """PyTorch's error for view record r, read by a backward after its base changed in place
+    (at version ``now``, the view saved at ``expected``): the view's history is made again
+    from its base, an AsStrided node, which an output of an op returning several views
+    cannot have."""
+    shape, multi = tape.views.get(r, ((int(tape.size[r]),), None))
+    if multi is not None:
+        return multi_output_base_changed(*multi)
+    return autograd.version_error(shape, "AsStrided", now, expected, site)
 
 
 def _current_record(tape, s):
@@ -1119,3 +1181,5 @@ autograd.ABOVE.check_saved_versions = check_saved_versions
 autograd.ABOVE.leaf_site = leaf_site
 autograd.ABOVE.producer_name = _producer_name
 autograd.ABOVE.replaced_constant_error = replaced_constant_error
+autograd.ABOVE.saved_view_of = saved_view_of
+autograd.ABOVE.view_changed_error = view_changed_error

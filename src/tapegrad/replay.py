@@ -624,6 +624,7 @@ class Variant:
         inst.version_base = None
         inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
         inst.refused = tpl.refused
+        inst.views = tpl.views
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -1566,6 +1567,7 @@ def optimize(tape, arg_records, outputs, guards):
         if op[r] == K.LEAF:
             out.leaves[nr] = tape.leaves[r]
     out.finished = True
+    out.views = {new_index[r]: view for r, view in tape.views.items() if r in new_index}
     new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}
     new_outputs = [(new_index[canon[r]] if r is not None else None, s, c)
                    for r, s, c in outputs]

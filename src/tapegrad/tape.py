@@ -165,7 +165,7 @@ class Tape:
         "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks",
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts", "unfilled", "__weakref__",
+        "ext", "ext_refs", "consts", "unfilled", "views", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -223,6 +223,12 @@ class Tape:
         # the backward reads the values the forward saw.
         self.consts = []
         self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
+        # record -> (shape, (op name, output number) or None) of the records that are views
+        # in PyTorch (gathers and reshapes of the kinds functional._VIEW_VARIANTS and
+        # _RESHAPE_VIEWS name; the pair for an output of split, chunk or unbind): a backward
+        # that reads a view whose base changed since raises PyTorch's error, which names
+        # them (inplace.saved_view_of)
+        self.views = {}
 
     partial = False   # (a replay's may lack values: replay._Instance.complete)
 

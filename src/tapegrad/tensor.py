@@ -534,10 +534,21 @@ def multi_output_view_error(t, direct):
         how = "is being" if direct else "its base or another view of its base has been"
         start = (f"A view was created in no_grad mode and {how} modified inplace with grad "
                  "mode enabled.")
-    return RuntimeError(
-        start + " This view is the output of a function that returns multiple views. Such "
-        "functions do not allow the output views to be modified inplace. You should replace "
-        "the inplace operation by an out-of-place one.")
+    return RuntimeError(start + _MULTI_OUTPUT_TAIL)
+
+
+_MULTI_OUTPUT_TAIL = (
+    " This view is the output of a function that returns multiple views. Such functions do "
+    "not allow the output views to be modified inplace. You should replace the inplace "
+    "operation by an out-of-place one.")
+
+
+def multi_output_base_changed(name, output_nr):
+    """PyTorch's error for a backward that reads output ``output_nr`` of ``name`` (split,
+    chunk, unbind), whose base changed in place since: the view's history cannot be made
+    again."""
+    return RuntimeError(f"Output {output_nr} of {name} is a view and its base or another "
+                        "view of its base has been modified inplace." + _MULTI_OUTPUT_TAIL)
 
 
 def check_history(t):
