@@ -402,7 +402,7 @@ def _carry_values(t, name, region=None):
             _log(root, name)
             root._version += 1
         else:
-            _forget_copies(root)
+            _renew_copies(root)
     for w in views:
         if counted and w._tape is not None and _renewal_base(w) is not None:
             # a view with a history reads what its base holds now: PyTorch gives it a new
@@ -418,17 +418,57 @@ def _carry_values(t, name, region=None):
                 w._version = root._version
 
 
-def _forget_copies(t):
-    """t's values changed through ``.data``, which counts no version: the tape being recorded
-    must not use its copy of t again (the copy a use of leaf t, or of t from an older tape,
-    made), or the gradients of later uses would read the old values; their next use copies
-    t anew."""
+def _renew_copies(t):
+    """t's values changed through ``.data``, which counts no version.  PyTorch's graph holds
+    t's memory, so its backward reads the new values: here the copy of t on the tape being
+    recorded (a use of leaf t, of constant t, or of t from an older tape; t's own record, if
+    it is a value of that tape) takes them, and so do the records that are its views or its
+    hidden broadcasts, which PyTorch's ops read t through.  Later uses read that copy as before.  (A copy of t on an older tape keeps the
+    old values.)"""
     tape = state.tape
-    if tape is None:
+    if tape is None or tape.finished:
         return
-    tape.leaf_rec.pop(id(t), None)
-    if t._tape is not None:
-        tape.extern_rec.pop((t._tape.id, t._r), None)
+    if t._tape is tape:
+        r = t._r    # (a value of this tape: its record is the memory .data wrote into)
+    else:
+        if t._tape is not None:
+            rec = tape.extern_rec
+            key = (t._tape.id, t._r)
+        else:
+            rec = tape.leaf_rec if t._rg else tape.const_rec
+            key = id(t)
+        hit = rec.get(key)
+        if hit is None:
+            return
+        r = hit[0]
+        if hit[1] != t._version or (len(hit) > 2 and hit[2]() is not t._value):
+            rec.pop(key)    # (a copy of other values: the next use copies t anew)
+            return
+    off = tape.voff[r]
+    tape.vals[off:off + tape.size[r]] = t._value.reshape(-1)
+    _recompute_copies_of(tape, r)
+
+
+def _recompute_copies_of(tape, r):
+    """Recompute, by the forward rules, the records that are views or hidden broadcasts of
+    record r (of those, and so on)."""
+    # (copies: a view of the columns that an exception's traceback kept would stop the tape
+    # from growing again)
+    cols = [column.copy() for column in tape.columns()]
+    op, a0 = cols[0], cols[1]
+    copies, todo = [], [r]
+    while todo:
+        src = todo.pop()
+        for g in np.nonzero(a0 == src)[0].tolist():
+            if op[g] in (K.BCAST, K.EXPAND_S) or _is_view_record(tape, op, g):
+                copies.append(g)
+                todo.append(g)
+    for g in sorted(copies):    # (each after the copy it reads)
+        K.forward(*cols, tape.vals, tape.ext, g, g + 1)
+    if tape.unfilled and copies:
+        # (filled now: a later fill_arena must not write the old value over them)
+        filled = {int(cols[3][g]) for g in copies}
+        tape.unfilled = [span for span in tape.unfilled if span[0] not in filled] or None
 
 
 def _reread(w, root, name, counted=True):
