@@ -27,8 +27,16 @@ def _const(value):
 
 
 def _handle(tape, r):
-    """A tensor standing for record r's value (flat); ops on it extend r's graph."""
+    """A tensor standing for record r's value (flat); ops on it extend r's graph.  A
+    constant's (or a hidden broadcast of one) is a plain tensor: a gradient computed from
+    constants alone requires no grad, as in PyTorch (``grad((c * x).sum(), c,
+    create_graph=True)`` with data x)."""
     off, n = tape.voff[r], tape.size[r]
+    s = r
+    while tape.op[s] in (K.BCAST, K.EXPAND_S):
+        s = tape.a0[s]
+    if tape.op[s] == K.CONST:
+        return Tensor._make(tape.vals[off:off + n].copy())
     return F._result(tape, r, tape.vals[off:off + n])
 
 
