@@ -2561,8 +2561,6 @@ def _reshaped(x, shape, variant):
     return note_view(t, x, None)
 
 
-
-
 def _infer_shape(shape, numel):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]

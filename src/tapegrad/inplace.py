@@ -423,8 +423,8 @@ def _renew_copies(t):
     t's memory, so its backward reads the new values: here the copy of t on the tape being
     recorded (a use of leaf t, of constant t, or of t from an older tape; t's own record, if
     it is a value of that tape) takes them, and so do the records that are its views or its
-    hidden broadcasts, which PyTorch's ops read t through.  Later uses read that copy as before.  (A copy of t on an older tape keeps the
-    old values.)"""
+    hidden broadcasts, which PyTorch's ops read t through.  Later uses read that copy as
+    before.  (A copy of t on an older tape keeps the old values.)"""
     tape = state.tape
     if tape is None or tape.finished:
         return
@@ -455,15 +455,8 @@ def _recompute_copies_of(tape, r):
     # (copies: a view of the columns that an exception's traceback kept would stop the tape
     # from growing again)
     cols = [column.copy() for column in tape.columns()]
-    op, a0 = cols[0], cols[1]
-    copies, todo = [], [r]
-    while todo:
-        src = todo.pop()
-        for g in np.nonzero(a0 == src)[0].tolist():
-            if op[g] in (K.BCAST, K.EXPAND_S) or _is_view_record(tape, op, g):
-                copies.append(g)
-                todo.append(g)
-    for g in sorted(copies):    # (each after the copy it reads)
+    copies = _views_of(tape, cols[0], cols[1], r, broadcasts=True)
+    for g in copies:    # (in record order: each after the copy it reads)
         K.forward(*cols, tape.vals, tape.ext, g, g + 1)
     if tape.unfilled and copies:
         # (filled now: a later fill_arena must not write the old value over them)
@@ -915,10 +908,9 @@ def _check_storage(tape, by_storage, r, s, view=None):
         view = s    # an output of split, chunk or unbind: changed through any alias, its error
     if view is not None:
         raise view_changed_error(tape, view, base + len(changes), base + seen, (name, where))
-    else:
-        # PyTorch names the node that made r's own output, or else the tensor's grad_fn
-        # now: the last recorded in-place op on it
-        producer = _producer_name(tape, s if s == r else _current_record(tape, s))
+    # PyTorch names the node that made r's own output, or else the tensor's grad_fn now: the
+    # last recorded in-place op on it
+    producer = _producer_name(tape, s if s == r else _current_record(tape, s))
     raise autograd.version_error(shape, producer, base + len(changes), base + seen,
                                  (name, where))
 
@@ -934,22 +926,28 @@ def _is_view_record(tape, op, r):
     return False
 
 
+def _views_of(tape, op, a0, r, broadcasts=False):
+    """The records that are views of record r's value, and views of those, and so on (with
+    ``broadcasts``, the hidden broadcasts of any of them too), in record order."""
+    found, todo = [], [r]
+    while todo:
+        src = todo.pop()
+        for v in np.nonzero(a0 == src)[0].tolist():
+            if (broadcasts and op[v] in (K.BCAST, K.EXPAND_S)) or _is_view_record(tape, op, v):
+                found.append(v)
+                todo.append(v)
+    return sorted(found)
+
+
 def saved_view_of(tape, s, need, op, a0, a1):
     """The newest view of record s's value (views of views included) whose value a record
     about to be swept reads for a gradient, as PyTorch saves it, sharing s's versions; or
     None.  (Read before a change of s, it makes the backward raise: autograd looks only
     where s's version changed.)"""
-    found = None
-    todo = [s]
-    while todo:
-        src = todo.pop()
-        for v in np.nonzero(((op == K.GATHER) | (op == K.RESHAPE)) & (a0 == src))[0].tolist():
-            if _is_view_record(tape, op, v):
-                if (found is None or v > found) and autograd._value_read(tape, v, need, op,
-                                                                         a0, a1):
-                    found = v
-                todo.append(v)
-    return found
+    for v in reversed(_views_of(tape, op, a0, s)):
+        if autograd._value_read(tape, v, need, op, a0, a1):
+            return v
+    return None
 
 
 def view_changed_error(tape, r, now, expected, site):
