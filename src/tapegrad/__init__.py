@@ -44,7 +44,9 @@ from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all
 from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
                          kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor
-from .comparison import allclose, equal, is_floating_point, is_tensor, isclose, numel
+from .comparison import (allclose, equal, get_device, is_complex, is_conj,
+                         is_floating_point, is_neg, is_same_size, is_signed, is_tensor, isclose,
+                         numel)
 
 _install()
 _compile_helper.connect()

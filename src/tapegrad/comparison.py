@@ -7,7 +7,8 @@ from ._quiet import quiet_begin, quiet_end
 from .functional import _opaque_if_traced, broadcast_shape
 from .tensor import Tensor, read_value
 
-__all__ = ["is_tensor", "is_floating_point", "numel", "isclose", "allclose", "equal"]
+__all__ = ["is_tensor", "is_floating_point", "is_complex", "is_conj", "is_neg", "is_signed",
+           "is_same_size", "get_device", "numel", "isclose", "allclose", "equal"]
 
 
 def _require_tensor(fn, name, position, x):
@@ -35,6 +36,73 @@ def is_floating_point(input):  # noqa: A002 - PyTorch's argument name
     """
     _require_tensor("is_floating_point", "input", 1, input)
     return input.is_floating_point()
+
+
+def is_complex(input):  # noqa: A002
+    """Whether ``input``'s dtype is complex: never, tapegrad's dtypes are real.
+
+    Example:
+        >>> tg.is_complex(tg.tensor([1.0]))
+        False
+    """
+    _require_tensor("is_complex", "input", 1, input)
+    return input.is_complex()
+
+
+def is_conj(input):  # noqa: A002
+    """Whether ``input`` is a lazily conjugated view (PyTorch's for complex tensors): never.
+
+    Example:
+        >>> tg.is_conj(tg.tensor([1.0]))
+        False
+    """
+    _require_tensor("is_conj", "input", 1, input)
+    return input.is_conj()
+
+
+def is_neg(input):  # noqa: A002
+    """Whether ``input`` is a lazily negated view (PyTorch's for complex tensors): never.
+
+    Example:
+        >>> tg.is_neg(tg.tensor([1.0]))
+        False
+    """
+    _require_tensor("is_neg", "input", 1, input)
+    return input.is_neg()
+
+
+def is_signed(input):  # noqa: A002
+    """Whether ``input``'s dtype holds negative numbers: float64 and the signed integers.
+
+    Example:
+        >>> tg.is_signed(tg.tensor([1.0])), tg.is_signed(tg.tensor([1], dtype=tg.uint8))
+        (True, False)
+    """
+    _require_tensor("is_signed", "input", 1, input)
+    return input.is_signed()
+
+
+def is_same_size(input, other):  # noqa: A002
+    """Whether ``input`` and ``other`` have the same shape.
+
+    Example:
+        >>> tg.is_same_size(tg.zeros(2, 3), tg.ones(2, 3))
+        True
+    """
+    _require_tensor("is_same_size", "input", 1, input)
+    _require_tensor("is_same_size", "other", 2, other)
+    return input.is_same_size(other)
+
+
+def get_device(input):  # noqa: A002
+    """The index of ``input``'s device: -1, PyTorch's for the CPU.
+
+    Example:
+        >>> tg.get_device(tg.zeros(2))
+        -1
+    """
+    _require_tensor("get_device", "input", 1, input)
+    return input.get_device()
 
 
 def numel(input):  # noqa: A002

@@ -48,6 +48,8 @@ __all__ = [
     "unique_consecutive",
     "masked_scatter", "put", "index_put",
     "index_put_", "poisson",
+    "hsplit", "vsplit", "dsplit", "absolute", "negative", "positive", "conj", "resolve_conj",
+    "resolve_neg", "real", "imag",
 ]
 
 
@@ -2270,6 +2272,140 @@ def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
         bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else int(i) + size, 0), size)
                         for i in indices_or_sections] + [size]
     return tuple(F.narrow(x, d, a, builtins.max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+def _split_evenly(name, input, indices_or_sections, dim, least):  # noqa: A002
+    """``tensor_split`` along ``dim`` of a tensor of at least ``least`` dims, where a number
+    of sections must divide the dim exactly (hsplit, vsplit, dsplit)."""
+    x = _tensor(input)
+    nd = x._value.ndim
+    if nd < least:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {least} dimension, "
+                           f"but got a tensor with {nd} dimensions!")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        size = x._value.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {indices_or_sections}!")
+    return tensor_split(x, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    """Views of ``input`` split along its columns (dim 1; dim 0 of a vector): into equal
+    parts for a number, which must divide the dim, or at the given indices for a list.
+
+    Example:
+        >>> [t.tolist() for t in tg.hsplit(tg.arange(6).reshape(2, 3), [1])]
+        [[[0], [3]], [[1, 2], [4, 5]]]
+    """
+    nd = _tensor(input)._value.ndim
+    return _split_evenly("hsplit", input, indices_or_sections, 1 if nd > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    """Views of ``input`` split along its rows (dim 0), as ``hsplit`` splits columns.
+
+    Example:
+        >>> [t.tolist() for t in tg.vsplit(tg.arange(4).reshape(2, 2), 2)]
+        [[[0, 1]], [[2, 3]]]
+    """
+    return _split_evenly("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    """Views of ``input`` split along its depth (dim 2), as ``hsplit`` splits columns.
+
+    Example:
+        >>> [t.shape for t in tg.dsplit(tg.zeros(2, 3, 4), 2)]
+        [tapegrad.Size([2, 3, 2]), tapegrad.Size([2, 3, 2])]
+    """
+    return _split_evenly("dsplit", input, indices_or_sections, 2, 3)
+
+
+def absolute(input):  # noqa: A002
+    """``abs``, by its other name (``AbsBackward0``).
+
+    Example:
+        >>> tg.absolute(tg.tensor([-1.5, 2.0]))
+        tensor([1.5000, 2.0000])
+    """
+    return F.abs(_tensor(input))
+
+
+def negative(input):  # noqa: A002
+    """``neg``, by its other name (``NegBackward0``).
+
+    Example:
+        >>> tg.negative(tg.tensor([-1.5, 2.0]))
+        tensor([ 1.5000, -2.0000])
+    """
+    return F.neg(_tensor(input))
+
+
+def positive(input):  # noqa: A002
+    """``input`` itself (unary plus); a bool tensor raises, as in PyTorch.
+
+    Example:
+        >>> x = tg.tensor([-1.5, 2.0]); tg.positive(x) is x
+        True
+    """
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def conj(input):  # noqa: A002
+    """The complex conjugate: ``input`` itself, as tapegrad's tensors are real (PyTorch
+    returns a real tensor itself too); ``resolve_conj`` and ``resolve_neg`` likewise.
+
+    Example:
+        >>> x = tg.tensor([1.0]); tg.conj(x) is x
+        True
+    """
+    return input.conj()
+
+
+def resolve_conj(input):  # noqa: A002
+    """``input`` itself: a real tensor has no lazy conjugation to resolve.
+
+    Example:
+        >>> x = tg.tensor([1.0]); tg.resolve_conj(x) is x
+        True
+    """
+    return input.resolve_conj()
+
+
+def resolve_neg(input):  # noqa: A002
+    """``input`` itself: a real tensor has no lazy negation to resolve.
+
+    Example:
+        >>> x = tg.tensor([1.0]); tg.resolve_neg(x) is x
+        True
+    """
+    return input.resolve_neg()
+
+
+def real(input):  # noqa: A002
+    """The real part: ``input`` itself, as tapegrad's tensors are real.
+
+    Example:
+        >>> x = tg.tensor([1.0]); tg.real(x) is x
+        True
+    """
+    return input.real
+
+
+def imag(input):  # noqa: A002
+    """The imaginary part, which a real tensor does not have: raises, as in PyTorch.
+
+    Example:
+        >>> tg.imag(tg.tensor([1.0]))
+        Traceback (most recent call last):
+        ...
+        RuntimeError: imag is not implemented for tensors with non-complex dtypes.
+    """
+    return input.imag
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1067,7 +1067,7 @@ def _fill_diagonal(t, fill_value, wrap=False):
     return F.where(Tensor._make(mask), fill_value, t)
 
 
-_UNARY_IN_PLACE = ("sqrt", "abs", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
+_UNARY_IN_PLACE = ("sqrt", "abs", "absolute", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
                    "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "floor", "ceil",
                    "round", "trunc", "frac", "sign", "reciprocal", "rsqrt", "square", "erf",
                    "erfc", "exp2", "log2", "log10", "sgn", "deg2rad", "rad2deg",
@@ -1207,6 +1207,9 @@ METHODS = {
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
     "__ipow__": pow_, "clamp_": clamp_, "clip_": clamp_, "relu_": relu_, "exp_": exp_,
     "tanh_": tanh_, "sigmoid_": sigmoid_, "neg_": neg_, "zero_": zero_, "fill_": fill_,
+    # (PyTorch's other names of the same ops)
+    "multiply_": mul_, "divide_": div_, "true_divide_": div_, "subtract_": sub_,
+    "negative_": neg_,
     "copy_": copy_, "__setitem__": setitem,
     "squeeze_": _reshaped_in_place("squeeze_", _plan_squeeze),
     "unsqueeze_": _reshaped_in_place("unsqueeze_", _plan_unsqueeze),

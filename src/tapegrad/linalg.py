@@ -1144,4 +1144,4 @@ _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slo
              "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
              "pinverse": _pinverse, "matrix_exp": matrix_exp,
              "cholesky_solve": cholesky_solve}
-_METHODS = dict(_TOP_LEVEL)
+_METHODS = dict(_TOP_LEVEL, matrix_power=matrix_power)

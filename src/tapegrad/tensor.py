@@ -136,6 +136,47 @@ class Tensor:
     def is_floating_point(self):
         return self._value.dtype.kind == "f"
 
+    # tapegrad's dtypes are real, and its tensors are never lazily conjugated or negated:
+    # PyTorch's answers for a real tensor (conj, resolve_* and real return the tensor itself)
+    def is_complex(self):
+        return False
+
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    def is_signed(self):
+        return self._value.dtype.kind in "fi"
+
+    def conj(self):
+        return self
+
+    resolve_conj = resolve_neg = conj
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def get_device(self):
+        return -1   # (PyTorch's for a tensor on the CPU)
+
+    def is_same_size(self, other):
+        return self._value.shape == other._value.shape
+
+    @property
+    def itemsize(self):
+        return self._value.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._value.nbytes
+
     @property
     def requires_grad(self):
         if self._rg and state.trace is not None:
