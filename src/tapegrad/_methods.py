@@ -317,7 +317,7 @@ METHODS = {
     "ravel": D.ravel, "inner": D.inner, "vdot": D.vdot, "aminmax": D.aminmax,
     "signbit": D.signbit, "tensor_split": D.tensor_split, "hsplit": D.hsplit,
     "vsplit": D.vsplit, "dsplit": D.dsplit, "absolute": F.abs, "negative": F.neg,
-    "positive": D.positive, "logaddexp2": D.logaddexp2,
+    "positive": D.positive, "quantile": D.quantile, "nanquantile": D.nanquantile, "logaddexp2": D.logaddexp2,
     "unique_consecutive": D.unique_consecutive,
     "greater": D.greater, "greater_equal": D.greater_equal, "less": D.less,
     "less_equal": D.less_equal, "not_equal": D.not_equal, "type": _type,

@@ -49,7 +49,7 @@ __all__ = [
     "masked_scatter", "put", "index_put",
     "index_put_", "poisson",
     "hsplit", "vsplit", "dsplit", "absolute", "negative", "positive", "conj", "resolve_conj",
-    "resolve_neg", "real", "imag",
+    "resolve_neg", "real", "imag", "quantile", "nanquantile",
 ]
 
 
@@ -2406,6 +2406,107 @@ def imag(input):  # noqa: A002
         RuntimeError: imag is not implemented for tensors with non-complex dtypes.
     """
     return input.imag
+
+
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+_SQUEEZE_DIM_IN_PLACE = 39     # the GATHER/RESHAPE variant PyTorch's quantile ends with
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
+    """The ``q``-quantiles of ``input`` (of all of it, or along ``dim``), as PyTorch computes
+    them: the values sorted, then read at rank ``q * (n - 1)``, between two neighbours by
+    ``interpolation`` (linear, lower, higher, midpoint or nearest).  A slice holding a NaN
+    gives NaN.  For a 1-D ``q`` the quantiles make the first dim of the result.  The
+    gradient flows to the values read.
+
+    Example:
+        >>> tg.quantile(tg.tensor([[1.0, 4.0, 2.0], [3.0, 6.0, 5.0]]), 0.25, dim=1)
+        tensor([1.5000, 4.0000])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
+    """``quantile`` of the values that are not NaN (NaN where a slice has none).
+
+    Example:
+        >>> tg.nanquantile(tg.tensor([1.0, float("nan"), 3.0]), 0.5)
+        tensor(2.)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
+    x = _tensor(input)
+    one_q = not isinstance(q, Tensor)
+    if one_q:
+        qs = np.array([float(q)])
+    else:
+        if q._value.ndim > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        one_q = q._value.ndim == 0
+        qs = q._value.reshape(-1)
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q._value.dtype != x._value.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if x._value.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if not isinstance(q, Tensor) and not 0.0 <= qs[0] <= 1.0:
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+    if isinstance(q, Tensor) and not np.all((qs >= 0.0) & (qs <= 1.0)):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if interpolation not in _QUANTILE_MODES:
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if state.trace is not None:
+        # the ranks read depend on q's values and on where the input's NaNs are: a replay
+        # would keep those of the traced call
+        state.trace.opaque("quantile reads q's values and where its input's NaNs are")
+    shape = x._value.shape
+    if dim is None:
+        rows = F.reshape(x, 1, -1)
+        kept = (1,) * len(shape) if keepdim else ()
+    else:
+        d = F._wrap_dim(dim, len(shape))
+        n = shape[d] if shape else 1
+        rows = F.reshape(F.movedim(x, d, -1) if shape else x, -1, n)
+        kept = tuple(1 if i == d else s for i, s in enumerate(shape)) if keepdim else \
+            tuple(s for i, s in enumerate(shape) if i != d)
+    ordered = F.sort(rows, dim=-1)[0]     # (NaN sorts last)
+    # the ranks read, one row of len(qs) per slice: data that depends on the values only
+    # through where the NaNs are, which the sort placed last
+    values = ordered._value
+    n = values.shape[1]
+    nan = np.isnan(values)
+    if ignore_nan:
+        # (a slice of NaNs only reads its first: NaN)
+        ranks = qs[None, :] * ((~nan).sum(axis=1, keepdims=True) - 1)
+        ranks = np.where(ranks < 0, 0.0, ranks)
+    else:
+        ranks = np.where(nan.any(axis=1, keepdims=True), n - 1, qs[None, :] * (n - 1))
+    ranks = np.ascontiguousarray(ranks, dtype=np.float64)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)      # (half to even, as PyTorch's round)
+    below = ranks.astype(np.int64)
+    result = F.gather(ordered, 1, Tensor._make(below))
+    if interpolation in ("linear", "midpoint"):
+        above = F.gather(ordered, 1, Tensor._make(np.ceil(ranks).astype(np.int64)))
+        weights = ranks - below if interpolation == "linear" else np.full(ranks.shape, 0.5)
+        result = lerp(result, above, Tensor._make(weights))
+    # (slices, quantiles) -> (quantiles, the kept dims), the one quantile's dim squeezed
+    result = F.reshape(F.t(result), len(qs), *kept)
+    if one_q:
+        return F._reshaped(result, kept, _SQUEEZE_DIM_IN_PLACE)
+    return F._reshaped(result, result.shape, _SQUEEZE_DIM_IN_PLACE)
 
 
 # ---------------------------------------------------------------------------------------------
