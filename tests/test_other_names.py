@@ -26,7 +26,7 @@ def outcome(m, prog):
     x = _leaf(m, prog[1])
     try:
         out = prog[0](m, x)
-    except (RuntimeError, TypeError) as e:
+    except (RuntimeError, TypeError, IndexError) as e:
         return "error", type(e).__name__, str(e).replace("tapegrad.", "torch.")
     outs = list(out) if isinstance(out, tuple) else [out]
     names = [None if t.grad_fn is None else type(t.grad_fn).__name__
@@ -73,6 +73,12 @@ PROGRAMS = {
     "resolve": (lambda m, x: x.resolve_conj().resolve_neg() * 2.0, A),
     "imag": (lambda m, x: x.imag, A),
     "imag_function": (lambda m, x: m.imag(x), A),
+    "transpose_": (lambda m, x: (x * 2.0).transpose_(0, 1), A),
+    "swapaxes_": (lambda m, x: (x * 2.0).swapaxes_(1, 0), A),
+    "swapdims_": (lambda m, x: (x * 2.0).swapdims_(-1, 0), B),
+    "transpose_leaf": (lambda m, x: x.transpose_(0, 1), A),
+    "transpose_bad_dim": (lambda m, x: (x * 2.0).transpose_(0, 2), A),
+    "transpose_then_more": (lambda m, x: (x * 2.0).transpose_(0, 1).sin() * x.t(), A),
 }
 
 
@@ -140,3 +146,70 @@ def test_matrix_power_as_a_method():
         out += [np.array(y.tolist()), np.array(x.grad.tolist())]
     for g, e in zip(got, want):
         np.testing.assert_allclose(g, e, rtol=1e-13)
+
+
+def test_transpose_in_place_under_no_grad():
+    got, want = [], []
+    for m, out in ((tg, got), (torch, want)):
+        x = _leaf(m, B)
+        with m.no_grad():
+            x.transpose_(0, 2)
+        out += [np.array(x.tolist()), tuple(x.shape), x.requires_grad, x.grad_fn is None]
+        (x * x).sum().backward()
+        out.append(np.array(x.grad.tolist()))
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(g, e)
+
+
+COMPARED = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+            "less_equal", "not_equal"]
+
+
+@pytest.mark.parametrize("other", ["number", "tensor", "broadcast"])
+@pytest.mark.parametrize("name", COMPARED)
+def test_comparisons_in_place(name, other):
+    """Values in the tensor's dtype, written into it (data) or recorded with a zero
+    gradient (a value that requires grad); PyTorch's node is the comparison's (GtBackward0),
+    tapegrad's an AddBackward0 -- the one difference."""
+    def run(m, recorded):
+        x = _leaf(m, A)
+        y = (x * 1.0) if recorded else m.tensor(A, dtype=m.float64)
+        o = {"number": 0.5, "tensor": m.tensor(A, dtype=m.float64).flip(0),
+             "broadcast": m.tensor([0.0, 4.0, -1.0, 0.5], dtype=m.float64)}[other]
+        z = getattr(y, f"{name}_")(o)
+        out = [z is y, np.array(z.tolist()), z.dtype == m.float64, z.requires_grad]
+        if recorded:
+            (z * 3.0).sum().backward()
+            out.append(np.array(x.grad.tolist()))
+        return out
+    for recorded in (False, True):
+        got, want = run(tg, recorded), run(torch, recorded)
+        for g, e in zip(got, want):
+            np.testing.assert_array_equal(g, e)
+
+
+def test_a_comparison_in_place_must_fit_the_tensor():
+    texts = []
+    for m in (tg, torch):
+        with pytest.raises(RuntimeError) as e:
+            m.zeros(3, dtype=m.float64).gt_(m.zeros(2, 3, dtype=m.float64))
+        texts.append(str(e.value))
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("name, arg", [
+    ("bitwise_and_", 6), ("bitwise_or_", 9), ("bitwise_xor_", -3), ("bitwise_not_", None),
+    ("bitwise_left_shift_", 2), ("bitwise_right_shift_", 1), ("logical_and_", "mask"),
+    ("logical_or_", "mask"), ("logical_xor_", "mask"), ("logical_not_", None)])
+@pytest.mark.parametrize("dtype", ["int64", "int16", "uint8", "bool", "float64"])
+def test_bitwise_and_logical_in_place(name, arg, dtype):
+    def run(m):
+        t = m.tensor([3, 0, 5, 1], dtype=getattr(m, dtype))
+        a = () if arg is None else (m.tensor([True, False, True, False]) if arg == "mask"
+                                    else arg,)
+        try:
+            r = getattr(t, name)(*a)
+        except (RuntimeError, TypeError, NotImplementedError) as e:
+            return "error", type(e).__name__, str(e)
+        return r is t, t.tolist(), str(t.dtype).split(".")[-1]
+    assert run(tg) == run(torch)

@@ -231,6 +231,14 @@ def _invert(self):
     return Tensor._make(np.invert(self._value))
 
 
+def _bitwise_not(self):
+    """``bitwise_not()``: ``~``, whose refusal of a float tensor PyTorch words as a missing
+    kernel here (the operator raises a TypeError)."""
+    if self._value.dtype.kind == "f":
+        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for 'Double'")
+    return _invert(self)
+
+
 def _new_tensor(self, data, dtype=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
@@ -274,7 +282,7 @@ METHODS = {
     "bitwise_xor": _bitwise(np.bitwise_xor, "bitwise_xor"),
     "bitwise_left_shift": _bitwise(np.left_shift, "lshift"),
     "bitwise_right_shift": _bitwise(np.right_shift, "rshift"),
-    "bitwise_not": _invert,
+    "bitwise_not": _bitwise_not,
     "__getitem__": F.getitem,
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
     "subtract": F.sub, "multiply": F.mul, "divide": F.div, "true_divide": F.div,

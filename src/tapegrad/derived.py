@@ -2409,7 +2409,6 @@ def imag(input):  # noqa: A002
 
 
 _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
-_SQUEEZE_DIM_IN_PLACE = 39     # the GATHER/RESHAPE variant PyTorch's quantile ends with
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):  # noqa: A002
@@ -2504,9 +2503,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
         result = lerp(result, above, Tensor._make(weights))
     # (slices, quantiles) -> (quantiles, the kept dims), the one quantile's dim squeezed
     result = F.reshape(F.t(result), len(qs), *kept)
+    # (PyTorch's quantile ends with an in-place squeeze: SqueezeBackward4)
     if one_q:
-        return F._reshaped(result, kept, _SQUEEZE_DIM_IN_PLACE)
-    return F._reshaped(result, result.shape, _SQUEEZE_DIM_IN_PLACE)
+        return F._reshaped(result, kept, F.V_SQUEEZE_DIM_)
+    return F._reshaped(result, result.shape, F.V_SQUEEZE_DIM_)
 
 
 # ---------------------------------------------------------------------------------------------

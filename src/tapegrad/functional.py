@@ -2591,6 +2591,10 @@ V_AS_STRIDED = 18    # a view read again from its base after an in-place change 
 V_DIAGONAL, V_SPLIT, V_SPLIT_WITH_SIZES, V_UNBIND = 19, 20, 21, 22
 V_INDEX_SELECT, V_FLIP, V_ROLL, V_REPEAT, V_GATHER, V_TAKE = 23, 24, 25, 26, 27, 28
 V_UNFOLD = 46
+# PyTorch's nodes of the in-place view ops (inplace.py): squeeze_ (all, a dim, dims),
+# unsqueeze_, t_, transpose_
+V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40, 41, 42
+V_TRANSPOSE_ = 47
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

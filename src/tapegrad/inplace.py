@@ -996,6 +996,9 @@ def _same_shape(t, res, name):
     if t._value.dtype.kind in "iub" and res._value.dtype.kind == "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{t.dtype.scalar_name}")
+    if t._value.dtype.kind == "b" and res._value.dtype.kind != "b":
+        raise RuntimeError(f"result type {res.dtype.scalar_name} can't be cast to the desired "
+                           "output type Bool")
     return res
 
 
@@ -1029,6 +1032,33 @@ def _filled_(name, draw):
         def write():
             np.copyto(self._value, value, casting="unsafe")
         return _apply(self, name, _Compute(compute, None), write, fills=True)
+    method.__name__ = name
+    return method
+
+
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+                "less_equal", "not_equal")
+
+
+def _compared_(name, compare):
+    """``x.gt_(y)`` and the other comparisons in place: 1 where it holds, 0 where not, in
+    x's dtype.  Recorded, the result's gradient is zero, as PyTorch's (whose node is the
+    comparison's, ``GtBackward0``; here the zero is an ``x * 0`` added to the values)."""
+    def method(self, other):
+        with autograd.no_grad():
+            value = compare(self, other)._value
+        if F.broadcast_shape(self._value.shape, value.shape) != self._value.shape:
+            raise RuntimeError(
+                f"output with shape {list(self._value.shape)} doesn't match the broadcast "
+                f"shape {list(value.shape)}")
+        value = np.broadcast_to(value, self._value.shape).astype(self._value.dtype)
+
+        def compute():
+            return F.add(F.mul(self, 0.0), Tensor._make(value))
+
+        def write():
+            np.copyto(self._value, value)
+        return _apply(self, name, _Compute(compute, None), write)
     method.__name__ = name
     return method
 
@@ -1078,7 +1108,9 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "absolute", "log", "log1p", "expm1", "sin", "c
                    "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",
                    "baddbmm", "addbmm", "logit", "floor_divide", "xlog1py", "fmax", "fmin",
                    "ldexp", "float_power", "lgamma", "digamma", "erfinv", "mvlgamma",
-                   "polygamma", "i0", "put", "index_put")
+                   "polygamma", "i0", "put", "index_put", "bitwise_and", "bitwise_or",
+                   "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
+                   "logical_and", "logical_or", "logical_xor", "logical_not")
 
 
 def _in_place_methods(functions):
@@ -1092,6 +1124,8 @@ def _in_place_methods(functions):
     out["bernoulli_"] = _filled_("bernoulli_", _draw_bernoulli)
     out["exponential_"] = _filled_("exponential_", _draw_exponential)
     out["fill_diagonal_"] = _recomputed_("fill_diagonal_", _fill_diagonal)
+    for n in _COMPARISONS:
+        out[f"{n}_"] = _compared_(f"{n}_", functions[n])
     out["masked_scatter_"] = _recomputed_("masked_scatter_",
                                           _mask_within(functions["masked_scatter"]))
     return out
@@ -1113,19 +1147,18 @@ def _mask_within(masked_scatter):
     return fn
 
 
-# --- in-place view ops: squeeze_, unsqueeze_, t_ change the tensor's shape ------------------
-# GATHER/RESHAPE variants (structure._GATHER_NAMES): PyTorch's nodes of the in-place forms
-V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40, 41, 42
+# --- in-place view ops: squeeze_, unsqueeze_, t_, transpose_ change the tensor's shape -----
+# (their GATHER/RESHAPE variants, F.V_SQUEEZE_ALL_ ...: PyTorch's nodes of the in-place forms)
 
 
 def _plan_squeeze(t, dim=None):
-    variant = (V_SQUEEZE_ALL_ if dim is None else
-               V_SQUEEZE_DIMS_ if isinstance(dim, (tuple, list)) else V_SQUEEZE_DIM_)
+    variant = (F.V_SQUEEZE_ALL_ if dim is None else
+               F.V_SQUEEZE_DIMS_ if isinstance(dim, (tuple, list)) else F.V_SQUEEZE_DIM_)
     return variant, F.squeeze(Tensor._make(F._flat_index(t)), dim)._value
 
 
 def _plan_unsqueeze(t, dim):
-    return V_UNSQUEEZE_, F.unsqueeze(Tensor._make(F._flat_index(t)), dim)._value
+    return F.V_UNSQUEEZE_, F.unsqueeze(Tensor._make(F._flat_index(t)), dim)._value
 
 
 def _plan_t(t):
@@ -1133,7 +1166,11 @@ def _plan_t(t):
         idx = F.t(Tensor._make(F._flat_index(t)))._value
     except RuntimeError as e:
         raise RuntimeError(str(e).replace("t()", "t_()")) from None
-    return V_T_, idx
+    return F.V_T_, idx
+
+
+def _plan_transpose(t, dim0, dim1):
+    return F.V_TRANSPOSE_, F.transpose(Tensor._make(F._flat_index(t)), dim0, dim1)._value
 
 
 def _reshaped_in_place(name, plan):
@@ -1214,6 +1251,9 @@ METHODS = {
     "squeeze_": _reshaped_in_place("squeeze_", _plan_squeeze),
     "unsqueeze_": _reshaped_in_place("unsqueeze_", _plan_unsqueeze),
     "t_": _reshaped_in_place("t_", _plan_t),
+    "transpose_": _reshaped_in_place("transpose_", _plan_transpose),
+    "swapaxes_": _reshaped_in_place("swapaxes_", _plan_transpose),
+    "swapdims_": _reshaped_in_place("swapdims_", _plan_transpose),
 }
 
 

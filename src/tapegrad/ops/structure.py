@@ -169,6 +169,7 @@ _GATHER_NAMES = {
     38: "SqueezeBackward3", 39: "SqueezeBackward4", 40: "SqueezeBackward5",
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
     44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
+    47: "TransposeBackward1",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
