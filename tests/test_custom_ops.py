@@ -565,6 +565,10 @@ def test_create_graph_through_a_custom_op_says_what_to_use_instead():
 # Tape files: loaded only where the same kernels are defined under the same name
 # ---------------------------------------------------------------------------------------------
 def _saved_bytes():
+    global CUBE
+    # this module's 'Cube' again: another module may have defined one of its own since (the
+    # docs' example does), which a tape saved with this one's kernels would not load against
+    CUBE = tg.custom_op("Cube", cube, vjp=cube_vjp, jvp=cube_jvp, curvature=cube_curvature)
     fn = tg.compile(lambda x: (CUBE(x, params=[2.0]) * J0(x)).sum())
     fn(tg.tensor([0.5, 1.0]))
     return fn.variants()[0].to_bytes()
