@@ -452,9 +452,7 @@ def _renew_copies(t):
 def _recompute_copies_of(tape, r):
     """Recompute, by the forward rules, the records that are views or hidden broadcasts of
     record r (of those, and so on)."""
-    # (copies: a view of the columns that an exception's traceback kept would stop the tape
-    # from growing again)
-    cols = [column.copy() for column in tape.columns()]
+    cols = tape.columns()   # (a push while a view of them lives unshares them: Tape.push)
     copies = _views_of(tape, cols[0], cols[1], r, broadcasts=True)
     for g in copies:    # (in record order: each after the copy it reads)
         K.forward(*cols, tape.vals, tape.ext, g, g + 1)
