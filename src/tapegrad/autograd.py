@@ -450,7 +450,7 @@ def program_backward(t, retain_graph):
     tape = t._tape
     prog = tape.program
     if (prog.seed != t._r or tape.hooks or tape.custom or tape.inplace or tape.freed is not None
-            or _RETAINED.maybe_any()):
+            or _RETAINED.maybe_any() or constants_changed(tape)):
         return False
     args = tape.args
     # a replay of positional arguments (replay.Variant.replay_args) has a backward
@@ -464,7 +464,7 @@ def program_backward(t, retain_graph):
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
         return False
-    if tape.ext_refs is not None and arguments_changed(tape):
+    if arguments_changed(tape):
         return False     # (the general path checks which of them the backward reads)
     for r, _, _ in prog.leaf_slots:
         leaf = leaves[r]
@@ -827,41 +827,78 @@ def needed_leaves(tape, need):
 def _check_versions(tape, need, op, a0, a1):
     if tape.inplace:
         ABOVE.check_saved_versions(tape, need, op, a0, a1)
+    # (reader, error) of each tensor changed since a record the backward will sweep read it;
+    # the newest reader's is raised, as PyTorch's backward meets that saved value first
+    found = []
     # leaves changed in place after they were brought onto this tape (a leaf no swept record
     # reaches is read by none of them either)
     for r, leaf in needed_leaves(tape, need):
-        _check_leaf_version(tape, r, leaf, need, op, a0, a1)
-    # constants read where they are (Tape.read_in_place): PyTorch's saved operand refuses a
-    # change in place as a leaf's does
+        _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
+    # constants: copied onto the tape, or read where they are (Tape.read_in_place), checked
+    # as PyTorch checks the operand it saved
     for r, x, version, shape in tape.consts:
         if type(x) is int:
             # replaced by the recorded in-place op at record x (y.div_(w)), which kept its
             # own copy of the value it replaced: read by any other, a change
-            if _value_read(tape, r, need, op, a0, a1, (x,)):
-                raise ABOVE.replaced_constant_error(tape, x, version, shape)
-        elif x._version != version and _value_read(tape, r, need, op, a0, a1):
-            raise _modified(x, version, shape)
-    # arguments a replay reads where they are (a constant's value included: a change in place
-    # since the call would reach the backward, where PyTorch's saved copy refuses it)
-    if tape.ext_refs is not None:
-        leaves = tape.leaves
-        for r, _ in tape.ext_refs:
-            if r in leaves and not need[r]:
-                _check_leaf_version(tape, r, leaves[r], need, op, a0, a1)
+            reader = newest_read(tape, r, need, op, a0, a1, (x,))
+            if reader >= 0:
+                found.append((reader, lambda x=x, version=version, shape=shape:
+                              ABOVE.replaced_constant_error(tape, x, version, shape)))
+        elif x._version != version:
+            # read itself, or through a view (``c[0] * x``: PyTorch's saved view shares c's
+            # version; with no history, the message names only the view's shape)
+            reader, view = _newest_read_or_view(tape, r, need, op, a0, a1)
+            if view is not None:
+                found.append((reader, lambda view=view, x=x, version=version:
+                              _constant_view_changed(tape, view, x._version, version, x)))
+            elif reader >= 0:
+                found.append((reader, lambda x=x, version=version, shape=shape:
+                              _modified(x, version, shape)))
+    # a replay's arguments that need no gradient (its constants, as eager mode's above): read
+    # by the backward, a change in place since the call is refused as PyTorch refuses it
+    if tape.arguments_are_leaves:
+        for r, leaf in tape.leaves.items():
+            if not need[r]:
+                _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
+    if found:
+        raise max(found, key=lambda f: f[0])[1]()
 
 
-def _check_leaf_version(tape, r, leaf, need, op, a0, a1):
+def _newest_read_or_view(tape, r, need, op, a0, a1):
+    """(the newest record that reads record r's value or a view of it for a gradient, -1 for
+    none; that view, or None where r itself is read)."""
+    view = ABOVE.saved_view_of(tape, r, need, op, a0, a1)
+    if view is not None:
+        return newest_read(tape, view, need, op, a0, a1), view
+    return newest_read(tape, r, need, op, a0, a1), None
+
+
+def _check_leaf_version(tape, r, leaf, need, op, a0, a1, found):
     rec_version = tape.leaf_rec.get(id(leaf), (None, None))
     if rec_version[0] != r or rec_version[1] == leaf._version:
         return
-    if _value_read(tape, r, need, op, a0, a1):
-        raise _modified(leaf, rec_version[1])
-    # a view of the leaf read instead (``w[0] * x``): PyTorch's saved view shares the leaf's
-    # version, and names its own shape and the node a changed view's history becomes
-    view = ABOVE.saved_view_of(tape, r, need, op, a0, a1)
-    if view is not None:
-        raise ABOVE.view_changed_error(tape, view, leaf._version, rec_version[1],
-                                       ABOVE.leaf_site(leaf))
+    # a view of the leaf read after any read of it (``w[0] * x``): PyTorch's saved view
+    # shares the leaf's version, and names its own shape and the node a changed view's
+    # history becomes
+    reader, view = _newest_read_or_view(tape, r, need, op, a0, a1)
+    expected = rec_version[1]
+    if view is None:
+        if reader >= 0:
+            found.append((reader, lambda: _modified(leaf, expected)))
+    elif not leaf._rg:    # (a replay's argument that needs no gradient)
+        found.append((reader, lambda: _constant_view_changed(tape, view, leaf._version,
+                                                             expected, leaf)))
+    else:
+        found.append((reader, lambda: ABOVE.view_changed_error(
+            tape, view, leaf._version, expected, ABOVE.leaf_site(leaf))))
+
+
+def _constant_view_changed(tape, view, now, expected, base):
+    """PyTorch's error for view record ``view`` of a tensor that requires no grad (``base``),
+    read by a backward after the tensor changed in place: with no history, it names only the
+    view's shape."""
+    shape = tape.views.get(view, ((int(tape.size[view]),),))[0]
+    return version_error(shape, "", now, expected, ABOVE.leaf_site(base))
 
 
 def _modified(t, expected, shape=None):
@@ -886,11 +923,19 @@ def version_error(shape, producer, now, expected, site):
 
 
 def arguments_changed(tape):
-    """Whether an argument a replay reads in place was changed in place since the call."""
-    leaves, leaf_rec = tape.leaves, tape.leaf_rec
-    for r, _ in tape.ext_refs:
-        t = leaves.get(r)
-        if t is not None and leaf_rec.get(id(t), (r, t._version))[1] != t._version:
+    """Whether an argument of a replay was changed in place since the call."""
+    leaf_rec = tape.leaf_rec
+    for t in tape.leaves.values():
+        if leaf_rec.get(id(t), (None, t._version))[1] != t._version:
+            return True
+    return False
+
+
+def constants_changed(tape):
+    """Whether a tensor the replay read as a constant (a closure's, not an argument) was
+    changed in place since the call (whose guard checked its version)."""
+    for _, x, version, _ in tape.consts:
+        if type(x) is not int and x._version != version:
             return True
     return False
 
@@ -900,17 +945,27 @@ def _value_read(tape, s, need, op, a0, a1, replaced=()):
     through the hidden broadcast copies made of it) for the gradient of an input that needs
     one: what PyTorch saved.  ``replaced``: records of in-place ops that replaced s's value,
     whose read of it (their x0) is of a copy PyTorch kept for them."""
+    return newest_read(tape, s, need, op, a0, a1, replaced) >= 0
+
+
+def newest_read(tape, s, need, op, a0, a1, replaced=()):
+    """The newest record of those ``_value_read`` looks for, or -1: the first the backward
+    sweeps, where PyTorch unpacks that saved value first."""
     sources = {s} | {int(b) for b in np.nonzero(((op == K.BCAST) | (op == K.EXPAND_S)) &
-                                                 (a0 == s))[0]}
+                                                (a0 == s))[0]}
+    newest = -1
     for src in sources:
         readers = np.nonzero(need.astype(bool) & ((a0 == src) | (a1 == src)))[0]
-        for r in readers:
+        for r in readers[::-1]:
+            if r <= newest:
+                break
             reads = K.OPS[int(op[r])].reads_when(a0[r] >= 0 and need[a0[r]],
                                                  a1[r] >= 0 and need[a1[r]])
             if ((a0[r] == src and reads & K.READS_X0 and int(r) not in replaced)
                     or (a1[r] == src and reads & K.READS_X1)):
-                return True
-    return False
+                newest = int(r)
+                break
+    return newest
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -113,6 +113,9 @@ def _ref(tape, x):
         r = tape.push(K.CONST, -1, -1, off, n)
         if eager:
             tape.const_rec[id(x)] = (r, x._version, _value_ref(v))
+        # checked by the backward as PyTorch checks the operand it saved: a change in place
+        # since (by version) is refused where the backward reads this copy
+        tape.consts.append(_constant_entry(r, x, v.shape))
         return r
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
@@ -125,6 +128,19 @@ def _ref(tape, x):
     tape.add_extern(r, x)
     tape.extern_rec[key] = (r, x._version)
     return r
+
+
+def _constant_entry(r, x, shape):
+    """``Tape.consts``' entry for record r, a copy of tensor x (of ``shape``): the tensor
+    whose version the backward compares -- x, or the base x is a view of, which every
+    change of x or of another view of that base counts (PyTorch's views share their base's
+    version counter).  The base, not the view: a tape keeping a view alive would make each
+    write into the base update it.  It is held as PyTorch's graph holds what it saved (a
+    change made before it is dropped must still be seen)."""
+    link = x._alias
+    root = link.root if link is not None and type(link) is ViewOf else None
+    holder = x if root is None else root
+    return (r, holder, holder._version, shape)
 
 
 def _constant_in_place(tape, x):

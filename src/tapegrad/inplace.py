@@ -938,14 +938,17 @@ def _views_of(tape, op, a0, r, broadcasts=False):
 
 
 def saved_view_of(tape, s, need, op, a0, a1):
-    """The newest view of record s's value (views of views included) whose value a record
-    about to be swept reads for a gradient, as PyTorch saves it, sharing s's versions; or
-    None.  (Read before a change of s, it makes the backward raise: autograd looks only
-    where s's version changed.)"""
-    for v in reversed(_views_of(tape, op, a0, s)):
-        if autograd._value_read(tape, v, need, op, a0, a1):
-            return v
-    return None
+    """The view of record s's value (views of views included) whose value a record about to
+    be swept reads for a gradient, as PyTorch saves it, sharing s's versions, if such a read
+    is newer than any of s itself (the backward meets it first); or None.  (Read before a
+    change of s, it makes the backward raise: autograd looks only where s's version
+    changed.)"""
+    newest, view = autograd.newest_read(tape, s, need, op, a0, a1), None
+    for v in _views_of(tape, op, a0, s):
+        r = autograd.newest_read(tape, v, need, op, a0, a1)
+        if r > newest:
+            newest, view = r, v
+    return view
 
 
 def view_changed_error(tape, r, now, expected, site):

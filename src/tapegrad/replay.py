@@ -611,7 +611,8 @@ class Variant:
         inst.partial = False
         inst.ext = np.zeros(self.n, dtype=np.int64) if self.read_in_place else NO_EXT
         inst.ext_refs = None
-        inst.consts = []    # (the template's constants are in its arena, guarded by the call)
+        # (the template's constants are in its arena, their versions guarded by the call)
+        inst.consts = list(tpl.consts)
         inst.unfilled = None
         inst.cap = inst.top = self.top
         inst.externs, inst.older = {}, {}
@@ -625,6 +626,7 @@ class Variant:
         inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
         inst.refused = tpl.refused
         inst.views = tpl.views
+        inst.arguments_are_leaves = True
         _reset(inst)
         if len(items) < 4:
             items.append(inst)
@@ -1231,6 +1233,10 @@ class Compiled:
                 arg_records[_input_key(path)] = hit[0]
                 arg_shapes[_input_key(path)] = a._value.shape
                 tape.leaves[hit[0]] = a
+                # (its version as the call read it: the backward of this call's results
+                # refuses a change in place since, as a replay's does)
+                tape.leaf_rec[id(a)] = (hit[0], a._version) + tuple(hit[2:])
+        tape.arguments_are_leaves = True
         if not _same_random_state(random_before, watch):
             # a replay would return the same numbers again
             reasons.append(("draws random numbers (rand, randn, dropout, random.random(), "
@@ -1500,6 +1506,12 @@ def optimize(tape, arg_records, outputs, guards):
     canon = list(range(n))
     const = [False] * n
     seen = {}
+    # record -> (tensor, version, shape): a constant the function read (not an argument), or
+    # a view or hidden broadcast of one folded into a constant; a replay's backward checks
+    # their versions (Tape.consts), as the versions of views share their base's
+    const_of = {r: (x, version, shape) for r, x, version, shape in tape.consts
+                if type(x) is not int}
+    views = tape.views
     for r in range(n):
         code = op[r]
         if code == K.CONST:
@@ -1510,6 +1522,11 @@ def optimize(tape, arg_records, outputs, guards):
         ins = [canon[s] for s in _inputs_of(tape, r)]
         if ins and all(const[s] for s in ins) and code not in (K.MAX_DIM, K.MIN_DIM):
             const[r] = True   # its value in the arena is already the folded value
+            base = const_of.get(ins[0])
+            if base is not None and r in views:
+                const_of[r] = (base[0], base[1], views[r][0])
+            elif base is not None and code in (K.BCAST, K.EXPAND_S):
+                const_of[r] = base    # (a hidden broadcast: what PyTorch saved is the base)
             continue
         length = _aux_len(tape, r)
         if code == K.GUARD or length is None or length > _AUX_KEY_LIMIT:
@@ -1568,6 +1585,8 @@ def optimize(tape, arg_records, outputs, guards):
             out.leaves[nr] = tape.leaves[r]
     out.finished = True
     out.views = {new_index[r]: view for r, view in tape.views.items() if r in new_index}
+    out.consts = [(new_index[r], x, version, shape) for r, (x, version, shape)
+                  in const_of.items() if r in new_index and canon[r] == r]
     new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}
     new_outputs = [(new_index[canon[r]] if r is not None else None, s, c)
                    for r, s, c in outputs]

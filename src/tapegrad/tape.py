@@ -165,7 +165,7 @@ class Tape:
         "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks",
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts", "unfilled", "views", "__weakref__",
+        "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -215,12 +215,13 @@ class Tape:
         # record, and [(record, array)] keeping those arrays alive
         self.ext = NO_EXT
         self.ext_refs = None
-        # [(record, the constant, its version then, its shape)] of the constants an eager
-        # tape reads in place (read_in_place): a backward that reads one changed in place
-        # since raises, as PyTorch's saved copy does (autograd._check_versions).  (Once a
-        # recorded in-place op on this tape replaces its value, the op's record instead:
-        # inplace._constant_replaced.)  Constants copied into the arena are not checked:
-        # the backward reads the values the forward saw.
+        # [(record, the constant, its version then, its shape)] of the tensors that require
+        # no grad the tape copied (functional._ref) or reads in place (read_in_place): a
+        # backward that reads one changed in place since raises, as PyTorch's, which saved
+        # the tensor itself (autograd._check_versions).  (Once a recorded in-place op on
+        # this tape replaces its value, the op's record instead: inplace._constant_replaced.
+        # A replay's: its template's, a closure's constants and views folded from them,
+        # replay.optimize.)
         self.consts = []
         self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
         # record -> (shape, (op name, output number) or None) of the records that are views
@@ -229,6 +230,9 @@ class Tape:
         # that reads a view whose base changed since raises PyTorch's error, which names
         # them (inplace.saved_view_of)
         self.views = {}
+        # the leaves are a compiled function's arguments, those that need no gradient
+        # included (its recording's tape and its replays'): the backward checks their versions
+        self.arguments_are_leaves = False
 
     partial = False   # (a replay's may lack values: replay._Instance.complete)
 
