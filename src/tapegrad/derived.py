@@ -50,6 +50,7 @@ __all__ = [
     "index_put_", "poisson",
     "hsplit", "vsplit", "dsplit", "absolute", "negative", "positive", "conj", "resolve_conj",
     "resolve_neg", "real", "imag", "quantile", "nanquantile",
+    "slice_scatter", "select_scatter", "diagonal_scatter",
 ]
 
 
@@ -2800,6 +2801,100 @@ def index_put_(input, indices, values, accumulate=False):  # noqa: A002
     return input.index_put_(indices, values, accumulate)
 
 
+# ---------------------------------------------------------------------------------------------
+# slice_scatter, select_scatter, diagonal_scatter: input with the part a view would show
+# replaced by src, recorded as one gather from [input, src] whose variant names PyTorch's
+# node.
+# ---------------------------------------------------------------------------------------------
+V_SLICE_SCATTER, V_SELECT_SCATTER, V_DIAGONAL_SCATTER = 48, 49, 50   # structure._GATHER_NAMES
+
+
+def _src_arg(src, name, position=1):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{name}(): argument 'src' (position {position + 1}) must be Tensor, "
+                        f"not {type(src).__name__}")
+    return src
+
+
+def _written(x, part, src, variant):
+    """x with its flat positions ``part`` (laid out as the view PyTorch would take) replaced
+    by src, which must have the view's shape; src takes x's dtype, as PyTorch's copy does."""
+    if tuple(src._value.shape) != part.shape:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
+                           f"= {list(src._value.shape)}, slice size = {list(part.shape)}")
+    if src._value.dtype != x._value.dtype:
+        src = src.to(x.dtype)
+    return _replaced(x, part, src, variant)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """``input`` with ``src`` written where ``input`` sliced along ``dim`` (``start:end:step``)
+    would be: a new tensor.  ``grad_fn``: ``<SliceScatterBackward0>``.
+
+    Example:
+        >>> tg.slice_scatter(tg.zeros(2, 4), tg.ones(2, 2), 1, start=1, end=3)
+        tensor([[0., 1., 1., 0.],
+                [0., 1., 1., 0.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "slice_scatter")
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = F._wrap_dim(dim, nd)
+    step = F._int_arg(step)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    # Python's clamping of start and end is PyTorch's for a positive step
+    lo, hi, _ = slice(None if start is None else F._int_arg(start),
+                      None if end is None else F._int_arg(end)).indices(x._value.shape[d])
+    part = F._flat_index(x)[(slice(None),) * d + (slice(lo, builtins.max(lo, hi), step),)]
+    return _written(x, part, src, V_SLICE_SCATTER)
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    """``input`` with ``src`` written where ``input.select(dim, index)`` would be: a new
+    tensor.  ``grad_fn``: ``<SelectScatterBackward0>``.
+
+    Example:
+        >>> tg.select_scatter(tg.zeros(2, 3), tg.tensor([1.0, 2.0]), 1, -1)
+        tensor([[0., 0., 1.],
+                [0., 0., 2.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "select_scatter")
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = F._wrap_dim(dim, nd)
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer, Tensor)):
+        raise TypeError(f"select_scatter(): argument 'index' (position 4) must be int, not "
+                        f"{type(index).__name__}")
+    size, index = x._value.shape[d], F._int_arg(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x._value.shape)} at dimension {d}")
+    part = np.take(F._flat_index(x), index % size, axis=d)
+    return _written(x, np.asarray(part), src, V_SELECT_SCATTER)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """``input`` with ``src`` written where ``input.diagonal(offset, dim1, dim2)`` would be (the
+    diagonal's dim last in ``src``, as in ``diagonal``): a new tensor.  ``grad_fn``:
+    ``<DiagonalScatterBackward0>``.
+
+    Example:
+        >>> tg.diagonal_scatter(tg.zeros(2, 3), tg.tensor([1.0, 2.0]), 1)
+        tensor([[0., 1., 0.],
+                [0., 0., 2.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "diagonal_scatter")
+    nd = x._value.ndim
+    d1, d2 = F._wrap_dim(dim1, nd), F._wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    part = np.diagonal(F._flat_index(x), F._int_arg(offset), d1, d2)
+    return _written(x, np.ascontiguousarray(part), src, V_DIAGONAL_SCATTER)
+
+
 def poisson(input, generator=None):  # noqa: A002
     """Draws from Poisson distributions with the rates ``input`` (elementwise, each >= 0);
     float64, no gradient.
@@ -2818,3 +2913,4 @@ def poisson(input, generator=None):  # noqa: A002
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = numpy_rng(generator).poisson(np.where(np.isnan(rate), 0.0, rate))
     return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))
+
