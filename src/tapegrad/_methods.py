@@ -310,7 +310,7 @@ METHODS = {
     "masked_select": D.masked_select, "index_fill": D.index_fill, "index_add": D.index_add,
     "index_copy": D.index_copy, "scatter": D.scatter, "scatter_add": D.scatter_add,
     "slice_scatter": D.slice_scatter, "select_scatter": D.select_scatter,
-    "diagonal_scatter": D.diagonal_scatter,
+    "diagonal_scatter": D.diagonal_scatter, "scatter_reduce": D.scatter_reduce,
     "kron": D.kron, "addmm": D.addmm, "addmv": D.addmv, "addr": D.addr,
     "baddbmm": D.baddbmm, "addbmm": D.addbmm, "addcmul": D.addcmul, "addcdiv": D.addcdiv,
     "lerp": D.lerp, "dist": D.dist, "nonzero": D.nonzero, "argwhere": D.argwhere,
