@@ -11,6 +11,8 @@ import tapegrad as tg
 torch = pytest.importorskip("torch")
 
 rng = np.random.default_rng(11)
+# PyTorch warns that its index_reduce is in beta (tapegrad does not)
+pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta:UserWarning")
 
 
 def _name(m, y):
@@ -354,6 +356,140 @@ def test_compiled_calls_take_new_index_values(name):
         assert any("scatter_reduce" in why for why, _ in compiled.stats.eager_reasons)
     else:
         assert compiled.stats.eager == 0
+
+
+# --- index_reduce ---------------------------------------------------------------------------
+INDEX_CASES = {
+    "ties_dim0": (TIES_X, 0, np.array([0, 1, 0]), TIES_S[:, :4]),
+    "ties_dim1": (TIES_X, 1, np.array([3, 3, 0, 3, 1]), np.array([[2.0, 0.0, 2.0, 5.0, 3.0],
+                                                                  [2.0, 3.0, -1.0, 2.0, 3.0]])),
+    "zeros": (ZEROS_X, 1, np.array([2, 0, 2, 2]), np.array([[0.0, 1.0, 2.0, 0.0],
+                                                           [3.0, 0.0, 0.0, 4.0]])),
+    "random_negative_dim": (rng.normal(size=(2, 3, 4)), -1, rng.integers(0, 4, 7),
+                            rng.normal(size=(2, 3, 7))),
+    "random_middle_dim": (rng.normal(size=(2, 3, 4)), 1, rng.integers(0, 3, 5),
+                          rng.normal(size=(2, 5, 4))),
+    "infinities": (np.array([np.inf, 1.0, -np.inf, 2.0]), 0, np.array([0, 0, 2, 1, 3, 3]),
+                   np.array([np.inf, 3.0, -np.inf, -np.inf, np.inf, 1.0])),
+    "zero_dim": (np.array(1.5), 0, np.array([0, 0]), np.array(-2.5)),
+    "zero_dim_index": (rng.normal(size=(3, 2)), 0, np.array(2), rng.normal(size=(1, 2))),
+    "empty_index": (rng.normal(size=(2, 3)), 1, np.zeros(0, np.int64), np.zeros((2, 0))),
+}
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES[1:])
+@pytest.mark.parametrize("case", sorted(INDEX_CASES))
+def test_index_reduce(case, reduce, include_self):
+    x, dim, index, src = INDEX_CASES[case]
+    if case == "zero_dim":
+        index = np.array([0])
+    rtol = 0.0 if reduce in ("amax", "amin") else 1e-14
+
+    def fn(m, a, b):
+        idx = m.tensor(index, dtype=m.int64)
+        return m.index_reduce(a, dim, idx, b, reduce, include_self=include_self)
+
+    def method(m, a, b):
+        idx = m.tensor(index, dtype=m.int64)
+        return (a * 1).index_reduce_(dim, idx, b, reduce, include_self=include_self)
+    check(fn, x, src, rtol=rtol)
+    check(method, x, src, rtol=rtol)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES[1:])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_index_reduce_integers(dtype, reduce, include_self):
+    """Integer means round toward minus infinity; bool inputs work only as PyTorch's kernels
+    allow (not 0-d or 1-D, no mean)."""
+    x = np.array([[-5, 7, 3], [2, -9, 4]])
+    src = np.array([[2, -3, 4, 1], [-7, 6, 1, 0]])
+    index = np.array([0, 2, 0, 0])
+    for xv, sv, idx, dim in ((x, src, index, 1), (x[0], src[0], index, 0),
+                             (x[0, 0], src[0, 0], index[:1], 0), (x, src[:, :0], index[:0], 1)):
+        results = []
+        for m in (tg, torch):
+            dt = getattr(m, dtype)
+
+            def call():
+                return m.index_reduce(m.tensor(xv, dtype=dt), dim, m.tensor(idx),
+                                      m.tensor(sv, dtype=dt), reduce,
+                                      include_self=include_self)
+            err = raised(call)
+            if err is not None:
+                results.append(err)
+                continue
+            y = call()
+            results.append((str(y.dtype).split(".")[-1], y.tolist()))
+        assert results[0] == results[1]
+
+
+def _ir(m, dim=0, index=(0, 2, 0), src=(3, 4), reduce="prod", x=(3, 4), src_dtype=None,
+        index_dtype=None):
+    xs = m.zeros(x, dtype=m.float64)
+    s = m.ones(src, dtype=getattr(m, src_dtype or "float64"))
+    i = m.tensor(list(index) if not isinstance(index, int) else index,
+                 dtype=getattr(m, index_dtype or "int64"))
+    return m.index_reduce(xs, dim, i, s, reduce)
+
+
+INDEX_BAD = {
+    "reduce_sum": lambda m: _ir(m, reduce="sum"),
+    "reduce_name": lambda m: _ir(m, reduce="foo"),
+    "index_float": lambda m: _ir(m, index_dtype="float64"),
+    "index_2d": lambda m: m.index_reduce(m.zeros(3, 4), 0, m.tensor([[0, 1, 0]]), m.ones(3, 4),
+                                         "amax"),
+    "src_dtype": lambda m: _ir(m, src_dtype="int64"),
+    "count": lambda m: _ir(m, src=(2, 4)),
+    "count_dim1": lambda m: _ir(m, dim=1, src=(3, 2)),
+    "shape": lambda m: _ir(m, src=(3, 2)),
+    "rank": lambda m: _ir(m, index=(1, 1), src=(2, 4, 1)),
+    "one_dim_source": lambda m: _ir(m, src=(4,)),
+    "zero_dim_source": lambda m: _ir(m, src=()),
+    "zero_dim_self": lambda m: _ir(m, x=(), index=(0, 0), src=(2,)),
+    "index_above": lambda m: _ir(m, index=(0, 3, 0)),
+    "index_negative": lambda m: _ir(m, index=(0, -1, 0), reduce="amin"),
+    "dim": lambda m: _ir(m, dim=5),
+    "index_list": lambda m: m.index_reduce(m.zeros(3), 0, [0], m.ones(1), "prod"),
+    "source_number": lambda m: m.index_reduce(m.zeros(3), 0, m.tensor([0]), 1.0, "prod"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_BAD))
+def test_index_reduce_errors(case):
+    got, want = raised(lambda: INDEX_BAD[case](tg)), raised(lambda: INDEX_BAD[case](torch))
+    assert want is not None
+    assert got == want
+
+
+def test_index_reduce_against_central_differences():
+    x = tg.tensor(rng.uniform(0.5, 2.0, (3, 4)), dtype=tg.float64, requires_grad=True)
+    s = tg.tensor(rng.uniform(0.5, 2.0, (3, 6)), dtype=tg.float64, requires_grad=True)
+    index = tg.tensor([3, 0, 3, 1, 3, 0])
+    for reduce in REDUCES[1:]:
+        for include_self in (True, False):
+            assert tg.testing.gradcheck(
+                lambda a, b: tg.index_reduce(a, 1, index, b, reduce, include_self=include_self),
+                x, s)
+
+
+@pytest.mark.parametrize("reduce", REDUCES[1:])
+def test_index_reduce_compiled_with_new_indices(reduce):
+    def program(x, s, i):
+        return tg.index_reduce(x, 0, i, s * 2, reduce).pow(2).sum()
+    compiled = tg.compile(program)
+    for idx in ([0, 1], [3, 3], [2, 0], [0, 1]):
+        got = []
+        for fn in (compiled, program):
+            x = tg.tensor([[1.0, 2.0], [4.0, 2.0], [2.0, 2.0], [0.5, 1.5]], requires_grad=True)
+            s = tg.tensor([[1.0, 2.0], [2.0, 2.5]], requires_grad=True)
+            y = fn(x, s, tg.tensor(idx))
+            y.backward()
+            got.append((y.item(), x.grad.tolist(), s.grad.tolist()))
+        assert got[0] == got[1]
+    assert compiled.stats.eager == 0
+
 
 @pytest.mark.parametrize("reduce", REDUCES)
 def test_scatter_reduce_second_derivatives(reduce):

@@ -311,6 +311,7 @@ METHODS = {
     "index_copy": D.index_copy, "scatter": D.scatter, "scatter_add": D.scatter_add,
     "slice_scatter": D.slice_scatter, "select_scatter": D.select_scatter,
     "diagonal_scatter": D.diagonal_scatter, "scatter_reduce": D.scatter_reduce,
+    "index_reduce": D.index_reduce,
     "kron": D.kron, "addmm": D.addmm, "addmv": D.addmv, "addr": D.addr,
     "baddbmm": D.baddbmm, "addbmm": D.addbmm, "addcmul": D.addcmul, "addcdiv": D.addcdiv,
     "lerp": D.lerp, "dist": D.dist, "nonzero": D.nonzero, "argwhere": D.argwhere,

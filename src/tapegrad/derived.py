@@ -50,7 +50,7 @@ __all__ = [
     "index_put_", "poisson",
     "hsplit", "vsplit", "dsplit", "absolute", "negative", "positive", "conj", "resolve_conj",
     "resolve_neg", "real", "imag", "quantile", "nanquantile",
-    "slice_scatter", "select_scatter", "diagonal_scatter", "scatter_reduce",
+    "slice_scatter", "select_scatter", "diagonal_scatter", "scatter_reduce", "index_reduce",
 ]
 
 
@@ -2808,7 +2808,7 @@ def index_put_(input, indices, values, accumulate=False):  # noqa: A002
 # (from [input, src], or from input and the reduced rows) whose variant names PyTorch's node.
 # ---------------------------------------------------------------------------------------------
 V_SLICE_SCATTER, V_SELECT_SCATTER, V_DIAGONAL_SCATTER = 48, 49, 50   # structure._GATHER_NAMES
-V_SCATTER_REDUCE = 51
+V_SCATTER_REDUCE, V_INDEX_REDUCE = 51, 52
 
 
 def _src_arg(src, name, position=1):
@@ -3022,6 +3022,68 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
                                   "for 'Bool'")
     return _reduced_into(x, targets, F.reshape(src, -1), sources, reduce, include_self,
                          V_SCATTER_REDUCE)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
+    """``input`` with the slices of ``source`` along ``dim`` reduced into the slices at
+    ``index`` (a vector, repeats allowed) by ``reduce``: ``"prod"``, ``"mean"``, ``"amax"``
+    or ``"amin"``; with ``include_self=False`` input's values where slices land are left out.
+    ``grad_fn``: ``<IndexReduceBackward0>`` (tied amax/amin values share the gradient).
+
+    Example:
+        >>> tg.index_reduce(tg.ones(2, 2), 0, tg.tensor([1, 1]),
+        ...                 tg.tensor([[2.0, 3.0], [4.0, 5.0]]), "prod")
+        tensor([[ 1.,  1.],
+                [ 8., 15.]])
+    """
+    x = _tensor(input)
+    for arg, what, position in ((index, "index", 3), (source, "source", 4)):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"index_reduce(): argument '{what}' (position {position}) must be "
+                            f"Tensor, not {type(arg).__name__}")
+    if reduce not in _REDUCES[1:]:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index._value.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index._value.ndim} with type: {_dtype_name(index)} and size: "
+                         f"{list(index._value.shape)}")
+    idx = F._index_values(index, "index_reduce_(): Expected dtype int32/int64 for index but "
+                                 f"got: {_dtype_name(index)}").reshape(-1)
+    if source._value.dtype != x._value.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({_dtype_name(x)}) and source "
+                           f"({_dtype_name(source)}) must have the same scalar type")
+    nd, snd = x._value.ndim, source._value.ndim
+    d = F._wrap_dim(dim, nd)
+    if snd == 0 and nd:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    count = source._value.shape[d] if snd else 1
+    if idx.size != count:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({idx.size}) should be equal to "
+                           f"source.size(dim): ({count}), for dim: {dim}")
+    rest = [s for k, s in enumerate(x._value.shape) if k != d]
+    if nd != snd or rest != [s for k, s in enumerate(source._value.shape) if k != d]:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(x._value.shape)} "
+                           f"source.shape = {list(source._value.shape)}")
+    size = x._value.shape[d] if nd else 1
+    if np.any((idx < 0) | (idx >= size)):      # (negative indices count as out of range)
+        raise IndexError("index out of range in self")
+    if x._value.dtype.kind == "b":
+        # PyTorch's bool kernels: none to start from the identity (include_self=False), none
+        # on its path for 0-d and 1-D inputs, and the mean's floor division none either
+        if not include_self:
+            raise NotImplementedError("\"index_reduce_func_exclude_input_init\" not "
+                                      "implemented for 'Bool'")
+        if nd <= 1:
+            raise NotImplementedError("\"index_func_\" not implemented for 'Bool'")
+        if reduce == "mean" and idx.size:
+            raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
+    flat = F._flat_index(x)
+    targets = np.take(flat, idx, axis=d) if nd else flat.reshape(-1)[idx]
+    return _reduced_into(x, targets, F.reshape(source, -1),
+                         np.arange(targets.size, dtype=np.int64), reduce, include_self,
+                         V_INDEX_REDUCE)
 
 
 def poisson(input, generator=None):  # noqa: A002
