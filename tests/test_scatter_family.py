@@ -141,7 +141,7 @@ def test_view_scatters_against_central_differences():
 # --- scatter_reduce ------------------------------------------------------------------------
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 # (self, dim, index, src): data with ties (self among them), zeros (one and several in a
-# slot, and self zero), infinities, a 0-d case and an empty index
+# slot, and self zero), infinities, NaN, a 0-d case and an empty index
 TIES_X = np.array([[2.0, 5.0, 1.0, 0.0], [3.0, 3.0, -1.0, 2.0]])
 TIES_S = np.array([[2.0, 5.0, 3.0, 1.0], [2.0, 3.0, 1.0, 0.0], [3.0, 3.0, 1.0, 2.0]])
 ZEROS_X = np.array([[0.0, 2.0, 3.0], [1.5, -2.0, 0.0]])
@@ -164,6 +164,8 @@ CASES = {
     "zeros_one_row": (ZEROS_X, 1, np.array([[0, 0, 2], [1, 1, 1]]), ZEROS_S[:2]),
     "infinities": (np.array([np.inf, 1.0, -np.inf, 2.0]), 0, np.array([0, 0, 2, 1, 3, 3]),
                    np.array([np.inf, 3.0, -np.inf, -np.inf, np.inf, 1.0])),
+    "nans": (np.array([np.nan, 1.0, 2.0, 3.0]), 0, np.array([0, 1, 1, 2, 3]),
+             np.array([2.0, np.nan, 3.0, np.nan, 1.0])),
     "one_dim_repeats": (rng.normal(size=5), 0, np.array([4, 4, 4, 0, 4, 2, 2, 4, 4, 4, 4, 4]),
                         rng.normal(size=12)),
     "zero_dim": (np.array(1.5), 0, np.array(0), np.array(-2.5)),
