@@ -50,6 +50,7 @@ __all__ = [
     "index_put_", "poisson",
     "hsplit", "vsplit", "dsplit", "absolute", "negative", "positive", "conj", "resolve_conj",
     "resolve_neg", "real", "imag", "quantile", "nanquantile",
+    "slice_scatter", "select_scatter", "diagonal_scatter", "scatter_reduce", "index_reduce",
 ]
 
 
@@ -326,7 +327,8 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
 
 
 def _scatter_positions(x, dim, index, src_shape, name):
-    idx = F._index_values(index, f"{name}(): Expected dtype int64 for index")
+    # (PyTorch's message names scatter() for each of the family)
+    idx = F._index_values(index, "scatter(): Expected dtype int32/int64 for index")
     nd = x._value.ndim
     d = F._wrap_dim(dim, builtins.max(nd, 1))
     shape = x._value.shape if nd else (1,)
@@ -337,8 +339,8 @@ def _scatter_positions(x, dim, index, src_shape, name):
     for k in range(len(shape)):
         if (k != d and idx.shape[k] > shape[k]) or (
                 src_shape is not None and idx.shape[k] > src_shape[k]):
-            raise RuntimeError(f"Expected index {list(idx.shape)} to be smaller than self "
-                               f"{list(shape)} apart from dimension {d} and to be smaller "
+            raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self "
+                               f"{list(shape)} apart from dimension {d} and to be no larger "
                                f"size than src {list(src_shape or shape)}")
     bad = idx[(idx < 0) | (idx >= shape[d])]
     if bad.size:
@@ -2800,6 +2802,290 @@ def index_put_(input, indices, values, accumulate=False):  # noqa: A002
     return input.index_put_(indices, values, accumulate)
 
 
+# ---------------------------------------------------------------------------------------------
+# slice_scatter, select_scatter, diagonal_scatter: input with the part a view would show
+# replaced by src; scatter_reduce: sources reduced into input.  Each is recorded as one gather
+# (from [input, src], or from input and the reduced rows) whose variant names PyTorch's node.
+# ---------------------------------------------------------------------------------------------
+V_SLICE_SCATTER, V_SELECT_SCATTER, V_DIAGONAL_SCATTER = 48, 49, 50   # structure._GATHER_NAMES
+V_SCATTER_REDUCE, V_INDEX_REDUCE = 51, 52
+
+
+def _src_arg(src, name, position=1):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{name}(): argument 'src' (position {position + 1}) must be Tensor, "
+                        f"not {type(src).__name__}")
+    return src
+
+
+def _written(x, part, src, variant):
+    """x with its flat positions ``part`` (laid out as the view PyTorch would take) replaced
+    by src, which must have the view's shape; src takes x's dtype, as PyTorch's copy does."""
+    if tuple(src._value.shape) != part.shape:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
+                           f"= {list(src._value.shape)}, slice size = {list(part.shape)}")
+    if src._value.dtype != x._value.dtype:
+        src = src.to(x.dtype)
+    return _replaced(x, part, src, variant)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """``input`` with ``src`` written where ``input`` sliced along ``dim`` (``start:end:step``)
+    would be: a new tensor.  ``grad_fn``: ``<SliceScatterBackward0>``.
+
+    Example:
+        >>> tg.slice_scatter(tg.zeros(2, 4), tg.ones(2, 2), 1, start=1, end=3)
+        tensor([[0., 1., 1., 0.],
+                [0., 1., 1., 0.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "slice_scatter")
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = F._wrap_dim(dim, nd)
+    step = F._int_arg(step)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    # Python's clamping of start and end is PyTorch's for a positive step
+    lo, hi, _ = slice(None if start is None else F._int_arg(start),
+                      None if end is None else F._int_arg(end)).indices(x._value.shape[d])
+    part = F._flat_index(x)[(slice(None),) * d + (slice(lo, builtins.max(lo, hi), step),)]
+    return _written(x, part, src, V_SLICE_SCATTER)
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    """``input`` with ``src`` written where ``input.select(dim, index)`` would be: a new
+    tensor.  ``grad_fn``: ``<SelectScatterBackward0>``.
+
+    Example:
+        >>> tg.select_scatter(tg.zeros(2, 3), tg.tensor([1.0, 2.0]), 1, -1)
+        tensor([[0., 0., 1.],
+                [0., 0., 2.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "select_scatter")
+    nd = x._value.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = F._wrap_dim(dim, nd)
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer, Tensor)):
+        raise TypeError(f"select_scatter(): argument 'index' (position 4) must be int, not "
+                        f"{type(index).__name__}")
+    size, index = x._value.shape[d], F._int_arg(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x._value.shape)} at dimension {d}")
+    part = np.take(F._flat_index(x), index % size, axis=d)
+    return _written(x, np.asarray(part), src, V_SELECT_SCATTER)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """``input`` with ``src`` written where ``input.diagonal(offset, dim1, dim2)`` would be (the
+    diagonal's dim last in ``src``, as in ``diagonal``): a new tensor.  ``grad_fn``:
+    ``<DiagonalScatterBackward0>``.
+
+    Example:
+        >>> tg.diagonal_scatter(tg.zeros(2, 3), tg.tensor([1.0, 2.0]), 1)
+        tensor([[0., 1., 0.],
+                [0., 0., 2.]])
+    """
+    x, src = _tensor(input), _src_arg(src, "diagonal_scatter")
+    nd = x._value.ndim
+    d1, d2 = F._wrap_dim(dim1, nd), F._wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    part = np.diagonal(F._flat_index(x), F._int_arg(offset), d1, d2)
+    return _written(x, np.ascontiguousarray(part), src, V_DIAGONAL_SCATTER)
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_REDUCE_UFUNCS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+                  "amin": np.minimum}
+
+
+def _reduced_ints(x, targets, values, reduce, include_self):
+    """The integer (or bool) result: no gradient, so NumPy's unbuffered ufuncs do it."""
+    out = x._value.reshape(-1).copy()
+    kind = out.dtype.kind
+    if reduce == "mean" and kind == "b":
+        # (a bool mean gets here only with an empty index: nothing to divide)
+        return Tensor._make(out.reshape(x._value.shape))
+    if not include_self and targets.size:
+        # the reduction's identity where sources land, so only they count
+        if reduce in ("sum", "mean"):
+            first = 0
+        elif reduce == "prod":
+            first = 1
+        elif kind == "b":
+            first = reduce == "amin"
+        else:
+            info = np.iinfo(out.dtype)
+            first = info.min if reduce == "amax" else info.max
+        out[targets] = first
+    _REDUCE_UFUNCS[reduce].at(out, targets, values.astype(out.dtype))
+    if reduce == "mean":
+        count = np.bincount(targets, minlength=out.size) + int(bool(include_self))
+        out = np.floor_divide(out, np.maximum(count, 1)).astype(out.dtype)
+    return Tensor._make(out.reshape(x._value.shape))
+
+
+def _reduced_into(x, targets, src, sources, reduce, include_self, variant):
+    """``x`` with the elements of the flat tensor ``src`` at ``sources`` reduced into x's flat
+    positions ``targets`` (both in index order).
+
+    Every position that receives sources becomes one row, [its x value when included,
+    then its sources in index order], reduced with PyTorch's own reduction: the rows'
+    gradients (ties of amax/amin share evenly, prod's product of the others) are then those
+    PyTorch's scatter_reduce defines.  Rows are batched by length, so the work is linear in
+    the number of sources however they repeat."""
+    n = x._value.size
+    targets, sources = targets.reshape(-1), sources.reshape(-1)
+    if x._value.dtype.kind != "f":
+        return _reduced_ints(x, targets, src._value.reshape(-1)[sources], reduce, include_self)
+    flat = F.reshape(x, -1)
+    order = np.argsort(targets, kind="stable")
+    hit, starts, counts = np.unique(targets[order], return_index=True, return_counts=True)
+    members = n + sources[order]        # positions in [x, src]
+    parts = [flat, src]
+    phantoms = np.zeros(hit.size, bool)
+    if not include_self and reduce in ("amax", "amin"):
+        if state.trace is not None:
+            state.trace.opaque(f"scatter_reduce {reduce} without self reads which values tie")
+        # PyTorch shares the gradient among every value equal to the result, x's own value
+        # included even when it is left out of the reduction: a constant copy of it joins
+        # the row where it ties (it cannot change the result, and its share goes nowhere)
+        pick = (np.maximum if reduce == "amax" else np.minimum).reduceat
+        best = pick(src._value.reshape(-1)[sources[order]], starts) if hit.size else hit
+        phantoms = x._value.reshape(-1)[hit] == best
+        parts.append(Tensor._make(x._value.reshape(-1)[hit].copy()))
+    combined = F.cat(parts)
+    lengths = counts + int(bool(include_self)) + phantoms
+    # the output reads [x, src, ...] and the reduced rows: src is in the graph even when no
+    # index reaches it (its gradient is then zero, as PyTorch's, not None)
+    reduced = [combined]
+    where = np.arange(n, dtype=np.int64)   # where each output element is read in the pool
+    filled = combined._value.size
+    # rows alike in their number of sources and in having the copy of x go in one batch
+    kinds = 2 * counts + phantoms
+    for kind in np.unique(kinds):
+        rows = np.flatnonzero(kinds == kind)
+        k, length = int(kind) // 2, int(lengths[rows[0]])
+        cols = np.zeros((rows.size, length), np.int64)
+        first = int(bool(include_self))
+        if include_self:
+            cols[:, 0] = hit[rows]
+        cols[:, first:first + k] = members[starts[rows][:, None] + np.arange(k)]
+        if kind % 2:
+            cols[:, -1] = n + src._value.size + rows     # the tie-sharing copy of x
+        block = F._gathered(combined, cols, F.V_INDEX)
+        if reduce == "sum":
+            block = F.sum(block, 1)
+        elif reduce == "mean":
+            block = F.div(F.sum(block, 1), float(length))
+        else:
+            block = getattr(F, reduce)(block, 1)
+        reduced.append(block)
+        where[hit[rows]] = filled + np.arange(rows.size)
+        filled += rows.size
+    pool = F.cat(reduced) if len(reduced) > 1 else combined
+    return F._gathered(pool, where.reshape(x._value.shape), variant)
+
+
+def _reduce_arg(reduce):
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """``input`` with ``src[i][j]`` reduced into ``out[i][index[i][j]]`` (``dim=1``; and so
+    on for other dims) by ``reduce``: ``"sum"``, ``"prod"``, ``"mean"``, ``"amax"`` or
+    ``"amin"``; with ``include_self=False`` input's values where sources land are left out.
+    ``grad_fn``: ``<ScatterReduceBackward0>`` (tied amax/amin values share the gradient).
+
+    Example:
+        >>> tg.scatter_reduce(tg.tensor([1.0, 5.0]), 0, tg.tensor([0, 0, 1]),
+        ...                   tg.tensor([3.0, 2.0, 4.0]), "amax")
+        tensor([3., 5.])
+    """
+    x = _tensor(input)
+    if not isinstance(index, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'index' (position 3) must be Tensor, not "
+                        f"{type(index).__name__}")
+    _src_arg(src, "scatter_reduce", 3)
+    s_shape = src._value.shape if src._value.ndim else (1,)
+    targets, sources = _scatter_positions(x, dim, index, s_shape, "scatter")
+    _reduce_arg(reduce)
+    if src._value.dtype != x._value.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and x._value.dtype.kind == "b":
+        raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented '
+                                  "for 'Bool'")
+    return _reduced_into(x, targets, F.reshape(src, -1), sources, reduce, include_self,
+                         V_SCATTER_REDUCE)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
+    """``input`` with the slices of ``source`` along ``dim`` reduced into the slices at
+    ``index`` (a vector, repeats allowed) by ``reduce``: ``"prod"``, ``"mean"``, ``"amax"``
+    or ``"amin"``; with ``include_self=False`` input's values where slices land are left out.
+    ``grad_fn``: ``<IndexReduceBackward0>`` (tied amax/amin values share the gradient).
+
+    Example:
+        >>> tg.index_reduce(tg.ones(2, 2), 0, tg.tensor([1, 1]),
+        ...                 tg.tensor([[2.0, 3.0], [4.0, 5.0]]), "prod")
+        tensor([[ 1.,  1.],
+                [ 8., 15.]])
+    """
+    x = _tensor(input)
+    for arg, what, position in ((index, "index", 3), (source, "source", 4)):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"index_reduce(): argument '{what}' (position {position}) must be "
+                            f"Tensor, not {type(arg).__name__}")
+    if reduce not in _REDUCES[1:]:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index._value.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index._value.ndim} with type: {_dtype_name(index)} and size: "
+                         f"{list(index._value.shape)}")
+    idx = F._index_values(index, "index_reduce_(): Expected dtype int32/int64 for index but "
+                                 f"got: {_dtype_name(index)}").reshape(-1)
+    if source._value.dtype != x._value.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({_dtype_name(x)}) and source "
+                           f"({_dtype_name(source)}) must have the same scalar type")
+    nd, snd = x._value.ndim, source._value.ndim
+    d = F._wrap_dim(dim, nd)
+    if snd == 0 and nd:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    count = source._value.shape[d] if snd else 1
+    if idx.size != count:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({idx.size}) should be equal to "
+                           f"source.size(dim): ({count}), for dim: {dim}")
+    rest = [s for k, s in enumerate(x._value.shape) if k != d]
+    if nd != snd or rest != [s for k, s in enumerate(source._value.shape) if k != d]:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(x._value.shape)} "
+                           f"source.shape = {list(source._value.shape)}")
+    size = x._value.shape[d] if nd else 1
+    if np.any((idx < 0) | (idx >= size)):      # (negative indices count as out of range)
+        raise IndexError("index out of range in self")
+    if x._value.dtype.kind == "b":
+        # PyTorch's bool kernels: none to start from the identity (include_self=False), none
+        # on its path for 0-d and 1-D inputs, and the mean's floor division none either
+        if not include_self:
+            raise NotImplementedError("\"index_reduce_func_exclude_input_init\" not "
+                                      "implemented for 'Bool'")
+        if nd <= 1:
+            raise NotImplementedError("\"index_func_\" not implemented for 'Bool'")
+        if reduce == "mean" and idx.size:
+            raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
+    flat = F._flat_index(x)
+    targets = np.take(flat, idx, axis=d) if nd else flat.reshape(-1)[idx]
+    return _reduced_into(x, targets, F.reshape(source, -1),
+                         np.arange(targets.size, dtype=np.int64), reduce, include_self,
+                         V_INDEX_REDUCE)
+
+
 def poisson(input, generator=None):  # noqa: A002
     """Draws from Poisson distributions with the rates ``input`` (elementwise, each >= 0);
     float64, no gradient.
@@ -2818,3 +3104,4 @@ def poisson(input, generator=None):  # noqa: A002
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = numpy_rng(generator).poisson(np.where(np.isnan(rate), 0.0, rate))
     return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))
+

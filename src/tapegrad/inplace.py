@@ -1104,6 +1104,7 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "absolute", "log", "log1p", "expm1", "sin", "c
                    "erfc", "exp2", "log2", "log10", "sgn", "deg2rad", "rad2deg",
                    "nan_to_num", "clamp_min", "clamp_max", "tril", "triu", "masked_fill",
                    "index_fill", "index_add", "index_copy", "scatter", "scatter_add",
+                   "scatter_reduce", "index_reduce",
                    "addcmul", "addcdiv", "lerp", "atan2", "hypot", "xlogy", "fmod",
                    "remainder", "copysign", "arctan2", "arcsin", "arccos", "arctan",
                    "arcsinh", "arccosh", "arctanh", "fix", "sinc", "addmm", "addmv", "addr",

@@ -170,6 +170,10 @@ _GATHER_NAMES = {
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
     44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
     47: "TransposeBackward1",
+    # ops that write a source into a slice, a selection or a diagonal, or reduce sources
+    # into the input (derived.py: a gather from [input, source] or from reduced rows)
+    48: "SliceScatterBackward0", 49: "SelectScatterBackward0", 50: "DiagonalScatterBackward0",
+    51: "ScatterReduceBackward0", 52: "IndexReduceBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
