@@ -1139,9 +1139,144 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     return solve(A, B)
 
 
+_TorchSVD = namedtuple("svd", ["U", "S", "V"])
+_TorchQR = namedtuple("qr", ["Q", "R"])
+
+
+def _torch_svd(input, some=True, compute_uv=True, *, out=None):  # noqa: A002 - PyTorch's
+    """``(U, S, V)`` with ``input = U diag(S) V^T``: the old ``torch.svd``, V not transposed.
+
+    Made as PyTorch makes it, from ``linalg.svd(input, full_matrices=not some)``: U and S
+    have ``grad_fn`` ``<LinalgSvdBackward0>`` and V, the transpose of Vh,
+    ``<TransposeBackward0>``.  With ``compute_uv=False`` only S is computed (its gradient
+    is ``U diag(g) Vh``) and U and V are zeros of shapes ``(*, m, m)`` and ``(*, n, n)``,
+    outside the graph, as in PyTorch.
+
+    Example:
+        >>> U, S, V = tg.svd(tg.tensor([[0.0, 2.0], [3.0, 0.0]]))
+        >>> S
+        tensor([3., 2.])
+        >>> tg.round(U @ tg.diag(S) @ V.mT, decimals=12)
+        tensor([[0., 2.],
+                [3., 0.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(input)
+    v = A._value
+    if v.ndim < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{v.ndim} dimensions instead")
+    if not compute_uv:
+        batch, (m, n) = v.shape[:-2], v.shape[-2:]
+        S = svdvals(A)
+        return _TorchSVD(_plain(np.zeros(batch + (m, m))), S,
+                         _plain(np.zeros(batch + (n, n))))
+    U, S, Vh = svd(A, full_matrices=not some)
+    return _TorchSVD(U, S, Vh.mT)
+
+
+def _torch_qr(input, some=True, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """``(Q, R)`` with ``input = Q R``, the old ``torch.qr``: ``linalg.qr`` in mode
+    'reduced' (``some=True``) or 'complete', with PyTorch's deprecation warning.  Both
+    have ``grad_fn`` ``<LinalgQrBackward0>``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     Q, R = tg.qr(tg.tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> R.abs()
+        tensor([[5.0000, 2.2000],
+                [0.0000, 0.4000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in "
+                  "a future PyTorch release.\nThe boolean parameter 'some' has been replaced "
+                  "with a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be "
+                  "replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
+                  "'complete')", UserWarning, stacklevel=2)
+    return _TorchQR(*qr(input, "reduced" if some else "complete"))
+
+
+def _matrix_transpose(x, what, zero_d):
+    """The transpose of the last two dims (the conjugate one: tapegrad's values are real),
+    a view with ``grad_fn`` ``<TransposeBackward0>``; a 0-d tensor is returned as it is,
+    with PyTorch's deprecation warning."""
+    x = F.as_tensor_arg(x)
+    nd = x._value.ndim
+    if nd == 0:
+        warnings.warn(zero_d, UserWarning, stacklevel=3)
+        return x
+    if nd < 2:
+        raise RuntimeError(f"tensor.{what} is only supported on matrices or batches of "
+                           f"matrices. Got {nd}-D tensor.")
+    return F.transpose(x, -2, -1)
+
+
+def adjoint(input):  # noqa: A002 - PyTorch's argument name
+    """The conjugate transpose of each matrix: for real values ``input.mT``, a view.
+
+    ``grad_fn``: ``<TransposeBackward0>``; also ``Tensor.adjoint()`` and ``Tensor.mH``.
+
+    Example:
+        >>> tg.adjoint(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        tensor([[1., 3.],
+                [2., 4.]])
+    """
+    return _matrix_transpose(input, "adjoint()", "adjoint() is deprecated on 0-D tensors. "
+                             "Consider using x.conj().")
+
+
+def _mH(self):
+    """The conjugate transpose of each matrix (``Tensor.mH``): the transpose of the last two
+    dims, tapegrad's values being real."""
+    return _matrix_transpose(self, "mH", "Tensor.mH is deprecated on 0-D tensors. Consider "
+                             "using x.conj().")
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """``input`` with each slice along ``dim`` (the values with one index in ``dim``) whose
+    ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm``: multiplied by
+    ``maxnorm / (norm + 1e-7)``, as PyTorch scales it; the other slices are kept.
+
+    ``grad_fn``: ``<RenormBackward0>``.  The gradient is PyTorch's (``renorm_backward``): a
+    scaled slice's includes the change of its norm, a kept slice's is the incoming one.
+
+    Example:
+        >>> x = tg.tensor([[3.0, 4.0], [0.3, 0.4]])
+        >>> tg.renorm(x, 2, 0, 1.0)
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    x = F.as_tensor_arg(input)
+    nd = x._value.ndim
+    # PyTorch checks p, then maxnorm, then the rank, then dim (the order of its messages)
+    if not p > 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if nd <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    d = F._wrap_dim(dim, nd)
+    norm = vector_norm(x, p, tuple(k for k in range(nd) if k != d), keepdim=True)
+    # PyTorch's scale factor, maxnorm / (norm + 1e-7) where the norm exceeds maxnorm and 1
+    # elsewhere, multiplies the input: the same roundings give its bits, and the product's
+    # gradient through the norm is renorm_backward's
+    scaled = F._compare(np.greater, norm, maxnorm)
+    factor = F.where(scaled, F.div(float(maxnorm), F.add(norm, 1e-7)), 1.0)
+    y = F.mul(x, factor)
+    # one record named as PyTorch's node (an identity copy) over the composite
+    return F._reshaped(y, y._value.shape, F.V_RENORM) if F._records(y) else y
+
+
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
 _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slogdet,
              "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
              "pinverse": _pinverse, "matrix_exp": matrix_exp,
-             "cholesky_solve": cholesky_solve}
+             "cholesky_solve": cholesky_solve, "svd": _torch_svd, "qr": _torch_qr,
+             "adjoint": adjoint, "renorm": renorm}
 _METHODS = dict(_TOP_LEVEL, matrix_power=matrix_power)

@@ -170,6 +170,8 @@ _GATHER_NAMES = {
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
     44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
     47: "TransposeBackward1",
+    # a copy that names a composite (renorm's product) as PyTorch's one node
+    48: "RenormBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from

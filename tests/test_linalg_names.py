@@ -1,0 +1,261 @@
+"""The linear-algebra names of PyTorch's top level and Tensor that tapegrad lacked: the old
+``svd`` (V not transposed) and ``qr``, ``adjoint``/``mH``, and ``renorm``/``renorm_``.  Each
+is compared with PyTorch: values, ``grad_fn`` names, gradients, warnings and error texts;
+renorm's gradient also with central differences, and both through ``tapegrad.compile``."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+rng = np.random.default_rng(7)
+TALL = rng.normal(size=(4, 3))
+WIDE = rng.normal(size=(2, 5))
+BATCH = rng.normal(size=(2, 3, 4))
+SQUARE = rng.normal(size=(3, 3))
+
+
+def _name(m, t):
+    if t.grad_fn is None:
+        return None
+    return type(t.grad_fn).__name__ if m is torch else t.grad_fn.name()
+
+
+def outcome(m, prog, value):
+    """(values, grad_fn names, input gradient, warnings) of ``prog``, or the error."""
+    x = m.tensor(value, dtype=m.float64, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = prog(m, x)
+        except (RuntimeError, TypeError, IndexError) as e:
+            return "error", type(e).__name__, str(e).replace("tapegrad.", "torch.")
+    texts = [str(w.message).split(" (Triggered internally")[0] for w in caught]
+    outs = list(out) if isinstance(out, tuple) else [out]
+    names = [_name(m, t) for t in outs]
+    # a weighted sum that reads every element, so a wrong gradient of any output shows
+    total = sum((t * m.tensor(np.cos(np.arange(t.numel())).reshape(tuple(t.shape)))).sum()
+                for t in outs if t.requires_grad)
+    grad = None
+    if not isinstance(total, int):
+        total.backward()
+        grad = None if x.grad is None else np.array(x.grad.tolist())
+    return ([np.array(t.tolist()) for t in outs], names, grad, texts,
+            [tuple(t.shape) for t in outs], type(out).__name__)
+
+
+def _sign_fixed(m, out):
+    """U and V with each singular vector's sign chosen so its largest entry is positive, and
+    the gauge-invariant product U diag(S) V^T: what two LAPACK calls must agree on."""
+    U, S, V = out
+    k = S.shape[-1]
+    pick = U[..., :, :k].abs().argmax(-2, keepdim=True)
+    sign = m.sign(U[..., :, :k].gather(-2, pick))
+    return (U[..., :, :k] * sign, S, V[..., :, :k] * sign,
+            U[..., :, :k] @ m.diag_embed(S) @ V[..., :, :k].mT)
+
+
+PROGRAMS = {
+    # svd: values, shapes, names; gradients of gauge-invariant functions
+    "svd_tall": (lambda m, x: m.svd(x), TALL),
+    "svd_wide": (lambda m, x: m.svd(x), WIDE),
+    "svd_batch": (lambda m, x: x.svd(), BATCH),
+    "svd_not_some": (lambda m, x: m.svd(x, some=False), TALL),
+    "svd_not_some_wide": (lambda m, x: x.svd(False), WIDE),
+    "svd_no_uv": (lambda m, x: m.svd(x, compute_uv=False), TALL),
+    "svd_no_uv_not_some": (lambda m, x: m.svd(x, False, False), BATCH),
+    "svd_square": (lambda m, x: m.svd(x), SQUARE),
+    "svd_vector": (lambda m, x: m.svd(x[0]), TALL),
+    "svd_vector_no_uv": (lambda m, x: m.svd(x[0], compute_uv=False), TALL),
+    "svd_0d": (lambda m, x: m.svd(x[0, 0]), TALL),
+    "svd_long": (lambda m, x: m.svd(x.long()), TALL),
+    "svd_empty": (lambda m, x: m.svd(x[:0]), TALL),
+    "svd_empty_batch": (lambda m, x: m.svd(x[:, :0], some=False), BATCH),
+    "svd_reconstructed": (lambda m, x: _sign_fixed(m, m.svd(x))[3], TALL),
+    "svd_sign_fixed": (lambda m, x: _sign_fixed(m, m.svd(x)), TALL),
+    "svd_sign_fixed_batch": (lambda m, x: _sign_fixed(m, x.svd()), BATCH),
+    "svd_sign_fixed_full": (lambda m, x: _sign_fixed(m, m.svd(x, some=False))[:3], WIDE),
+    "svd_u_squared": (lambda m, x: m.svd(x)[0] ** 2, TALL),
+    "svd_v_squared": (lambda m, x: m.svd(x)[2] ** 2, WIDE),
+    # qr
+    "qr_tall": (lambda m, x: m.qr(x), TALL),
+    "qr_wide": (lambda m, x: x.qr(), WIDE),
+    "qr_batch": (lambda m, x: m.qr(x, some=True), BATCH),
+    "qr_complete_wide": (lambda m, x: m.qr(x, some=False), WIDE),
+    "qr_complete_square": (lambda m, x: x.qr(False), SQUARE),
+    "qr_vector": (lambda m, x: m.qr(x[0]), TALL),
+    "qr_long": (lambda m, x: m.qr(x.long()), TALL),
+    "qr_empty": (lambda m, x: m.qr(x[:0]), TALL),
+    # adjoint, mH
+    "adjoint": (lambda m, x: m.adjoint(x), TALL),
+    "adjoint_method": (lambda m, x: x.adjoint(), BATCH),
+    "mH": (lambda m, x: x.mH, BATCH),
+    "mH_matrix": (lambda m, x: x.mH * 2.0, WIDE),
+    "mH_empty": (lambda m, x: x[:0].mH, TALL),
+    "adjoint_0d": (lambda m, x: x[0, 0].adjoint(), TALL),
+    "mH_0d": (lambda m, x: x[0, 0].mH, TALL),
+    "adjoint_0d_leaf": (lambda m, x: m.tensor(2.0).adjoint(), TALL),
+    "adjoint_vector": (lambda m, x: m.adjoint(x[0]), TALL),
+    "mH_vector": (lambda m, x: x[0].mH, TALL),
+    # renorm: some slices scaled, some kept; every dim; several p
+    "renorm_rows": (lambda m, x: m.renorm(x, 2, 0, 1.5), TALL),
+    "renorm_cols": (lambda m, x: m.renorm(x, 2, 1, 1.5), TALL),
+    "renorm_negative_dim": (lambda m, x: x.renorm(1, -1, 2.0), BATCH),
+    "renorm_batch_dim0": (lambda m, x: x.renorm(2, 0, 2.5), BATCH),
+    "renorm_batch_dim1": (lambda m, x: x.renorm(3, 1, 1.0), BATCH),
+    "renorm_inf": (lambda m, x: m.renorm(x, float("inf"), 0, 1.0), TALL),
+    "renorm_half": (lambda m, x: m.renorm(x, 0.5, 1, 3.0), TALL),
+    "renorm_int_maxnorm": (lambda m, x: m.renorm(x, 2, 0, 1), TALL),
+    "renorm_zero_maxnorm": (lambda m, x: m.renorm(x, 2, 0, 0.0), TALL),
+    "renorm_none_scaled": (lambda m, x: m.renorm(x, 2, 0, 100.0), TALL),
+    "renorm_zero_rows": (lambda m, x: m.renorm(x * 0.0, 2, 0, 1.0), TALL),
+    "renorm_empty": (lambda m, x: m.renorm(x[:0], 2, 0, 1.0), TALL),
+    "renorm_empty_other": (lambda m, x: m.renorm(x[:0], 2, 1, 1.0), TALL),
+    "renorm_in_place": (lambda m, x: (x * 1.0).renorm_(2, 1, 0.5), TALL),
+    "renorm_in_place_plain": (lambda m, x: x.detach().clone().renorm_(2, 0, 0.5), TALL),
+    "renorm_p0": (lambda m, x: m.renorm(x, 0, 0, 1.0), TALL),
+    "renorm_p_negative": (lambda m, x: m.renorm(x, -1, 0, 1.0), TALL),
+    "renorm_p_nan": (lambda m, x: m.renorm(x, float("nan"), 0, 1.0), TALL),
+    "renorm_maxnorm_negative": (lambda m, x: m.renorm(x, 2, 0, -1.0), TALL),
+    "renorm_maxnorm_nan": (lambda m, x: m.renorm(x, 2, 0, float("nan")), TALL),
+    "renorm_dim_high": (lambda m, x: m.renorm(x, 2, 2, 1.0), TALL),
+    "renorm_dim_low": (lambda m, x: m.renorm(x, 2, -3, 1.0), TALL),
+    "renorm_vector": (lambda m, x: m.renorm(x[0], 2, 0, 1.0), TALL),
+    "renorm_0d": (lambda m, x: m.renorm(x[0, 0], 2, 0, 1.0), TALL),
+}
+
+
+# PyTorch warns these once a process (TORCH_WARN_ONCE), tapegrad at every call
+WARNS = {"qr_": "torch.qr is deprecated", "adjoint_0d": "adjoint() is deprecated on 0-D",
+         "mH_0d": "Tensor.mH is deprecated on 0-D"}
+
+
+@pytest.mark.parametrize("case", sorted(PROGRAMS))
+def test_matches_pytorch(case):
+    prog, value = PROGRAMS[case]
+    got, want = outcome(tg, prog, value), outcome(torch, prog, value)
+    if want[0] == "error":
+        assert got == want
+        return
+    values, names, grad, texts, shapes, kind = got
+    assert (names, shapes, kind) == (want[1], want[4], want[5])
+    assert set(want[3]) <= set(texts)
+    warned = [w for key, w in WARNS.items() if case.startswith(key) and "long" not in case]
+    assert [w for w in warned if not any(w in t for t in texts)] == []
+    assert len(texts) == len(warned)
+    # the vectors of LAPACK's SVD are NumPy's (tapegrad) and PyTorch's: each may differ in
+    # sign, so raw factors are compared in absolute value and their gradients in the
+    # sign-fixed cases, where a flip cannot change the function
+    raw_svd = case.startswith("svd_") and not any(
+        k in case for k in ("sign_fixed", "reconstructed", "squared", "no_uv"))
+    for a, b in zip(values, want[0]):
+        if raw_svd:
+            a, b = np.abs(a), np.abs(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    if raw_svd:
+        return
+    if want[2] is None:
+        assert grad is None
+    else:
+        np.testing.assert_allclose(grad, want[2], rtol=1e-9, atol=1e-10)
+
+
+def test_renorm_values_are_pytorchs_to_an_ulp():
+    """The scale factor and the product round as PyTorch's kernel rounds them; the norm is
+    tapegrad's vector_norm, whose sum of squares may round a last bit differently."""
+    x = rng.normal(size=(6, 7)) * 3.0
+    for p, dim in ((2, 0), (2, 1), (1, 0), (3.5, 1), (float("inf"), 0)):
+        got = tg.renorm(tg.tensor(x), p, dim, 1.25).numpy()
+        want = torch.renorm(torch.tensor(x), p, dim, 1.25).numpy()
+        np.testing.assert_allclose(got, want, rtol=5e-16, atol=0)
+        if p in (1, float("inf")):   # no sum of squares: the same bits
+            np.testing.assert_array_equal(got, want)
+
+
+def test_adjoint_and_mH_are_views():
+    x = tg.tensor(TALL)
+    for y in (x.adjoint(), x.mH, tg.adjoint(x)):
+        assert y._base is x
+        y[0, 1] = 5.0
+    assert x[1, 0].item() == 5.0
+
+
+def _central(f, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (f(up) - f(down)) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("p,dim", [(2, 0), (1, 1), (3.0, -1), (float("inf"), 1)])
+def test_renorm_gradient_matches_central_differences(p, dim):
+    x0 = rng.normal(size=(3, 4)) + 0.1   # away from the norms' kinks
+    w = rng.normal(size=(3, 4))
+
+    def f(v):
+        return float((tg.renorm(tg.tensor(v), p, dim, 0.8) * tg.tensor(w)).sum())
+    x = tg.tensor(x0, requires_grad=True)
+    (tg.renorm(x, p, dim, 0.8) * tg.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), _central(f, x0), rtol=1e-6, atol=1e-7)
+
+
+def test_svd_gradient_matches_central_differences():
+    """A function of U, S and V that a sign flip of a singular pair leaves alone."""
+    x0 = TALL.copy()
+
+    def loss(m, x):
+        U, S, V = m.svd(x)
+        return (U ** 2 * m.tensor(np.arange(12.0).reshape(4, 3))).sum() + (S ** 3).sum() + \
+            ((V ** 2) * m.tensor(np.arange(9.0).reshape(3, 3))).sum()
+
+    x = tg.tensor(x0, requires_grad=True)
+    loss(tg, x).backward()
+    np.testing.assert_allclose(x.grad.numpy(),
+                               _central(lambda v: float(loss(tg, tg.tensor(v))), x0),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_renorm_in_place_changes_the_tensor_and_checks_first():
+    t = tg.tensor(TALL.copy())
+    before = t.numpy().copy()
+    with pytest.raises(RuntimeError, match="non-positive-norm"):
+        t.renorm_(0, 0, 1.0)
+    np.testing.assert_array_equal(t.numpy(), before)   # bad input corrupts nothing
+    out = t.renorm_(2, 0, 1.0)
+    assert out is t
+    np.testing.assert_allclose(t.numpy(), torch.tensor(before).renorm_(2, 0, 1.0).numpy(),
+                               rtol=5e-16, atol=0)
+
+
+def test_qr_warns_as_pytorch_once_per_call():
+    with pytest.warns(UserWarning, match="torch.qr is deprecated"):
+        tg.qr(tg.tensor(SQUARE))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: (m.renorm(x, 2, 0, 1.0) * 3.0).sum(),
+    lambda m, x: (m.svd(x)[1] ** 2).sum() + (m.svd(x, compute_uv=False)[1]).sum(),
+    lambda m, x: (x.mH @ x).sum() + m.adjoint(x).sum(),
+], ids=["renorm", "svd", "adjoint"])
+def test_compiled_calls_follow_changing_inputs(fn):
+    """Which slices renorm scales depends on the values: a replay must decide it anew."""
+    compiled = tg.compile(lambda x: fn(tg, x))
+    for k in range(4):
+        data = rng.normal(size=(4, 3)) * (0.3 + k)
+        x1, x2 = tg.tensor(data, requires_grad=True), tg.tensor(data, requires_grad=True)
+        got, want = compiled(x1), fn(tg, x2)
+        got.backward()
+        want.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-13)
+        np.testing.assert_allclose(x1.grad.numpy(), x2.grad.numpy(), rtol=1e-12, atol=1e-13)
+        t = torch.tensor(data, requires_grad=True)
+        fn(torch, t).backward()
+        np.testing.assert_allclose(x1.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
+    assert compiled.stats.replays >= 1
+
