@@ -259,3 +259,186 @@ def test_compiled_calls_follow_changing_inputs(fn):
         np.testing.assert_allclose(x1.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
     assert compiled.stats.replays >= 1
 
+
+# --- LU -------------------------------------------------------------------------------------
+SING = [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]
+RHS = rng.normal(size=(3, 2))
+RHS_BATCH = rng.normal(size=(2, 3, 2))
+SQ_BATCH = rng.normal(size=(2, 3, 3))
+
+
+def _int32(m, values):
+    return m.tensor(values, dtype=m.int32)
+
+
+LU_PROGRAMS = {
+    "lu_factor": (lambda m, x: m.linalg.lu_factor(x), SQUARE),
+    "lu_factor_batch": (lambda m, x: m.linalg.lu_factor(x), SQ_BATCH),
+    "lu_factor_wide": (lambda m, x: m.linalg.lu_factor(x), WIDE),
+    "lu_factor_tall": (lambda m, x: m.linalg.lu_factor(x), TALL),
+    "lu_factor_batch_wide": (lambda m, x: m.linalg.lu_factor(x), BATCH),
+    "lu_factor_ex": (lambda m, x: m.linalg.lu_factor_ex(x), SQUARE),
+    "lu_factor_ex_singular": (lambda m, x: m.linalg.lu_factor_ex(x)[1:], SING),
+    "lu_factor_singular": (lambda m, x: m.linalg.lu_factor(x), SING),
+    "lu_factor_ex_check": (lambda m, x: m.linalg.lu_factor_ex(x, check_errors=True), SING),
+    "lu_factor_batch_singular": (
+        lambda m, x: m.linalg.lu_factor(m.stack([x * 0.0 + m.eye(3), x])), SING),
+    "lu_factor_no_pivot": (lambda m, x: m.linalg.lu_factor(x, pivot=False), SQUARE),
+    "lu_factor_vector": (lambda m, x: m.linalg.lu_factor(x[0]), SQUARE),
+    "lu_factor_long": (lambda m, x: m.linalg.lu_factor(x.long()), SQUARE),
+    "lu_factor_empty": (lambda m, x: m.linalg.lu_factor(x[:0]), SQUARE),
+    "lu_factor_empty_batch": (lambda m, x: m.linalg.lu_factor(x[:, :0]), SQ_BATCH),
+    "torch_lu": (lambda m, x: m.lu(x), SQUARE),
+    "torch_lu_infos": (lambda m, x: m.lu(x, get_infos=True), SQ_BATCH),
+    "torch_lu_singular": (lambda m, x: x.lu(get_infos=True), SING),
+    "torch_lu_method": (lambda m, x: x.lu(), WIDE),
+    "linalg_lu": (lambda m, x: m.linalg.lu(x), SQUARE),
+    "linalg_lu_tall": (lambda m, x: m.linalg.lu(x), TALL),
+    "linalg_lu_wide_batch": (lambda m, x: m.linalg.lu(x), BATCH),
+    "linalg_lu_singular": (lambda m, x: m.linalg.lu(x)[1:], SING),
+    "lu_unpack": (lambda m, x: m.lu_unpack(*m.linalg.lu_factor(x)), SQUARE),
+    "lu_unpack_tall": (lambda m, x: m.lu_unpack(*m.linalg.lu_factor(x)), TALL),
+    "lu_unpack_wide_batch": (lambda m, x: m.lu_unpack(*m.linalg.lu_factor(x)), BATCH),
+    "lu_unpack_of_data": (lambda m, x: m.lu_unpack(x, _int32(m, [3, 3, 3])), SQUARE),
+    "lu_unpack_no_pivots": (
+        lambda m, x: m.lu_unpack(x, _int32(m, [2, 3, 3]), unpack_pivots=False), SQUARE),
+    "lu_unpack_long_pivots": (lambda m, x: m.lu_unpack(x, m.tensor([3, 3, 3])), SQUARE),
+    "lu_solve": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x), m.tensor(RHS)),
+                 SQUARE),
+    "lu_solve_grad_b": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(
+        m.tensor(SQUARE)), x), RHS),
+    "lu_solve_of_data": (lambda m, x: m.linalg.lu_solve(x, _int32(m, [3, 2, 3]),
+                                                        m.tensor(RHS)), SQUARE),
+    "lu_solve_adjoint": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                        m.tensor(RHS), adjoint=True), SQUARE),
+    "lu_solve_right": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                      m.tensor(RHS).mT, left=False), SQUARE),
+    "lu_solve_right_adjoint": (lambda m, x: m.linalg.lu_solve(
+        *m.linalg.lu_factor(x), m.tensor(RHS).mT, left=False, adjoint=True), SQUARE),
+    "lu_solve_batch": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                      m.tensor(RHS_BATCH)), SQ_BATCH),
+    "lu_solve_broadcast_b": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                            m.tensor(RHS)), SQ_BATCH),
+    "lu_solve_b_batch": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(m.tensor(
+        SQUARE)), x), RHS_BATCH),
+    "torch_lu_solve": (lambda m, x: m.lu_solve(m.tensor(RHS), *m.lu(x)), SQUARE),
+    "torch_lu_solve_method": (lambda m, x: x.lu_solve(*m.linalg.lu_factor(m.tensor(SQUARE))),
+                              RHS),
+    "lu_solve_vector_b": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                         m.tensor(RHS[:, 0])), SQUARE),
+    "lu_solve_bad_shape": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                          m.tensor(RHS[:2])), SQUARE),
+    "lu_solve_bad_dtype": (lambda m, x: m.linalg.lu_solve(*m.linalg.lu_factor(x),
+                                                          m.tensor(RHS).long()), SQUARE),
+    "lu_solve_not_square": (lambda m, x: m.linalg.lu_solve(x, _int32(m, [1, 2]),
+                                                           m.tensor(RHS[:2])), WIDE),
+    "lu_solve_long_pivots": (lambda m, x: m.linalg.lu_solve(x, m.tensor([1, 2, 3]),
+                                                            m.tensor(RHS)), SQUARE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LU_PROGRAMS))
+def test_lu_matches_pytorch(case):
+    prog, value = LU_PROGRAMS[case]
+    got, want = outcome(tg, prog, value), outcome(torch, prog, value)
+    if want[0] == "error":
+        assert got == want
+        return
+    values, names, grad, texts, shapes, kind = got
+    assert (names, shapes, kind) == (want[1], want[4], want[5])
+    assert set(want[3]) <= set(texts)
+    # PyTorch warns its deprecations once a process; tapegrad at every call
+    if case.startswith("torch_lu"):
+        assert texts and all("is deprecated in favor of torch.linalg.lu_" in t for t in texts)
+    else:
+        assert texts == []
+    for a, b in zip(values, want[0]):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    if want[2] is None:
+        assert grad is None
+    else:
+        np.testing.assert_allclose(grad, want[2], rtol=1e-9, atol=1e-10)
+
+
+def test_lu_unpack_without_data_gives_empty_factors_in_the_graph():
+    """PyTorch's backward through them raises (a triu of a 1-D gradient); tapegrad's gives
+    LU a zero gradient."""
+    outs = []
+    for m in (tg, torch):
+        x = m.tensor(SQUARE, requires_grad=True)
+        P, L, U = m.lu_unpack(x, _int32(m, [2, 3, 3]), False)
+        outs.append((P.tolist(), L.shape, U.shape, _name(m, L), _name(m, U)))
+    assert outs[0][1:] == outs[1][1:] == ((0,), (0,), "LuUnpackBackward0", "LuUnpackBackward0")
+    assert outs[0][0] == outs[1][0]
+    x = tg.tensor(SQUARE, requires_grad=True)
+    (tg.lu_unpack(x, _int32(tg, [2, 3, 3]), False)[1].sum() + x.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2), (2, 3, 3)])
+def test_lu_gradient_matches_central_differences(shape):
+    x0 = rng.normal(size=shape) + 2.0 * np.eye(*shape[-2:])
+    w = rng.normal(size=shape)
+
+    def f(v):
+        return float((tg.linalg.lu_factor(tg.tensor(v)).LU * tg.tensor(w)).sum())
+    x = tg.tensor(x0, requires_grad=True)
+    (tg.linalg.lu_factor(x).LU * tg.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), _central(f, x0), rtol=1e-6, atol=1e-7)
+
+
+def test_lu_second_order_matches_pytorch():
+    """The backward is made of tapegrad ops: create_graph differentiates it."""
+    grads = []
+    for m in (tg, torch):
+        x = m.tensor(SQUARE, dtype=m.float64, requires_grad=True)
+        y = (m.linalg.lu_factor(x).LU ** 2).sum()
+        (g,) = m.autograd.grad(y, x, create_graph=True)
+        (g * m.tensor(SQUARE)).sum().backward()
+        grads.append(np.array(x.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-10)
+
+
+def test_compiled_lu_follows_changing_pivots():
+    """The pivots (and the permutation lu_unpack and lu_solve read from them) depend on the
+    values: a compiled call runs eagerly and says why, and is right for every input."""
+    def f(m, x, b):
+        LU, pivots = m.linalg.lu_factor(x)
+        return (m.linalg.lu_solve(LU, pivots, b) ** 2).sum() + \
+            (m.lu_unpack(LU, pivots).L * 3.0).sum()
+
+    compiled = tg.compile(lambda x, b: f(tg, x, b))
+    for k in range(4):
+        a = rng.normal(size=(3, 3))
+        a[k % 3] *= 10.0           # a different largest pivot each time
+        b = rng.normal(size=(3, 2))
+        x1, x2 = tg.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+        got, want = compiled(x1, tg.tensor(b)), f(tg, x2, tg.tensor(b))
+        got.backward()
+        want.backward()
+        assert got.item() == want.item()
+        np.testing.assert_array_equal(x1.grad.numpy(), x2.grad.numpy())
+        t = torch.tensor(a, requires_grad=True)
+        ref = f(torch, t, torch.tensor(b))
+        ref.backward()
+        np.testing.assert_allclose(got.item(), ref.item(), rtol=1e-12)
+        np.testing.assert_allclose(x1.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
+    assert compiled.stats.replays == 0
+    assert compiled.stats.eager_reasons
+
+
+def test_compiled_lu_solve_with_given_pivots_runs_eagerly():
+    """Pivots passed in (not computed in the call): lu_solve's permutation still comes from
+    their values, so a replay with other pivots must not reuse the traced one."""
+    LU = tg.tensor(np.triu(SQUARE) + np.tril(SQUARE, -1) * 0.1 + 3.0 * np.eye(3))
+    compiled = tg.compile(lambda b, p: tg.linalg.lu_solve(LU, p, b).sum())
+    for piv in ([1, 2, 3], [3, 2, 3], [2, 3, 3], [3, 3, 3]):
+        p = tg.tensor(piv, dtype=tg.int32)
+        b = tg.tensor(RHS)
+        got = compiled(b, p).item()
+        want = torch.linalg.lu_solve(torch.tensor(LU.numpy()), torch.tensor(piv,
+                                     dtype=torch.int32), torch.tensor(RHS)).sum().item()
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert compiled.stats.replays == 0
+

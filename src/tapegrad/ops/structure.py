@@ -170,8 +170,10 @@ _GATHER_NAMES = {
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
     44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
     47: "TransposeBackward1",
-    # a copy that names a composite (renorm's product) as PyTorch's one node
-    48: "RenormBackward0",
+    # copies that name a composite (renorm's product, lu_unpack's triangles, ...) as
+    # PyTorch's one node
+    48: "RenormBackward0", 49: "LuUnpackBackward0", 50: "LinalgLuBackward0",
+    51: "LinalgLuSolveBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
