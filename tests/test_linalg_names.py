@@ -442,3 +442,73 @@ def test_compiled_lu_solve_with_given_pivots_runs_eagerly():
         np.testing.assert_allclose(got, want, rtol=1e-12)
     assert compiled.stats.replays == 0
 
+
+# --- cholesky_inverse, triangular_solve -----------------------------------------------------
+CHOL = np.linalg.cholesky(SQUARE @ SQUARE.T + np.eye(3))
+CHOL_BATCH = np.linalg.cholesky(SQ_BATCH @ np.swapaxes(SQ_BATCH, -1, -2) + np.eye(3))
+TRI = np.triu(SQUARE) + 2.0 * np.eye(3)
+
+OLD_PROGRAMS = {
+    "cholesky_inverse": (lambda m, x: m.cholesky_inverse(x), CHOL),
+    "cholesky_inverse_upper": (lambda m, x: x.cholesky_inverse(upper=True), CHOL.T.copy()),
+    "cholesky_inverse_batch": (lambda m, x: m.cholesky_inverse(x), CHOL_BATCH),
+    "cholesky_inverse_full_matrix": (lambda m, x: m.cholesky_inverse(x, True), SQUARE + 3.0),
+    "cholesky_inverse_empty": (lambda m, x: m.cholesky_inverse(x[:0, :0]), CHOL),
+    "cholesky_inverse_vector": (lambda m, x: m.cholesky_inverse(x[0]), CHOL),
+    "cholesky_inverse_not_square": (lambda m, x: m.cholesky_inverse(x[:2]), CHOL),
+    "cholesky_inverse_long": (lambda m, x: m.cholesky_inverse(x.long()), CHOL),
+    "triangular_solve": (lambda m, x: m.triangular_solve(m.tensor(RHS), x), TRI),
+    "triangular_solve_lower": (lambda m, x: m.triangular_solve(m.tensor(RHS), x.mT, False),
+                               TRI),
+    "triangular_solve_transpose": (lambda m, x: m.triangular_solve(m.tensor(RHS), x,
+                                                                   transpose=True), TRI),
+    "triangular_solve_unit": (lambda m, x: x.triangular_solve(m.tensor(TRI), False, True,
+                                                              True), RHS),
+    "triangular_solve_full_a": (lambda m, x: m.triangular_solve(m.tensor(RHS), x),
+                                SQUARE + 3.0 * np.eye(3)),
+    "triangular_solve_batch_b": (lambda m, x: m.triangular_solve(m.tensor(RHS_BATCH), x), TRI),
+    "triangular_solve_grad_b": (lambda m, x: m.triangular_solve(x, m.tensor(TRI)), RHS_BATCH),
+    "triangular_solve_vector": (lambda m, x: m.triangular_solve(m.tensor(RHS[:, 0]), x), TRI),
+    "triangular_solve_vector_a": (lambda m, x: m.triangular_solve(x, x[0]), RHS),
+    "triangular_solve_bad_shape": (lambda m, x: m.triangular_solve(m.tensor(RHS[:2]), x), TRI),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLD_PROGRAMS))
+def test_old_names_match_pytorch(case):
+    prog, value = OLD_PROGRAMS[case]
+    got, want = outcome(tg, prog, value), outcome(torch, prog, value)
+    if want[0] == "error":
+        assert got == want
+        return
+    values, names, grad, texts, shapes, kind = got
+    assert (names, shapes, kind) == (want[1], want[4], want[5])
+    assert set(want[3]) <= set(texts)
+    if case.startswith("triangular_solve"):
+        assert len(texts) == 1 and "torch.triangular_solve is deprecated" in texts[0]
+    else:
+        assert texts == []
+    for a, b in zip(values, want[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    if case == "cholesky_inverse_full_matrix":
+        # PyTorch's gradient multiplies by the whole input, the triangle it did not read
+        # included; tapegrad's by the triangle (the factor it inverted): they differ here
+        # (and agree for every triangular input above)
+        assert not np.allclose(grad, want[2])
+        return
+    np.testing.assert_allclose(grad, want[2], rtol=1e-9, atol=1e-10)
+
+
+def test_cholesky_inverse_gradient_matches_central_differences():
+    x0 = CHOL.copy()
+    w = rng.normal(size=(3, 3))
+
+    def f(v):
+        return float((tg.cholesky_inverse(tg.tensor(v)) * tg.tensor(w)).sum())
+    x = tg.tensor(x0, requires_grad=True)
+    (tg.cholesky_inverse(x) * tg.tensor(w)).sum().backward()
+    # the upper triangle of a lower factor is not read: its central difference is 0, while
+    # the gradient there (PyTorch's too) is that of L treated as full
+    lower = np.tril(np.ones((3, 3), dtype=bool))
+    np.testing.assert_allclose(x.grad.numpy()[lower], _central(f, x0)[lower], rtol=1e-6,
+                               atol=1e-7)

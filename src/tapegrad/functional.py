@@ -2597,6 +2597,7 @@ V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40
 V_TRANSPOSE_ = 47
 # identity copies that name a composite as PyTorch's one node (linalg.py)
 V_RENORM, V_LU_UNPACK, V_LINALG_LU, V_LU_SOLVE = 48, 49, 50, 51
+V_CHOLESKY_INVERSE, V_TRIANGULAR_SOLVE = 52, 53
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

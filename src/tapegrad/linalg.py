@@ -1671,11 +1671,102 @@ def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
     return lu_solve(LU_data, LU_pivots, b)
 
 
+_TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of ``A = L L^T`` (``U^T U`` with ``upper=True``) from its Cholesky factor,
+    batched.
+
+    Recorded as ``linalg.inv(L L^T)``, under PyTorch's node ``<CholeskyInverseBackward0>``:
+    that composite's gradient is PyTorch's ``-(G + G^T)`` products with the inverse, a full
+    matrix (every entry of L, not only its triangle); the values agree with PyTorch's (LAPACK's
+    potri) to rounding.
+
+    Example:
+        >>> tg.cholesky_inverse(tg.tensor([[2.0, 0.0], [0.0, 1.0]]))
+        tensor([[0.2500, 0.0000],
+                [0.0000, 1.0000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    L = F.as_tensor_arg(L)
+    v = L._value
+    if v.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if v.dtype.kind != "f":
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for "
+                                  f"'{L.dtype.scalar_name}'")
+    if v.shape[-1] != v.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
+                           f"are {v.shape[-2]} by {v.shape[-1]} matrices")
+    # only L's triangle is read; subtracting the other (a constant) keeps the gradient of
+    # every entry, as PyTorch's formula gives it (-(G + G^T) products with L itself)
+    from .derived import tril, triu
+    other = tril(L.detach(), -1) if upper else triu(L.detach(), 1)
+    if np.any(other._value):
+        L = F.sub(L, other)
+    A = L.mT @ L if upper else L @ L.mT
+    return _named(inv(A), F.V_CHOLESKY_INVERSE)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """``(solution, cloned_coefficient)``: the old ``torch.triangular_solve``, X with
+    ``A X = b`` (``A^T X = b`` with ``transpose=True``) for triangular A (only its ``upper``
+    or lower triangle read; a unit diagonal assumed with ``unitriangular``), and a copy of A
+    broadcast to the batch shape.  With PyTorch's deprecation warning.
+
+    Both have ``grad_fn`` ``<TriangularSolveBackward0>``; as in PyTorch, the solution's
+    gradient reaches A's triangle and the copy's all of A.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     X, _ = tg.triangular_solve(tg.tensor([[2.0], [4.0]]),
+        ...                                tg.tensor([[1.0, 1.0], [0.0, 2.0]]))
+        >>> X
+        tensor([[0.],
+                [2.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    b, A = F.as_tensor_arg(b), F.as_tensor_arg(A)
+    for t, name in ((b, "b"), (A, "A")):
+        if t._value.ndim < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 "
+                               f"dimensions, but it has {t._value.ndim} dimensions instead")
+    n, (rows, cols) = A._value.shape[-1], b._value.shape[-2:]
+    if A._value.shape[-2] != n or rows != n:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
+                           f"{A._value.shape[-2]} by {n} but each b matrix is {rows} by {cols}")
+    warnings.warn("torch.triangular_solve is deprecated in favor of "
+                  "torch.linalg.solve_triangularand will be removed in a future PyTorch "
+                  "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
+                  "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
+                  "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, "
+                  "B).", UserWarning, stacklevel=2)
+    batch = broadcast_shape(b._value.shape[:-2], A._value.shape[:-2])
+    # A^T's upper triangle is A's lower one
+    X = solve_triangular(A.mT if transpose else A, b, upper=bool(upper) != bool(transpose),
+                         unitriangular=unitriangular)
+    M = F.broadcast_to(A, batch + (n, n)) if A._value.shape[:-2] != batch else A
+    M = F.clone(M)
+    if F._records(b) and not F._records(A):
+        # PyTorch's copy comes from the node that b's gradient passes: it is in the graph
+        # whenever the solution is (b's part of it takes no gradient)
+        M = F.where(_plain(np.ones(M._value.shape, dtype=bool)), M, F.sum(b))
+    return _TriangularSolveResult(_named(X, F.V_TRIANGULAR_SOLVE),
+                                  _named(M, F.V_TRIANGULAR_SOLVE))
+
+
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
 _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slogdet,
              "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
              "pinverse": _pinverse, "matrix_exp": matrix_exp,
              "cholesky_solve": cholesky_solve, "svd": _torch_svd, "qr": _torch_qr,
              "adjoint": adjoint, "renorm": renorm, "lu": _torch_lu,
-             "lu_solve": _torch_lu_solve}
+             "lu_solve": _torch_lu_solve, "cholesky_inverse": cholesky_inverse,
+             "triangular_solve": triangular_solve}
 _METHODS = dict(_TOP_LEVEL, matrix_power=matrix_power, lu=_lu_method)

@@ -173,7 +173,8 @@ _GATHER_NAMES = {
     # copies that name a composite (renorm's product, lu_unpack's triangles, ...) as
     # PyTorch's one node
     48: "RenormBackward0", 49: "LuUnpackBackward0", 50: "LinalgLuBackward0",
-    51: "LinalgLuSolveBackward0",
+    51: "LinalgLuSolveBackward0", 52: "CholeskyInverseBackward0",
+    53: "TriangularSolveBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
