@@ -97,6 +97,8 @@ PROGRAMS = {
     "mH_empty": (lambda m, x: x[:0].mH, TALL),
     "adjoint_0d": (lambda m, x: x[0, 0].adjoint(), TALL),
     "mH_0d": (lambda m, x: x[0, 0].mH, TALL),
+    "mT_0d": (lambda m, x: x[0, 0].mT, TALL),
+    "mT_vector": (lambda m, x: x[0].mT, TALL),
     "adjoint_0d_leaf": (lambda m, x: m.tensor(2.0).adjoint(), TALL),
     "adjoint_vector": (lambda m, x: m.adjoint(x[0]), TALL),
     "mH_vector": (lambda m, x: x[0].mH, TALL),
@@ -130,7 +132,8 @@ PROGRAMS = {
 
 # PyTorch warns these once a process (TORCH_WARN_ONCE), tapegrad at every call
 WARNS = {"qr_": "torch.qr is deprecated", "adjoint_0d": "adjoint() is deprecated on 0-D",
-         "mH_0d": "Tensor.mH is deprecated on 0-D"}
+         "mH_0d": "Tensor.mH is deprecated on 0-D",
+         "mT_0d": "Tensor.mT is deprecated on 0-D"}
 
 
 @pytest.mark.parametrize("case", sorted(PROGRAMS))

@@ -3319,6 +3319,11 @@ def numpy_T(x):
 
 
 def mT(x):
+    if x._value.ndim == 0:
+        # PyTorch still accepts a 0-d tensor, returned as it is, with a warning
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
+                      "in these cases.", UserWarning, stacklevel=2)
+        return x
     if x._value.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {x._value.ndim}-D tensor.")
