@@ -86,6 +86,9 @@ cholesky, cross, trace = (_LINALG_TOP[k] for k in ("cholesky", "cross", "trace")
 matrix_power = linalg.matrix_power
 pinverse, matrix_exp, cholesky_solve = (_LINALG_TOP[k] for k in ("pinverse", "matrix_exp",
                                                                  "cholesky_solve"))
+svd, qr, adjoint, renorm = (_LINALG_TOP[k] for k in ("svd", "qr", "adjoint", "renorm"))
+lu, lu_solve, lu_unpack = _LINALG_TOP["lu"], _LINALG_TOP["lu_solve"], linalg.lu_unpack
+cholesky_inverse, triangular_solve = linalg.cholesky_inverse, linalg.triangular_solve
 from . import nn, optim, utils  # noqa: E402
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402

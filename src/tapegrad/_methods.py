@@ -439,6 +439,13 @@ def install():
         setattr(Tensor, name, _operator(fn) if name in _OPERATORS else fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)
+    from .inplace import _recomputed_
+    from .linalg import _mH
+    Tensor.mH = property(_mH)
+    # renorm_'s composite reads the old values in several records: it runs on a copy, as
+    # PyTorch saves one, so that only the copy's record reads the tensor that changes
+    Tensor.renorm_ = _recomputed_("renorm_", lambda self, *args, **kwargs:
+                                  LINALG["renorm"](F.clone(self), *args, **kwargs))
 
 
 del _rbinop, _size_args

@@ -2611,6 +2611,9 @@ V_UNFOLD = 46
 # unsqueeze_, t_, transpose_
 V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40, 41, 42
 V_TRANSPOSE_ = 47
+# identity copies that name a composite as PyTorch's one node (linalg.py)
+V_RENORM, V_LU_UNPACK, V_LINALG_LU, V_LU_SOLVE = 54, 55, 56, 57
+V_CHOLESKY_INVERSE, V_TRIANGULAR_SOLVE = 58, 59
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,
@@ -3332,6 +3335,11 @@ def numpy_T(x):
 
 
 def mT(x):
+    if x._value.ndim == 0:
+        # PyTorch still accepts a 0-d tensor, returned as it is, with a warning
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
+                      "in these cases.", UserWarning, stacklevel=2)
+        return x
     if x._value.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {x._value.ndim}-D tensor.")

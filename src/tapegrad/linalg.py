@@ -36,7 +36,8 @@ from .tape import recording_tape, state
 __all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
            "vector_norm", "matrix_norm", "norm", "vecdot", "multi_dot", "matrix_power",
            "eigvalsh", "eigh", "svdvals", "svd", "qr",
-           "solve_triangular", "pinv", "lstsq", "matrix_exp", "matrix_rank"]
+           "solve_triangular", "pinv", "lstsq", "matrix_exp", "matrix_rank",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve"]
 __dir__ = public_dir(globals())
 
 
@@ -1139,9 +1140,633 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     return solve(A, B)
 
 
+_TorchSVD = namedtuple("svd", ["U", "S", "V"])
+_TorchQR = namedtuple("qr", ["Q", "R"])
+
+
+def _torch_svd(input, some=True, compute_uv=True, *, out=None):  # noqa: A002 - PyTorch's
+    """``(U, S, V)`` with ``input = U diag(S) V^T``: the old ``torch.svd``, V not transposed.
+
+    Made as PyTorch makes it, from ``linalg.svd(input, full_matrices=not some)``: U and S
+    have ``grad_fn`` ``<LinalgSvdBackward0>`` and V, the transpose of Vh,
+    ``<TransposeBackward0>``.  With ``compute_uv=False`` only S is computed (its gradient
+    is ``U diag(g) Vh``) and U and V are zeros of shapes ``(*, m, m)`` and ``(*, n, n)``,
+    outside the graph, as in PyTorch.
+
+    Example:
+        >>> U, S, V = tg.svd(tg.tensor([[0.0, 2.0], [3.0, 0.0]]))
+        >>> S
+        tensor([3., 2.])
+        >>> tg.round(U @ tg.diag(S) @ V.mT, decimals=12)
+        tensor([[0., 2.],
+                [3., 0.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(input)
+    v = A._value
+    if v.ndim < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{v.ndim} dimensions instead")
+    if not compute_uv:
+        batch, (m, n) = v.shape[:-2], v.shape[-2:]
+        S = svdvals(A)
+        return _TorchSVD(_plain(np.zeros(batch + (m, m))), S,
+                         _plain(np.zeros(batch + (n, n))))
+    U, S, Vh = svd(A, full_matrices=not some)
+    return _TorchSVD(U, S, Vh.mT)
+
+
+def _torch_qr(input, some=True, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """``(Q, R)`` with ``input = Q R``, the old ``torch.qr``: ``linalg.qr`` in mode
+    'reduced' (``some=True``) or 'complete', with PyTorch's deprecation warning.  Both
+    have ``grad_fn`` ``<LinalgQrBackward0>``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     Q, R = tg.qr(tg.tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> R.abs()
+        tensor([[5.0000, 2.2000],
+                [0.0000, 0.4000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in "
+                  "a future PyTorch release.\nThe boolean parameter 'some' has been replaced "
+                  "with a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be "
+                  "replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
+                  "'complete')", UserWarning, stacklevel=2)
+    return _TorchQR(*qr(input, "reduced" if some else "complete"))
+
+
+def _matrix_transpose(x, what, zero_d):
+    """The transpose of the last two dims (the conjugate one: tapegrad's values are real),
+    a view with ``grad_fn`` ``<TransposeBackward0>``; a 0-d tensor is returned as it is,
+    with PyTorch's deprecation warning."""
+    x = F.as_tensor_arg(x)
+    nd = x._value.ndim
+    if nd == 0:
+        warnings.warn(zero_d, UserWarning, stacklevel=3)
+        return x
+    if nd < 2:
+        raise RuntimeError(f"tensor.{what} is only supported on matrices or batches of "
+                           f"matrices. Got {nd}-D tensor.")
+    return F.transpose(x, -2, -1)
+
+
+def adjoint(input):  # noqa: A002 - PyTorch's argument name
+    """The conjugate transpose of each matrix: for real values ``input.mT``, a view.
+
+    ``grad_fn``: ``<TransposeBackward0>``; also ``Tensor.adjoint()`` and ``Tensor.mH``.
+
+    Example:
+        >>> tg.adjoint(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        tensor([[1., 3.],
+                [2., 4.]])
+    """
+    return _matrix_transpose(input, "adjoint()", "adjoint() is deprecated on 0-D tensors. "
+                             "Consider using x.conj().")
+
+
+def _mH(self):
+    """The conjugate transpose of each matrix (``Tensor.mH``): the transpose of the last two
+    dims, tapegrad's values being real."""
+    return _matrix_transpose(self, "mH", "Tensor.mH is deprecated on 0-D tensors. Consider "
+                             "using x.conj().")
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """``input`` with each slice along ``dim`` (the values with one index in ``dim``) whose
+    ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm``: multiplied by
+    ``maxnorm / (norm + 1e-7)``, as PyTorch scales it; the other slices are kept.
+
+    ``grad_fn``: ``<RenormBackward0>``.  The gradient is PyTorch's (``renorm_backward``): a
+    scaled slice's includes the change of its norm, a kept slice's is the incoming one.
+
+    Example:
+        >>> x = tg.tensor([[3.0, 4.0], [0.3, 0.4]])
+        >>> tg.renorm(x, 2, 0, 1.0)
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    x = F.as_tensor_arg(input)
+    nd = x._value.ndim
+    # PyTorch checks p, then maxnorm, then the rank, then dim (the order of its messages)
+    if not p > 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if nd <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    d = F._wrap_dim(dim, nd)
+    norm = vector_norm(x, p, tuple(k for k in range(nd) if k != d), keepdim=True)
+    # PyTorch's scale factor, maxnorm / (norm + 1e-7) where the norm exceeds maxnorm and 1
+    # elsewhere, multiplies the input: the same roundings give its bits, and the product's
+    # gradient through the norm is renorm_backward's
+    scaled = F._compare(np.greater, norm, maxnorm)
+    factor = F.where(scaled, F.div(float(maxnorm), F.add(norm, 1e-7)), 1.0)
+    y = F.mul(x, factor)
+    # one record named as PyTorch's node (an identity copy) over the composite
+    return F._reshaped(y, y._value.shape, F.V_RENORM) if F._records(y) else y
+
+
+# ---------------------------------------------------------------------------------------------
+# LU: lu_factor(_ex), lu, lu_unpack, lu_solve and the old torch.lu / torch.lu_solve
+# ---------------------------------------------------------------------------------------------
+_LuFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_LuFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_LuWithInfo = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+_LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
+_LuUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _getrf(v):
+    """LAPACK's LU with partial pivoting of each matrix of v: (LU, 1-based int32 pivots,
+    int32 info: the 1-based index of U's first zero diagonal entry, 0 if none)."""
+    from scipy.linalg import lapack
+    m, n = v.shape[-2:]
+    batch = v.shape[:-2]
+    lu = np.zeros(v.shape)
+    piv = np.zeros(batch + (min(m, n),), dtype=np.int32)
+    info = np.zeros(batch, dtype=np.int32)
+    if m * n:
+        for i in np.ndindex(batch):
+            f, p, k = lapack.dgetrf(v[i])
+            lu[i], piv[i], info[i] = f, p + 1, k
+    return lu, piv, info
+
+
+def _permutation(pivots, m):
+    """perm with ``P^T A = A[perm]`` (``A = P L U``) for each row of LAPACK's pivots: the row
+    swaps applied in order to 0 .. m-1."""
+    piv = np.asarray(pivots, dtype=np.int64)
+    perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+    for i in np.ndindex(piv.shape[:-1]):
+        row = perm[i]
+        for j, p in enumerate(piv[i]):
+            row[j], row[p - 1] = row[p - 1], row[j]
+    return perm
+
+
+def _permutation_matrix(perm):
+    """P (float64) with ``P[perm[j], j] = 1``."""
+    m = perm.shape[-1]
+    P = np.zeros(perm.shape + (m,))
+    np.put_along_axis(P, perm[..., :, None], 1.0, axis=-1)
+    return np.swapaxes(P, -1, -2)
+
+
+def _lu_backward(LU, pivots, g):
+    """The gradient of A from that of its packed factors (PyTorch's ``linalg_lu_backward``
+    on L = tril(LU, -1) + I and U = triu(LU)), made of tapegrad ops so that a backward with
+    ``create_graph`` differentiates it.  With k = min(m, n) and A = P L U:
+    square: ``P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T``; wide (U = [U1 U2]):
+    ``P L^-T [phi U1^-T, gU2]`` with ``phi = tril(L^T gL - gU2 U2^T, -1) + triu(gU1 U1^T)``;
+    tall (L = [L1; L2]): ``P [L1^-T phi; gL2] U^-T`` with
+    ``phi = tril(L1^T gL1, -1) + triu(gU U^T - L2^T gL2)``."""
+    from .derived import tril, triu
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    if k == 0:
+        return F.mul(LU, 0.0)
+    L = F.add(tril(LU[..., :, :k], -1), _plain(np.eye(m, k)))
+    U = triu(LU[..., :k, :])
+    gL, gU = tril(g[..., :, :k], -1), triu(g[..., :k, :])
+    P = _plain(_permutation_matrix(_permutation(pivots._value, m)))
+    if m == n:
+        phi = F.add(tril(L.mT @ gL, -1), triu(gU @ U.mT))
+        Y = solve_triangular(U.mT, phi, upper=False, left=False)
+        return P @ solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+    if m < n:
+        U1, U2, gU1, gU2 = U[..., :k], U[..., k:], gU[..., :k], gU[..., k:]
+        phi = F.add(tril(F.sub(L.mT @ gL, gU2 @ U2.mT), -1), triu(gU1 @ U1.mT))
+        right = F.cat([solve_triangular(U1.mT, phi, upper=False, left=False), gU2], -1)
+        return P @ solve_triangular(L.mT, right, upper=True, unitriangular=True)
+    L1, L2, gL1, gL2 = L[..., :k, :], L[..., k:, :], gL[..., :k, :], gL[..., k:, :]
+    phi = F.add(tril(L1.mT @ gL1, -1), triu(F.sub(gU @ U.mT, L2.mT @ gL2)))
+    left = F.cat([solve_triangular(L1.mT, phi, upper=True, unitriangular=True), gL2], -2)
+    return P @ solve_triangular(U.mT, left, upper=False, left=False)
+
+
+def _lu_factor_function():
+    """The autograd.Function behind lu_factor, made on first use (function.py imports
+    autograd's machinery that this module need not load at import)."""
+    global _LU_FUNCTION
+    if _LU_FUNCTION is not None:
+        return _LU_FUNCTION
+    from .function import BackwardCFunction, Function
+
+    class LinalgLuFactorEx(Function):
+        # a Function: its backward is the Python above, and a compiled replay cannot run it
+        # (Function.apply marks a traced call opaque, so the pivots are never baked in)
+        @staticmethod
+        def forward(ctx, A):
+            lu, piv, info = _getrf(A._value)
+            LU, pivots, infos = _plain(lu), _plain(piv), _plain(info)
+            ctx.mark_non_differentiable(pivots, infos)
+            ctx.save_for_backward(LU, pivots)
+            return LU, pivots, infos
+
+        @staticmethod
+        def backward(ctx, g, _pivots, _info):
+            LU, pivots = ctx.saved_tensors
+            return _lu_backward(LU, pivots, g)
+
+    # PyTorch's node (a Function's would be "LinalgLuFactorExBackward")
+    LinalgLuFactorEx._backward_cls = type(
+        "LinalgLuFactorExBackward0", (BackwardCFunction,),
+        {"__slots__": (), "__module__": "tapegrad.autograd.function"})
+    _LU_FUNCTION = LinalgLuFactorEx
+    return _LU_FUNCTION
+
+
+_LU_FUNCTION = None
+
+
+def _lu_factor(A, pivot, name):
+    """(LU, pivots, info) of A, checked as PyTorch checks it."""
+    A = F.as_tensor_arg(A)
+    v = A._value
+    if v.ndim < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(v.shape)} instead")
+    if v.dtype.kind != "f":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{A.dtype.scalar_name}'")
+    if not pivot:
+        raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
+    if not _records(A):
+        lu, piv, info = _getrf(v)
+        return _plain(lu), _plain(piv), _plain(info)
+    return _lu_factor_function().apply(A)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """``(LU, pivots, info)``: the LU factorization with partial pivoting of each matrix of
+    A (``(*, m, n)``), packed as LAPACK packs it: ``A = P L U`` with L (unit diagonal, not
+    stored) below the diagonal of LU and U on and above it; ``pivots`` (int32, 1-based,
+    ``(*, min(m, n))``) the row swapped with row i at step i; ``info`` (int32) the 1-based
+    index of U's first zero diagonal entry, 0 when there is none.
+
+    ``grad_fn``: ``<LinalgLuFactorExBackward0>``; the gradient is PyTorch's
+    (``linalg_lu_backward``), inf or nan where U is singular.  A compiled call runs
+    eagerly (the pivots depend on the values).
+
+    Example:
+        >>> tg.linalg.lu_factor_ex(tg.tensor([[1.0, 2.0], [2.0, 4.0]])).info
+        tensor(2, dtype=tapegrad.int32)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    LU, pivots, info = _lu_factor(A, pivot, "linalg.lu_factor_ex")
+    if check_errors:
+        _check_lu_info(info, "linalg.lu_factor_ex")
+    return _LuFactorExResult(LU, pivots, info)
+
+
+def _check_lu_info(info, name):
+    bad = np.flatnonzero(info._value.reshape(-1))
+    if bad.size:
+        k = int(bad[0])
+        prefix = f"(Batch element {k}): " if info._value.ndim else ""
+        j = int(info._value.reshape(-1)[k])
+        # PyTorch raises a plain RuntimeError here, not its LinAlgError
+        raise RuntimeError(f"torch.{name}: {prefix}U[{j},{j}] is zero and using it on lu_solve "
+                          "would result in a division by zero. If you still want to perform "
+                          "the factorization, consider calling linalg.lu(A, pivot) or "
+                          "linalg.lu_factor_ex(A, pivot)")
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """``(LU, pivots)``: ``lu_factor_ex`` that raises ``LinAlgError`` for a matrix whose U
+    has a zero on its diagonal (the factorization would not solve).
+
+    ``grad_fn``: ``<LinalgLuFactorExBackward0>``.
+
+    Example:
+        >>> LU, pivots = tg.linalg.lu_factor(tg.tensor([[1.0, 2.0], [4.0, 4.0]]))
+        >>> LU
+        tensor([[4.0000, 4.0000],
+                [0.2500, 1.0000]])
+        >>> pivots
+        tensor([2, 2], dtype=tapegrad.int32)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    LU, pivots, info = _lu_factor(A, pivot, "linalg.lu_factor")
+    _check_lu_info(info, "linalg.lu_factor")
+    return _LuFactorResult(LU, pivots)
+
+
+def _named(t, variant):
+    """t under one more record, a copy, named as PyTorch's node for the composite that made
+    t (its gradient passes unchanged)."""
+    return F._reshaped(t, t._value.shape, variant) if F._records(t) else t
+
+
+def _unpack(LU, pivots, unpack_data, unpack_pivots, name, variant):
+    LU, pivots = F.as_tensor_arg(LU), F.as_tensor_arg(pivots)
+    v = LU._value
+    if v.ndim < 2:
+        raise RuntimeError(f"{name}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(v.shape)} instead")
+    m, n = v.shape[-2:]
+    k = min(m, n)
+    if unpack_pivots:
+        pv = pivots._value
+        if pv.dtype != np.int32:
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous "
+                               "tensor of torch.int32 dtype.\nNote: this function is intended "
+                               "to be used with the output produced by torch.linalg.lu_factor")
+        if pv.shape[-1:] != (k,) or pv.shape[:-1] != v.shape[:-2]:
+            raise RuntimeError(f"torch.lu_unpack: Expected LU_pivots.size(-1) == "
+                               f"min(LU.size(-1), LU.size(-2)) and the batch dimensions to "
+                               f"match, but got LU of shape {list(v.shape)} and pivots of "
+                               f"shape {list(pv.shape)}")
+        if pv.size and (pv.min() < 1 or pv.max() > m):
+            raise RuntimeError("torch.lu_unpack: the pivots must be between 1 and LU.size(-2)")
+        # the permutation is read from the pivots' values: a compiled replay would keep it
+        if state.trace is not None:
+            state.trace.opaque(f"{name} reads the pivots")
+        P = _plain(_permutation_matrix(_permutation(pv, m)))
+    else:
+        P = _plain(np.zeros(0))
+    if unpack_data:
+        from .derived import tril, triu
+        L = _named(F.add(tril(LU[..., :, :k], -1), _plain(np.eye(m, k))), variant)
+        U = _named(triu(LU[..., :k, :]), variant)
+    else:
+        # empty, yet in the graph as PyTorch's are (their gradient to LU is zero)
+        L = _named(F.reshape(LU, -1)[:0], variant)
+        U = _named(F.reshape(LU, -1)[:0], variant)
+    return P, L, U
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """``(P, L, U)`` from ``lu_factor``'s packed result: ``A = P L U`` with P a permutation
+    matrix (``(*, m, m)``, no gradient), L unit lower triangular (``(*, m, k)``) and U upper
+    triangular (``(*, k, n)``), k = min(m, n).  ``unpack_data=False`` leaves L and U empty,
+    ``unpack_pivots=False`` P.
+
+    L and U have ``grad_fn`` ``<LuUnpackBackward0>``: L's gradient goes to the part of
+    ``LU_data`` below the diagonal, U's to the rest.
+
+    Example:
+        >>> A = tg.tensor([[1.0, 2.0], [4.0, 4.0]])
+        >>> P, L, U = tg.lu_unpack(*tg.linalg.lu_factor(A))
+        >>> P @ L @ U
+        tensor([[1., 2.],
+                [4., 4.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    return _LuUnpackResult(*_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots,
+                                    "torch.lu_unpack", F.V_LU_UNPACK))
+
+
+def lu(A, *, pivot=True, out=None):
+    """``(P, L, U)`` with ``A = P L U``: the LU factorization with partial pivoting, unpacked
+    (``lu_unpack(*lu_factor_ex(A))``, a singular matrix included).
+
+    L and U have ``grad_fn`` ``<LinalgLuBackward0>``; the gradient is PyTorch's.
+
+    Example:
+        >>> P, L, U = tg.linalg.lu(tg.tensor([[1.0, 2.0], [4.0, 4.0]]))
+        >>> L
+        tensor([[1.0000, 0.0000],
+                [0.2500, 1.0000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    LU, pivots, _ = _lu_factor(A, pivot, "linalg.lu")
+    return _LuResult(*_unpack(LU, pivots, True, True, "linalg.lu", F.V_LINALG_LU))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """The solution X of ``A X = B`` (``X A = B`` with ``left=False``; A^T in place of A
+    with ``adjoint=True``) from A's ``lu_factor``, batch dims broadcast.
+
+    Two triangular solves on LU and the pivots' row permutation; ``grad_fn``:
+    ``<LinalgLuSolveBackward0>``, with gradients for LU and B as PyTorch's.  A compiled call
+    runs eagerly (the permutation is read from the pivots).
+
+    Example:
+        >>> A = tg.tensor([[1.0, 2.0], [4.0, 4.0]])
+        >>> LU, pivots = tg.linalg.lu_factor(A)
+        >>> tg.linalg.lu_solve(LU, pivots, tg.tensor([[3.0], [8.0]]))
+        tensor([[1.],
+                [1.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    name = "linalg.lu_solve"
+    LU, pivots, B = F.as_tensor_arg(LU), F.as_tensor_arg(pivots), F.as_tensor_arg(B)
+    lv, bv = LU._value, B._value
+    if lv.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor LU must have at least 2 dimensions.")
+    if bv.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    if lv.shape[-1] != lv.shape[-2]:
+        raise RuntimeError(f"tapegrad.{name}: A must be batches of square matrices, but they are "
+                           f"{lv.shape[-2]} by {lv.shape[-1]} matrices")
+    n = lv.shape[-1]
+    rows, cols = bv.shape[-2:]
+    if (rows if left else cols) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({n}x{n} and {rows}x{cols})")
+    if bv.dtype != lv.dtype:
+        raise RuntimeError(f"{name}: Expected LU and B to have the same dtype, but found LU "
+                           f"of type {LU.dtype.scalar_name} and B of type "
+                           f"{B.dtype.scalar_name} instead")
+    pv = pivots._value
+    if pv.dtype != np.int32:
+        raise RuntimeError(f"{name}: pivots should be a Tensor of scalar type tapegrad.int32")
+    if pv.shape[-1:] != (n,) or pv.shape[:-1] != lv.shape[:-2]:
+        raise RuntimeError(f"{name}: Expected LU.shape[:-1] == pivots.shape, but got LU of "
+                           f"shape {list(lv.shape)} and pivots of shape {list(pv.shape)}")
+    if not left:
+        # X A = B is A^T X^T = B^T
+        return _named(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, F.V_LU_SOLVE)
+    if state.trace is not None:
+        # the permutation is read from the pivots' values: a compiled replay would keep it
+        state.trace.opaque(f"{name} reads the pivots")
+    batch = broadcast_shape(bv.shape[:-2], lv.shape[:-2])
+    perm = _permutation(pv, n)
+    LU = F.broadcast_to(LU, batch + (n, n)) if lv.shape[:-2] != batch else LU
+    B = F.broadcast_to(B, batch + (n, cols)) if bv.shape[:-2] != batch else B
+    perm = np.broadcast_to(perm, batch + (n,))
+    if not adjoint:
+        # A = P L U: X = U^-1 L^-1 P^T B, P^T B being B's rows in the order perm
+        idx = np.broadcast_to(perm[..., None], batch + (n, cols)).copy()
+        Y = F.gather(B, -2, _plain(idx.astype(np.int64)))
+        Y = solve_triangular(LU, Y, upper=False, unitriangular=True)
+        return _named(solve_triangular(LU, Y, upper=True), F.V_LU_SOLVE)
+    # A^T = U^T L^T P^T: X = P L^-T U^-T B, P Z being Z's rows in the inverse order
+    Y = solve_triangular(LU.mT, B, upper=False)
+    Y = solve_triangular(LU.mT, Y, upper=True, unitriangular=True)
+    inverse = np.argsort(perm, axis=-1)
+    idx = np.broadcast_to(inverse[..., None], batch + (n, cols)).copy()
+    return _named(F.gather(Y, -2, _plain(idx.astype(np.int64))), F.V_LU_SOLVE)
+
+
+_LU_DEPRECATED = (
+    "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and "
+    "will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\n"
+    "should be replaced with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
+    "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with"
+    "\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
+
+
+def _torch_lu(A, pivot=True, get_infos=False, out=None):
+    """The old ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor_ex`` (a singular matrix
+    does not raise), with ``get_infos=True`` also ``info``; PyTorch's deprecation warning.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     LU, pivots = tg.lu(tg.tensor([[1.0, 2.0], [4.0, 4.0]]))
+        >>> pivots
+        tensor([2, 2], dtype=tapegrad.int32)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    warnings.warn(_LU_DEPRECATED, UserWarning, stacklevel=2)
+    LU, pivots, info = _lu_factor(A, pivot, "linalg.lu_factor")
+    return _LuWithInfo(LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _lu_method(self, pivot=True, get_infos=False):
+    """``Tensor.lu``: ``tg.lu``, returning plain tuples (as PyTorch's method does)."""
+    warnings.warn(_LU_DEPRECATED, UserWarning, stacklevel=2)
+    LU, pivots, info = _lu_factor(self, pivot, "linalg.lu_factor")
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """The old ``torch.lu_solve(b, LU, pivots)``: ``linalg.lu_solve(LU, pivots, b)``, with
+    PyTorch's deprecation warning.
+
+    Example:
+        >>> import warnings
+        >>> A = tg.tensor([[1.0, 2.0], [4.0, 4.0]])
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     x = tg.lu_solve(tg.tensor([[3.0], [8.0]]), *tg.linalg.lu_factor(A))
+        >>> x
+        tensor([[1.],
+                [1.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
+                  "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has "
+                  "its arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be "
+                  "replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)", UserWarning,
+                  stacklevel=2)
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+_TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of ``A = L L^T`` (``U^T U`` with ``upper=True``) from its Cholesky factor,
+    batched.
+
+    Recorded as ``linalg.inv(L L^T)``, under PyTorch's node ``<CholeskyInverseBackward0>``:
+    that composite's gradient is PyTorch's ``-(G + G^T)`` products with the inverse, a full
+    matrix (every entry of L, not only its triangle); the values agree with PyTorch's (LAPACK's
+    potri) to rounding.
+
+    Example:
+        >>> tg.cholesky_inverse(tg.tensor([[2.0, 0.0], [0.0, 1.0]]))
+        tensor([[0.2500, 0.0000],
+                [0.0000, 1.0000]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    L = F.as_tensor_arg(L)
+    v = L._value
+    if v.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if v.dtype.kind != "f":
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for "
+                                  f"'{L.dtype.scalar_name}'")
+    if v.shape[-1] != v.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
+                           f"are {v.shape[-2]} by {v.shape[-1]} matrices")
+    # only L's triangle is read; subtracting the other (a constant) keeps the gradient of
+    # every entry, as PyTorch's formula gives it (-(G + G^T) products with L itself)
+    from .derived import tril, triu
+    other = tril(L.detach(), -1) if upper else triu(L.detach(), 1)
+    if np.any(other._value):
+        L = F.sub(L, other)
+    A = L.mT @ L if upper else L @ L.mT
+    return _named(inv(A), F.V_CHOLESKY_INVERSE)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """``(solution, cloned_coefficient)``: the old ``torch.triangular_solve``, X with
+    ``A X = b`` (``A^T X = b`` with ``transpose=True``) for triangular A (only its ``upper``
+    or lower triangle read; a unit diagonal assumed with ``unitriangular``), and a copy of A
+    broadcast to the batch shape.  With PyTorch's deprecation warning.
+
+    Both have ``grad_fn`` ``<TriangularSolveBackward0>``; as in PyTorch, the solution's
+    gradient reaches A's triangle and the copy's all of A.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     X, _ = tg.triangular_solve(tg.tensor([[2.0], [4.0]]),
+        ...                                tg.tensor([[1.0, 1.0], [0.0, 2.0]]))
+        >>> X
+        tensor([[0.],
+                [2.]])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    b, A = F.as_tensor_arg(b), F.as_tensor_arg(A)
+    for t, name in ((b, "b"), (A, "A")):
+        if t._value.ndim < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 "
+                               f"dimensions, but it has {t._value.ndim} dimensions instead")
+    n, (rows, cols) = A._value.shape[-1], b._value.shape[-2:]
+    if A._value.shape[-2] != n or rows != n:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
+                           f"{A._value.shape[-2]} by {n} but each b matrix is {rows} by {cols}")
+    warnings.warn("torch.triangular_solve is deprecated in favor of "
+                  "torch.linalg.solve_triangularand will be removed in a future PyTorch "
+                  "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
+                  "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
+                  "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, "
+                  "B).", UserWarning, stacklevel=2)
+    batch = broadcast_shape(b._value.shape[:-2], A._value.shape[:-2])
+    # A^T's upper triangle is A's lower one
+    X = solve_triangular(A.mT if transpose else A, b, upper=bool(upper) != bool(transpose),
+                         unitriangular=unitriangular)
+    M = F.broadcast_to(A, batch + (n, n)) if A._value.shape[:-2] != batch else A
+    M = F.clone(M)
+    if F._records(b) and not F._records(A):
+        # PyTorch's copy comes from the node that b's gradient passes: it is in the graph
+        # whenever the solution is (b's part of it takes no gradient)
+        M = F.where(_plain(np.ones(M._value.shape, dtype=bool)), M, F.sum(b))
+    return _TriangularSolveResult(_named(X, F.V_TRIANGULAR_SOLVE),
+                                  _named(M, F.V_TRIANGULAR_SOLVE))
+
+
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names
 _TOP_LEVEL = {"det": det, "inverse": inv, "logdet": _logdet, "slogdet": _top_slogdet,
              "cholesky": _torch_cholesky, "cross": _torch_cross, "trace": _trace,
              "pinverse": _pinverse, "matrix_exp": matrix_exp,
-             "cholesky_solve": cholesky_solve}
-_METHODS = dict(_TOP_LEVEL, matrix_power=matrix_power)
+             "cholesky_solve": cholesky_solve, "svd": _torch_svd, "qr": _torch_qr,
+             "adjoint": adjoint, "renorm": renorm, "lu": _torch_lu,
+             "lu_solve": _torch_lu_solve, "cholesky_inverse": cholesky_inverse,
+             "triangular_solve": triangular_solve}
+_METHODS = dict(_TOP_LEVEL, matrix_power=matrix_power, lu=_lu_method)

@@ -174,6 +174,11 @@ _GATHER_NAMES = {
     # into the input (derived.py: a gather from [input, source] or from reduced rows)
     48: "SliceScatterBackward0", 49: "SelectScatterBackward0", 50: "DiagonalScatterBackward0",
     51: "ScatterReduceBackward0", 52: "IndexReduceBackward0",
+    # copies that name a composite (renorm's product, lu_unpack's triangles, ...) as
+    # PyTorch's one node
+    54: "RenormBackward0", 55: "LuUnpackBackward0", 56: "LinalgLuBackward0",
+    57: "LinalgLuSolveBackward0", 58: "CholeskyInverseBackward0",
+    59: "TriangularSolveBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
