@@ -2595,6 +2595,9 @@ V_UNFOLD = 46
 # unsqueeze_, t_, transpose_
 V_SQUEEZE_ALL_, V_SQUEEZE_DIM_, V_SQUEEZE_DIMS_, V_UNSQUEEZE_, V_T_ = 38, 39, 40, 41, 42
 V_TRANSPOSE_ = 47
+# renamed results of composed ops, and the copies that split or narrow (not views)
+V_ANGLE, V_NEXTAFTER, V_UNSAFE_SPLIT, V_UNSAFE_SPLIT_WITH_SIZES = 60, 61, 62, 63
+V_NARROW_COPY, V_PRELU = 64, 65
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

@@ -1,6 +1,7 @@
 """The Tensor handle: a value, and where on a tape it was recorded.  No math lives here."""
 import re
 import warnings
+import weakref
 
 import numpy as np
 
@@ -607,6 +608,27 @@ def check_history(t):
 
 def _rebuild(value, requires_grad):
     return Tensor._make(value, requires_grad)
+
+
+class _ById:
+    """Side data of tensors, by identity, dropped when a tensor dies.  (Weak dictionaries
+    compare keys with ==, which for tensors is elementwise.)"""
+
+    def __init__(self):
+        self._data = {}
+
+    def set(self, t, value):
+        key = id(t)
+        self._data[key] = (weakref.ref(t, lambda _, key=key: self._data.pop(key, None)), value)
+
+    def get(self, t):
+        entry = self._data.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+
+# output_nr of the copies the unsafe splits make (more_ops.py): (tape, record, number), read
+# only while the tensor still is that record (an in-place op moves it to a new one)
+OUTPUT_NR = _ById()
 
 
 class _HookHandle:

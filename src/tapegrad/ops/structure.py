@@ -170,6 +170,11 @@ _GATHER_NAMES = {
     41: "UnsqueezeBackward1", 42: "TBackward1", 43: "MaskedScatterBackward0",
     44: "PutBackward0", 45: "IndexPutBackward0", 46: "UnfoldBackward0",
     47: "TransposeBackward1",
+    # PyTorch's nodes of ops composed from others whose last record only renames the result
+    # (derived.py: a RESHAPE of the same shape or a GATHER that copies); numbered from 60 so
+    # that variants added meanwhile on other branches keep 48 onwards
+    60: "AngleBackward0", 61: "NextafterBackward0", 62: "UnsafeSplitBackward0",
+    63: "UnsafeSplitWithSizesBackward0", 64: "NarrowCopyBackward0", 65: "PreluKernelBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
