@@ -380,3 +380,50 @@ def test_gradient_against_central_differences():
         e[i] = 1e-6
         numeric[i] = (value(data + e) - value(data - e)) / 2e-6
     np.testing.assert_allclose(x.grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_output_nr():
+    def run(m):
+        x = _leaf(m, B)
+        y = x * 2.0
+        parts = [y.split(2, 2), y.unsafe_split(1, 1), y.unsafe_chunk(2), y.unbind(1),
+                 y.chunk(3, 2), m.tensor([1.0, 2.0]).unbind()]
+        moved = y.unsafe_split(1, 1)[2]
+        moved.mul_(2.0)
+        return ([x.output_nr, y.output_nr, moved.output_nr]
+                + [[t.output_nr for t in p] for p in parts])
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("which", ["leaf", "result", "data", "view", "int"])
+def test_questions_about_a_cpu_tensor(which):
+    def answers(m):
+        x = _leaf(m, A)
+        t = {"leaf": x, "result": x * 2.0, "data": m.zeros(2, 3, dtype=m.float64),
+             "view": (x * 2.0)[0], "int": m.arange(3)}[which]
+        return (t.is_inference(), str(t.layout).split(".")[-1], t.layout == m.strided,
+                t.layout == m.sparse_coo, t.layout != m.sparse_csr, t.is_sparse,
+                t.is_sparse_csr, t.is_quantized, t.is_meta, t.is_nested, t.is_mkldnn,
+                t.is_pinned(), t.is_shared(), t.name, t.output_nr)
+    assert answers(tg) == answers(torch)
+    assert repr(tg.strided) == "tapegrad.strided"
+
+
+def test_share_memory_and_pin_memory():
+    def run(m):
+        x = _leaf(m, A)
+        y = x * 2.0
+        out = [x.is_shared(), x.share_memory_() is x, x.is_shared(), x[0].is_shared(),
+               y.is_shared(), y.share_memory_() is y, y.is_shared()]
+        try:
+            x.pin_memory()
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    assert run(tg) == run(torch)
+
+
+def test_name_is_read_only():
+    for m in (tg, torch):
+        with pytest.raises(AttributeError):
+            m.zeros(2).name = "x"

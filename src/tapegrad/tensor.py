@@ -290,6 +290,51 @@ class Tensor:
         hooks.append(hook)
         return _HookHandle(hooks, hook)
 
+    # --- what PyTorch programs ask of a CPU tensor ---------------------------------------------
+    @property
+    def output_nr(self):
+        """Which output of its ``grad_fn`` this tensor is (the part of a split), else 0."""
+        link = self._alias
+        multi = getattr(link, "multi", None)
+        if multi is not None and self._tape is not None:
+            return multi[1]
+        entry = OUTPUT_NR.get(self)
+        if entry is not None and entry[0] is self._tape and entry[1] == self._r:
+            return entry[2]
+        return 0
+
+    def is_inference(self):
+        return False    # (tapegrad's inference_mode is no_grad: it makes ordinary tensors)
+
+    @property
+    def layout(self):
+        return _device.strided
+
+    # dense CPU tensors: never sparse, quantized, meta, nested or MKL-DNN ones
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_nested = is_mkldnn = property(
+        lambda self: False)
+
+    @property
+    def name(self):
+        return None     # (PyTorch's named tensors: a name tapegrad never sets)
+
+    def is_pinned(self, device=None):
+        return False
+
+    def pin_memory(self, device=None):
+        # what a CPU-only PyTorch says: pinned memory belongs to an accelerator
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_shared(self):
+        base = self._base
+        return bool(SHARED.get(self) or (base is not None and SHARED.get(base)))
+
+    def share_memory_(self):
+        """Marks the tensor as shared (``is_shared()`` is then True) and returns it.  tapegrad
+        has no process pool that would read it: the values stay in this process's memory."""
+        SHARED.set(self, True)
+        return self
+
     # --- conversion --------------------------------------------------------------------------
     def numpy(self, *, force=False):
         if state.trace is not None:
@@ -629,6 +674,8 @@ class _ById:
 # output_nr of the copies the unsafe splits make (more_ops.py): (tape, record, number), read
 # only while the tensor still is that record (an in-place op moves it to a new one)
 OUTPUT_NR = _ById()
+# tensors share_memory_() was called on
+SHARED = _ById()
 
 
 class _HookHandle:
