@@ -290,6 +290,32 @@ class Tensor:
         hooks.append(hook)
         return _HookHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on this leaf after ``backward()`` has added to its
+        ``.grad`` (which the hook may read or change in place); it must return None.  Not
+        called by ``autograd.grad``, which accumulates nothing.  Returns a handle with
+        ``remove()``.
+
+        Example:
+            >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+            >>> _ = x.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+            >>> (x * 3).sum().backward()
+            tensor([3., 3.])
+        """
+        if not self._rg:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._tape is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        # kept in the leaf's hook list, so that every fast path that leaves a hooked leaf to
+        # the general backward leaves this one too; the gradient hooks pass it by
+        if self._hooks is None:
+            self._hooks = []
+        entry = PostAccumulateHook(hook)
+        self._hooks.append(entry)
+        return _HookHandle(self._hooks, entry)
+
     # --- what PyTorch programs ask of a CPU tensor ---------------------------------------------
     @property
     def output_nr(self):
@@ -653,6 +679,14 @@ def check_history(t):
 
 def _rebuild(value, requires_grad):
     return Tensor._make(value, requires_grad)
+
+
+class PostAccumulateHook:
+    """A hook of ``register_post_accumulate_grad_hook`` in a leaf's hook list."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
 
 
 class _ById:
