@@ -509,3 +509,115 @@ def test_post_accumulate_grad_hook_errors():
             out.append(y.grad.tolist())      # (accumulated before the hook ran)
         return out
     assert run(tg) == run(torch)
+
+
+# --- random_, cauchy_, log_normal_, geometric_: tapegrad's draws are not PyTorch's bits;
+# their ranges, dtypes, statistics, errors and seeding are
+RANDOM_FILLS = {
+    "random_": lambda x: x.random_(),
+    "random_to": lambda x: x.random_(7),
+    "random_from_to": lambda x: x.random_(-3, 4),
+    "random_keywords": lambda x: x.random_(**{"from": 2, "to": 5}),
+    "cauchy_": lambda x: x.cauchy_(1.5, 0.5),
+    "log_normal_": lambda x: x.log_normal_(),
+    "geometric_": lambda x: x.geometric_(0.25),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_FILLS))
+def test_random_fills_are_seeded(name):
+    def draw(seed):
+        tg.manual_seed(seed)
+        x = tg.zeros(50, dtype=tg.float64)
+        assert RANDOM_FILLS[name](x) is x
+        return x.numpy().copy()
+    a, b, c = draw(3), draw(3), draw(4)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    # a generator of its own: its draws, not the global ones
+    method = name if name.endswith("_") else "random_"
+    args = {"p": 0.25} if method == "geometric_" else {}
+    draws = []
+    for _ in range(2):
+        x = tg.zeros(50, dtype=tg.float64)
+        getattr(x, method)(**args, generator=tg.Generator().manual_seed(5))
+        draws.append(x.numpy().copy())
+    np.testing.assert_array_equal(draws[0], draws[1])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "int32", "int16", "int8", "uint8",
+                                   "bool"])
+def test_random_ranges(dtype):
+    tg.manual_seed(0)
+    n = 4000
+    dt = getattr(tg, dtype)
+    top = 2 ** 53 if dtype == "float64" else 1 if dtype == "bool" else np.iinfo(dtype).max
+    x = tg.zeros(n, dtype=dt).random_()
+    v = x.numpy().astype(np.float64)
+    assert x.dtype == dt and v.min() >= 0 and v.max() <= top
+    # uniform over [0, top]: the mean near top / 2 (a few standard errors)
+    assert abs(v.mean() - top / 2) < 5 * top / np.sqrt(12 * n)
+    if dtype != "bool":
+        low = -3 if dtype not in ("uint8",) else 0
+        y = tg.zeros(n, dtype=dt).random_(low, 5).numpy()
+        assert set(np.unique(y).tolist()) == set(range(low, 5))
+        z = tg.zeros(n, dtype=dt).random_(3).numpy()
+        assert set(np.unique(z).tolist()) == {0, 1, 2}
+
+
+def test_distribution_statistics():
+    tg.manual_seed(1)
+    n = 20000
+    c = tg.zeros(n).cauchy_(1.5, 0.5).numpy()
+    # Cauchy: median and quartiles at median -+ sigma
+    np.testing.assert_allclose(np.percentile(c, [25, 50, 75]), [1.0, 1.5, 2.0], atol=0.05)
+    ln = tg.zeros(n).log_normal_(0.5, 0.25).numpy()
+    assert ln.min() > 0
+    np.testing.assert_allclose([np.log(ln).mean(), np.log(ln).std()], [0.5, 0.25], atol=0.01)
+    g = tg.zeros(n, dtype=tg.int64).geometric_(0.25)
+    v = g.numpy()
+    assert g.dtype == tg.int64 and v.min() == 1
+    np.testing.assert_allclose(v.mean(), 4.0, rtol=0.03)     # 1 / p
+    np.testing.assert_allclose((v == 1).mean(), 0.25, atol=0.015)
+
+
+def test_random_fills_refuse_as_pytorch_does():
+    cases = [
+        lambda m: m.zeros(3, dtype=m.float64).random_(5, 3),
+        lambda m: m.zeros(3, dtype=m.float64).random_(0),
+        lambda m: m.zeros(3, dtype=m.float64).random_(-5),
+        lambda m: m.zeros(3, dtype=m.float64).random_(2.5),
+        lambda m: m.zeros(3, dtype=m.uint8).random_(300),
+        lambda m: m.zeros(3, dtype=m.uint8).random_(-3, 5),
+        lambda m: m.zeros(3, dtype=m.int8).random_(0, 200),
+        lambda m: m.zeros(3, dtype=m.float64).cauchy_(1.0, 0.0),
+        lambda m: m.zeros(3, dtype=m.float64).cauchy_(1.0, -1.5),
+        lambda m: m.zeros(3, dtype=m.int64).cauchy_(),
+        lambda m: m.zeros(3, dtype=m.float64).log_normal_(1.0, 0.0),
+        lambda m: m.zeros(3, dtype=m.int64).log_normal_(),
+        lambda m: m.zeros(3, dtype=m.float64).geometric_(0.0),
+        lambda m: m.zeros(3, dtype=m.float64).geometric_(1.0),
+        lambda m: m.zeros(3, dtype=m.float64).geometric_(1.5),
+        lambda m: m.zeros(3, dtype=m.float64, requires_grad=True).cauchy_(),
+        lambda m: m.zeros(3, dtype=m.float64, requires_grad=True).random_(),
+    ]
+    for case in cases:
+        texts = []
+        for m in (tg, torch):
+            with pytest.raises((RuntimeError, TypeError, NotImplementedError)) as e:
+                case(m)
+            texts.append(_text(e.value))
+        assert texts[0] == texts[1]
+
+
+def test_a_recorded_random_fill_has_a_zero_gradient():
+    """The values are drawn; the result's gradient to what it overwrote is zero (PyTorch's
+    node is CauchyBackward0 and kin, tapegrad's an AddBackward0)."""
+    for name, fill in sorted(RANDOM_FILLS.items()):
+        got = []
+        for m in (tg, torch):
+            x = _leaf(m, [1.0, 2.0, 3.0])
+            y = fill(x * 2.0)
+            (y * 3.0).sum().backward()
+            got.append(x.grad.tolist())
+        assert got[0] == got[1] == [0.0, 0.0, 0.0], name
