@@ -621,3 +621,60 @@ def test_a_recorded_random_fill_has_a_zero_gradient():
             (y * 3.0).sum().backward()
             got.append(x.grad.tolist())
         assert got[0] == got[1] == [0.0, 0.0, 0.0], name
+
+
+# --- Tensor.new, resize_, resize_as_ ----------------------------------------------------------
+def test_new_as_in_pytorch():
+    def run(m):
+        x = _leaf(m, [1.5, 2.5])
+        i = m.tensor([1, 2])
+        made = [x.new(), x.new(2, 3), x.new([1, 2]), i.new([1.7, 2.0]), x.new(m.Size([2, 3])),
+                x.new((2, 3)), x.new(5), x.new([[1, 2], [3, 4]]), x.new(0)]
+        out = [(tuple(t.shape), str(t.dtype).split(".")[-1], t.requires_grad) for t in made]
+        out += [made[k].tolist() for k in (0, 2, 3, 5, 7)]
+        for bad in (lambda: x.new(i), lambda: x.new(2.5), lambda: x.new(-1),
+                    lambda: x.new(2, -3)):
+            try:
+                bad()
+            except (RuntimeError, TypeError) as e:
+                out.append(_text(e))
+        return out
+    assert run(tg) == run(torch)
+
+
+def test_resize_as_in_pytorch():
+    def run(m):
+        a = m.arange(6.0, dtype=m.float64)
+        out = []
+        for size in [(2, 2), (2, 3), ([6],), (3,), (8,), ((),), (0,), (6,)]:
+            r = a.resize_(*size)
+            n = min(r.numel(), 6)
+            out.append((r is a, tuple(a.shape), a.reshape(-1)[:n].tolist()))
+        b = m.arange(6, dtype=m.int32)
+        out.append((b.resize_as_(m.zeros(3, 2)) is b, b.tolist()))
+        c = _leaf(m, [1.0, 2.0]).detach().clone()
+        out.append(c.resize_(1).tolist())
+        for bad in (lambda: _leaf(m, [1.0]).resize_(2), lambda: (_leaf(m, [1.0]) * 2).resize_(2),
+                    lambda: _leaf(m, [1.0]).resize_as_(m.zeros(2)),
+                    lambda: m.zeros(3).resize_(-1), lambda: m.zeros(3).resize_(2, -1),
+                    lambda: m.zeros(3).resize_(2.0), lambda: m.zeros(3).resize_as_(3)):
+            try:
+                bad()
+            except (RuntimeError, TypeError) as e:
+                out.append(_text(e))
+        return out
+    assert run(tg) == run(torch)
+
+
+def test_resize_refuses_views_and_corrupts_nothing():
+    x = tg.arange(6.0)
+    v = x[2:]
+    for t in (v, x):
+        with pytest.raises(RuntimeError, match="resize_"):
+            t.resize_(2)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and v.tolist() == [2.0, 3.0, 4.0, 5.0]
+    y = tg.arange(4.0)
+    version = y._version
+    y.resize_(2, 2)
+    assert y._version == version + 1
+    (y * 1.0).sum()     # a resized tensor computes as any other

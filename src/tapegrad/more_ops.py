@@ -16,9 +16,10 @@ import numpy as np
 from . import _dtype, _promote
 from . import functional as F
 from .derived import heaviside
-from .inplace import _recomputed_
+from .inplace import _C_TYPE, _recomputed_
 from .tape import state
-from .tensor import OUTPUT_NR, Tensor, read_value
+from .tensor import OUTPUT_NR, Size, Tensor, _ById, read_value
+from .views import Views
 
 __all__ = ["gcd", "lcm", "gcd_", "lcm_", "nextafter", "angle", "hardshrink", "prelu",
            "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "narrow_copy",
@@ -494,6 +495,118 @@ def _gradient_along(x, d, s, edge_order):
     return F.cat([lo, inner, hi], d)
 
 
+# --- new, resize_, resize_as_ ----------------------------------------------------------------
+def _c_type(dt):
+    return "double" if dt.kind == "f" else _C_TYPE[dt.name]
+
+
+def _options(dt):
+    return (f"TensorOptions(dtype={_c_type(dt)}, device=cpu, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
+def new(self, *args, device=None):
+    """``x.new(...)``, PyTorch's legacy constructor in x's dtype: ``new()`` an empty vector,
+    ``new(2, 3)`` or ``new(Size)`` a tensor of that shape (uninitialized, as PyTorch's),
+    ``new(list_or_tuple)`` one of that data; never requiring grad.
+
+    Example:
+        >>> x = tg.tensor([1.5]); x.new([1, 2]), x.new(2, 3).shape
+        (tensor([1., 2.]), tapegrad.Size([2, 3]))
+    """
+    from . import creation
+    dt = self._value.dtype
+    if not args:
+        return Tensor._make(np.zeros(0, dtype=dt))
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0]._value.dtype != dt:
+            raise TypeError(f"expected {_options(dt)} (got {_options(args[0]._value.dtype)})")
+        return args[0].detach()     # (PyTorch's shares the tensor's memory too)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0],
+                                                                                 Size):
+        return creation.tensor(args[0], dtype=self.dtype)
+    shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+    if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+           for n in shape):
+        if len(args) == 1:
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+        raise TypeError("new(): argument 'size' must be tuple of ints, but found element of "
+                        f"type {type(next(n for n in shape if not isinstance(n, int))).__name__}")
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{next(n for n in shape if n < 0)}: {list(shape)}")
+    return creation.empty(*shape, dtype=self.dtype)
+
+
+def resize_(self, *size):
+    """``x.resize_(*size)``: x takes the shape ``size``, keeping its elements in order (the
+    first ones where it shrinks; a later resize_ to a larger size gets the others back, as
+    PyTorch keeps its storage); new elements are uninitialized.  Refused for a tensor that
+    requires grad, as in PyTorch, and for a view or a tensor with views (tapegrad).
+
+    Example:
+        >>> x = tg.arange(6.0); x.resize_(2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    bad = [n for n in size if isinstance(n, (bool, np.bool_))
+           or not isinstance(n, (int, np.integer))]
+    if bad:
+        raise TypeError("resize_(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(bad[0]).__name__}")
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    if any(n < 0 for n in size):
+        raise RuntimeError("numel: integer multiplication overflow")
+    return _resized(self, tuple(int(n) for n in size), "resize_")
+
+
+def resize_as_(self, the_template):
+    """``x.resize_(*the_template.shape)``.
+
+    Example:
+        >>> tg.arange(6.0).resize_as_(tg.zeros(3, 2)).shape
+        tapegrad.Size([3, 2])
+    """
+    if not isinstance(the_template, Tensor):
+        raise TypeError("resize_as_(): argument 'the_template' (position 1) must be Tensor, "
+                        f"not {type(the_template).__name__}")
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    return _resized(self, the_template._value.shape, "resize_as_")
+
+
+def _resized(t, shape, name):
+    link = t._alias
+    if type(link) is Views and not link.live():
+        t._alias = link = None
+    if link is not None:
+        raise RuntimeError(f"tapegrad does not support {name}() on a view or on a tensor that "
+                           "has views (their elements would no longer follow it); resize a "
+                           "clone()")
+    if state.trace is not None:
+        state.trace.opaque(f"{name}()")
+    n = int(np.prod(shape, dtype=np.int64))
+    store = _STORAGE.get(t)
+    if store is None or not np.shares_memory(t._value, store):
+        store = t._value.reshape(-1)    # (the tensor's own memory, or a copy in order)
+    if store.size < n:
+        grown = np.empty(n, dtype=store.dtype)
+        grown[:store.size] = store
+        store = grown
+    _STORAGE.set(t, store)
+    t._value = store[:n].reshape(shape)
+    t._version += 1
+    return t
+
+
+# the memory behind a resized tensor, longer than its value after it shrank
+_STORAGE = _ById()
+
+
 # --- methods --------------------------------------------------------------------------------
 def _method(fn, name):
     """``x.name(other)``: ``other`` is the method's first argument in PyTorch's errors."""
@@ -528,4 +641,5 @@ METHODS = {
     "angle": angle, "hardshrink": hardshrink, "prelu": prelu, "sum_to_size": sum_to_size,
     "unsafe_chunk": unsafe_chunk, "unsafe_split": unsafe_split,
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "narrow_copy": narrow_copy,
+    "new": new, "resize_": resize_, "resize_as_": resize_as_,
 }
