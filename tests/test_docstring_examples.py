@@ -24,7 +24,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.compressed", "tapegrad.colouring", "tapegrad.optimize",
            "tapegrad.derived", "tapegrad.nn.activation", "tapegrad.nn.conv",
            "tapegrad.nn.layers", "tapegrad.nn.loss", "tapegrad.nn.normalization",
-           "tapegrad.nn.rnn", "tapegrad.nn.transformer", "tapegrad.special", "tapegrad.linalg"]
+           "tapegrad.nn.rnn", "tapegrad.nn.transformer", "tapegrad.special", "tapegrad.linalg",
+           "tapegrad.more_ops"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

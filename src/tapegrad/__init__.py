@@ -14,7 +14,7 @@ _compile_helper.start()
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
 from ._blas import blas
-from ._device import device
+from ._device import device, layout, sparse_coo, sparse_csr, strided
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, set_default_dtype, uint8)
 from ._methods import install as _install
@@ -41,6 +41,7 @@ from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, lo
                          remainder, xlogy)
 from .functional import digamma, erfinv, i0, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
+from .more_ops import *  # noqa: F401,F403 - gcd, nextafter, angle, gradient, ... (its __all__)
 from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
                          kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor

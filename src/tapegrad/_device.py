@@ -117,3 +117,34 @@ def check(where):
     if d.type != "cpu":
         raise RuntimeError(f"tapegrad runs on the CPU only: device '{d}' is not supported")
     return d
+
+
+class layout:
+    """How a tensor's elements are laid out: ``tapegrad.strided`` for every tapegrad tensor
+    (``x.layout``); ``sparse_coo`` and ``sparse_csr`` exist to be compared with.
+
+    Example:
+        >>> tg.zeros(2).layout, tg.zeros(2).layout == tg.strided
+        (tapegrad.strided, True)
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"tapegrad.{self._name}"
+
+    def __reduce__(self):
+        return (_layout_named, (self._name,))
+
+
+def _layout_named(name):
+    return _LAYOUTS[name]
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+_LAYOUTS = {"strided": strided, "sparse_coo": sparse_coo, "sparse_csr": sparse_csr}

@@ -434,8 +434,10 @@ def install():
     from .inplace import METHODS as IN_PLACE
     from .inplace import _in_place_methods
     from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
+    from .more_ops import METHODS as MORE    # gcd, nextafter, angle, sum_to_size, ...
     # the hand-written in-place ops take precedence over the recomputed ones
-    for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG}.items():
+    for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG,
+                     **MORE}.items():
         setattr(Tensor, name, _operator(fn) if name in _OPERATORS else fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)

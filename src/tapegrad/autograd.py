@@ -14,7 +14,7 @@ from . import hot_tapes
 from . import ops as K
 from .tape import aligned_empty, finish, finish_graph, state
 from . import tensor as _tensor_module
-from .tensor import Tensor
+from .tensor import PostAccumulateHook, Tensor
 
 _SAVED_FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -416,18 +416,37 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         _own(pending)   # a hook may run a backward of its own
     handed = _hand_over(pending)
     for key, (leaf, g) in leaf_grads.items():
+        if wanted is not None and key not in wanted:
+            continue    # (nor do its hooks run: PyTorch never reaches a leaf not asked for)
         if leaf._hooks:
             for hook in list(leaf._hooks):
+                if type(hook) is PostAccumulateHook:
+                    continue
                 with no_grad():   # hooks run without recording, as in PyTorch
                     res = hook(Tensor._make(g.reshape(leaf._value.shape)))
                 if res is not None:
                     g = _hook_result(hook, res, leaf._value.shape)
-        if wanted is not None and key not in wanted:
-            continue
         results[key] = g
         if accumulate and (wanted is None or key in wanted):
             _accumulate(leaf, g, id(g) in handed)
+            if leaf._hooks:
+                with no_grad():
+                    run_post_accumulate_hooks(leaf)
     return results
+
+
+def run_post_accumulate_hooks(leaf):
+    """The hooks ``register_post_accumulate_grad_hook`` gave ``leaf``, in the order they
+    were registered, once its ``.grad`` holds the new sum."""
+    for hook in list(leaf._hooks):
+        if type(hook) is not PostAccumulateHook:
+            continue
+        res = hook.fn(leaf)
+        # PyTorch checks a result as a gradient hook's first (its type and size), then
+        # refuses it; the leaf itself passes, as PyTorch lets it
+        if res is not None and res is not leaf:
+            _hook_result(hook.fn, res, leaf._value.shape)
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def gradient_arena(total):

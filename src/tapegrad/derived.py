@@ -1811,7 +1811,7 @@ def heaviside(input, values):  # noqa: A002
     v = _tensor(values)
     if x._value.dtype != v._value.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
-                           f"dtypes")
+                           "dtypes.")
     with set_grad_enabled(False):
         step = F.where(F._compare(np.greater, x, 0), F.add(F.mul(v, 0), 1),
                        F.mul(v, 0)) if x._value.dtype.kind == "f" else None

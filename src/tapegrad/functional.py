@@ -2614,6 +2614,9 @@ V_TRANSPOSE_ = 47
 # identity copies that name a composite as PyTorch's one node (linalg.py)
 V_RENORM, V_LU_UNPACK, V_LINALG_LU, V_LU_SOLVE = 54, 55, 56, 57
 V_CHOLESKY_INVERSE, V_TRIANGULAR_SOLVE = 58, 59
+# renamed results of composed ops, and the copies that split or narrow (not views)
+V_ANGLE, V_NEXTAFTER, V_UNSAFE_SPLIT, V_UNSAFE_SPLIT_WITH_SIZES = 60, 61, 62, 63
+V_NARROW_COPY, V_PRELU = 64, 65
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

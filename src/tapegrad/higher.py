@@ -19,7 +19,7 @@ from . import functional as F
 from . import linalg
 from . import ops as K
 from .tape import NO_EXT, _tape_ids, state
-from .tensor import Tensor
+from .tensor import PostAccumulateHook, Tensor
 
 
 def _const(value):
@@ -387,6 +387,8 @@ def _run_hooks(hooks, g, shape):
     under create_graph)."""
     from .autograd import _hook_result
     for hook in list(hooks):
+        if type(hook) is PostAccumulateHook:
+            continue    # (run once .grad holds the sum: backward_create_graph)
         res = hook(F.reshape(g, *shape) if len(shape) else F.reshape(g, ()))
         if res is not None:
             _hook_result(hook, res, tuple(shape))      # (its checks)
@@ -408,6 +410,8 @@ def backward_create_graph(tensors, grad_tensors, inputs):
             g = _run_hooks(leaf._hooks, g, leaf._value.shape)
         g = F.reshape(g, *leaf._value.shape) if leaf._value.ndim else F.reshape(g, ())
         leaf._grad = g if leaf._grad is None else F.add(leaf._grad, g)
+        if leaf._hooks:
+            autograd.run_post_accumulate_hooks(leaf)   # (recording, as PyTorch runs them)
 
 
 def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_grads):

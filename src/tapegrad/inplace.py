@@ -1087,6 +1087,79 @@ def _draw_exponential(t, lambd=1.0, *, generator=None):
     return numpy_rng(generator).exponential(1.0 / lambd, t._value.shape)
 
 
+# the C++ names PyTorch's bounds errors give the integer types
+_C_TYPE = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
+           "int32": "int", "int64": "long int", "bool": "bool"}
+_RANDOM_SIGNATURES = (
+    "random_() received an invalid combination of arguments - got ({}), but expected one "
+    "of:\n * (*, torch.Generator generator = None)\n"
+    " * (int from, int to, *, torch.Generator generator = None)\n"
+    " * (int to, *, torch.Generator generator = None)\n")
+
+
+def _draw_random(t, *args, generator=None, **bounds):
+    """``random_()``, ``random_(to)``, ``random_(from, to)``: integers drawn uniformly from
+    ``[from, to - 1]``; without ``to``, up to the largest integer of t's dtype (2**53 for
+    float64, whose integers are exact up to there)."""
+    from .creation import numpy_rng
+    given = list(args) + [bounds.pop(k) for k in ("from", "to") if k in bounds]
+    if bounds or len(given) > 2 or any(
+            isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in given):
+        raise TypeError(_RANDOM_SIGNATURES.format(", ".join(type(a).__name__ for a in given)))
+    dt = t._value.dtype
+    top = 2 ** 53 if dt.kind == "f" else 1 if dt.kind == "b" else int(np.iinfo(dt).max)
+    if len(args) == 1 and not given[1:]:
+        low, high = 0, int(given[0])             # random_(to)
+    elif len(given) == 2:
+        low, high = int(given[0]), int(given[1])
+    else:
+        low, high = (int(given[0]) if given else 0), top + 1
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    if dt.kind in "iub":
+        info = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), top)
+        if not info[0] <= low <= info[1]:
+            raise RuntimeError(f"from is out of bounds for {_C_TYPE[dt.name]}")
+        if not info[0] <= high - 1 <= info[1]:
+            raise RuntimeError(f"to - 1 is out of bounds for {_C_TYPE[dt.name]}")
+    wide = np.uint64 if high > 2 ** 63 - 1 else np.int64
+    return numpy_rng(generator).integers(low, high, t._value.shape, dtype=wide)
+
+
+def _continuous(t, name, what):
+    if t._value.dtype.kind != "f":
+        raise RuntimeError(f"{what} distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{_C_TYPE[t._value.dtype.name]}")
+
+
+def _draw_cauchy(t, median=0.0, sigma=1.0, *, generator=None):
+    from .creation import numpy_rng
+    _continuous(t, "cauchy_", "Cauchy")
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    return median + sigma * numpy_rng(generator).standard_cauchy(t._value.shape)
+
+
+def _draw_log_normal(t, mean=1.0, std=2.0, *, generator=None):
+    from .creation import numpy_rng
+    if t._value.dtype.kind != "f":
+        raise NotImplementedError(f'"log_normal_cpu" not implemented for '
+                                  f"'{t.dtype.scalar_name}'")
+    if not std > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    return numpy_rng(generator).lognormal(mean, std, t._value.shape)
+
+
+def _draw_geometric(t, p, *, generator=None):
+    """The number of Bernoulli(p) trials up to the first success: 1, 2, ..."""
+    from .creation import numpy_rng
+    if not 0.0 < p < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    return numpy_rng(generator).geometric(p, t._value.shape)
+
+
 def _fill_diagonal(t, fill_value, wrap=False):
     v = t._value
     if v.ndim < 2:
@@ -1125,6 +1198,10 @@ def _in_place_methods(functions):
     out["normal_"] = _filled_("normal_", _draw_normal)
     out["bernoulli_"] = _filled_("bernoulli_", _draw_bernoulli)
     out["exponential_"] = _filled_("exponential_", _draw_exponential)
+    out["random_"] = _filled_("random_", _draw_random)
+    out["cauchy_"] = _filled_("cauchy_", _draw_cauchy)
+    out["log_normal_"] = _filled_("log_normal_", _draw_log_normal)
+    out["geometric_"] = _filled_("geometric_", _draw_geometric)
     out["fill_diagonal_"] = _recomputed_("fill_diagonal_", _fill_diagonal)
     for n in _COMPARISONS:
         out[f"{n}_"] = _compared_(f"{n}_", functions[n])

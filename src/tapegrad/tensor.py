@@ -1,6 +1,7 @@
 """The Tensor handle: a value, and where on a tape it was recorded.  No math lives here."""
 import re
 import warnings
+import weakref
 
 import numpy as np
 
@@ -288,6 +289,77 @@ class Tensor:
             hooks = self._tape.hooks.setdefault(self._r, (self._value.shape, []))[1]
         hooks.append(hook)
         return _HookHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on this leaf after ``backward()`` has added to its
+        ``.grad`` (which the hook may read or change in place); it must return None.  Not
+        called by ``autograd.grad``, which accumulates nothing.  Returns a handle with
+        ``remove()``.
+
+        Example:
+            >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
+            >>> _ = x.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+            >>> (x * 3).sum().backward()
+            tensor([3., 3.])
+        """
+        if not self._rg:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._tape is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        # kept in the leaf's hook list, so that every fast path that leaves a hooked leaf to
+        # the general backward leaves this one too; the gradient hooks pass it by
+        if self._hooks is None:
+            self._hooks = []
+        entry = PostAccumulateHook(hook)
+        self._hooks.append(entry)
+        return _HookHandle(self._hooks, entry)
+
+    # --- what PyTorch programs ask of a CPU tensor ---------------------------------------------
+    @property
+    def output_nr(self):
+        """Which output of its ``grad_fn`` this tensor is (the part of a split), else 0."""
+        link = self._alias
+        multi = getattr(link, "multi", None)
+        if multi is not None and self._tape is not None:
+            return multi[1]
+        entry = OUTPUT_NR.get(self)
+        if entry is not None and entry[0] is self._tape and entry[1] == self._r:
+            return entry[2]
+        return 0
+
+    def is_inference(self):
+        return False    # (tapegrad's inference_mode is no_grad: it makes ordinary tensors)
+
+    @property
+    def layout(self):
+        return _device.strided
+
+    # dense CPU tensors: never sparse, quantized, meta, nested or MKL-DNN ones
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_nested = is_mkldnn = property(
+        lambda self: False)
+
+    @property
+    def name(self):
+        return None     # (PyTorch's named tensors: a name tapegrad never sets)
+
+    def is_pinned(self, device=None):
+        return False
+
+    def pin_memory(self, device=None):
+        # what a CPU-only PyTorch says: pinned memory belongs to an accelerator
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_shared(self):
+        base = self._base
+        return bool(SHARED.get(self) or (base is not None and SHARED.get(base)))
+
+    def share_memory_(self):
+        """Marks the tensor as shared (``is_shared()`` is then True) and returns it.  tapegrad
+        has no process pool that would read it: the values stay in this process's memory."""
+        SHARED.set(self, True)
+        return self
 
     # --- conversion --------------------------------------------------------------------------
     def numpy(self, *, force=False):
@@ -607,6 +679,37 @@ def check_history(t):
 
 def _rebuild(value, requires_grad):
     return Tensor._make(value, requires_grad)
+
+
+class PostAccumulateHook:
+    """A hook of ``register_post_accumulate_grad_hook`` in a leaf's hook list."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class _ById:
+    """Side data of tensors, by identity, dropped when a tensor dies.  (Weak dictionaries
+    compare keys with ==, which for tensors is elementwise.)"""
+
+    def __init__(self):
+        self._data = {}
+
+    def set(self, t, value):
+        key = id(t)
+        self._data[key] = (weakref.ref(t, lambda _, key=key: self._data.pop(key, None)), value)
+
+    def get(self, t):
+        entry = self._data.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+
+# output_nr of the copies the unsafe splits make (more_ops.py): (tape, record, number), read
+# only while the tensor still is that record (an in-place op moves it to a new one)
+OUTPUT_NR = _ById()
+# tensors share_memory_() was called on
+SHARED = _ById()
 
 
 class _HookHandle:

@@ -794,6 +794,8 @@ def prelu(input, weight):
 
     Shape: that of ``input``; weight ``(1,)`` or ``(C,)``.
 
+    ``grad_fn``: ``<PreluKernelBackward0>``.
+
     Example:
         >>> F.prelu(tg.tensor([[-2.0, 3.0]]), tg.tensor([0.25]))
         tensor([[-0.5000,  3.0000]])
@@ -806,7 +808,9 @@ def prelu(input, weight):
                 f"numbers = {weight.numel()} and channel size = {channels}.")
         if input.ndim >= 2:
             weight = weight.reshape(_channel_shape(input))
-    return tg.where(input > 0.0, input, weight * input)
+    out = tg.where(input > 0.0, input, weight * input)
+    # renamed as PyTorch's node (a RESHAPE to the same shape; the gradient is the where's)
+    return _elementwise._reshaped(out, out.shape, _elementwise.V_PRELU)
 
 
 def glu(input, dim=-1):

@@ -179,6 +179,11 @@ _GATHER_NAMES = {
     54: "RenormBackward0", 55: "LuUnpackBackward0", 56: "LinalgLuBackward0",
     57: "LinalgLuSolveBackward0", 58: "CholeskyInverseBackward0",
     59: "TriangularSolveBackward0",
+    # PyTorch's nodes of ops composed from others whose last record only renames the result
+    # (derived.py: a RESHAPE of the same shape or a GATHER that copies); numbered from 60 so
+    # that variants added meanwhile on other branches keep 48 onwards
+    60: "AngleBackward0", 61: "NextafterBackward0", 62: "UnsafeSplitBackward0",
+    63: "UnsafeSplitWithSizesBackward0", 64: "NarrowCopyBackward0", 65: "PreluKernelBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
