@@ -394,7 +394,7 @@ class PReLU(Module):
     Example:
         >>> layer = nn.PReLU()
         >>> layer(tg.tensor([-2.0, 3.0]))
-        tensor([-0.5000,  3.0000], grad_fn=<WhereBackward0>)
+        tensor([-0.5000,  3.0000], grad_fn=<PreluKernelBackward0>)
         >>> layer
         PReLU(num_parameters=1)
     """
