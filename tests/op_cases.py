@@ -456,8 +456,9 @@ add(
         "method": lambda m, x, lo, hi: x.clamp_max(hi),
         "function": lambda m, x, lo, hi: m.clamp_max(x, hi),
     }),
-    # tensor bounds: recorded as maximum then minimum (PyTorch has one ClampBackward0 node)
-    Case("clamp_tensor_bounds", K.MINIMUM, _tensor_bounds(), {
+    # tensor bounds: values picked by comparisons (wheres), shown as PyTorch's one
+    # ClampBackward0 node
+    Case("clamp_tensor_bounds", K.WHERE, _tensor_bounds(), {
         "both": lambda m, x, lo, hi: x.clamp(lo, hi),
         "keywords": lambda m, x, lo, hi: m.clamp(x, min=lo, max=hi),
     }),

@@ -52,8 +52,11 @@ def test_mlp_loss_graph_nodes_and_colours():
         assert leaves[name][2] == str(tuple(p.shape))
 
     ops = [lines[0] for lines, c in nodes.values() if c == "lightgrey"]
+    # PyTorch's graph of it: each Linear one AddmmBackward0 (of its bias, input and
+    # weight.t()), the loss one MseLossBackward0
     assert ops.count("TanhBackward0") == 1
-    assert ops.count("MmBackward0") == 2
+    assert ops.count("AddmmBackward0") == 2
+    assert ops.count("TBackward0") == 2
     assert ops[0] == loss.grad_fn.name()
     for lines, c in nodes.values():
         if c == "lightgrey":
@@ -63,12 +66,12 @@ def test_mlp_loss_graph_nodes_and_colours():
 
     # edges point from an input to the node that used it; the loss's grad_fn feeds the output
     assert [a for a, b in edges if b == "out0"] == [k for k, (lines, _) in nodes.items()
-                                                    if lines[0] == "MeanBackward0"]
+                                                    if lines[0] == "MseLossBackward0"]
     into = {k: [a for a, b in edges if b == k] for k in nodes}
     for k, (_, c) in nodes.items():
         if c == "lightblue":
             assert into[k] == []                           # leaves are where the walk stops
-    assert any(nodes[b][0][0] == "MmBackward0" for a, b in edges if a == tanh)
+    assert any(nodes[b][0][0] == "AddmmBackward0" for a, b in edges if a == tanh)
 
 
 def test_edges_follow_next_functions():
@@ -166,6 +169,6 @@ def test_renders_to_svg_for_jupyter():
                     "the SVG rendering is not checked)")
     svg = dot.pipe(format="svg").decode()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    assert "MeanBackward0" in svg and "AccumulateGrad" in svg
+    assert "MseLossBackward0" in svg and "AccumulateGrad" in svg
     bundle = dot._repr_mimebundle_()
     assert "<svg" in bundle["image/svg+xml"]

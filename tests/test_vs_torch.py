@@ -96,10 +96,7 @@ def assert_grads_equal(tg_leaves, pt_leaves, exact=False):
 # ---------------------------------------------------------------------------------------------
 # Cases where tapegrad records another node than PyTorch, pinned so that a change shows:
 # (tapegrad's node, PyTorch's node).  The README lists them.
-NODE_DIVERGENCES = {
-    # clamp with tensor bounds is recorded as maximum then minimum, not one node
-    "clamp_tensor_bounds": ("MinimumBackward0", "ClampBackward0"),
-}
+NODE_DIVERGENCES = {}
 
 
 def assert_same_node(case, to, po):

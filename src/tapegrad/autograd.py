@@ -182,6 +182,10 @@ class Node:
     @property
     def next_functions(self):
         tape, r = self._tape, self._r
+        composite = tape.composites.get(r)
+        if composite is not None:
+            # an op built from others: its own inputs, past the records it is made of
+            return tuple((_composite_input(tape, ref), 0) for ref in composite[1])
         code = tape.op[r]
         if code in (K.CAT, K.STACK):
             k = tape.aux[tape.ip[r]]
@@ -257,6 +261,9 @@ def _node_class(name):
 
 def _record_class_name(tape, r):
     """The class name of record r's node, as PyTorch names it."""
+    composite = tape.composites.get(r)
+    if composite is not None:
+        return composite[0]
     info = K.OPS[tape.op[r]]
     if info.variants is not None:
         return info.variants[tape.aux[tape.ip[r]]]
@@ -272,6 +279,19 @@ def node_for(tape, r):
         else:
             cls = _node_class(_record_class_name(tape, r))
         node = tape.nodes[r] = cls(tape, r)
+    return node
+
+
+def _composite_input(tape, ref):
+    """The node of an input of a composite op (``functional._input_ref``)."""
+    if type(ref) is int:
+        return _node_of_input(tape, ref) if ref >= 0 else None
+    if type(ref) is tuple:     # a value recorded on an older tape
+        return _node_of_input(*ref)
+    key = ("leaf", id(ref))    # a leaf, read on an older tape only
+    node = tape.nodes.get(key)
+    if node is None:
+        node = tape.nodes[key] = AccumulateGrad(ref)
     return node
 
 

@@ -85,7 +85,7 @@ def tril(input, diagonal=0):  # noqa: A002 - PyTorch's argument names
                 [1., 1., 0.],
                 [1., 1., 1.]])
     """
-    return _triangle(input, diagonal, True, "tril")
+    return F.named_node(_triangle(input, diagonal, True, "tril"), "TrilBackward0", input)
 
 
 def triu(input, diagonal=0):  # noqa: A002
@@ -97,7 +97,7 @@ def triu(input, diagonal=0):  # noqa: A002
         tensor([[0., 1., 1.],
                 [0., 0., 1.]])
     """
-    return _triangle(input, diagonal, False, "triu")
+    return F.named_node(_triangle(input, diagonal, False, "triu"), "TriuBackward0", input)
 
 
 def _embedded(x, n, positions, shape):
@@ -142,7 +142,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     coords[d2] = np.broadcast_to(col, lead + (n,))
     positions = np.ravel_multi_index(tuple(coords), tuple(shape)) if x._value.size else \
         np.zeros(0, np.int64)
-    return _embedded(x, n, np.asarray(positions, np.int64), tuple(shape))
+    return F.named_node(_embedded(x, n, np.asarray(positions, np.int64), tuple(shape)),
+                        "DiagEmbedBackward0", x)
 
 
 def diag(input, diagonal=0):  # noqa: A002
@@ -160,7 +161,8 @@ def diag(input, diagonal=0):  # noqa: A002
     if x._value.ndim == 1:
         return diag_embed(x, diagonal)
     if x._value.ndim == 2:
-        return F.clone(F.diagonal(x, diagonal))
+        # (PyTorch's diag of a matrix copies its diagonal view: a node of its own name)
+        return F.named_node(F.clone(F.diagonal(x, diagonal)), "DiagonalBackward0_copy", x)
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got "
                        f"{x._value.ndim}D")
 
@@ -221,7 +223,9 @@ def masked_fill(input, mask, value):  # noqa: A002
     out = F.where(mask, value, x)
     if out._value.dtype != x._value.dtype:
         out = out.to(x.dtype)
-    return out
+    if isinstance(value, Tensor):
+        return F.named_node(out, "MaskedFillBackward1", x, value)
+    return F.named_node(out, "MaskedFillBackward0", x)
 
 
 def masked_select(input, mask):  # noqa: A002
@@ -272,7 +276,10 @@ def index_fill(input, dim, index, value):  # noqa: A002
     positions, _ = _index_positions(x, dim, index, "index_fill")
     hit = np.zeros(x._value.size, bool)
     hit[positions.reshape(-1)] = True
-    return F.where(_const_mask(hit.reshape(x._value.shape)), value, x)
+    out = F.where(_const_mask(hit.reshape(x._value.shape)), value, x)
+    if isinstance(value, Tensor):
+        return F.named_node(out, "IndexFillBackward1", x, value)
+    return F.named_node(out, "IndexFillBackward0", x)
 
 
 def _scattered(x, positions, src):
@@ -323,7 +330,7 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
         src = F.mul(src, alpha)
     added = F.reshape(F.scatter_add_flat(F.reshape(src, -1), positions, x._value.size),
                       *x._value.shape)
-    return F.add(x, added)
+    return F.named_node(F.add(x, added), "IndexAddBackward0", x, source)
 
 
 def _scatter_positions(x, dim, index, src_shape, name):
@@ -377,11 +384,12 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A
         targets, _ = _scatter_positions(x, dim, index, None, "scatter")
         hit = np.zeros(x._value.size, bool)
         hit[targets.reshape(-1)] = True
-        return F.where(_const_mask(hit.reshape(x._value.shape)), value, x)
+        return F.named_node(F.where(_const_mask(hit.reshape(x._value.shape)), value, x),
+                            "ScatterBackward1", x)
     s_shape = src._value.shape if src._value.ndim else (1,)
     targets, sources = _scatter_positions(x, dim, index, s_shape, "scatter")
     picked = F.take(F.reshape(src, -1), Tensor._make(sources.reshape(-1)))
-    return _scattered(x, targets, picked)
+    return F.named_node(_scattered(x, targets, picked), "ScatterBackward0", x, src)
 
 
 def scatter_add(input, dim, index, src):  # noqa: A002
@@ -402,7 +410,8 @@ def scatter_add(input, dim, index, src):  # noqa: A002
         np.add.at(out, targets.reshape(-1), picked._value.reshape(-1).astype(out.dtype))
         return Tensor._make(out.reshape(x._value.shape))
     added = F.scatter_add_flat(picked, targets, x._value.size)
-    return F.add(x, F.reshape(added, *x._value.shape))
+    return F.named_node(F.add(x, F.reshape(added, *x._value.shape)), "ScatterAddBackward0",
+                        x, src)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,7 +635,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise RuntimeError(f"mat1 must be a matrix, got {m1._value.ndim}-D tensor")
     if m2._value.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {m2._value.ndim}-D tensor")
-    return _scaled_sum(input, F.matmul(m1, m2), beta, alpha)
+    return F.named_node(_scaled_sum(input, F.matmul(m1, m2), beta, alpha), "AddmmBackward0",
+                        input, m1, m2)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
@@ -636,7 +646,9 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
         >>> tg.addmv(tg.ones(2), tg.eye(2), tg.tensor([1.0, 2.0]))
         tensor([2., 3.])
     """
-    return _scaled_sum(input, F.matmul(_tensor(mat), _tensor(vec)), beta, alpha)
+    mat, vec = _tensor(mat), _tensor(vec)
+    return F.named_node(_scaled_sum(input, F.matmul(mat, vec), beta, alpha), "AddmvBackward0",
+                        input, mat, vec)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
@@ -647,7 +659,9 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
         tensor([[1., 1.],
                 [2., 2.]])
     """
-    return _scaled_sum(input, F.outer(_tensor(vec1), _tensor(vec2)), beta, alpha)
+    vec1, vec2 = _tensor(vec1), _tensor(vec2)
+    return F.named_node(_scaled_sum(input, F.outer(vec1, vec2), beta, alpha), "AddrBackward0",
+                        input, vec1, vec2)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
@@ -662,7 +676,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     if b1._value.ndim != 3 or b2._value.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if b1._value.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    return _scaled_sum(input, F.matmul(b1, b2), beta, alpha)
+    return F.named_node(_scaled_sum(input, F.matmul(b1, b2), beta, alpha),
+                        "BaddbmmBackward0", input, b1, b2)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
@@ -677,7 +692,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     if b1._value.ndim != 3 or b2._value.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if b1._value.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    return _scaled_sum(input, F.sum(F.matmul(b1, b2), 0), beta, alpha)
+    return F.named_node(_scaled_sum(input, F.sum(F.matmul(b1, b2), 0), beta, alpha),
+                        "AddbmmBackward0", input, b1, b2)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
@@ -687,8 +703,11 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
         >>> tg.addcmul(tg.ones(2), tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]), value=0.5)
         tensor([2.5000, 5.0000])
     """
-    prod = F.mul(_tensor(tensor1), _tensor(tensor2))
-    return F.add(_tensor(input), F.mul(prod, value) if value != 1 else prod)
+    t1, t2 = _tensor(tensor1), _tensor(tensor2)
+    prod = F.mul(t1, t2)
+    x = _tensor(input)
+    return F.named_node(F.add(x, F.mul(prod, value) if value != 1 else prod),
+                        "AddcmulBackward0", x, t1, t2)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
@@ -709,7 +728,9 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
                            "implementation: (input + value * tensor1 / tensor2), for all "
                            "dtypes.")
     quot = F.div(t1, t2)
-    return F.add(_tensor(input), F.mul(quot, value) if value != 1 else quot)
+    x = _tensor(input)
+    return F.named_node(F.add(x, F.mul(quot, value) if value != 1 else quot),
+                        "AddcdivBackward0", x, t1, t2)
 
 
 def lerp(input, end, weight):  # noqa: A002
@@ -725,11 +746,14 @@ def lerp(input, end, weight):  # noqa: A002
     if not isinstance(weight, Tensor):
         w = float(weight)
         if builtins.abs(w) < 0.5:
-            return F.add(start, F.mul(diff, w))
-        return F.sub(end, F.mul(diff, 1.0 - w))
+            out = F.add(start, F.mul(diff, w))
+        else:
+            out = F.sub(end, F.mul(diff, 1.0 - w))
+        return F.named_node(out, "LerpBackward0", start, end)
     low = F._compare(np.less, F.abs(weight), 0.5)
-    return F.where(low, F.add(start, F.mul(weight, diff)),
-                   F.sub(end, F.mul(diff, F.rsub(weight, 1.0))))
+    out = F.where(low, F.add(start, F.mul(weight, diff)),
+                  F.sub(end, F.mul(diff, F.rsub(weight, 1.0))))
+    return F.named_node(out, "LerpBackward1", start, end, weight)
 
 
 def dist(input, other, p=2):  # noqa: A002
@@ -739,7 +763,8 @@ def dist(input, other, p=2):  # noqa: A002
         >>> tg.dist(tg.tensor([0.0, 0.0]), tg.tensor([3.0, 4.0]))
         tensor(5.)
     """
-    return F.norm(F.sub(_tensor(input), _tensor(other)), p)
+    x, y = _tensor(input), _tensor(other)
+    return F.named_node(F.norm(F.sub(x, y), p), "DistBackward0", x, y)
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
@@ -762,7 +787,13 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     diff = F.sub(F.unsqueeze(a, -2), F.unsqueeze(b, -3))
-    return F.norm(diff, float(p), dim=-1)
+    out = F.norm(diff, float(p), dim=-1)
+    # PyTorch computes euclidean distances between more than 25 rows through a matrix
+    # product (its node is then a view); otherwise with a node of its own
+    through_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode in (None, "use_mm_for_euclid_dist_if_necessary")
+        and (a._value.shape[-2] > 25 or b._value.shape[-2] > 25)))
+    return out if through_mm else F.named_node(out, "CdistBackward0", a, b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -954,7 +985,8 @@ def block_diag(*tensors):
                 [0., 2., 3.]])
     """
     ts = []
-    for t in _tensors(tensors):
+    given = _tensors(tensors)
+    for t in given:
         if t._value.ndim > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
                                f"dimensions. Input {len(ts)} has {t._value.ndim} dimensions")
@@ -975,7 +1007,7 @@ def block_diag(*tensors):
             parts.append(Tensor._make(np.zeros((r, width - left - c), dt)))
         rows.append(F.cat(parts, 1) if len(parts) > 1 else parts[0])
         left += c
-    return F.cat(rows, 0)
+    return F.named_node(F.cat(rows, 0), "BlockDiagBackward0", *given)
 
 
 def _promote_all(ts):
@@ -1264,7 +1296,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     neginf = -big if neginf is None else neginf
     out = F.where(F._compare(np.not_equal, x, x), float(nan), x)
     out = F.where(F._compare(np.equal, x, np.inf), float(posinf), out)
-    return F.where(F._compare(np.equal, x, -np.inf), float(neginf), out)
+    out = F.where(F._compare(np.equal, x, -np.inf), float(neginf), out)
+    return F.named_node(out, "NanToNumBackward0", x)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -1637,12 +1670,14 @@ def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
                            f"dim1 = {d1}")
     k = k % 4
     if k == 1:
-        return F.transpose(F.flip(x, d1), d0, d1)
-    if k == 2:
-        return F.flip(x, d0, d1)
-    if k == 3:
-        return F.flip(F.transpose(x, d0, d1), d1)
-    return F.clone(x)
+        out = F.transpose(F.flip(x, d1), d0, d1)
+    elif k == 2:
+        out = F.flip(x, d0, d1)
+    elif k == 3:
+        out = F.flip(F.transpose(x, d0, d1), d1)
+    else:
+        out = F.clone(x)
+    return F.named_node(out, "Rot90Backward0", x)
 
 
 def logit(input, eps=None):  # noqa: A002
@@ -1693,7 +1728,7 @@ def fmax(input, other):  # noqa: A002
         >>> tg.fmax(tg.tensor([1.0, float("nan")]), tg.tensor([float("nan"), 2.0]))
         tensor([1., 2.])
     """
-    return _nan_ignoring(input, other, True)
+    return F.named_node(_nan_ignoring(input, other, True), "FmaxBackward0", input, other)
 
 
 def fmin(input, other):  # noqa: A002
@@ -1703,7 +1738,7 @@ def fmin(input, other):  # noqa: A002
         >>> tg.fmin(tg.tensor([1.0, float("nan")]), tg.tensor([float("nan"), 2.0]))
         tensor([1., 2.])
     """
-    return _nan_ignoring(input, other, False)
+    return F.named_node(_nan_ignoring(input, other, False), "FminBackward0", input, other)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -1713,10 +1748,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         >>> tg.nansum(tg.tensor([1.0, float("nan"), 2.0]))
         tensor(3.)
     """
-    x = _tensor(input)
+    x = given = _tensor(input)
     if x._value.dtype.kind == "f":
         x = F.where(F._compare(np.not_equal, x, x), 0.0, x)
-    return F.sum(x, dim, keepdim) if dim is not None else F.sum(x)
+    return F.named_node(F.sum(x, dim, keepdim) if dim is not None else F.sum(x),
+                        "NansumBackward0", given)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -2601,7 +2637,9 @@ def logaddexp2(input, other):  # noqa: A002
         tensor([2.])
     """
     ln2 = math.log(2.0)
-    return F.div(F.logaddexp(F.mul(_tensor(input), ln2), F.mul(_tensor(other), ln2)), ln2)
+    x, y = _tensor(input), _tensor(other)
+    return F.named_node(F.div(F.logaddexp(F.mul(x, ln2), F.mul(y, ln2)), ln2),
+                        "Logaddexp2Backward0", x, y)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

@@ -143,6 +143,38 @@ def _constant_entry(r, x, shape):
     return (r, holder, holder._version, shape)
 
 
+def named_node(result, name, *inputs):
+    """``result`` of an op built from other recorded ops, shown as PyTorch's one node for it:
+    its ``grad_fn`` is called ``name``, and its ``next_functions`` are those of ``inputs``
+    (the op's tensor operands in PyTorch's order; a number or None, for an operand PyTorch
+    lists as None).  The records it is made of are swept as before; only what the graph
+    shows changes.  A result that is one of its inputs (handed back unchanged) is left as
+    it is."""
+    tape = result._tape
+    if tape is None:
+        return result
+    refs = tuple(_input_ref(tape, t) for t in inputs)
+    if result._r > builtins.max([r for r in refs if type(r) is int], default=-1):
+        tape.composites[result._r] = (name, refs)
+    return result
+
+
+def _input_ref(tape, t):
+    """Where the node of input t is found from ``tape``: the record that holds t's value
+    there; -1 for None (t is no tensor, or requires no grad); or, where the op's records
+    began on an older tape (the recording tape filled up), t itself for a leaf, (t's tape,
+    t's record) for a value (autograd.Node.next_functions reads them)."""
+    if not isinstance(t, Tensor) or not t._rg:
+        return -1
+    if t._tape is tape:
+        return t._r
+    if t._tape is None:
+        hit = tape.leaf_rec.get(id(t))
+        return hit[0] if hit is not None and hit[1] == t._version else t
+    hit = tape.extern_rec.get((t._tape.id, t._r))
+    return hit[0] if hit is not None else (t._tape, t._r)
+
+
 def _constant_in_place(tape, x):
     """A record on ``tape`` for tensor x, an operand of a matrix product, that the product's
     rules read where x is (``Tape.read_in_place``), or -1: x is then copied as ``_ref``
@@ -1490,8 +1522,7 @@ def clamp(x, min=None, max=None):
 
     Either bound may be None (not both), a number or a tensor (broadcast).  When ``min > max``
     every element becomes ``max``, as in PyTorch.  Shape and dtype: those of ``x``.  The
-    gradient is 1 inside the interval (bounds included), 0 outside.  With tensor bounds the
-    graph holds a ``MaximumBackward0`` then a ``MinimumBackward0``, not one ``ClampBackward0``.
+    gradient is 1 inside the interval (bounds included), 0 outside.
 
     Example:
         >>> tg.clamp(tg.tensor([-2.0, 0.5, 3.0]), min=0.0, max=1.0)
@@ -1503,15 +1534,41 @@ def clamp(x, min=None, max=None):
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None"
                            .replace("torch.", "tapegrad."))
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        lo = min if min is not None else None
-        hi = max if max is not None else None
-        out = x
-        if lo is not None:
-            out = maximum(out, as_tensor_arg(lo))
-        if hi is not None:
-            out = minimum(out, as_tensor_arg(hi))
-        return out
+        return named_node(_clamp_by_tensors(x, min, max), "ClampBackward0", x, min, max)
     return _clamp(K.CLAMP, x, min, max)
+
+
+def _clamp_by_tensors(x, lo, hi):
+    """``clamp`` with a tensor bound (or two), each value picked by comparisons so that its
+    gradient goes where PyTorch's does: to x where ``lo <= x <= hi``, to lo where ``x < lo``
+    (and ``lo < hi``), to hi where ``x > hi`` or ``hi < lo`` (every value is then hi); none
+    where x is NaN (the result is NaN).  Two cases differ from PyTorch: where ``lo == hi``
+    and ``x < lo`` PyTorch's gradient goes nowhere, tapegrad's to lo (a value with no
+    gradient would need a record of its own); where x is NaN and ``hi < lo`` the value is hi
+    (PyTorch's NaN)."""
+    lo = None if lo is None else as_tensor_arg(lo)
+    hi = None if hi is None else as_tensor_arg(hi)
+    inside = None
+    if lo is not None:
+        inside = _compare(np.greater_equal, x, lo)
+    if hi is not None:
+        below_hi = _compare(np.less_equal, x, hi)
+        inside = below_hi if inside is None else logical_and(inside, below_hi)
+    out = where(inside, x, math.nan)
+    if lo is not None:
+        to_lo = _compare(np.less, x, lo)
+        if hi is not None:
+            to_lo = logical_and(to_lo, _compare(np.less, lo, hi))
+        out = where(to_lo, lo, out)
+    if hi is not None:
+        to_hi = _compare(np.greater, x, hi)
+        if lo is not None:
+            to_hi = logical_or(to_hi, _compare(np.less, hi, lo))
+        out = where(to_hi, hi, out)
+    if lo is not None and hi is not None:
+        # lo == hi with x below: the value is lo (see above)
+        out = where(logical_and(_compare(np.less, x, lo), _compare(np.equal, lo, hi)), lo, out)
+    return out
 
 
 def _clamp(code, x, min, max):
@@ -1538,7 +1595,7 @@ def clamp_min(x, min):
         tensor([0.0000, 0.5000])
     """
     if isinstance(min, Tensor):
-        return clamp(x, min=min)
+        return named_node(_clamp_by_tensors(x, min, None), "ClampMinBackward1", x, min)
     return _clamp(K.CLAMP_MIN, x, min, None)
 
 
@@ -1550,7 +1607,7 @@ def clamp_max(x, max):
         tensor([-2.,  0.])
     """
     if isinstance(max, Tensor):
-        return clamp(x, max=max)
+        return named_node(_clamp_by_tensors(x, None, max), "ClampMaxBackward1", x, max)
     return _clamp(K.CLAMP_MAX, x, None, max)
 
 
@@ -2616,7 +2673,7 @@ V_RENORM, V_LU_UNPACK, V_LINALG_LU, V_LU_SOLVE = 54, 55, 56, 57
 V_CHOLESKY_INVERSE, V_TRIANGULAR_SOLVE = 58, 59
 # renamed results of composed ops, and the copies that split or narrow (not views)
 V_ANGLE, V_NEXTAFTER, V_UNSAFE_SPLIT, V_UNSAFE_SPLIT_WITH_SIZES = 60, 61, 62, 63
-V_NARROW_COPY, V_PRELU = 64, 65
+V_NARROW_COPY = 64
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

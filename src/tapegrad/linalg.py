@@ -1055,8 +1055,7 @@ def _torch_cross(input, other, dim=None):
 
 
 def _trace(A):
-    """The sum of the diagonal of a matrix.  ``grad_fn``: ``<SumBackward0>`` (PyTorch's is
-    ``TraceBackward0``).
+    """The sum of the diagonal of a matrix (``grad_fn``: ``TraceBackward0``).
 
     Example:
         >>> tg.trace(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
@@ -1066,7 +1065,7 @@ def _trace(A):
     if A._value.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{A._value.ndim}")
-    return F.sum(F.diagonal(A, 0, 0, 1))
+    return F.named_node(F.sum(F.diagonal(A, 0, 0, 1)), "TraceBackward0", A)
 
 
 def _pinverse(input, rcond=1e-15):  # noqa: A002 - PyTorch's argument name

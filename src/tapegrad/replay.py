@@ -626,6 +626,7 @@ class Variant:
         inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
         inst.refused = tpl.refused
         inst.views = tpl.views
+        inst.composites = tpl.composites
         inst.arguments_are_leaves = True
         _reset(inst)
         if len(items) < 4:
@@ -1585,6 +1586,11 @@ def optimize(tape, arg_records, outputs, guards):
             out.leaves[nr] = tape.leaves[r]
     out.finished = True
     out.views = {new_index[r]: view for r, view in tape.views.items() if r in new_index}
+    out.composites = {new_index[r]: (name, tuple(new_index.get(canon[s], -1)
+                                                  if type(s) is int and s >= 0 else -1
+                                                  for s in inputs))
+                      for r, (name, inputs) in tape.composites.items()
+                      if r in new_index and canon[r] == r}
     out.consts = [(new_index[r], x, version, shape) for r, (x, version, shape)
                   in const_of.items() if r in new_index and canon[r] == r]
     new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}

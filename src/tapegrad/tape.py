@@ -165,7 +165,8 @@ class Tape:
         "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks",
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "__weakref__",
+        "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "composites",
+        "__weakref__",
     )
 
     def __init__(self, capacity_needed=0):
@@ -230,6 +231,10 @@ class Tape:
         # that reads a view whose base changed since raises PyTorch's error, which names
         # them (inplace.saved_view_of)
         self.views = {}
+        # record -> (PyTorch's node name, input records or -1) of the last record of an op
+        # built from other ops (lerp, addmm, tril, ...): its grad_fn shows that one node,
+        # whose next_functions are the op's inputs' (functional.named_node)
+        self.composites = {}
         # the leaves are a compiled function's arguments, those that need no gradient
         # included (its recording's tape and its replays'): the backward checks their versions
         self.arguments_are_leaves = False

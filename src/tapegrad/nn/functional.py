@@ -16,6 +16,8 @@ from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
 
+_named = _elementwise.named_node
+
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
@@ -79,6 +81,10 @@ def linear(input, weight, bias=None):
         >>> F.linear(x, w, tg.tensor([0.0, 1.0]))
         tensor([[ 1.0000, -0.5000]])
     """
+    if bias is not None and input.ndim == 2 and weight.ndim == 2:
+        # PyTorch's one addmm of bias, input and weight.t()
+        transposed = weight.t()
+        return _named(input @ transposed + bias, "AddmmBackward0", bias, input, transposed)
     out = input @ weight.T
     return out if bias is None else out + bias
 
@@ -233,7 +239,7 @@ def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction)
     _warn_size(input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction)
+    return _named(_reduce(diff * diff, reduction), "MseLossBackward0", input, target)
 
 
 def l1_loss(input, target, reduction="mean"):
@@ -315,17 +321,25 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         picked, w, counted = _picked_by_index(scores, target._value, weight, ignore_index, c)
         if counted is None:   # no weight, nothing ignored
             if reduction == "none":
-                return (-picked).reshape(tuple(out_shape))
-            return -picked.sum() if reduction == "sum" else -picked.mean()
+                return _nll_named((-picked).reshape(tuple(out_shape)), input)
+            return _nll_named(-picked.sum() if reduction == "sum" else -picked.mean(), input)
     # rows of ignored targets are 0 and pass no gradient (not 0 times the gradient: with
     # every target ignored that is 0 / 0, where PyTorch gives 0)
     rows = tg.where(counted, -picked if w is None else picked * -w, 0.0)
     if reduction == "none":
-        return rows.reshape(tuple(out_shape))
-    if reduction == "sum":
-        return rows.sum()
-    total = counted.double().sum() if w is None else tg.where(counted, w, 0.0).sum()
-    return rows.sum() / total
+        loss = rows.reshape(tuple(out_shape))
+    elif reduction == "sum":
+        loss = rows.sum()
+    else:
+        total = counted.double().sum() if w is None else tg.where(counted, w, 0.0).sum()
+        loss = rows.sum() / total
+    return _nll_named(loss, input)
+
+
+def _nll_named(loss, input):  # noqa: A002
+    # (PyTorch computes a loss over more than two dims of scores with another op, whose
+    # node, NllLoss2DBackward0, reads a view of them)
+    return _named(loss, "NllLossBackward0", input) if input.ndim <= 2 else loss
 
 
 def _traced(t):
@@ -450,7 +464,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     loss = _elementwise.binary_cross_entropy(input, target)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0", input, target)
 
 
 def _step(strict, loose):
@@ -494,7 +508,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         loss = input * ((1.0 - target) - log_weight * step_neg) + log_weight * tail
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0", input,
+                  target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -785,7 +800,8 @@ def threshold(input, threshold, value, inplace=False):
         >>> F.threshold(tg.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
         tensor([-9., -9.,  2.])
     """
-    return _activate(input, inplace, lambda x: tg.where(x <= threshold, float(value), x))
+    out = _activate(input, inplace, lambda x: tg.where(x <= threshold, float(value), x))
+    return out if inplace else _named(out, "ThresholdBackward0", input)
 
 
 def prelu(input, weight):
@@ -808,9 +824,8 @@ def prelu(input, weight):
                 f"numbers = {weight.numel()} and channel size = {channels}.")
         if input.ndim >= 2:
             weight = weight.reshape(_channel_shape(input))
-    out = tg.where(input > 0.0, input, weight * input)
-    # renamed as PyTorch's node (a RESHAPE to the same shape; the gradient is the where's)
-    return _elementwise._reshaped(out, out.shape, _elementwise.V_PRELU)
+    return _named(tg.where(input > 0.0, input, weight * input), "PreluKernelBackward0", input,
+                  weight)
 
 
 def glu(input, dim=-1):
@@ -884,7 +899,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     loss = tg.where(distance < delta, 0.5 * diff * diff, delta * (distance - 0.5 * delta))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -907,7 +922,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     diff = input - target
     distance = tg.abs(diff)
     loss = tg.where(distance < beta, 0.5 * diff * diff / beta, distance - 0.5 * beta)
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "SmoothL1LossBackward0", input, target)
 
 
 def _xlogx(t):
@@ -1222,7 +1237,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out
+    return _named(out, "NativeLayerNormBackward0", input, weight, bias)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -1255,17 +1270,7 @@ def _channel_shape(input):
     return (1, -1) + (1,) * (input.ndim - 2)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Split the channels of ``(N, C, *)`` into ``num_groups`` groups and normalise each
-    group of each sample over its channels and positions; then scale and shift each channel
-    by ``weight`` and ``bias`` (``(C,)``).
-
-    Shape: that of ``input``.
-
-    Example:
-        >>> F.group_norm(tg.tensor([[[1.0], [3.0], [5.0], [5.0]]]), 2).flatten()
-        tensor([-1.0000,  1.0000,  0.0000,  0.0000])
-    """
+def _group_norm(input, num_groups, weight, bias, eps):
     if input.ndim < 2:
         raise RuntimeError(
             f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
@@ -1282,6 +1287,21 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias.reshape(_channel_shape(input))
     return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the channels of ``(N, C, *)`` into ``num_groups`` groups and normalise each
+    group of each sample over its channels and positions; then scale and shift each channel
+    by ``weight`` and ``bias`` (``(C,)``).
+
+    Shape: that of ``input``.
+
+    Example:
+        >>> F.group_norm(tg.tensor([[[1.0], [3.0], [5.0], [5.0]]]), 2).flatten()
+        tensor([-1.0000,  1.0000,  0.0000,  0.0000])
+    """
+    return _named(_group_norm(input, num_groups, weight, bias, eps),
+                  "NativeGroupNormBackward0", input, weight, bias)
 
 
 def _verify_batch_size(size):
@@ -1337,7 +1357,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         out = out * weight.reshape(channel)
     if bias is not None:
         out = out + bias.reshape(channel)
-    return out
+    return _named(out, "NativeBatchNormBackward0", input, weight, bias)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1371,6 +1391,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    table = weight
     input = input if isinstance(input, tg.Tensor) else tg.tensor(np.asarray(input))
     _check_indices(input, "embedding")
     rows = weight.shape[0]
@@ -1395,9 +1416,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         outside = ((input < 0).double() + (input >= rows).double()).sum()
         if outside.item() != 0.0:
             raise IndexError("index out of range in self")
-        return (input.unsqueeze(-1) == tg.arange(rows)).double() @ weight
+        return _named((input.unsqueeze(-1) == tg.arange(rows)).double() @ weight,
+                      "EmbeddingBackward0", table)
     _check_rows(input._value, rows)
-    return weight[input]
+    return _named(weight[input], "EmbeddingBackward0", table)
 
 
 def _check_rows(index, rows):
@@ -1501,7 +1523,7 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         index = tg.from_numpy(_pad_indices(size, before, after, mode).astype(np.int64))
         out = out.index_select(dim, index)
-    return out
+    return _named(out, "ConstantPadNdBackward0", input) if mode == "constant" else out
 
 
 def _constant_pad(input, dim, before, after, value):
@@ -1643,6 +1665,7 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, n):
     result = (columns @ kernels).permute(0, 1, 3, 2).reshape(batch, out_channels, *out)
     if bias is not None:
         result = result + bias.reshape((1, -1) + (1,) * n)
+    result = _named(result, "ConvolutionBackward0", input, weight, bias)
     return result.squeeze(0) if unbatched else result
 
 
@@ -1715,7 +1738,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
     windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
                                           -math.inf, 2, "max_pool2d")
-    result = _first_maximum(windows)
+    result = _named(_first_maximum(windows), "MaxPool2DWithIndicesBackward0", input)
     return result.squeeze(0) if unbatched else result
 
 
@@ -1759,6 +1782,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         counts, _ = _windows(_constant(inside).reshape(1, 1, *inside.shape), kernel, stride,
                              (1, 1), inside.shape)
         result = total / counts.reshape(*out, -1).sum(-1)
+    result = _named(result, "AvgPool2DBackward0", input)
     return result.squeeze(0) if unbatched else result
 
 
@@ -1917,7 +1941,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """
     if running_mean is not None or running_var is not None or not use_input_stats:
         raise NotImplementedError("instance_norm: running statistics are not supported yet")
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    return _group_norm(input, input.shape[1], weight, bias, eps)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -1928,7 +1952,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         tensor(0.6931)
     """
     _check_reduction(reduction)
-    return _reduce(tg.log1p(tg.exp(-target * input)), reduction)
+    return _named(_reduce(tg.log1p(tg.exp(-target * input)), reduction),
+                  "SoftMarginLossBackward0", input)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -1996,7 +2021,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = tg.where(onehot, 0.0, terms).sum(1) / c
     if unbatched:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "MultiMarginLossBackward0", input)
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -2016,7 +2041,7 @@ def pixel_shuffle(input, upscale_factor):
     n = len(batch)
     x = input.reshape(*batch, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*batch, c // (r * r), h * r, w * r)
+    return _named(x.reshape(*batch, c // (r * r), h * r, w * r), "PixelShuffleBackward0", input)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -2090,4 +2115,4 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         src = np.minimum(np.floor(np.arange(out_size) * np.float32(scale)).astype(np.int64),
                          in_size - 1)
         out = out.index_select(dim, tg.tensor(src))
-    return out
+    return _named(out, f"UpsampleNearest{n}DBackward0", input)

@@ -27,7 +27,7 @@ class Embedding(Module):
         >>> emb(tg.tensor([[0, 4]])).shape
         tapegrad.Size([1, 2, 3])
         >>> emb(tg.tensor([0]))
-        tensor([[0., 0., 0.]], grad_fn=<IndexBackward0>)
+        tensor([[0., 0., 0.]], grad_fn=<EmbeddingBackward0>)
     """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,

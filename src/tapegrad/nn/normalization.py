@@ -21,7 +21,7 @@ class LayerNorm(Module):
         >>> norm
         LayerNorm((3,), eps=1e-05, elementwise_affine=True, bias=True)
         >>> norm(tg.tensor([[1.0, 2.0, 3.0]]))
-        tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<AddBackward0>)
+        tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<NativeLayerNormBackward0>)
     """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
@@ -234,7 +234,7 @@ class BatchNorm1d(_BatchNorm):
         >>> bn = nn.BatchNorm1d(2)
         >>> bn(tg.tensor([[1.0, 2.0], [3.0, 6.0]]))
         tensor([[-1.0000, -1.0000],
-                [ 1.0000,  1.0000]], grad_fn=<AddBackward0>)
+                [ 1.0000,  1.0000]], grad_fn=<NativeBatchNormBackward0>)
         >>> bn.running_mean, bn.num_batches_tracked
         (tensor([0.2000, 0.4000]), tensor(1))
     """

@@ -183,7 +183,7 @@ _GATHER_NAMES = {
     # (derived.py: a RESHAPE of the same shape or a GATHER that copies); numbered from 60 so
     # that variants added meanwhile on other branches keep 48 onwards
     60: "AngleBackward0", 61: "NextafterBackward0", 62: "UnsafeSplitBackward0",
-    63: "UnsafeSplitWithSizesBackward0", 64: "NarrowCopyBackward0", 65: "PreluKernelBackward0",
+    63: "UnsafeSplitWithSizesBackward0", 64: "NarrowCopyBackward0",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from

@@ -1,0 +1,235 @@
+"""Ops tapegrad builds from other recorded ops (``lerp``, ``addmm``, ``tril``, ``mse_loss``,
+...) show PyTorch's one node for them: the result's ``grad_fn`` has PyTorch's name, and its
+``next_functions`` are those of the op's inputs, not of the records it is made of.  Each case
+is compared with PyTorch: the node's name, the names of the nodes it lists, the values and
+the gradients; in eager mode and through ``compile``."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+A = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.5], [7.0, 8.0, 9.5]]
+B = [[0.5, -1.0, 2.0], [1.5, 0.25, -2.0], [3.0, 1.0, -0.5]]
+V = [1.0, -2.0, 3.0]
+IDX = [[0, 1, 2], [2, 0, 1]]
+
+
+def _inputs(m):
+    f = m.float64
+    a = m.tensor(A, dtype=f, requires_grad=True)
+    b = m.tensor(B, dtype=f, requires_grad=True)
+    v = m.tensor(V, dtype=f, requires_grad=True)
+    return a, b, v
+
+
+def _nn(m):
+    return m.nn.functional
+
+
+PROGRAMS = {
+    "tril": lambda m, a, b, v: a.tril(),
+    "triu": lambda m, a, b, v: m.triu(a, 1),
+    "tril_batched": lambda m, a, b, v: m.tril(a[None] * 2.0, -1),
+    "masked_fill_number": lambda m, a, b, v: a.masked_fill(m.tensor([True, False, True]), 2.0),
+    "masked_fill_tensor": lambda m, a, b, v: a.masked_fill(m.tensor([True, False, True]), v[0]),
+    "index_fill_number": lambda m, a, b, v: a.index_fill(1, m.tensor([0, 2]), -1.0),
+    "index_fill_tensor": lambda m, a, b, v: a.index_fill(1, m.tensor([0, 2]), v[1]),
+    "scatter_tensor": lambda m, a, b, v: a.scatter(0, m.tensor(IDX), b[:2]),
+    "scatter_number": lambda m, a, b, v: a.scatter(0, m.tensor(IDX), 1.5),
+    "scatter_add": lambda m, a, b, v: a.scatter_add(0, m.tensor(IDX), b[:2] * 2.0),
+    "index_add": lambda m, a, b, v: a.index_add(0, m.tensor([0, 2]), b[:2]),
+    "index_add_alpha": lambda m, a, b, v: m.index_add(a, 1, m.tensor([1]), b[:, :1], alpha=2),
+    "nan_to_num": lambda m, a, b, v: m.nan_to_num(a / (b - 0.5)),
+    "diag_vector": lambda m, a, b, v: m.diag(v, 1),
+    "diag_matrix": lambda m, a, b, v: m.diag(a),
+    "diag_embed": lambda m, a, b, v: m.diag_embed(a),
+    "trace": lambda m, a, b, v: m.trace(a),
+    "addmm": lambda m, a, b, v: m.addmm(v, a, b),
+    "addmm_constant_input": lambda m, a, b, v: m.addmm(v.detach(), a, b, beta=0.5, alpha=2),
+    "addmm_constant_mat": lambda m, a, b, v: m.addmm(a, b.detach(), a),
+    "addmv": lambda m, a, b, v: m.addmv(v, a, v),
+    "addr": lambda m, a, b, v: m.addr(a, v, v * 2.0),
+    "baddbmm": lambda m, a, b, v: m.baddbmm(a, a[None], b[None]),
+    "addbmm": lambda m, a, b, v: m.addbmm(a, a[None], b[None]),
+    "addcmul": lambda m, a, b, v: m.addcmul(a, b, v, value=2.0),
+    "addcdiv": lambda m, a, b, v: m.addcdiv(a, b, a, value=0.5),
+    "lerp_number": lambda m, a, b, v: m.lerp(a, b, 0.3),
+    "lerp_number_high": lambda m, a, b, v: a.lerp(b, 0.8),
+    "lerp_tensor": lambda m, a, b, v: m.lerp(a, b, v / 4.0),
+    "cdist": lambda m, a, b, v: m.cdist(a, b),
+    "cdist_p1": lambda m, a, b, v: m.cdist(a, b, p=1),
+    "dist": lambda m, a, b, v: m.dist(a, b),
+    "dist_broadcast": lambda m, a, b, v: m.dist(a, v, p=3),
+    "fmax": lambda m, a, b, v: m.fmax(a, b),
+    "fmin": lambda m, a, b, v: m.fmin(a, v),
+    "nansum": lambda m, a, b, v: m.nansum(a),
+    "nansum_dim": lambda m, a, b, v: a.nansum(0),
+    "rot90": lambda m, a, b, v: m.rot90(a),
+    "rot90_twice": lambda m, a, b, v: a.rot90(2, [1, 0]),
+    "rot90_none": lambda m, a, b, v: a.rot90(4),
+    "block_diag": lambda m, a, b, v: m.block_diag(a, v),
+    "logaddexp2": lambda m, a, b, v: m.logaddexp2(a, b),
+    "clamp_min_tensor": lambda m, a, b, v: m.clamp(a, min=b.detach()),
+    "clamp_max_tensor": lambda m, a, b, v: m.clamp(a, max=b),
+    "clamp_both_tensors": lambda m, a, b, v: a.clamp(b - 1.0, b + 1.0),
+    "clamp_min_method": lambda m, a, b, v: a.clamp_min(b),
+    "clamp_max_method": lambda m, a, b, v: a.clamp_max(b.detach()),
+    "linear": lambda m, a, b, v: _nn(m).linear(a, b, v),
+    "linear_bias_constant": lambda m, a, b, v: _nn(m).linear(a, b, v.detach()),
+    "mse_loss": lambda m, a, b, v: _nn(m).mse_loss(a, b.detach()),
+    "mse_loss_sum": lambda m, a, b, v: _nn(m).mse_loss(a, b, reduction="sum"),
+    "mse_loss_none": lambda m, a, b, v: _nn(m).mse_loss(a, b, reduction="none"),
+    "huber_loss": lambda m, a, b, v: _nn(m).huber_loss(a, b.detach(), delta=2.0),
+    "smooth_l1_loss": lambda m, a, b, v: _nn(m).smooth_l1_loss(a, b, reduction="sum"),
+    "nll_loss": lambda m, a, b, v: _nn(m).nll_loss(a.log_softmax(1), m.tensor([0, 2, 1])),
+    "nll_loss_weight": lambda m, a, b, v: _nn(m).nll_loss(
+        a, m.tensor([0, 2, 1]), weight=m.tensor([1.0, 2.0, 0.5], dtype=m.float64)),
+    "nll_loss_ignore": lambda m, a, b, v: _nn(m).nll_loss(a, m.tensor([0, 1, 1]),
+                                                          ignore_index=1, reduction="none"),
+    "cross_entropy": lambda m, a, b, v: _nn(m).cross_entropy(a, m.tensor([2, 0, 1])),
+    "cross_entropy_1d": lambda m, a, b, v: _nn(m).cross_entropy(v, m.tensor(1)),
+    "binary_cross_entropy": lambda m, a, b, v: _nn(m).binary_cross_entropy(
+        (a / 10.0).sigmoid(), (b / 10.0).sigmoid().detach()),
+    "binary_cross_entropy_weight": lambda m, a, b, v: _nn(m).binary_cross_entropy(
+        (a / 10.0).sigmoid(), (b / 10.0).sigmoid().detach(), weight=v.detach().abs(),
+        reduction="none"),
+    "bce_with_logits": lambda m, a, b, v: _nn(m).binary_cross_entropy_with_logits(
+        a / 5.0, (b / 10.0).sigmoid().detach()),
+    "layer_norm": lambda m, a, b, v: _nn(m).layer_norm(a, (3,)),
+    "layer_norm_affine": lambda m, a, b, v: _nn(m).layer_norm(a, (3,), v, v * 0.5),
+    "layer_norm_bias": lambda m, a, b, v: _nn(m).layer_norm(a, (3, 3), None, b),
+    # layers
+    "conv2d": lambda m, a, b, v: _nn(m).conv2d(_image(m, a), _kernel(m, b), v[:2]),
+    "conv2d_no_bias": lambda m, a, b, v: _nn(m).conv2d(_image(m, a), _kernel(m, b), padding=1),
+    "conv2d_unbatched": lambda m, a, b, v: _nn(m).conv2d(_image(m, a)[0], _kernel(m, b)),
+    "conv1d": lambda m, a, b, v: _nn(m).conv1d(a[None], b[:2, :, None].expand(2, 3, 2), v[:2]),
+    "embedding": lambda m, a, b, v: _nn(m).embedding(m.tensor([[0, 2], [1, 1]]), a),
+    "batch_norm_training": lambda m, a, b, v: _nn(m).batch_norm(
+        _image(m, a), None, None, v, v * 0.5, training=True),
+    "batch_norm_eval": lambda m, a, b, v: _nn(m).batch_norm(
+        _image(m, a), m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64) * 2.0, v),
+    "group_norm": lambda m, a, b, v: _nn(m).group_norm(_image(m, a), 3, v, v),
+    "max_pool2d": lambda m, a, b, v: _nn(m).max_pool2d(_image(m, a), 2, 1),
+    "max_pool1d": lambda m, a, b, v: _nn(m).max_pool1d(a[None], 2),
+    "avg_pool2d": lambda m, a, b, v: _nn(m).avg_pool2d(_image(m, a), 2, 1),
+    "threshold": lambda m, a, b, v: _nn(m).threshold(a, 4.0, -1.0),
+    "prelu": lambda m, a, b, v: _nn(m).prelu(_image(m, a), v / 4.0),
+    "pad": lambda m, a, b, v: _nn(m).pad(a, (1, 2)),
+    "pad_value": lambda m, a, b, v: _nn(m).pad(a, (1, 0, 0, 1), value=2.5),
+    "soft_margin_loss": lambda m, a, b, v: _nn(m).soft_margin_loss(
+        a / 5.0, m.tensor([[1.0, -1.0, 1.0]] * 3, dtype=m.float64)),
+    "multi_margin_loss": lambda m, a, b, v: _nn(m).multi_margin_loss(a / 5.0,
+                                                                    m.tensor([0, 2, 1])),
+    "pixel_shuffle": lambda m, a, b, v: _nn(m).pixel_shuffle(
+        m.cat([a, b, a * b, a - b]).reshape(1, 4, 3, 3), 2),
+    "interpolate": lambda m, a, b, v: _nn(m).interpolate(_image(m, a), scale_factor=2),
+    "interpolate_1d": lambda m, a, b, v: _nn(m).interpolate(a[None], size=5),
+}
+
+
+def _image(m, a):
+    """(2, 3, 3, 3): a and its square, as a batch of two 3-channel images."""
+    return m.stack([m.stack([a, a * 0.5, -a]), m.stack([a * a / 10.0, a, a - 1.0])])
+
+
+def _kernel(m, b):
+    """(2, 3, 2, 2) filters."""
+    return m.stack([b[:2, :2], b[1:, 1:], b[:2, 1:] * 2.0]).expand(2, 3, 2, 2)
+
+
+def _name(m, node):
+    if node is None:
+        return None
+    name = type(node).__name__ if m is torch else node.name()
+    return name.replace("torch::autograd::", "").replace("tapegrad::autograd::", "")
+
+
+def _graph(m, out):
+    node = out.grad_fn
+    return _name(m, node), tuple(_name(m, n) for n, _ in node.next_functions)
+
+
+def _outcome(m, program, call=None):
+    a, b, v = _inputs(m)
+    out = (call or PROGRAMS[program])(m, a, b, v)
+    graph = _graph(m, out)
+    weights = np.arange(1.0, out.numel() + 1.0).reshape(tuple(out.shape)) / 7.0
+    (out * m.tensor(weights, dtype=m.float64)).sum().backward()
+    grads = [None if t.grad is None else np.array(t.grad.tolist()) for t in (a, b, v)]
+    return graph, np.array(out.tolist()), grads
+
+
+def _same(got, want):
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-13)
+    for g, w in zip(got[2], want[2]):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_node_as_pytorch(program):
+    _same(_outcome(tg, program), _outcome(torch, program))
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_node_through_compile(program):
+    want = _outcome(torch, program)
+    f = tg.compile(lambda a, b, v: PROGRAMS[program](tg, a, b, v))
+    for _ in range(3):     # recorded, then replayed (or run eagerly: detach())
+        _same(_outcome(tg, program, lambda m, a, b, v: f(a, b, v)), want)
+    assert f.stats.replays + f.stats.eager == 2, f.stats
+
+
+def test_a_result_handed_back_keeps_its_own_node():
+    """A composite whose result is one of its inputs names nothing: ``x.lerp(x, w)`` is
+    x's own history, not a LerpBackward0 (PyTorch's would be; tapegrad's returns x's sum)."""
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    assert tg.functional.named_node(y, "LerpBackward0", y).grad_fn.name() == "MulBackward0"
+
+
+def test_the_version_error_names_the_node():
+    """PyTorch's message names the node that made the changed value: the composite's."""
+    messages = []
+    for m in (torch, tg):
+        a, b, v = _inputs(m)
+        y = m.lerp(a, b, 0.3)
+        z = y.sin()           # saves y
+        with m.no_grad():     # (y keeps its node: the message names it)
+            y.add_(1.0)
+        with pytest.raises(RuntimeError) as info:
+            z.sum().backward()
+        messages.append(str(info.value).split(" Hint:")[0].split(" It was")[0]
+                        .replace("torch.", "tapegrad."))
+    assert messages[0] == messages[1]
+    assert "which is output 0 of Lerp," in messages[1]
+
+
+@pytest.mark.parametrize("form", ["both", "min", "max", "clamp_min", "clamp_max"])
+def test_clamp_by_tensors_at_ties_and_nan(form):
+    """Values on a bound, bounds crossed (min > max), equal bounds and NaN: the gradient goes
+    where PyTorch's goes -- but for the two cases the README names (an input below equal
+    bounds; a NaN input with min > max), left out here."""
+    grid = np.array([-1.0, 0.0, 1.0, 2.0, np.nan])
+    x, lo, hi = (a.reshape(-1) for a in np.meshgrid(grid, grid[:4], grid[:4], indexing="ij"))
+    keep = ~(((lo == hi) & (x < lo)) | (np.isnan(x) & (hi < lo)))
+    x, lo, hi = x[keep], lo[keep], hi[keep]
+    outcomes = []
+    for m in (torch, tg):
+        t = [m.tensor(a, dtype=m.float64, requires_grad=True) for a in (x, lo, hi)]
+        y = {"both": lambda: m.clamp(t[0], t[1], t[2]), "min": lambda: m.clamp(t[0], min=t[1]),
+             "max": lambda: m.clamp(t[0], max=t[2]), "clamp_min": lambda: t[0].clamp_min(t[1]),
+             "clamp_max": lambda: t[0].clamp_max(t[2])}[form]()
+        y.backward(m.ones(len(x), dtype=m.float64))
+        outcomes.append([np.array(y.tolist())] + [
+            None if a.grad is None else np.array(a.grad.tolist()) for a in t])
+    for got, want in zip(outcomes[1], outcomes[0]):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got, want)
