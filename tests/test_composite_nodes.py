@@ -100,6 +100,11 @@ PROGRAMS = {
     "layer_norm": lambda m, a, b, v: _nn(m).layer_norm(a, (3,)),
     "layer_norm_affine": lambda m, a, b, v: _nn(m).layer_norm(a, (3,), v, v * 0.5),
     "layer_norm_bias": lambda m, a, b, v: _nn(m).layer_norm(a, (3, 3), None, b),
+    # gathers of [input, src] named by their variant, shown with the op's two inputs
+    "slice_scatter": lambda m, a, b, v: m.slice_scatter(a, b[:, :2] * 2.0, 1, 0, 2),
+    "select_scatter": lambda m, a, b, v: m.select_scatter(a, v, 0, 1),
+    "diagonal_scatter": lambda m, a, b, v: a.diagonal_scatter(v * 3.0),
+    "scatter_reduce": lambda m, a, b, v: a.scatter_reduce(0, m.tensor(IDX), b[:2], "amax"),
     # layers
     "conv2d": lambda m, a, b, v: _nn(m).conv2d(_image(m, a), _kernel(m, b), v[:2]),
     "conv2d_no_bias": lambda m, a, b, v: _nn(m).conv2d(_image(m, a), _kernel(m, b), padding=1),

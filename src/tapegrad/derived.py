@@ -18,6 +18,7 @@ from . import _dtype
 from . import functional as F
 from .autograd import set_grad_enabled
 from .creation import numpy_rng
+from . import ops as K
 from .ops.activation import SINC
 from .ops.elementwise import LOGIT, logit_array
 from .tape import state
@@ -2862,9 +2863,16 @@ def _written(x, part, src, variant):
     if tuple(src._value.shape) != part.shape:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
                            f"= {list(src._value.shape)}, slice size = {list(part.shape)}")
+    given = src
     if src._value.dtype != x._value.dtype:
         src = src.to(x.dtype)
-    return _replaced(x, part, src, variant)
+    return _as_node(_replaced(x, part, src, variant), variant, x, given)
+
+
+def _as_node(out, variant, *inputs):
+    """``out`` (a gather of ``variant``, PyTorch's node name) with ``inputs`` as the node's
+    next_functions, past the records that made its operands (functional.named_node)."""
+    return F.named_node(out, K.OPS[K.GATHER].variants[variant], *inputs)
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
@@ -3058,8 +3066,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     if reduce == "mean" and x._value.dtype.kind == "b":
         raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented '
                                   "for 'Bool'")
-    return _reduced_into(x, targets, F.reshape(src, -1), sources, reduce, include_self,
-                         V_SCATTER_REDUCE)
+    return _as_node(_reduced_into(x, targets, F.reshape(src, -1), sources, reduce,
+                                  include_self, V_SCATTER_REDUCE), V_SCATTER_REDUCE, x, src)
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
@@ -3119,9 +3127,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
             raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
     flat = F._flat_index(x)
     targets = np.take(flat, idx, axis=d) if nd else flat.reshape(-1)[idx]
-    return _reduced_into(x, targets, F.reshape(source, -1),
-                         np.arange(targets.size, dtype=np.int64), reduce, include_self,
-                         V_INDEX_REDUCE)
+    return _as_node(_reduced_into(x, targets, F.reshape(source, -1),
+                                  np.arange(targets.size, dtype=np.int64), reduce,
+                                  include_self, V_INDEX_REDUCE), V_INDEX_REDUCE, x, source)
 
 
 def poisson(input, generator=None):  # noqa: A002
