@@ -438,15 +438,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         if t._value.dtype.kind != "f":
             raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for "
                                       f"'{t.dtype.scalar_name}'")
-    if va.shape[-1] != va.shape[-2]:
-        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
-                           f"{va.shape[-2]} by {va.shape[-1]} matrices")
-    n = va.shape[-1]
-    rows, cols = vb.shape[-2:]
-    if (rows if left else cols) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
-                           f"({n}x{n} and {rows}x{cols})")
+    n, rows, cols = _solve_shapes(name, name, va.shape, vb.shape, left)
     batch = broadcast_shape(vb.shape[:-2], va.shape[:-2])    # PyTorch's order, for its message
     ea = np.broadcast_to(va.astype(np.float64), batch + (n, n))
     eb = np.broadcast_to(vb.astype(np.float64), batch + (rows, cols))
@@ -1068,6 +1060,22 @@ def _trace(A):
     return F.named_node(F.sum(F.diagonal(A, 0, 0, 1)), "TraceBackward0", A)
 
 
+def _solve_shapes(square_name, name, a_shape, b_shape, left):
+    """(n, rows, cols) of a solve with square A (``a_shape``) and B (``b_shape``) on the left
+    (AX = B) or the right (XA = B), or PyTorch's error for a non-square A (``square_name``:
+    what its message starts with) or an incompatible B."""
+    if a_shape[-1] != a_shape[-2]:
+        raise RuntimeError(f"{square_name}: A must be batches of square matrices, but they "
+                           f"are {a_shape[-2]} by {a_shape[-1]} matrices")
+    n = a_shape[-1]
+    rows, cols = b_shape[-2:]
+    if (rows if left else cols) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({n}x{n} and {rows}x{cols})")
+    return n, rows, cols
+
+
 def _pinverse(input, rcond=1e-15):  # noqa: A002 - PyTorch's argument name
     """The pseudo-inverse, as ``tg.linalg.pinv(input, rtol=rcond)`` (``atol`` 0).
 
@@ -1568,15 +1576,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         raise RuntimeError(f"{name}: The input tensor LU must have at least 2 dimensions.")
     if bv.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
-    if lv.shape[-1] != lv.shape[-2]:
-        raise RuntimeError(f"tapegrad.{name}: A must be batches of square matrices, but they are "
-                           f"{lv.shape[-2]} by {lv.shape[-1]} matrices")
-    n = lv.shape[-1]
-    rows, cols = bv.shape[-2:]
-    if (rows if left else cols) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
-                           f"({n}x{n} and {rows}x{cols})")
+    n, rows, cols = _solve_shapes(f"tapegrad.{name}", name, lv.shape, bv.shape, left)
     if bv.dtype != lv.dtype:
         raise RuntimeError(f"{name}: Expected LU and B to have the same dtype, but found LU "
                            f"of type {LU.dtype.scalar_name} and B of type "
