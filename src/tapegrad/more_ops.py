@@ -541,7 +541,7 @@ def new(self, *args, device=None):
 
 def resize_(self, *size):
     """``x.resize_(*size)``: x takes the shape ``size``, keeping its elements in order (the
-    first ones where it shrinks; a later resize_ to a larger size gets the others back, as
+    first ones where it shrinks; a later ``resize_`` to a larger size gets the others back, as
     PyTorch keeps its storage); new elements are uninitialized.  Refused for a tensor that
     requires grad, as in PyTorch, and for a view or a tensor with views (tapegrad).
 
