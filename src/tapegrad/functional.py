@@ -153,9 +153,12 @@ def named_node(result, name, *inputs):
     tape = result._tape
     if tape is None:
         return result
-    refs = tuple(_input_ref(tape, t) for t in inputs)
-    if result._r > builtins.max([r for r in refs if type(r) is int], default=-1):
-        tape.composites[result._r] = (name, refs)
+    r = result._r
+    refs = tuple([_input_ref(tape, t) for t in inputs])
+    for ref in refs:
+        if type(ref) is int and ref >= r:
+            return result
+    tape.composites[r] = (name, refs)
     return result
 
 
