@@ -1548,29 +1548,20 @@ def _clamp_by_tensors(x, lo, hi):
     where x is NaN (the result is NaN).  Two cases differ from PyTorch: where ``lo == hi``
     and ``x < lo`` PyTorch's gradient goes nowhere, tapegrad's to lo (a value with no
     gradient would need a record of its own); where x is NaN and ``hi < lo`` the value is hi
-    (PyTorch's NaN)."""
+    (PyTorch's NaN).  Nested wheres, not a mask combined with logical_and, which a compiled
+    call would have to guard."""
     lo = None if lo is None else as_tensor_arg(lo)
     hi = None if hi is None else as_tensor_arg(hi)
-    inside = None
-    if lo is not None:
-        inside = _compare(np.greater_equal, x, lo)
+    out = x
     if hi is not None:
-        below_hi = _compare(np.less_equal, x, hi)
-        inside = below_hi if inside is None else logical_and(inside, below_hi)
-    out = where(inside, x, math.nan)
+        out = where(_compare(np.less_equal, x, hi), x, math.nan)
     if lo is not None:
-        to_lo = _compare(np.less, x, lo)
-        if hi is not None:
-            to_lo = logical_and(to_lo, _compare(np.less, lo, hi))
-        out = where(to_lo, lo, out)
+        out = where(_compare(np.greater_equal, x, lo), out, math.nan)
+        out = where(_compare(np.less, x, lo), lo, out)
     if hi is not None:
-        to_hi = _compare(np.greater, x, hi)
+        out = where(_compare(np.greater, x, hi), hi, out)
         if lo is not None:
-            to_hi = logical_or(to_hi, _compare(np.less, hi, lo))
-        out = where(to_hi, hi, out)
-    if lo is not None and hi is not None:
-        # lo == hi with x below: the value is lo (see above)
-        out = where(logical_and(_compare(np.less, x, lo), _compare(np.equal, lo, hi)), lo, out)
+            out = where(_compare(np.less, hi, lo), hi, out)
     return out
 
 
