@@ -306,13 +306,19 @@ def test_loss_modules_keep_weights_as_buffers():
 
 
 def test_linear_default_init_draws_uniform_weight_then_bias():
+    import torch
     tg.manual_seed(123)
+    torch.manual_seed(123)
     layer = nn.Linear(5, 3)
-    expected = np.random.default_rng(123)
-    bound = 1 / math.sqrt(5)
-    np.testing.assert_allclose(val(layer.weight), expected.uniform(-bound, bound, (3, 5)),
-                               rtol=1e-14)
-    np.testing.assert_allclose(val(layer.bias), expected.uniform(-bound, bound, 3), rtol=1e-14)
+    # PyTorch's numbers: kaiming_uniform_ of the weight, then uniform_ of the bias, both
+    # within 1 / sqrt(fan_in), drawn in float64 (a float32 layer's draws are other numbers)
+    with torch.no_grad():
+        w = torch.empty(3, 5, dtype=torch.float64)
+        torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5))
+        b = torch.empty(3, dtype=torch.float64).uniform_(-1 / math.sqrt(5), 1 / math.sqrt(5))
+    np.testing.assert_array_equal(val(layer.weight), w.numpy())
+    np.testing.assert_array_equal(val(layer.bias), b.numpy())
+    assert np.all(np.abs(val(layer.weight)) <= 1 / math.sqrt(5))
     assert layer.weight.shape == (3, 5) and layer.bias.shape == (3,)
 
 

@@ -19,9 +19,10 @@ from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dty
                      int32, int64, set_default_dtype, uint8)
 from ._methods import install as _install
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
-                       linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
-                       randn_like, randperm, tensor, zeros, zeros_like)
+from .creation import (arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy,
+                       full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
+                       randint, randint_like, randn, randn_like, randperm, tensor, zeros,
+                       zeros_like)
 from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, clamp, clamp_max,
                          clamp_min, clone, cos, exp, expm1, flatten, log, log1p, log_softmax,
                          logsumexp, matmul, max, maximum, mean, min, minimum, neg, norm,

@@ -1,16 +1,16 @@
 """``tapegrad.Generator``: a random number generator of its own, to pass as ``generator=``
 (``rand``, ``randn``, ``randint``, ``randperm``, ``nn.init``'s random fills, ``DataLoader``,
-``random_split``, samplers), as ``torch.Generator`` is.
+``random_split``, samplers), as ``torch.Generator`` is; ``tapegrad.default_generator`` is the
+one ``manual_seed`` seeds.
 
-It draws from a NumPy PCG64 generator, so its numbers are not PyTorch's (no program can get
-PyTorch's random numbers without PyTorch's generator); what carries over is the contract:
-the same seed gives the same numbers, and a generator's draws do not disturb the global
-generator behind ``tapegrad.manual_seed``.
+Each draws PyTorch's CPU generator's numbers (``_random_stream.py``): the same seed gives
+the same float64 values as PyTorch's, and a generator's draws do not disturb the global one.
 """
-import copy
 import secrets
 
 import numpy as np
+
+from ._random_stream import RandomStream
 
 # torch.Generator()'s seed before manual_seed (c10's default_rng_seed_val)
 _DEFAULT_SEED = 67280421310721
@@ -21,8 +21,8 @@ class Generator:
     ``randn``, ``randint``, ``randperm``, ``nn.init``'s random fills and
     ``tapegrad.utils.data`` (``random_split``, ``RandomSampler``, ``DataLoader``).
 
-    A new generator starts from a fixed seed; ``manual_seed`` reseeds it and returns it.
-    It draws with NumPy's PCG64, so the same seed gives other orders than PyTorch's.
+    A new generator starts from PyTorch's default seed; ``manual_seed`` reseeds it and
+    returns it.  Its numbers are PyTorch's for the same seed.
 
     Example:
         >>> from tapegrad.utils.data import random_split
@@ -38,12 +38,15 @@ class Generator:
             raise RuntimeError(f"tapegrad.Generator: device {str(device)!r} is not available; "
                                "tapegrad runs on the CPU only")
         self.device = "cpu"
-        self.manual_seed(_DEFAULT_SEED)
+        self._rng = RandomStream(_DEFAULT_SEED)
+        self._seed = _DEFAULT_SEED
 
     def manual_seed(self, seed):
         """Reseed from ``seed`` (an int; negative seeds wrap modulo 2**64); returns self."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         self._seed = int(seed) % (1 << 64)
-        self._rng = np.random.default_rng(self._seed)
+        self._rng.seed(self._seed)       # (in place: a replay watches this object)
         return self
 
     def seed(self):
@@ -55,11 +58,22 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """An opaque copy of the generator's state, for ``set_state``."""
-        return copy.deepcopy(self._rng.bit_generator.state)
+        """A copy of the generator's state as a uint8 tensor, for ``set_state`` (its layout
+        is tapegrad's own: the twister's 624 words, its position and the kept normal)."""
+        from .tensor import Tensor
+        return Tensor._make(np.frombuffer(self._rng.to_bytes(), dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        self._rng.bit_generator.state = copy.deepcopy(new_state)
+        """Restore a state from ``get_state()`` (this generator's or another's)."""
+        from .tensor import Tensor
+        v = new_state._value if isinstance(new_state, Tensor) else None
+        if v is None or v.dtype != np.uint8 or v.ndim != 1:
+            raise TypeError("expected a torch.ByteTensor, but got "
+                            f"{type(new_state).__name__}".replace("torch.", "tapegrad."))
+        try:
+            self._rng.from_bytes(v.tobytes())
+        except ValueError as e:
+            raise RuntimeError(f"Invalid mt19937 state: {e}") from None
         return self
 
     def __repr__(self):

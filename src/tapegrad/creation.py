@@ -11,39 +11,39 @@ from ._promote import checked_cast
 from .tensor import Tensor, read_value
 from .views import expose
 
-_seed = int(np.random.SeedSequence().entropy % (1 << 63))
-_rng = np.random.default_rng(_seed)
+# the generator manual_seed seeds (torch.default_generator): a fresh process starts from
+# a seed of the operating system's entropy, as PyTorch's does
+default_generator = Generator()
+default_generator.manual_seed(int(np.random.SeedSequence().entropy % (1 << 63)))
+_rng = default_generator._rng
 
 
 def manual_seed(seed):
-    """Seed tapegrad's random generator (rand, randn, nn init, dropout).
+    """Seed tapegrad's random generator (rand, randn, nn init, dropout, shuffling) and
+    return it (``tapegrad.default_generator``).  The numbers drawn after it are
+    PyTorch's for the same seed.
 
     Example:
-        >>> _ = tg.manual_seed(0); a = tg.randn(2)
-        >>> _ = tg.manual_seed(0); b = tg.randn(2)
-        >>> bool((a == b).all())
-        True
+        >>> _ = tg.manual_seed(0); tg.rand(2)
+        tensor([0.9701, 0.7078])
+        >>> _ = tg.manual_seed(0); tg.randn(2)
+        tensor([ 1.5410, -0.2934])
     """
-    global _rng, _seed
-    _seed = int(seed)
-    _rng = np.random.default_rng(_seed)
-    return _rng
+    return default_generator.manual_seed(seed)
 
 
 def generator():
-    """The NumPy Generator behind tapegrad's random functions."""
+    """The stream behind tapegrad's random functions (``_random_stream.RandomStream``)."""
     return _rng
 
 
-def numpy_rng(generator=None):
-    """The NumPy generator a draw uses: ``generator``'s (a ``tapegrad.Generator``), or for
-    None the global one that ``manual_seed`` seeds."""
+def stream_for(generator=None):
+    """The stream a draw uses: ``generator``'s (a ``tapegrad.Generator``), or for None the
+    global one that ``manual_seed`` seeds."""
     if generator is None:
         return _rng
     if isinstance(generator, Generator):
         return generator._rng
-    if isinstance(generator, np.random.Generator):
-        return generator
     raise TypeError(f"generator must be a tapegrad.Generator, not {type(generator).__name__}")
 
 
@@ -486,7 +486,7 @@ def rand(*size, dtype=None, requires_grad=False, generator=None, device=None):
         (tapegrad.Size([2, 3]), True)
     """
     _random_dtype(dtype, device, "check_uniform_bounds")
-    return _leaf(numpy_rng(generator).random(_size(size)), requires_grad)
+    return _leaf(stream_for(generator).random(_size(size)), requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
@@ -501,7 +501,7 @@ def randn(*size, dtype=None, requires_grad=False, generator=None, device=None):
         tapegrad.Size([3, 2])
     """
     _random_dtype(dtype, device, "normal_kernel_cpu")
-    return _leaf(numpy_rng(generator).standard_normal(_size(size)), requires_grad)
+    return _leaf(stream_for(generator).standard_normal(_size(size)), requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
@@ -524,8 +524,24 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_g
     _device.check(device)
     if dt is _dtype.bool_:
         raise RuntimeError("to - 1 is out of bounds for bool")
-    return _leaf(_cast(numpy_rng(generator).integers(low, high, size=_size((size,)), dtype=np.int64), dt),
+    return _leaf(_cast(stream_for(generator).integers(low, high, size=_size((size,)), dtype=np.int64), dt),
                  requires_grad)
+
+
+def randint_like(x, low=0, high=None, *, dtype=None, requires_grad=False, device=None):
+    """Integers drawn uniformly from ``[low, high)`` (``[0, low)`` when ``high`` is None) in
+    a new tensor of ``x``'s shape and, unless ``dtype`` says otherwise, dtype.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> tg.randint_like(tg.zeros(2, 3), 10)
+        tensor([[4., 9., 3.],
+                [0., 3., 9.]])
+    """
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype,
+                   requires_grad=requires_grad, device=device)
 
 
 def randperm(n, *, generator=None, dtype=None, requires_grad=False, device=None):
@@ -541,4 +557,4 @@ def randperm(n, *, generator=None, dtype=None, requires_grad=False, device=None)
     dt = _dtype.resolve(dtype) or _dtype.int64
     _device.check(device)
     _no_bool(dt, "randperm")
-    return _leaf(_cast(numpy_rng(generator).permutation(int(n)), dt), requires_grad)
+    return _leaf(_cast(stream_for(generator).permutation(int(n)), dt), requires_grad)

@@ -17,7 +17,7 @@ import numpy as np
 from . import _dtype
 from . import functional as F
 from .autograd import set_grad_enabled
-from .creation import numpy_rng
+from .creation import stream_for
 from . import ops as K
 from .ops.activation import SINC
 from .ops.elementwise import LOGIT, logit_array
@@ -1396,7 +1396,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
         >>> tg.normal(0.0, 1.0, size=(2,)).shape
         tapegrad.Size([2])
     """
-    rng = numpy_rng(generator)
+    rng = stream_for(generator)
     if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: give "
@@ -1405,7 +1405,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         from .creation import tensor as make
         return make(rng.normal(float(mean), float(std), tuple(size)),
-                    requires_grad=requires_grad)
+                    requires_grad=requires_grad)   # (PyTorch's empty(size).normal_(mean, std))
     m, s = _tensor(mean), _tensor(std)
     shape = F.broadcast_shape(m._value.shape, s._value.shape)
     if np.any(s._value < 0):
@@ -1429,7 +1429,7 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
                                                       x._value.shape)
     if np.any((prob < 0) | (prob > 1)):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    draws = numpy_rng(generator).random(x._value.shape) < prob
+    draws = stream_for(generator).random(x._value.shape) < prob   # (u < p, as PyTorch draws)
     return Tensor._make(draws.astype(x._value.dtype if x._value.dtype.kind == "f"
                                      else np.float64))
 
@@ -1454,7 +1454,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rng = numpy_rng(generator)
+    # (NumPy's choice, seeded from tapegrad's generator: not PyTorch's draws)
+    rng = stream_for(generator).numpy_generator()
     out = np.empty((rows.shape[0], num_samples), np.int64)
     for i, row in enumerate(rows):
         if not replacement and np.count_nonzero(row) < num_samples:
@@ -1980,9 +1981,7 @@ def seed():
         True
     """
     from . import creation
-    s = int(np.random.SeedSequence().entropy % (1 << 63))
-    creation.manual_seed(s)
-    return s
+    return creation.default_generator.seed()
 
 
 def initial_seed():
@@ -1993,7 +1992,7 @@ def initial_seed():
         3
     """
     from . import creation
-    return creation._seed
+    return creation.default_generator.initial_seed()
 
 
 def get_rng_state():
@@ -2004,10 +2003,8 @@ def get_rng_state():
         >>> tg.set_rng_state(state); bool((tg.rand(2) == a).all())
         True
     """
-    import json
     from . import creation
-    text = json.dumps(creation._rng.bit_generator.state)
-    return Tensor._make(np.frombuffer(text.encode(), dtype=np.uint8).copy())
+    return creation.default_generator.get_state()
 
 
 def set_rng_state(new_state):
@@ -2016,16 +2013,8 @@ def set_rng_state(new_state):
     Example:
         >>> tg.set_rng_state(tg.get_rng_state())
     """
-    import json
     from . import creation
-    v = new_state._value if isinstance(new_state, Tensor) else np.asarray(new_state)
-    if v.dtype != np.uint8:
-        raise TypeError("set_rng_state expects a uint8 tensor from get_rng_state()")
-    try:
-        state = json.loads(v.tobytes().decode())
-        creation._rng.bit_generator.state = state
-    except (ValueError, TypeError, KeyError) as e:
-        raise RuntimeError(f"set_rng_state: not a state from get_rng_state() ({e})") from None
+    creation.default_generator.set_state(new_state)
 
 
 def is_nonzero(input):  # noqa: A002
@@ -3148,6 +3137,7 @@ def poisson(input, generator=None):  # noqa: A002
                                   f"'{_dtype_name(x)}'")
     if np.any(rate < 0):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    draws = numpy_rng(generator).poisson(np.where(np.isnan(rate), 0.0, rate))
+    # (NumPy's sampler, seeded from tapegrad's generator: not PyTorch's draws)
+    draws = stream_for(generator).numpy_generator().poisson(np.where(np.isnan(rate), 0.0, rate))
     return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))
 

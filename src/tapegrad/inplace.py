@@ -1065,26 +1065,26 @@ def _compared_(name, compare):
 
 
 def _draw_uniform(t, from_=0.0, to=1.0, *, generator=None):
-    from .creation import numpy_rng
-    return numpy_rng(generator).uniform(from_, to, t._value.shape)
+    from .creation import stream_for
+    return stream_for(generator).uniform(from_, to, t._value.shape)
 
 
 def _draw_normal(t, mean=0.0, std=1.0, *, generator=None):
-    from .creation import numpy_rng
+    from .creation import stream_for
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return numpy_rng(generator).normal(mean, std, t._value.shape)
+    return stream_for(generator).normal(mean, std, t._value.shape)
 
 
 def _draw_bernoulli(t, p=0.5, *, generator=None):
-    from .creation import numpy_rng
+    from .creation import stream_for
     prob = p._value if isinstance(p, Tensor) else p
-    return (numpy_rng(generator).random(t._value.shape) < prob).astype(np.float64)
+    return stream_for(generator).bernoulli(prob, t._value.shape)
 
 
 def _draw_exponential(t, lambd=1.0, *, generator=None):
-    from .creation import numpy_rng
-    return numpy_rng(generator).exponential(1.0 / lambd, t._value.shape)
+    from .creation import stream_for
+    return stream_for(generator).exponential(lambd, t._value.shape)
 
 
 # the C++ names PyTorch's bounds errors give the integer types
@@ -1101,7 +1101,7 @@ def _draw_random(t, *args, generator=None, **bounds):
     """``random_()``, ``random_(to)``, ``random_(from, to)``: integers drawn uniformly from
     ``[from, to - 1]``; without ``to``, up to the largest integer of t's dtype (2**53 for
     float64, whose integers are exact up to there)."""
-    from .creation import numpy_rng
+    from .creation import stream_for
     given = list(args) + [bounds.pop(k) for k in ("from", "to") if k in bounds]
     if bounds or len(given) > 2 or any(
             isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in given):
@@ -1123,8 +1123,11 @@ def _draw_random(t, *args, generator=None, **bounds):
             raise RuntimeError(f"from is out of bounds for {_C_TYPE[dt.name]}")
         if not info[0] <= high - 1 <= info[1]:
             raise RuntimeError(f"to - 1 is out of bounds for {_C_TYPE[dt.name]}")
+    if not given:
+        # without bounds PyTorch reduces a word modulo the dtype's range, not [from, to)
+        return stream_for(generator).full_range(t._value.shape, dt)
     wide = np.uint64 if high > 2 ** 63 - 1 else np.int64
-    return numpy_rng(generator).integers(low, high, t._value.shape, dtype=wide)
+    return stream_for(generator).integers(low, high, t._value.shape, dtype=wide)
 
 
 def _continuous(t, name, what):
@@ -1135,29 +1138,29 @@ def _continuous(t, name, what):
 
 
 def _draw_cauchy(t, median=0.0, sigma=1.0, *, generator=None):
-    from .creation import numpy_rng
+    from .creation import stream_for
     _continuous(t, "cauchy_", "Cauchy")
     if not sigma > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
-    return median + sigma * numpy_rng(generator).standard_cauchy(t._value.shape)
+    return stream_for(generator).cauchy(median, sigma, t._value.shape)
 
 
 def _draw_log_normal(t, mean=1.0, std=2.0, *, generator=None):
-    from .creation import numpy_rng
+    from .creation import stream_for
     if t._value.dtype.kind != "f":
         raise NotImplementedError(f'"log_normal_cpu" not implemented for '
                                   f"'{t.dtype.scalar_name}'")
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
-    return numpy_rng(generator).lognormal(mean, std, t._value.shape)
+    return stream_for(generator).lognormal(mean, std, t._value.shape)   # exp(normal_)
 
 
 def _draw_geometric(t, p, *, generator=None):
     """The number of Bernoulli(p) trials up to the first success: 1, 2, ..."""
-    from .creation import numpy_rng
+    from .creation import stream_for
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
-    return numpy_rng(generator).geometric(p, t._value.shape)
+    return stream_for(generator).geometric(p, t._value.shape)
 
 
 def _fill_diagonal(t, fill_value, wrap=False):

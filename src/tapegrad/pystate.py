@@ -42,6 +42,7 @@ from collections import namedtuple
 import numpy as np
 
 from ._generator import Generator
+from ._random_stream import RandomStream
 
 from .tensor import Tensor
 
@@ -171,6 +172,8 @@ def same_bits(value, kept):
 
 
 def _random_state(gen):
+    if isinstance(gen, RandomStream):      # (a tapegrad.Generator's)
+        return gen.fingerprint()
     if isinstance(gen, np.random.Generator):
         return gen.bit_generator.state
     if isinstance(gen, np.random.RandomState):

@@ -982,14 +982,14 @@ def _random_state():
     from . import creation
     rng = creation._rng
     legacy = np.random.get_state()
-    return rng, rng.bit_generator.state, legacy[1].copy(), legacy[2:]
+    return rng, rng.fingerprint(), legacy[1].copy(), legacy[2:]
 
 
 def _same_random_state(before, watch):
     """Whether the recording drew no random numbers."""
     from . import creation
     rng, gen_state, key, rest = before
-    if creation._rng is not rng or rng.bit_generator.state != gen_state:
+    if creation._rng is not rng or rng.fingerprint() != gen_state:
         return False
     legacy = np.random.get_state()
     if legacy[2:] != rest or not np.array_equal(legacy[1], key):

@@ -165,14 +165,15 @@ def log_softmax(input, dim=None):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``, in
     training mode; the identity otherwise. The mask is drawn from tapegrad's generator
-    (seeded by ``tapegrad.manual_seed``); ``inplace`` overwrites ``input``.
+    (seeded by ``tapegrad.manual_seed``) as PyTorch draws it, so it is PyTorch's mask for
+    the same seed; ``inplace`` overwrites ``input``.
 
     Shape: that of ``input``.
 
     Example:
         >>> _ = tg.manual_seed(0)
         >>> F.dropout(tg.ones(6), p=0.5)
-        tensor([2., 0., 0., 0., 2., 2.])
+        tensor([0., 0., 2., 0., 0., 0.])
         >>> F.dropout(tg.ones(3), p=0.5, training=False)
         tensor([1., 1., 1.])
     """
@@ -182,7 +183,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
-    keep = _generator().random(tuple(input.shape)) >= p
+    # PyTorch's noise: bernoulli_(1 - p) (a uniform draw below 1 - p keeps), over 1 - p
+    keep = _generator().random(tuple(input.shape)) < 1.0 - p
     scale = _constant(keep * (1.0 / (1.0 - p)))
     return input.mul_(scale) if inplace else input * scale
 

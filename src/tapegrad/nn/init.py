@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.creation import numpy_rng as _numpy_rng
+from tapegrad.creation import stream_for as _stream_for
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
@@ -84,7 +84,7 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with draws from U(a, b).
 
     In place, without recording a gradient; returns ``tensor``.  Draws from tapegrad's
-    generator (``tg.manual_seed``); the numbers differ from PyTorch's for the same seed.
+    generator (``tg.manual_seed``): PyTorch's numbers for the same seed.
 
     Example:
         >>> _ = tg.manual_seed(0)
@@ -92,7 +92,7 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
         >>> nn.init.uniform_(w, -0.1, 0.1) is w, bool((w.abs() <= 0.1).all())
         (True, True)
     """
-    return _fill(tensor, _numpy_rng(generator).uniform(a, b, _shape(tensor)))
+    return _fill(tensor, _stream_for(generator).uniform(a, b, _shape(tensor)))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
@@ -107,7 +107,7 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         >>> round(float(w.mean()), 1), round(float(w.std()), 1)
         (2.0, 0.5)
     """
-    return _fill(tensor, _numpy_rng(generator).normal(mean, std, _shape(tensor)))
+    return _fill(tensor, _stream_for(generator).normal(mean, std, _shape(tensor)))
 
 
 def constant_(tensor, val):

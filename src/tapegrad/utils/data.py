@@ -4,8 +4,8 @@ A ``DataLoader`` draws indices from a sampler, groups them into batches and coll
 batch (``default_collate`` stacks tensors, NumPy arrays and numbers, and recurses into
 tuples, lists and dicts).  Shuffling draws a fresh permutation for every epoch from the
 loader's ``generator`` (a ``tapegrad.Generator``) or, without one, from a seed taken from the
-global generator that ``tapegrad.manual_seed`` seeds: the same seed gives the same orders.
-The orders are not PyTorch's, whose generator is not NumPy's.
+global generator that ``tapegrad.manual_seed`` seeds, drawn as PyTorch draws them: the same
+seed gives PyTorch's orders (and leaves the global generator where PyTorch's is).
 
 Batches are loaded in the calling process: ``num_workers > 0`` is accepted and gives the same
 batches, without worker processes.
@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import creation, functional
 from .._dtype import float64
+from .._generator import Generator
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
@@ -159,8 +160,8 @@ def random_split(dataset, lengths, generator=None):
     ``floor(frac * len)``, the remainder dealt out one by one from the first) of a random
     permutation of ``dataset``.
 
-    Pass a seeded ``tg.Generator`` as ``generator`` for a split that is the same every run (the
-    permutation is not PyTorch's for the same seed).
+    Pass a seeded ``tg.Generator`` as ``generator`` for a split that is the same every run
+    (PyTorch's split for the same seed).
 
     Example:
         >>> from tapegrad.utils.data import random_split
@@ -184,7 +185,7 @@ def random_split(dataset, lengths, generator=None):
                               "This might result in an empty dataset.", stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = creation.numpy_rng(generator).permutation(sum(lengths)).tolist()
+    indices = creation.stream_for(generator).permutation(sum(lengths)).tolist()
     return [Subset(dataset, indices[offset - length:offset])
             for offset, length in zip(itertools.accumulate(lengths), lengths)]
 
@@ -239,11 +240,12 @@ class SequentialSampler(Sampler):
 
 def _epoch_rng(generator):
     """The generator of one pass: ``generator``'s own, or a fresh one seeded from the global
-    generator (so that each epoch is shuffled anew, and reproducibly after manual_seed)."""
+    generator (so that each epoch is shuffled anew, and reproducibly after manual_seed), as
+    PyTorch's RandomSampler seeds it: ``random_()`` of an int64."""
     if generator is not None:
-        return creation.numpy_rng(generator)
-    seed = int(creation.generator().integers(0, 1 << 63))
-    return np.random.default_rng(seed)
+        return creation.stream_for(generator)
+    seed = int(creation.generator().full_range((), np.int64))
+    return Generator().manual_seed(seed)._rng
 
 
 class RandomSampler(Sampler):
@@ -302,7 +304,8 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _epoch_rng(self.generator).permutation(len(self.indices)).tolist():
+        # (PyTorch draws from the global generator itself here, not from one seeded by it)
+        for i in creation.stream_for(self.generator).permutation(len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -578,6 +581,10 @@ class DataLoader:
         return len(self.sampler)
 
     def __iter__(self):
+        # PyTorch's iterator draws its workers' base seed (an int64 random_()) when it is
+        # made, before the sampler draws: the draw is made here too, so that the numbers
+        # drawn after it are PyTorch's
+        creation.stream_for(self.generator).full_range((), np.int64)
         if isinstance(self.dataset, IterableDataset):
             return self._iterate_stream()
         return self._iterate_map()
