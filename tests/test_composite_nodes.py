@@ -131,7 +131,29 @@ PROGRAMS = {
         m.cat([a, b, a * b, a - b]).reshape(1, 4, 3, 3), 2),
     "interpolate": lambda m, a, b, v: _nn(m).interpolate(_image(m, a), scale_factor=2),
     "interpolate_1d": lambda m, a, b, v: _nn(m).interpolate(a[None], size=5),
+    # linalg ops made of other ops
+    "renorm": lambda m, a, b, v: m.renorm(a, 2, 0, 9.0),
+    "renorm_p1": lambda m, a, b, v: a.renorm(1, 1, 14.0),
+    "cholesky_inverse": lambda m, a, b, v: m.cholesky_inverse(_factor(m, a)),
+    "cholesky_inverse_upper": lambda m, a, b, v: m.cholesky_inverse(_factor(m, a).mT, True),
+    "cholesky_solve": lambda m, a, b, v: m.cholesky_solve(b, _factor(m, a)),
+    "cholesky_solve_upper": lambda m, a, b, v: m.cholesky_solve(b, _factor(m, a).mT, True),
+    "cholesky_solve_constant_b": lambda m, a, b, v: m.cholesky_solve(b.detach(), _factor(m, a)),
+    "lu_solve": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b),
+    "lu_solve_adjoint": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b,
+                                                             adjoint=True),
+    "lu_solve_right": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b,
+                                                           left=False),
+    "matrix_power_1": lambda m, a, b, v: m.linalg.matrix_power(a, 1),
+    "matrix_power_3": lambda m, a, b, v: m.linalg.matrix_power(a / 5.0, 3),
+    "matrix_power_5": lambda m, a, b, v: a.matrix_power(5) / 1000.0,
+    "matrix_power_minus_3": lambda m, a, b, v: m.linalg.matrix_power(a, -3),
 }
+
+
+def _factor(m, a):
+    """The Cholesky factor of a a^T + 3 I (positive definite)."""
+    return m.linalg.cholesky(a @ a.mT + 3.0 * m.eye(3, dtype=m.float64))
 
 
 def _image(m, a):
@@ -238,3 +260,102 @@ def test_clamp_by_tensors_at_ties_and_nan(form):
             assert got is None
         else:
             np.testing.assert_array_equal(got, want)
+
+
+# ops with several differentiable outputs, PyTorch's one node for all of them
+MULTI = {
+    "std_mean": lambda m, a, b, v: m.std_mean(a, 1),
+    "std_mean_all": lambda m, a, b, v: m.std_mean(a * b, correction=0),
+    "std_mean_keepdim": lambda m, a, b, v: m.std_mean(a, (0, 1), True),
+    "var_mean": lambda m, a, b, v: m.var_mean(a),
+    "var_mean_dim": lambda m, a, b, v: m.var_mean(a + b, -1, keepdim=True),
+    "aminmax": lambda m, a, b, v: m.aminmax(a),
+    "aminmax_dim": lambda m, a, b, v: m.aminmax(a * b, dim=0),
+    "aminmax_keepdim": lambda m, a, b, v: a.aminmax(dim=-1, keepdim=True),
+    "lu_unpack": lambda m, a, b, v: m.lu_unpack(*m.linalg.lu_factor(a))[1:],
+    "linalg_lu": lambda m, a, b, v: m.linalg.lu(a)[1:],
+    "triangular_solve": lambda m, a, b, v: _quiet(m.triangular_solve, b, a),
+    "triangular_solve_lower": lambda m, a, b, v: _quiet(m.triangular_solve, b, a[None], False,
+                                                        True),
+    "triangular_solve_constant_a": lambda m, a, b, v: _quiet(m.triangular_solve, b,
+                                                             a.detach()),
+}
+
+
+def _quiet(f, *args):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tuple(f(*args))
+
+
+def _multi_outcome(m, program, call=None):
+    a, b, v = _inputs(m)
+    outs = tuple((call or MULTI[program])(m, a, b, v))
+    nodes = [t.grad_fn for t in outs]
+    graph = (_graph(m, outs[0]), [_name(m, n) for n in nodes], [t.output_nr for t in outs],
+             all(n is nodes[0] for n in nodes))
+    total = 0.0
+    for k, out in enumerate(outs):
+        weights = np.arange(1.0, out.numel() + 1.0).reshape(tuple(out.shape)) / (7.0 + k)
+        total = total + (out * m.tensor(weights, dtype=m.float64)).sum()
+    total.backward()
+    grads = [None if t.grad is None else np.array(t.grad.tolist()) for t in (a, b, v)]
+    return graph, [np.array(t.tolist()) for t in outs], grads
+
+
+def _same_multi(got, want):
+    assert got[0] == want[0]
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+    for g, w in zip(got[2], want[2]):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("program", sorted(MULTI))
+def test_outputs_share_the_node_as_pytorch(program):
+    """Every output's grad_fn is the one node (the same object), named as PyTorch's, its
+    ``output_nr`` the output's place, and gradients through all outputs are PyTorch's."""
+    _same_multi(_multi_outcome(tg, program), _multi_outcome(torch, program))
+
+
+@pytest.mark.parametrize("program", sorted(MULTI))
+def test_outputs_share_the_node_through_compile(program):
+    want = _multi_outcome(torch, program)
+    f = tg.compile(lambda a, b, v: tuple(MULTI[program](tg, a, b, v)))
+    for _ in range(3):     # recorded, then replayed (or run eagerly)
+        _same_multi(_multi_outcome(tg, program, lambda m, a, b, v: f(a, b, v)), want)
+    assert f.stats.replays + f.stats.eager == 2, f.stats
+
+
+def test_a_replay_with_new_values_keeps_the_shared_node():
+    """A replayed std_mean with other inputs: new values and gradients, still one node."""
+    f = tg.compile(lambda x: tg.std_mean(x * 2.0, 0))
+    for k in range(3):
+        data = np.array([[1.0, 2.0 + k], [3.0 * k, -1.0]])
+        got = [tg.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)]
+        outs = [f(got[0]), torch.std_mean(got[1] * 2.0, 0)]
+        for (s, mu), t in zip(outs, got):
+            (s * 3.0 + mu).sum().backward()
+        s, mu = outs[0]
+        assert s.grad_fn is mu.grad_fn and s.grad_fn.name() == "StdMeanBackward0"
+        assert (s.output_nr, mu.output_nr) == (0, 1)
+        np.testing.assert_allclose(s.tolist(), outs[1][0].tolist(), rtol=1e-14)
+        np.testing.assert_allclose(got[0].grad.tolist(), got[1].grad.tolist(), rtol=1e-13)
+    assert f.stats.replays == 2, f.stats
+
+
+def test_empty_unpacked_factors_share_the_node():
+    """lu_unpack(unpack_data=False): empty L and U, yet outputs 0 and 1 of one node, as in
+    PyTorch (whose backward through them fails inside its triu: not compared)."""
+    graphs = []
+    for m in (torch, tg):
+        a, b, v = _inputs(m)
+        _, L, U = m.lu_unpack(*m.linalg.lu_factor(a), unpack_data=False)
+        graphs.append((_graph(m, L), _graph(m, U), L.grad_fn is U.grad_fn,
+                       (L.output_nr, U.output_nr), tuple(L.shape), tuple(U.shape)))
+    assert graphs[1] == graphs[0]

@@ -1309,8 +1309,9 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(1.4142), tensor(2.))
     """
     x = _tensor(input)
-    return (F.std(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+    return F.named_outputs((F.std(x, dim, unbiased, keepdim, correction=correction),
+                            F.mean(x, dim, keepdim) if dim is not None else F.mean(x)),
+                           "StdMeanBackward0", x)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -1321,8 +1322,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(2.), tensor(2.))
     """
     x = _tensor(input)
-    return (F.var(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+    return F.named_outputs((F.var(x, dim, unbiased, keepdim, correction=correction),
+                            F.mean(x, dim, keepdim) if dim is not None else F.mean(x)),
+                           "VarMeanBackward0", x)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -2268,7 +2270,8 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     """
     x = _tensor(input)
     dims = () if dim is None else dim
-    return _AminmaxResult(F.amin(x, dims, keepdim), F.amax(x, dims, keepdim))
+    return _AminmaxResult(*F.named_outputs((F.amin(x, dims, keepdim), F.amax(x, dims, keepdim)),
+                                           "AminmaxBackward0", x))
 
 
 _AminmaxResult = __import__("collections").namedtuple("aminmax", ["min", "max"])
