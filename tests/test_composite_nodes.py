@@ -148,7 +148,48 @@ PROGRAMS = {
     "matrix_power_3": lambda m, a, b, v: m.linalg.matrix_power(a / 5.0, 3),
     "matrix_power_5": lambda m, a, b, v: a.matrix_power(5) / 1000.0,
     "matrix_power_minus_3": lambda m, a, b, v: m.linalg.matrix_power(a, -3),
+    # pads that index the input (PyTorch's circular pad is itself a composite: not here)
+    "pad_reflect_1d": lambda m, a, b, v: _nn(m).pad(a, (2, 1), mode="reflect"),
+    "pad_reflect_2d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 2, 2, 0), mode="reflect"),
+    "pad_reflect_3d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 1, 0, 2, 1, 0),
+                                                    mode="reflect"),
+    "pad_replicate_1d": lambda m, a, b, v: _nn(m).pad(a[None], (0, 3), mode="replicate"),
+    "pad_replicate_2d": lambda m, a, b, v: _nn(m).pad(a[None], (2, 1, 1, 3), mode="replicate"),
+    "pad_replicate_3d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 0, 2, 1, 1, 1),
+                                                      mode="replicate"),
+    "pad_replicate_crop": lambda m, a, b, v: _nn(m).pad(a[None], (-1, 2), mode="replicate"),
+    "adaptive_avg_pool1d": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a[None], 2),
+    "adaptive_avg_pool1d_unbatched": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a, (5,)),
+    "adaptive_avg_pool1d_global": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a[None], 1),
+    "adaptive_avg_pool2d": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(_image(m, a), 2),
+    "adaptive_avg_pool2d_keep": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(
+        _image(m, a)[0], (None, 2)),
+    "adaptive_avg_pool2d_global": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(
+        _image(m, a), 1),
+    "adaptive_max_pool2d": lambda m, a, b, v: _nn(m).adaptive_max_pool2d(_image(m, a), 2),
+    "adaptive_max_pool2d_unbatched": lambda m, a, b, v: _nn(m).adaptive_max_pool2d(
+        a[None] * b, (1, 2)),
+    "glu": lambda m, a, b, v: _nn(m).glu(m.cat([a, b], 1)),
+    "glu_dim0": lambda m, a, b, v: _nn(m).glu(m.cat([a, b]), 0),
+    # normalisation and layers
+    "instance_norm": lambda m, a, b, v: _nn(m).instance_norm(_image(m, a)[:, :, 0]),
+    "instance_norm_affine": lambda m, a, b, v: _nn(m).instance_norm(_image(m, a), weight=v,
+                                                                    bias=v * 0.5, eps=0.1),
+    "instance_norm_bias": lambda m, a, b, v: _nn(m).instance_norm(a[None], bias=v),
+    "gru_cell": lambda m, a, b, v: _gru_cell(m, a, b),
+    "pairwise_distance": lambda m, a, b, v: _nn(m).pairwise_distance(a, b),
+    "pairwise_distance_p1": lambda m, a, b, v: _nn(m).pairwise_distance(a, v, 1.0, 0.5, True),
 }
+
+
+def _gru_cell(m, a, b):
+    m.manual_seed(0)
+    cell = m.nn.GRUCell(3, 2).double()
+    with m.no_grad():
+        for k, p in enumerate(cell.parameters()):
+            p.copy_(m.linspace(-0.5, 0.5 + k / 10.0, p.numel(), dtype=m.float64)
+                    .reshape(p.shape))
+    return cell(a / 5.0, b[:, :2])
 
 
 def _factor(m, a):
