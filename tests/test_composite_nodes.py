@@ -414,3 +414,49 @@ def test_empty_unpacked_factors_share_the_node():
         graphs.append((_graph(m, L), _graph(m, U), L.grad_fn is U.grad_fn,
                        (L.output_nr, U.output_nr), tuple(L.shape), tuple(U.shape)))
     assert graphs[1] == graphs[0]
+
+
+BAD_CALLS = {
+    "instance_norm_one_position": lambda m: _nn(m).instance_norm(m.ones(2, 3, 1)),
+    "instance_norm_2d": lambda m: _nn(m).instance_norm(m.ones(3, 4)),
+    "instance_norm_1d": lambda m: _nn(m).instance_norm(m.ones(4)),
+    "instance_norm_weight": lambda m: _nn(m).instance_norm(m.ones(2, 3, 4), weight=m.ones(2)),
+    "instance_norm_bias": lambda m: _nn(m).instance_norm(m.ones(2, 3, 4), bias=m.ones(4)),
+    "adaptive_avg_pool1d_4d": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(2, 2, 2, 2), 2),
+    "adaptive_avg_pool1d_1d": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(4), 2),
+    "adaptive_avg_pool1d_two_sizes": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(2, 4), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(BAD_CALLS))
+def test_bad_input_raises_as_pytorch(call):
+    """The rewritten composites keep PyTorch's checks: error type and text."""
+    raised = []
+    for m in (torch, tg):
+        with pytest.raises(Exception) as info:
+            BAD_CALLS[call](m)
+        raised.append((type(info.value).__name__, str(info.value).replace("torch.", "tapegrad.")))
+    assert raised[1] == raised[0]
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 4), (1, 2, 2, 3)])
+def test_instance_norm_shapes_as_pytorch(shape):
+    """Empty batches and channels, and 2-D positions: PyTorch's values and gradients (an
+    empty input without weights: PyTorch's own code fails on repeating them)."""
+    data = np.arange(float(np.prod(shape))).reshape(shape) % 5.0
+    outcomes = []
+    for m in (torch, tg):
+        x = m.tensor(data, dtype=m.float64, requires_grad=True)
+        w = m.tensor(np.arange(1.0, shape[1] + 1.0), dtype=m.float64, requires_grad=True)
+        if data.size:
+            y = _nn(m).instance_norm(x, weight=w, bias=w * 0.5)
+        else:
+            y = _nn(m).instance_norm(x)
+        (y * m.tensor(data + 1.0, dtype=m.float64)).sum().backward()
+        outcomes.append([None if t is None else np.array(t.tolist())
+                         for t in (y, x.grad, w.grad)])
+    for got, want in zip(*outcomes[::-1]):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
