@@ -131,7 +131,84 @@ PROGRAMS = {
         m.cat([a, b, a * b, a - b]).reshape(1, 4, 3, 3), 2),
     "interpolate": lambda m, a, b, v: _nn(m).interpolate(_image(m, a), scale_factor=2),
     "interpolate_1d": lambda m, a, b, v: _nn(m).interpolate(a[None], size=5),
+    # pads that index the input (PyTorch's circular pad is itself a composite: not here)
+    "pad_reflect_1d": lambda m, a, b, v: _nn(m).pad(a, (2, 1), mode="reflect"),
+    "pad_reflect_2d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 2, 2, 0), mode="reflect"),
+    "pad_reflect_3d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 1, 0, 2, 1, 0),
+                                                    mode="reflect"),
+    "pad_replicate_1d": lambda m, a, b, v: _nn(m).pad(a[None], (0, 3), mode="replicate"),
+    "pad_replicate_2d": lambda m, a, b, v: _nn(m).pad(a[None], (2, 1, 1, 3), mode="replicate"),
+    "pad_replicate_3d": lambda m, a, b, v: _nn(m).pad(_image(m, a), (1, 0, 2, 1, 1, 1),
+                                                      mode="replicate"),
+    "pad_replicate_crop": lambda m, a, b, v: _nn(m).pad(a[None], (-1, 2), mode="replicate"),
+    "adaptive_avg_pool1d": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a[None], 2),
+    "adaptive_avg_pool1d_unbatched": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a, (5,)),
+    "adaptive_avg_pool1d_global": lambda m, a, b, v: _nn(m).adaptive_avg_pool1d(a[None], 1),
+    "adaptive_avg_pool2d": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(_image(m, a), 2),
+    "adaptive_avg_pool2d_keep": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(
+        _image(m, a)[0], (None, 2)),
+    "adaptive_avg_pool2d_global": lambda m, a, b, v: _nn(m).adaptive_avg_pool2d(
+        _image(m, a), 1),
+    "adaptive_max_pool2d": lambda m, a, b, v: _nn(m).adaptive_max_pool2d(_image(m, a), 2),
+    "adaptive_max_pool2d_unbatched": lambda m, a, b, v: _nn(m).adaptive_max_pool2d(
+        a[None] * b, (1, 2)),
+    "glu": lambda m, a, b, v: _nn(m).glu(m.cat([a, b], 1)),
+    "glu_dim0": lambda m, a, b, v: _nn(m).glu(m.cat([a, b]), 0),
+    # linalg ops made of other ops
+    "renorm": lambda m, a, b, v: m.renorm(a, 2, 0, 9.0),
+    "renorm_p1": lambda m, a, b, v: a.renorm(1, 1, 14.0),
+    "cholesky_inverse": lambda m, a, b, v: m.cholesky_inverse(_factor(m, a)),
+    "cholesky_inverse_upper": lambda m, a, b, v: m.cholesky_inverse(_factor(m, a).mT, True),
+    "cholesky_solve": lambda m, a, b, v: m.cholesky_solve(b, _factor(m, a)),
+    "cholesky_solve_upper": lambda m, a, b, v: m.cholesky_solve(b, _factor(m, a).mT, True),
+    "cholesky_solve_constant_b": lambda m, a, b, v: m.cholesky_solve(b.detach(), _factor(m, a)),
+    "lu_solve": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b),
+    "lu_solve_adjoint": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b,
+                                                             adjoint=True),
+    "lu_solve_right": lambda m, a, b, v: m.linalg.lu_solve(*m.linalg.lu_factor(a), b,
+                                                           left=False),
+    # normalisation and layers
+    "instance_norm": lambda m, a, b, v: _nn(m).instance_norm(_image(m, a)[:, :, 0]),
+    "instance_norm_affine": lambda m, a, b, v: _nn(m).instance_norm(_image(m, a), weight=v,
+                                                                    bias=v * 0.5, eps=0.1),
+    "instance_norm_bias": lambda m, a, b, v: _nn(m).instance_norm(a[None], bias=v),
+    "gru_cell": lambda m, a, b, v: _gru_cell(m, a, b),
+    # indexing ops listing their own inputs
+    "masked_select": lambda m, a, b, v: m.masked_select(a, a > 4.5),
+    "masked_select_broadcast": lambda m, a, b, v: v.masked_select(a > 4.5),
+    "masked_scatter": lambda m, a, b, v: a.masked_scatter(a > 4.5, b),
+    "masked_scatter_broadcast": lambda m, a, b, v: v.masked_scatter(a > 4.5, b * 2.0),
+    "index_put": lambda m, a, b, v: a.index_put((m.tensor([0, 2]),), v),
+    "index_put_accumulate": lambda m, a, b, v: m.index_put(a, (m.tensor([1, 1]),), v * 2.0,
+                                                           accumulate=True),
+    "index_put_constant_input": lambda m, a, b, v: a.detach().index_put(
+        (m.tensor([0, 2]), m.tensor([1, 1])), v[:2], accumulate=True),
+    "put": lambda m, a, b, v: m.put(a, m.tensor([0, -1]), v[1:]),
+    "put_accumulate": lambda m, a, b, v: a.put(m.tensor([4, 4, 0]), v, accumulate=True),
+    "kron": lambda m, a, b, v: m.kron(a, v),
+    "vdot": lambda m, a, b, v: m.vdot(v, a[1]),
+    "pairwise_distance": lambda m, a, b, v: _nn(m).pairwise_distance(a, b),
+    "pairwise_distance_p1": lambda m, a, b, v: _nn(m).pairwise_distance(a, v, 1.0, 0.5, True),
+    "matrix_power_1": lambda m, a, b, v: m.linalg.matrix_power(a, 1),
+    "matrix_power_3": lambda m, a, b, v: m.linalg.matrix_power(a / 5.0, 3),
+    "matrix_power_5": lambda m, a, b, v: a.matrix_power(5) / 1000.0,
+    "matrix_power_minus_3": lambda m, a, b, v: m.linalg.matrix_power(a, -3),
 }
+
+
+def _gru_cell(m, a, b):
+    m.manual_seed(0)
+    cell = m.nn.GRUCell(3, 2).double()
+    with m.no_grad():
+        for k, p in enumerate(cell.parameters()):
+            p.copy_(m.linspace(-0.5, 0.5 + k / 10.0, p.numel(), dtype=m.float64)
+                    .reshape(p.shape))
+    return cell(a / 5.0, b[:, :2])
+
+
+def _factor(m, a):
+    """The Cholesky factor of a a^T + 3 I (positive definite)."""
+    return m.linalg.cholesky(a @ a.mT + 3.0 * m.eye(3, dtype=m.float64))
 
 
 def _image(m, a):
@@ -238,3 +315,148 @@ def test_clamp_by_tensors_at_ties_and_nan(form):
             assert got is None
         else:
             np.testing.assert_array_equal(got, want)
+
+
+# ops with several differentiable outputs, PyTorch's one node for all of them
+MULTI = {
+    "std_mean": lambda m, a, b, v: m.std_mean(a, 1),
+    "std_mean_all": lambda m, a, b, v: m.std_mean(a * b, correction=0),
+    "std_mean_keepdim": lambda m, a, b, v: m.std_mean(a, (0, 1), True),
+    "var_mean": lambda m, a, b, v: m.var_mean(a),
+    "var_mean_dim": lambda m, a, b, v: m.var_mean(a + b, -1, keepdim=True),
+    "aminmax": lambda m, a, b, v: m.aminmax(a),
+    "aminmax_dim": lambda m, a, b, v: m.aminmax(a * b, dim=0),
+    "aminmax_keepdim": lambda m, a, b, v: a.aminmax(dim=-1, keepdim=True),
+    "lu_unpack": lambda m, a, b, v: m.lu_unpack(*m.linalg.lu_factor(a))[1:],
+    "linalg_lu": lambda m, a, b, v: m.linalg.lu(a)[1:],
+    "triangular_solve": lambda m, a, b, v: _quiet(m.triangular_solve, b, a),
+    "triangular_solve_lower": lambda m, a, b, v: _quiet(m.triangular_solve, b, a[None], False,
+                                                        True),
+    "triangular_solve_constant_a": lambda m, a, b, v: _quiet(m.triangular_solve, b,
+                                                             a.detach()),
+}
+
+
+def _quiet(f, *args):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tuple(f(*args))
+
+
+def _multi_outcome(m, program, call=None):
+    a, b, v = _inputs(m)
+    outs = tuple((call or MULTI[program])(m, a, b, v))
+    nodes = [t.grad_fn for t in outs]
+    graph = (_graph(m, outs[0]), [_name(m, n) for n in nodes], [t.output_nr for t in outs],
+             all(n is nodes[0] for n in nodes))
+    total = 0.0
+    for k, out in enumerate(outs):
+        weights = np.arange(1.0, out.numel() + 1.0).reshape(tuple(out.shape)) / (7.0 + k)
+        total = total + (out * m.tensor(weights, dtype=m.float64)).sum()
+    total.backward()
+    grads = [None if t.grad is None else np.array(t.grad.tolist()) for t in (a, b, v)]
+    return graph, [np.array(t.tolist()) for t in outs], grads
+
+
+def _same_multi(got, want):
+    assert got[0] == want[0]
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+    for g, w in zip(got[2], want[2]):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("program", sorted(MULTI))
+def test_outputs_share_the_node_as_pytorch(program):
+    """Every output's grad_fn is the one node (the same object), named as PyTorch's, its
+    ``output_nr`` the output's place, and gradients through all outputs are PyTorch's."""
+    _same_multi(_multi_outcome(tg, program), _multi_outcome(torch, program))
+
+
+@pytest.mark.parametrize("program", sorted(MULTI))
+def test_outputs_share_the_node_through_compile(program):
+    want = _multi_outcome(torch, program)
+    f = tg.compile(lambda a, b, v: tuple(MULTI[program](tg, a, b, v)))
+    for _ in range(3):     # recorded, then replayed (or run eagerly)
+        _same_multi(_multi_outcome(tg, program, lambda m, a, b, v: f(a, b, v)), want)
+    assert f.stats.replays + f.stats.eager == 2, f.stats
+
+
+def test_a_replay_with_new_values_keeps_the_shared_node():
+    """A replayed std_mean with other inputs: new values and gradients, still one node."""
+    f = tg.compile(lambda x: tg.std_mean(x * 2.0, 0))
+    for k in range(3):
+        data = np.array([[1.0, 2.0 + k], [3.0 * k, -1.0]])
+        got = [tg.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)]
+        outs = [f(got[0]), torch.std_mean(got[1] * 2.0, 0)]
+        for (s, mu), t in zip(outs, got):
+            (s * 3.0 + mu).sum().backward()
+        s, mu = outs[0]
+        assert s.grad_fn is mu.grad_fn and s.grad_fn.name() == "StdMeanBackward0"
+        assert (s.output_nr, mu.output_nr) == (0, 1)
+        np.testing.assert_allclose(s.tolist(), outs[1][0].tolist(), rtol=1e-14)
+        np.testing.assert_allclose(got[0].grad.tolist(), got[1].grad.tolist(), rtol=1e-13)
+    assert f.stats.replays == 2, f.stats
+
+
+def test_empty_unpacked_factors_share_the_node():
+    """lu_unpack(unpack_data=False): empty L and U, yet outputs 0 and 1 of one node, as in
+    PyTorch (whose backward through them fails inside its triu: not compared)."""
+    graphs = []
+    for m in (torch, tg):
+        a, b, v = _inputs(m)
+        _, L, U = m.lu_unpack(*m.linalg.lu_factor(a), unpack_data=False)
+        graphs.append((_graph(m, L), _graph(m, U), L.grad_fn is U.grad_fn,
+                       (L.output_nr, U.output_nr), tuple(L.shape), tuple(U.shape)))
+    assert graphs[1] == graphs[0]
+
+
+BAD_CALLS = {
+    "instance_norm_one_position": lambda m: _nn(m).instance_norm(m.ones(2, 3, 1)),
+    "instance_norm_2d": lambda m: _nn(m).instance_norm(m.ones(3, 4)),
+    "instance_norm_1d": lambda m: _nn(m).instance_norm(m.ones(4)),
+    "instance_norm_weight": lambda m: _nn(m).instance_norm(m.ones(2, 3, 4), weight=m.ones(2)),
+    "instance_norm_bias": lambda m: _nn(m).instance_norm(m.ones(2, 3, 4), bias=m.ones(4)),
+    "adaptive_avg_pool1d_4d": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(2, 2, 2, 2), 2),
+    "adaptive_avg_pool1d_1d": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(4), 2),
+    "adaptive_avg_pool1d_two_sizes": lambda m: _nn(m).adaptive_avg_pool1d(m.ones(2, 4), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(BAD_CALLS))
+def test_bad_input_raises_as_pytorch(call):
+    """The rewritten composites keep PyTorch's checks: error type and text."""
+    raised = []
+    for m in (torch, tg):
+        with pytest.raises(Exception) as info:
+            BAD_CALLS[call](m)
+        raised.append((type(info.value).__name__, str(info.value).replace("torch.", "tapegrad.")))
+    assert raised[1] == raised[0]
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 4), (1, 2, 2, 3)])
+def test_instance_norm_shapes_as_pytorch(shape):
+    """Empty batches and channels, and 2-D positions: PyTorch's values and gradients (an
+    empty input without weights: PyTorch's own code fails on repeating them)."""
+    data = np.arange(float(np.prod(shape))).reshape(shape) % 5.0
+    outcomes = []
+    for m in (torch, tg):
+        x = m.tensor(data, dtype=m.float64, requires_grad=True)
+        w = m.tensor(np.arange(1.0, shape[1] + 1.0), dtype=m.float64, requires_grad=True)
+        if data.size:
+            y = _nn(m).instance_norm(x, weight=w, bias=w * 0.5)
+        else:
+            y = _nn(m).instance_norm(x)
+        (y * m.tensor(data + 1.0, dtype=m.float64)).sum().backward()
+        outcomes.append([None if t is None else np.array(t.tolist())
+                         for t in (y, x.grad, w.grad)])
+    for got, want in zip(*outcomes[::-1]):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)

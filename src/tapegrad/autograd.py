@@ -273,6 +273,12 @@ def _record_class_name(tape, r):
 def node_for(tape, r):
     node = tape.nodes.get(r)
     if node is None:
+        composite = tape.composites.get(r)
+        if composite is not None and len(composite) > 2:
+            # a further output of a node with several (functional.named_outputs): the same
+            # node object as its first output's, as PyTorch gives
+            node = tape.nodes[r] = node_for(tape, composite[2])
+            return node
         custom = tape.custom_out.get(r)
         if custom is not None:   # an autograd.Function's output: its own node class
             cls = tape.custom[custom].backward_cls

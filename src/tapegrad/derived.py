@@ -242,9 +242,11 @@ def masked_select(input, mask):  # noqa: A002
     mask = _bool_mask(mask, "masked_select:")
     shape = F.broadcast_shape(x._value.shape, mask._value.shape)
     read_value(mask, "masked_select()")
+    given = x
     if x._value.shape != shape:
         x = F.expand(x, *shape)
-    return F.getitem(x, np.broadcast_to(mask._value, shape).copy())
+    return F.named_node(F.getitem(x, np.broadcast_to(mask._value, shape).copy()),
+                        "MaskedSelectBackward0", given)
 
 
 def _index_positions(x, dim, index, name):
@@ -600,7 +602,8 @@ def kron(input, other):  # noqa: A002
     sb = (1,) * (nd - b._value.ndim) + b._value.shape
     ai = F.reshape(a, *[v for s in sa for v in (s, 1)])
     bi = F.reshape(b, *[v for s in sb for v in (1, s)])
-    return F.reshape(F.mul(ai, bi), *[p * q for p, q in zip(sa, sb)])
+    # PyTorch's last node is an _unsafe_view of the product
+    return F._reshaped(F.mul(ai, bi), tuple([p * q for p, q in zip(sa, sb)]), F.V_UNSAFE_VIEW)
 
 
 def _scaled_sum(input, product, beta, alpha):
@@ -1309,8 +1312,9 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(1.4142), tensor(2.))
     """
     x = _tensor(input)
-    return (F.std(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+    return F.named_outputs((F.std(x, dim, unbiased, keepdim, correction=correction),
+                            F.mean(x, dim, keepdim) if dim is not None else F.mean(x)),
+                           "StdMeanBackward0", x)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -1321,8 +1325,9 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         (tensor(2.), tensor(2.))
     """
     x = _tensor(input)
-    return (F.var(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, dim, keepdim) if dim is not None else F.mean(x))
+    return F.named_outputs((F.var(x, dim, unbiased, keepdim, correction=correction),
+                            F.mean(x, dim, keepdim) if dim is not None else F.mean(x)),
+                           "VarMeanBackward0", x)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -2212,7 +2217,8 @@ def vdot(input, other):  # noqa: A002
         >>> tg.vdot(tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]))
         tensor(11.)
     """
-    return dot(input, other)   # (PyTorch's vdot raises dot's errors too)
+    # (PyTorch's vdot raises dot's errors too)
+    return F.named_node(dot(input, other), "VdotBackward0", input, other)
 
 
 def cartesian_prod(*tensors):
@@ -2257,7 +2263,8 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     """
     x = _tensor(input)
     dims = () if dim is None else dim
-    return _AminmaxResult(F.amin(x, dims, keepdim), F.amax(x, dims, keepdim))
+    return _AminmaxResult(*F.named_outputs((F.amin(x, dims, keepdim), F.amax(x, dims, keepdim)),
+                                           "AminmaxBackward0", x))
 
 
 _AminmaxResult = __import__("collections").namedtuple("aminmax", ["min", "max"])
@@ -2674,12 +2681,12 @@ def _replaced(x, positions, src, variant):
 
 
 def _added(x, positions, src, variant):
-    """x plus src's elements added at flat ``positions`` (repeats add up), named as
-    ``variant``'s node (an identity gather after the sum)."""
+    """x plus src's elements added at flat ``positions`` (repeats add up); the caller names
+    the sum as ``variant``'s node (``_as_node``)."""
     n = x._value.size
     pos = positions.reshape(-1)
     added = F.reshape(F.scatter_add_flat(F.reshape(src, -1), pos, n), *x._value.shape)
-    return F._gathered(F.add(x, added), F._flat_index(x), variant)
+    return F.add(x, added)
 
 
 def _dtype_name(t):
@@ -2708,6 +2715,7 @@ def masked_scatter(input, mask, source):  # noqa: A002
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got{_dtype_name(x)} and {_dtype_name(source)}")
     shape = F.broadcast_shape(mask._value.shape, x._value.shape)
+    given = x
     if x._value.shape != shape:
         x = F.expand(x, *shape)
     read_value(mask, "masked_scatter's mask")
@@ -2719,7 +2727,9 @@ def masked_scatter(input, mask, source):  # noqa: A002
     src = F.reshape(source, -1)
     if count < source._value.size:
         src = F.getitem(src, slice(0, count))
-    return _replaced(x, positions, src, V_MASKED_SCATTER)
+    # (the node lists the op's input and source, not the reshaped and cut source)
+    return _as_node(_replaced(x, positions, src, V_MASKED_SCATTER), V_MASKED_SCATTER, given,
+                    source)
 
 
 def put(input, index, source, accumulate=False):  # noqa: A002
@@ -2756,9 +2766,8 @@ def put(input, index, source, accumulate=False):  # noqa: A002
         raise IndexError(f"out of range: tried to access index {bad[0]} on a tensor of {n} "
                          "elements.")
     positions = np.where(idx < 0, idx + n, idx)
-    if accumulate:
-        return _added(x, positions, source, V_PUT)
-    return _replaced(x, positions, source, V_PUT)
+    out = (_added if accumulate else _replaced)(x, positions, source, V_PUT)
+    return _as_node(out, V_PUT, x, source)
 
 
 def index_put(input, indices, values, accumulate=False):  # noqa: A002
@@ -2813,9 +2822,8 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
                            ) from None
     if src._value.shape != positions.shape:
         src = F.expand(src, *positions.shape)
-    if accumulate:
-        return _added(x, positions, src, V_INDEX_PUT)
-    return _replaced(x, positions, src, V_INDEX_PUT)
+    out = (_added if accumulate else _replaced)(x, positions, src, V_INDEX_PUT)
+    return _as_node(out, V_INDEX_PUT, x, values)
 
 
 def index_put_(input, indices, values, accumulate=False):  # noqa: A002

@@ -162,6 +162,31 @@ def named_node(result, name, *inputs):
     return result
 
 
+def named_outputs(results, name, *inputs):
+    """``results`` (a tuple of tensors: the outputs of one op built from other recorded
+    ops) shown as PyTorch's one node with several outputs (``std_mean``, ``aminmax``): every
+    output's ``grad_fn`` is the same node, called ``name``, listing the ``inputs``' nodes, and
+    its ``output_nr`` says which output it is.  The first output's record carries the node;
+    the others point at it.  An output on another tape than the first, or handed back as it
+    came in, keeps its own node."""
+    first = results[0]
+    named_node(first, name, *inputs)
+    tape = first._tape
+    entry = None if tape is None else tape.composites.get(first._r)
+    if entry is None or entry[0] != name:
+        return results
+    refs = entry[1]
+    for k in range(1, len(results)):
+        t = results[k]
+        if t._tape is not tape or t._r == first._r:
+            continue
+        r = t._r
+        if any(type(ref) is int and ref >= r for ref in refs):
+            continue
+        tape.composites[r] = (name, refs, first._r, k)
+    return results
+
+
 def _input_ref(tape, t):
     """Where the node of input t is found from ``tape``: the record that holds t's value
     there; -1 for None (t is no tensor, or requires no grad); or, where the op's records

@@ -833,9 +833,13 @@ def matrix_power(A, n):
         # PyTorch's identity is a copy into A's shape, in A's graph with a zero gradient (a
         # where, not A * 0, which would be nan at an infinite entry)
         return F.where(_plain(np.ones(A._value.shape, dtype=bool)), eye, A) if A._rg else eye
+    if n == 1:
+        return F.clone(A)        # a new tensor, not A itself (PyTorch's CloneBackward0)
     if n < 0:
         A = inv(A)
         n = -n
+    if n == 3:
+        return F.matmul(F.matmul(A, A), A)    # PyTorch's order for this power
     # binary powers, as PyTorch multiplies them
     result, base = None, A
     while n:
@@ -1123,8 +1127,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
     Recorded as ``linalg.solve(L L^T, B)``: that composite's gradient for the factor is
     PyTorch's, ``-(G X^T + X G^T) L`` with ``G = A^-T dX``, a full matrix (two triangular
-    solves would give only its triangle).  Its ``grad_fn`` is ``<LinalgSolveExBackward0>``
-    (PyTorch's ``CholeskySolveBackward0``), and its values agree with PyTorch's to rounding.
+    solves would give only its triangle).  Its ``grad_fn`` is PyTorch's
+    ``<CholeskySolveBackward0>``, and its values agree with PyTorch's to rounding.
 
     Example:
         >>> L = tg.tensor([[2.0, 0.0], [1.0, 1.0]])
@@ -1144,7 +1148,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
                            f"{L._value.shape[-2]} by {n} but each b matrix is {k[0]} by {k[1]}")
     A = L.mT @ L if upper else L @ L.mT
-    return solve(A, B)
+    return F.named_node(solve(A, B), "CholeskySolveBackward0", B, L)
 
 
 _TorchSVD = namedtuple("svd", ["U", "S", "V"])
@@ -1277,8 +1281,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002 - PyTorch's argum
     scaled = F._compare(np.greater, norm, maxnorm)
     factor = F.where(scaled, F.div(float(maxnorm), F.add(norm, 1e-7)), 1.0)
     y = F.mul(x, factor)
-    # one record named as PyTorch's node (an identity copy) over the composite
-    return F._reshaped(y, y._value.shape, F.V_RENORM) if F._records(y) else y
+    return F.named_node(y, "RenormBackward0", x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1468,13 +1471,9 @@ def lu_factor(A, *, pivot=True, out=None):
     return _LuFactorResult(LU, pivots)
 
 
-def _named(t, variant):
-    """t under one more record, a copy, named as PyTorch's node for the composite that made
-    t (its gradient passes unchanged)."""
-    return F._reshaped(t, t._value.shape, variant) if F._records(t) else t
-
-
-def _unpack(LU, pivots, unpack_data, unpack_pivots, name, variant):
+def _unpack(LU, pivots, unpack_data, unpack_pivots, name, node, source=None):
+    """P, L, U from a packed LU; L and U shown as outputs 0 and 1 of PyTorch's ``node``, whose
+    input is ``source`` (linalg.lu's A) or else LU."""
     LU, pivots = F.as_tensor_arg(LU), F.as_tensor_arg(pivots)
     v = LU._value
     if v.ndim < 2:
@@ -1503,12 +1502,13 @@ def _unpack(LU, pivots, unpack_data, unpack_pivots, name, variant):
         P = _plain(np.zeros(0))
     if unpack_data:
         from .derived import tril, triu
-        L = _named(F.add(tril(LU[..., :, :k], -1), _plain(np.eye(m, k))), variant)
-        U = _named(triu(LU[..., :k, :]), variant)
+        L = F.add(tril(LU[..., :, :k], -1), _plain(np.eye(m, k)))
+        U = triu(LU[..., :k, :])
     else:
         # empty, yet in the graph as PyTorch's are (their gradient to LU is zero)
-        L = _named(F.reshape(LU, -1)[:0], variant)
-        U = _named(F.reshape(LU, -1)[:0], variant)
+        L = F.reshape(LU, -1)[:0]
+        U = F.reshape(LU, -1)[:0]
+    L, U = F.named_outputs((L, U), node, LU if source is None else source)
     return P, L, U
 
 
@@ -1531,7 +1531,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
     return _LuUnpackResult(*_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots,
-                                    "torch.lu_unpack", F.V_LU_UNPACK))
+                                    "torch.lu_unpack", "LuUnpackBackward0"))
 
 
 def lu(A, *, pivot=True, out=None):
@@ -1548,8 +1548,9 @@ def lu(A, *, pivot=True, out=None):
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(A)
     LU, pivots, _ = _lu_factor(A, pivot, "linalg.lu")
-    return _LuResult(*_unpack(LU, pivots, True, True, "linalg.lu", F.V_LINALG_LU))
+    return _LuResult(*_unpack(LU, pivots, True, True, "linalg.lu", "LinalgLuBackward0", A))
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
@@ -1589,12 +1590,14 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
                            f"shape {list(lv.shape)} and pivots of shape {list(pv.shape)}")
     if not left:
         # X A = B is A^T X^T = B^T
-        return _named(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, F.V_LU_SOLVE)
+        return F.named_node(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT,
+                            "LinalgLuSolveBackward0", LU, B)
     if state.trace is not None:
         # the permutation is read from the pivots' values: a compiled replay would keep it
         state.trace.opaque(f"{name} reads the pivots")
     batch = broadcast_shape(bv.shape[:-2], lv.shape[:-2])
     perm = _permutation(pv, n)
+    LU0, B0 = LU, B     # the op's inputs, as its node lists them
     LU = F.broadcast_to(LU, batch + (n, n)) if lv.shape[:-2] != batch else LU
     B = F.broadcast_to(B, batch + (n, cols)) if bv.shape[:-2] != batch else B
     perm = np.broadcast_to(perm, batch + (n,))
@@ -1603,13 +1606,15 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         idx = np.broadcast_to(perm[..., None], batch + (n, cols)).copy()
         Y = F.gather(B, -2, _plain(idx.astype(np.int64)))
         Y = solve_triangular(LU, Y, upper=False, unitriangular=True)
-        return _named(solve_triangular(LU, Y, upper=True), F.V_LU_SOLVE)
+        return F.named_node(solve_triangular(LU, Y, upper=True), "LinalgLuSolveBackward0",
+                            LU0, B0)
     # A^T = U^T L^T P^T: X = P L^-T U^-T B, P Z being Z's rows in the inverse order
     Y = solve_triangular(LU.mT, B, upper=False)
     Y = solve_triangular(LU.mT, Y, upper=True, unitriangular=True)
     inverse = np.argsort(perm, axis=-1)
     idx = np.broadcast_to(inverse[..., None], batch + (n, cols)).copy()
-    return _named(F.gather(Y, -2, _plain(idx.astype(np.int64))), F.V_LU_SOLVE)
+    return F.named_node(F.gather(Y, -2, _plain(idx.astype(np.int64))),
+                        "LinalgLuSolveBackward0", LU0, B0)
 
 
 _LU_DEPRECATED = (
@@ -1689,7 +1694,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
-    L = F.as_tensor_arg(L)
+    L = given = F.as_tensor_arg(L)
     v = L._value
     if v.ndim < 2:
         raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
@@ -1707,7 +1712,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
     if np.any(other._value):
         L = F.sub(L, other)
     A = L.mT @ L if upper else L @ L.mT
-    return _named(inv(A), F.V_CHOLESKY_INVERSE)
+    return F.named_node(inv(A), "CholeskyInverseBackward0", given)
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
@@ -1756,8 +1761,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
         # PyTorch's copy comes from the node that b's gradient passes: it is in the graph
         # whenever the solution is (b's part of it takes no gradient)
         M = F.where(_plain(np.ones(M._value.shape, dtype=bool)), M, F.sum(b))
-    return _TriangularSolveResult(_named(X, F.V_TRIANGULAR_SOLVE),
-                                  _named(M, F.V_TRIANGULAR_SOLVE))
+    return _TriangularSolveResult(*F.named_outputs((X, M), "TriangularSolveBackward0", b, A))
 
 
 # tapegrad.det, tapegrad.inverse ... and the Tensor methods of the same names

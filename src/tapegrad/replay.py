@@ -1586,11 +1586,18 @@ def optimize(tape, arg_records, outputs, guards):
             out.leaves[nr] = tape.leaves[r]
     out.finished = True
     out.views = {new_index[r]: view for r, view in tape.views.items() if r in new_index}
-    out.composites = {new_index[r]: (name, tuple(new_index.get(canon[s], -1)
-                                                  if type(s) is int and s >= 0 else -1
-                                                  for s in inputs))
-                      for r, (name, inputs) in tape.composites.items()
-                      if r in new_index and canon[r] == r}
+    out.composites = {}
+    for r, entry in tape.composites.items():
+        if r not in new_index or canon[r] != r:
+            continue
+        inputs = tuple(new_index.get(canon[s], -1) if type(s) is int and s >= 0 else -1
+                       for s in entry[1])
+        if len(entry) == 2:
+            out.composites[new_index[r]] = (entry[0], inputs)
+        elif canon[entry[2]] in new_index:
+            # a further output of a node with several: it points at the first output's record
+            out.composites[new_index[r]] = (entry[0], inputs, new_index[canon[entry[2]]],
+                                            entry[3])
     out.consts = [(new_index[r], x, version, shape) for r, (x, version, shape)
                   in const_of.items() if r in new_index and canon[r] == r]
     new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}

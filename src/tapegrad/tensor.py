@@ -327,6 +327,11 @@ class Tensor:
         entry = OUTPUT_NR.get(self)
         if entry is not None and entry[0] is self._tape and entry[1] == self._r:
             return entry[2]
+        if self._tape is not None:
+            # a further output of a composite node with several (functional.named_outputs)
+            composite = self._tape.composites.get(self._r)
+            if composite is not None and len(composite) > 2:
+                return composite[3]
         return 0
 
     def is_inference(self):

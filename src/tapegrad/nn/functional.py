@@ -846,7 +846,7 @@ def glu(input, dim=-1):
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
     first, second = tg.chunk(input, 2, d)
-    return first * tg.sigmoid(second)
+    return _named(first * tg.sigmoid(second), "GluBackward0", input)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -1125,7 +1125,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     dim = max(x1.ndim, x2.ndim) - 1
     if dim < 0:
         return tg.abs(x1 - x2 + eps) if p != 0 else ((x1 - x2 + eps) != 0).double()
-    return tg.norm(x1 - x2 + eps, p, dim, keepdim)
+    # PyTorch's nodes: its C++ add of a number (AddBackward1) and its norm (NormBackward1)
+    diff = x1 - x2
+    shifted = _named(diff + eps, "AddBackward1", diff)
+    return _named(tg.norm(shifted, p, dim, keepdim), "NormBackward1", shifted)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
@@ -1525,7 +1528,14 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         index = tg.from_numpy(_pad_indices(size, before, after, mode).astype(np.int64))
         out = out.index_select(dim, index)
-    return _named(out, "ConstantPadNdBackward0", input) if mode == "constant" else out
+    if mode == "constant":
+        return _named(out, "ConstantPadNdBackward0", input)
+    if mode == "circular":
+        return out    # (PyTorch's is a composite too: copies into slices, CopySlices)
+    return _named(out, _PAD_NODES[mode] % (len(pad) // 2), input)
+
+
+_PAD_NODES = {"reflect": "ReflectionPad%dDBackward0", "replicate": "ReplicationPad%dDBackward0"}
 
 
 def _constant_pad(input, dim, before, after, value):
@@ -1808,13 +1818,15 @@ def _adaptive_avg_pool(input, output_size, n, name):
         sizes = sizes * n
     spatial = input.shape[input.ndim - n:]
     sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
+    if sizes == (1, 1):
+        return input.mean((-2, -1), True)    # PyTorch's global average is a mean (node too)
     out = input
     # one averaging product per spatial dimension (the matrices depend on the shapes only)
     for k, (size, target) in enumerate(zip(spatial, sizes)):
         dim = input.ndim - n + k
         averaged = out.movedim(dim, -1) @ _constant(_adaptive_average_matrix(size, target).T)
         out = averaged.movedim(-1, dim)
-    return out
+    return _named(out, "AdaptiveAvgPool2DBackward0", input)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -1827,7 +1839,18 @@ def adaptive_avg_pool1d(input, output_size):
         >>> F.adaptive_avg_pool1d(tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]), 2)
         tensor([[[2.0000, 4.0000]]])
     """
-    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           "tensor for argument #1 'self' (while checking arguments for "
+                           "adaptive_avg_pool1d)")
+    if not isinstance(output_size, int):
+        if len(output_size) != 1:
+            raise RuntimeError("adaptive_avg_pool1d() argument 'output_size' should contain "
+                               f"one int (got {len(output_size)})")
+        output_size, = output_size
+    # PyTorch pools a (..., 1, L) image and squeezes it: its nodes are those
+    out = _adaptive_avg_pool(input.unsqueeze(-2), (1, output_size), 2, "adaptive_avg_pool1d")
+    return out.squeeze(-2)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -1943,7 +1966,22 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """
     if running_mean is not None or running_var is not None or not use_input_stats:
         raise NotImplementedError("instance_norm: running statistics are not supported yet")
-    return _group_norm(input, input.shape[1], weight, bias, eps)
+    shape = input.shape
+    if len(shape) < 2 or math.prod(shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{shape}")
+    # PyTorch's: each (sample, channel) pair a channel of a one-sample batch_norm (its nodes:
+    # View, NativeBatchNorm over the view and the repeated weight and bias, View)
+    n, c = shape[0], shape[1]
+    affine = []
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            t = t.repeat(n)
+            if t.numel() != n * c:
+                raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel()}")
+        affine.append(t)
+    out = batch_norm(input.reshape(1, n * c, *shape[2:]), None, None, *affine, True, 0.0, eps)
+    return out.reshape(shape)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -2078,7 +2116,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
             window = input[..., h0:h1, w0:w1]
             cells.append(_first_maximum(window.reshape(*window.shape[:-2], -1)))
         rows.append(tg.stack(cells, -1))
-    return tg.stack(rows, -2)
+    return _named(tg.stack(rows, -2), "AdaptiveMaxPool2DBackward0", input)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,

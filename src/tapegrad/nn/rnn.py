@@ -34,7 +34,9 @@ def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
     reset = tg.sigmoid(from_input[0] + from_hidden[0])
     update = tg.sigmoid(from_input[1] + from_hidden[1])
     new = tg.tanh(from_input[2] + reset * from_hidden[2])
-    return (1 - update) * new + update * h
+    # (h - new) * update + new, PyTorch's form of (1 - update) * new + update * h: its
+    # rounding, its last nodes (Add of Mul and Tanh), and one op fewer
+    return (h - new) * update + new
 
 
 def _lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh):
