@@ -134,6 +134,18 @@ def _hot(fn):
     return getattr(fn, "__name__", "") == "<lambda>"
 
 
+def _warns(fn, depth=2):
+    """Whether ``fn`` or a function of its module it calls (to ``depth`` levels) warns: a
+    warning names the caller's line (stacklevel), which a guard's frame in between would
+    take, and Python's once-per-line rule would then silence every later call's warning --
+    such a function keeps its own checks."""
+    names = fn.__code__.co_names
+    if any("warn" in name for name in names):
+        return True
+    return depth > 1 and any(inspect.isfunction(g) and _warns(g, depth - 1)
+                             for g in map(fn.__globals__.get, names))
+
+
 def _guarded(fn):
     # (a name installed twice keeps its one guard)
     return getattr(fn, "_argument_check", False)
@@ -148,7 +160,7 @@ def _guards(get, names, make):
     by_fn = {}
     for name in names:
         fn = get(name)
-        if inspect.isfunction(fn) and not _guarded(fn):
+        if inspect.isfunction(fn) and not _guarded(fn) and not _warns(fn):
             by_fn.setdefault(id(fn), (fn, []))[1].append(name)
     made = {}
     for fn, aliases in by_fn.values():

@@ -2237,7 +2237,13 @@ def _correction(unbiased, correction):
 def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     if isinstance(dim, bool):  # var(True): the legacy positional ``unbiased``
         unbiased, dim = dim, None
-    if x._value.dtype.kind != "f":
+    try:
+        kind = x._value.dtype.kind
+    except AttributeError:
+        # PyTorch's TypeError, here rather than in a guard: a guard's frame would take the
+        # stacklevel of this function's warning (see _argtypes._warns)
+        raise _not_tensor("std" if is_std else "var", "input", 1, x) from None
+    if kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     corr = _correction(unbiased, correction)
     dims = _dims(x, dim)
