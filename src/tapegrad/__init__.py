@@ -110,6 +110,20 @@ from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is dra
 
 __version__ = "0.1.0"
 
+# PyTorch's TypeError for a list, a number, None, ... where a function takes tensors only
+# (_argtypes.py): guards in front of the public functions and methods, put in last, once
+# every name is bound
+from . import _argtypes as _argtypes  # noqa: E402
+from ._argtable import ARGS as _ARGS  # noqa: E402
+from ._argtable import METHODS as _METHODS, SEQUENCES as _SEQUENCES  # noqa: E402
+
+_argtypes.install(globals(), _ARGS[""], _SEQUENCES[""])
+for _name, _module in (("nn.functional", nn.functional), ("linalg", linalg),
+                       ("special", special)):
+    _argtypes.install(vars(_module), _ARGS[_name], _SEQUENCES[_name], hot=False)
+del _name, _module
+_argtypes.install_methods(Tensor, _METHODS)
+
 # help(tapegrad) lists the functions and classes named here, and dir(tapegrad) (what tab
 # completion offers) these and the public submodules: not the internal modules the package
 # is built from (tapegrad.replay, tapegrad.ops, ...), which stay importable by name

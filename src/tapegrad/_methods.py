@@ -430,6 +430,17 @@ def _operator(fn):
     return method
 
 
+def _matrix_operator(fn):
+    """``@``, which PyTorch's Tensor leaves to Python for a number too: ``x @ 2.0`` raises
+    Python's TypeError (unsupported operand types), not matmul's error about dimensions."""
+    def method(self, other):
+        if isinstance(other, (numbers.Number, np.generic)):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__ = getattr(fn, "__name__", "operator")
+    return method
+
+
 def install():
     from .inplace import METHODS as IN_PLACE
     from .inplace import _in_place_methods
@@ -438,6 +449,8 @@ def install():
     # the hand-written in-place ops take precedence over the recomputed ones
     for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG,
                      **MORE}.items():
+        if name in ("__matmul__", "__rmatmul__"):
+            fn = _matrix_operator(fn)
         setattr(Tensor, name, _operator(fn) if name in _OPERATORS else fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)

@@ -1596,8 +1596,9 @@ def tensordot(a, b, dims=2, out=None):
         >>> tg.tensordot(tg.ones(2, 3), tg.ones(3, 4), dims=1).shape
         tapegrad.Size([2, 4])
     """
-    a, b = _tensor(a), _tensor(b)
-    na, nb = a._value.ndim, b._value.ndim
+    # PyTorch's tensordot is Python that asks a.dim() first: anything but a tensor gets its
+    # AttributeError ('list' object has no attribute 'dim'), not a conversion
+    na, nb = a.dim(), b.dim()
     if isinstance(dims, (int, np.integer)):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")

@@ -21,6 +21,7 @@ from . import _dtype, _promote
 from . import ops as K
 from .ops import activation as _activation
 from .ops import elementwise as _elementwise
+from ._argtypes import not_tensor as _not_tensor
 from ._quiet import quiet_begin, quiet_end
 from . import tape as _tape_module
 from .tape import recording_tape, state
@@ -427,7 +428,11 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
 
 def _unary(code, x, fn, ip=0, fp=0.0):
     """Record out = fn(x); ``fn(value, out)`` is a NumPy kernel (out may be None)."""
-    v = x._value
+    try:
+        v = x._value
+    except AttributeError:
+        # a list, a number, ... where PyTorch wants a tensor: its TypeError (_argtypes.py)
+        raise _not_tensor(K.OPS[code].const.lower(), "input", 1, x) from None
     if not (x._rg and state.grad_enabled):
         if x._rg and state.trace is not None:
             state.trace.opaque("an op under no_grad on traced values")
@@ -2257,7 +2262,13 @@ def _correction(unbiased, correction):
 def _var_std(x, dim, unbiased, keepdim, correction, is_std):
     if isinstance(dim, bool):  # var(True): the legacy positional ``unbiased``
         unbiased, dim = dim, None
-    if x._value.dtype.kind != "f":
+    try:
+        kind = x._value.dtype.kind
+    except AttributeError:
+        # PyTorch's TypeError, here rather than in a guard: a guard's frame would take the
+        # stacklevel of this function's warning (see _argtypes._warns)
+        raise _not_tensor("std" if is_std else "var", "input", 1, x) from None
+    if kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     corr = _correction(unbiased, correction)
     dims = _dims(x, dim)

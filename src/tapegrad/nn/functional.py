@@ -110,7 +110,8 @@ def tanh(input):
         >>> F.tanh(tg.tensor([0.0, 1.0]))
         tensor([0.0000, 0.7616])
     """
-    return tg.tanh(input)
+    # a method call, as PyTorch's: a list gets its AttributeError (no attribute 'tanh')
+    return input.tanh()
 
 
 def sigmoid(input):
@@ -122,7 +123,8 @@ def sigmoid(input):
         >>> F.sigmoid(tg.tensor([0.0, 2.0]))
         tensor([0.5000, 0.8808])
     """
-    return tg.sigmoid(input)
+    # a method call, as PyTorch's (see tanh)
+    return input.sigmoid()
 
 
 def _implicit_dim(name, ndim, stacklevel):
@@ -733,7 +735,8 @@ def softsign(input):
         >>> F.softsign(tg.tensor([-1.0, 0.0, 3.0]))
         tensor([-0.5000,  0.0000,  0.7500])
     """
-    return input / (tg.abs(input) + 1)
+    # (input.abs(), as PyTorch: a list gets its AttributeError, no attribute 'abs')
+    return input / (input.abs() + 1)
 
 
 def logsigmoid(input):
@@ -758,7 +761,8 @@ def tanhshrink(input):
         >>> F.tanhshrink(tg.tensor([0.0, 1.0]))
         tensor([0.0000, 0.2384])
     """
-    return input - tg.tanh(input)
+    # (input.tanh(), as PyTorch: a list gets its AttributeError, no attribute 'tanh')
+    return input - input.tanh()
 
 
 def _check_lambd(lambd):
