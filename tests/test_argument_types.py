@@ -377,6 +377,7 @@ quantile | T3 T3 | 1
 rad2deg | T3 | 0
 rand_like | T3 | 0
 randn_like | T3 | 0
+randint_like | T3 3 | 0
 ravel | T3 | 0
 real | T3 | 0
 reciprocal | T3 | 0

@@ -289,6 +289,7 @@ ARGS = {
         'rad2deg': ((0, 'input', 'rad2deg', 'input', 1, ''),),
         'rand_like': ((0, 'x', 'rand_like', 'input', 1, ''),),
         'randn_like': ((0, 'x', 'randn_like', 'input', 1, ''),),
+        'randint_like': ((0, 'x', 'randint_like', 'input', 1, ''),),
         'ravel': ((0, 'input', 'ravel', 'input', 1, ''),),
         'real': ((0, 'input', 'real', 'input', 1, ''),),
         'reciprocal': ((0, 'x', 'reciprocal', 'input', 1, ''),),
