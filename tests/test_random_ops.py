@@ -268,3 +268,61 @@ def test_compiled_rrelu_draws_fresh_slopes():
     compiled = tg.compile(lambda x: fn(x) * 2.0)
     for v in inputs:
         assert_same_bits(compiled(tg.tensor(v)), fn(tg.tensor(v)) * 2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# multinomial
+# ---------------------------------------------------------------------------------------------
+def _weights(shape, seed, zero_first):
+    w = np.random.default_rng(seed).random(shape) ** 3
+    if zero_first:
+        w[..., 0] = 0.0
+    return w
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("shape", [(5,), (3, 7), (1, 40), (4, 2), (2, 300), (1,)])
+@pytest.mark.parametrize("zero_first", [False, True])
+def test_multinomial(shape, replacement, zero_first):
+    if zero_first and shape[-1] == 1:
+        return
+    w = _weights(shape, sum(shape), zero_first)
+    positive = shape[-1] - zero_first
+    # (without replacement, at most the positive weights: topk's order among the tied zero
+    # ratios is its own)
+    counts = sorted({1, min(2, positive), positive} | ({positive * 3 + 1} if replacement
+                                                       else set()))
+    for n in counts:
+        for seed in (0, 11):
+            draws_match(lambda lib, k=n: lib.multinomial(lib.tensor(w), k, replacement),
+                        seed=seed)
+            draws_match(lambda lib, k=n: lib.tensor(w).multinomial(k, replacement=replacement),
+                        seed=seed + 1)
+
+
+def test_multinomial_generator_and_uneven_weights():
+    w = np.array([1e-300, 1.0, 1e10, 0.5, 3.0, 0.0, 7.0])
+
+    def make(lib):
+        g = lib.Generator().manual_seed(5)
+        return (lib.multinomial(lib.tensor(w), 6, generator=g),
+                lib.multinomial(lib.tensor(w), 50, True, generator=g),
+                lib.multinomial(lib.tensor(w[None].repeat(3, 0)), 1, True))
+    draws_match(make)
+
+
+def test_multinomial_errors():
+    for rep in (False, True):
+        for w in ([1.0, -1.0], [1.0, float("inf")], [1.0, float("nan")], [0.0, 0.0],
+                  [[1.0, 2.0], [0.0, 0.0]], [[[1.0, 2.0]]], 1.0):
+            same_error(lambda lib, v=w, r=rep: lib.multinomial(lib.tensor(v), 1, r))
+        same_error(lambda lib, r=rep: lib.multinomial(lib.tensor([1.0, 2.0]), 0, r))
+        same_error(lambda lib, r=rep: lib.multinomial(lib.tensor([1, 2]), 1, r))
+        draws_match(lambda lib, r=rep: lib.multinomial(lib.zeros(0, 3), 2, r))
+    same_error(lambda lib: lib.multinomial(lib.tensor([1.0, 2.0]), 3))
+    same_error(lambda lib: lib.multinomial(lib.zeros(2, 0), 2, True))
+    # a refused call draws nothing
+    both(0)
+    with pytest.raises(RuntimeError):
+        tg.multinomial(tg.tensor([1.0, -1.0]), 1)
+    assert_same_bits(tg.rand(3), torch.rand(3))

@@ -1436,32 +1436,56 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
     """``num_samples`` category indices drawn with the (unnormalised) weights of each row
-    of ``input``: int64, without replacement unless ``replacement``.
+    of ``input``: int64, without replacement unless ``replacement``.  PyTorch's draws:
+    without replacement (or for one sample) the ``num_samples`` largest ``w / q`` (q ~ Exp(1),
+    one per weight); otherwise one uniform per sample looked up in the row's normalised cumulative sums.
 
     Example:
         >>> _ = tg.manual_seed(0)
         >>> tg.multinomial(tg.tensor([0.0, 1.0]), 1)
         tensor([1])
+        >>> tg.multinomial(tg.tensor([1.0, 2.0, 3.0]), 4, replacement=True)
+        tensor([1, 2, 2, 2])
     """
-    w = _values(input, "multinomial()")
-    if w.ndim not in (1, 2):
+    x = _tensor(input)
+    if x.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    rows = w.reshape(-1, w.shape[-1])
-    if np.any(rows < 0) or not np.all(np.isfinite(rows)):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if np.any(rows.sum(1) <= 0):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and num_samples > rows.shape[1]:
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           + _SCALAR_NAMES.get(x._value.dtype.name, x._value.dtype.name))
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > x.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    # (NumPy's choice, seeded from tapegrad's generator: not PyTorch's draws)
-    rng = stream_for(generator).numpy_generator()
+    w = _values(x, "multinomial()")
+    rows = w.reshape(w.shape[0] if w.ndim == 2 else 1, w.shape[-1]).astype(np.float64)
     out = np.empty((rows.shape[0], num_samples), np.int64)
-    for i, row in enumerate(rows):
-        if not replacement and np.count_nonzero(row) < num_samples:
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        out[i] = rng.choice(row.size, num_samples, replace=replacement, p=row / row.sum())
+    if rows.shape[0] == 0:
+        return Tensor._make(out.reshape(w.shape[:-1] + (num_samples,)))
+    if not (np.all(rows >= 0) and np.all(rows < np.inf)):      # (NaN fails both)
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if rows.shape[1] == 0 or np.any(rows.sum(1) == 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    stream = stream_for(generator)
+    if not replacement or num_samples == 1:
+        # ATen's Gumbel trick (its fast path for one sample too, with or without replacement):
+        # argmax/topk of w / q with q ~ Exp(1) drawn for the whole input
+        # (topk's order among tied ratios, the zero weights, is its own: argsort's differs)
+        with np.errstate(divide="ignore"):
+            ratio = rows / stream.exponential(1.0, rows.shape)
+        if num_samples == 1:
+            out[:, 0] = ratio.argmax(1)
+        else:
+            out[:] = np.argsort(-ratio, axis=1, kind="stable")[:, :num_samples]
+    else:
+        # ATen's CPU kernel, a row at a time: cumulative sums (added in order) over their
+        # total, the last set to 1, and the first slot whose sum is >= each uniform
+        for i, row in enumerate(rows):
+            cum = np.cumsum(row)
+            cum = cum / cum[-1]
+            cum[-1] = 1.0
+            out[i] = np.searchsorted(cum, stream.random(num_samples), side="left")
     return Tensor._make(out.reshape(w.shape[:-1] + (num_samples,)))
 
 
