@@ -326,3 +326,105 @@ def test_multinomial_errors():
     with pytest.raises(RuntimeError):
         tg.multinomial(tg.tensor([1.0, -1.0]), 1)
     assert_same_bits(tg.rand(3), torch.rand(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.init: trunc_normal_, orthogonal_, sparse_, eye_, dirac_
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(6, 5), (40,), (3, 4, 5), (0, 3), (17,)])
+@pytest.mark.parametrize("params", [(0.0, 1.0, -2.0, 2.0), (0.5, 2.0, -1.0, 1.0),
+                                    (0.0, 1.0, 1.5, 3.0), (0.0, 0.02, -0.04, 0.04),
+                                    (3.0, 0.5, -1.0, 0.0), (0.0, 10.0, -0.1, 0.1)])
+def test_trunc_normal(shape, params):
+    def make(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = lib.empty(*shape)
+            out = lib.nn.init.trunc_normal_(t, *params)
+        assert out is t
+        return t
+    draws_match(make)
+
+    def with_generator(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return lib.nn.init.trunc_normal_(lib.empty(*shape), *params,
+                                             generator=lib.Generator().manual_seed(3))
+    draws_match(with_generator, seed=1)
+
+
+def test_trunc_normal_warning():
+    texts = []
+    for lib in (torch, tg):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.nn.init.trunc_normal_(lib.empty(3), 10.0, 1.0, -1.0, 1.0)
+        texts.append([str(w.message) for w in caught])
+    assert texts[0] == texts[1] and len(texts[0]) == 1
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4), (2, 3, 4), (6, 2, 1), (1, 7)])
+@pytest.mark.parametrize("gain", [1, 0.5])
+def test_orthogonal(shape, gain):
+    # the normal draws are PyTorch's (a draw after them agrees bit for bit); Q comes from
+    # NumPy's LAPACK, so it is compared to PyTorch's to rounding
+    both(0)
+    a = tg.nn.init.orthogonal_(tg.empty(*shape), gain)
+    b = torch.nn.init.orthogonal_(torch.empty(*shape), gain)
+    np.testing.assert_allclose(values(a), values(b), rtol=0, atol=1e-13)
+    assert_same_bits(tg.rand(3), torch.rand(3))
+    draws_match(lambda lib: lib.nn.init.orthogonal_(lib.empty(0, 3)))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (10, 7), (1, 5), (5, 1)])
+@pytest.mark.parametrize("sparsity", [0.0, 0.1, 0.5, 1.0])
+def test_sparse(shape, sparsity):
+    draws_match(lambda lib: lib.nn.init.sparse_(lib.empty(*shape), sparsity, std=0.5))
+    # a generator is used for the normals only: randperm draws from the global one
+    draws_match(lambda lib: lib.nn.init.sparse_(lib.empty(*shape), sparsity,
+                                                generator=lib.Generator().manual_seed(9)))
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2), (4, 4), (0, 2)])
+def test_eye(shape):
+    draws_match(lambda lib: lib.nn.init.eye_(lib.empty(*shape)))
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 2, 3), 1), ((4, 3, 5), 2), ((6, 2, 3, 4), 3),
+                                          ((2, 4, 3, 3, 2), 1), ((3, 1, 2, 2), 1)])
+def test_dirac(shape, groups):
+    draws_match(lambda lib: lib.nn.init.dirac_(lib.empty(*shape), groups))
+
+
+def test_init_errors():
+    same_error(lambda lib: lib.nn.init.eye_(lib.empty(3)))
+    same_error(lambda lib: lib.nn.init.dirac_(lib.empty(3, 3)))
+    same_error(lambda lib: lib.nn.init.dirac_(lib.empty(3, 3, 3), groups=2))
+    same_error(lambda lib: lib.nn.init.orthogonal_(lib.empty(3)))
+    same_error(lambda lib: lib.nn.init.sparse_(lib.empty(3, 3, 3), 0.5))
+
+
+@pytest.mark.parametrize("name,args", [("uniform", ()), ("normal", ()), ("constant", (0.3,)),
+                                       ("eye", ()), ("xavier_uniform", ()),
+                                       ("xavier_normal", ()), ("kaiming_uniform", ()),
+                                       ("kaiming_normal", ()), ("orthogonal", ()),
+                                       ("sparse", (0.5,))])
+def test_deprecated_init_names(name, args):
+    texts = []
+
+    def make(lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = getattr(lib.nn.init, name)(lib.empty(4, 3), *args)
+        texts.append([(w.category, str(w.message)) for w in caught])
+        return out
+    if name == "orthogonal":
+        both(0)
+        np.testing.assert_allclose(values(make(tg)), values(make(torch)), atol=1e-13)
+    else:
+        draws_match(make)
+    assert texts[0] == texts[1] and texts[0][0][0] is FutureWarning
+    assert getattr(tg.nn.init, name).__name__ == name
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        draws_match(lambda lib: lib.nn.init.dirac(lib.empty(2, 2, 3)))
