@@ -428,3 +428,28 @@ def test_deprecated_init_names(name, args):
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         draws_match(lambda lib: lib.nn.init.dirac(lib.empty(2, 2, 3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# poisson
+# ---------------------------------------------------------------------------------------------
+RATES = [0.0, 1e-3, 0.3, 2.5, 9.99, 10.0, 37.0, 1e4, 1e7]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_poisson(seed):
+    rates = np.random.default_rng(seed).choice(RATES, (4, 6))
+    draws_match(lambda lib: lib.poisson(lib.tensor(rates)), seed=seed)
+    draws_match(lambda lib: lib.poisson(lib.tensor(rates[0, 0])), seed=seed)
+    draws_match(lambda lib: lib.poisson(lib.tensor(rates),
+                                        generator=lib.Generator().manual_seed(seed)))
+
+
+def test_poisson_edges_and_errors():
+    draws_match(lambda lib: lib.poisson(lib.zeros(0, 2)))
+    for bad in ([-1.0, 1.0], [1.0, 2.0, float("nan")], [3.0, -0.5]):
+        both(0)
+        same_error(lambda lib, b=bad: lib.poisson(lib.tensor(b)))
+        # the elements before the bad rate drew, as in PyTorch
+        assert_same_bits(tg.rand(3), torch.rand(3))
+    same_error(lambda lib: lib.poisson(lib.tensor([1, 2])))

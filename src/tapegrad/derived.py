@@ -3147,7 +3147,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
 
 def poisson(input, generator=None):  # noqa: A002
     """Draws from Poisson distributions with the rates ``input`` (elementwise, each >= 0);
-    float64, no gradient.
+    float64, no gradient.  PyTorch's sampler and draws, so its numbers after the same seed.
 
     Example:
         >>> _ = tg.manual_seed(0)
@@ -3159,9 +3159,43 @@ def poisson(input, generator=None):  # noqa: A002
     if rate.dtype.kind != "f":
         raise NotImplementedError(f'"poisson_cpu" not implemented for '
                                   f"'{_dtype_name(x)}'")
-    if np.any(rate < 0):
+    stream = stream_for(generator)
+    # ATen's sampler, an element at a time in order (a bad rate is refused when reached,
+    # after the draws of the elements before it, as in PyTorch)
+    draws = [_poisson_sample(r, stream) for r in rate.reshape(-1).tolist()]
+    return Tensor._make(np.array(draws, dtype=rate.dtype).reshape(rate.shape))
+
+
+def _poisson_sample(lam, stream):
+    """One draw of ATen's ``sample_poisson``: Hoermann's transformed rejection (1993) for
+    rates of 10 or more, a product of uniforms below; scalar C arithmetic, no fma."""
+    if not lam >= 0:                        # (NaN too)
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    # (NumPy's sampler, seeded from tapegrad's generator: not PyTorch's draws)
-    draws = stream_for(generator).numpy_generator().poisson(np.where(np.isnan(rate), 0.0, rate))
-    return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u, v = stream.random(2).tolist()
+            u -= 0.5
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
+                    <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+    if lam == 0:
+        return 0
+    enlam = math.exp(-lam)
+    count, prod = 0, 1.0
+    while True:
+        prod *= float(stream.random(1)[0])
+        if prod <= enlam:
+            return count
+        count += 1
 
