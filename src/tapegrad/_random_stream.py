@@ -371,7 +371,7 @@ class RandomStream:
 
     def numpy_generator(self):
         """A NumPy generator seeded from this stream, for the draws whose PyTorch algorithm
-        is not followed here (``poisson``, ``multinomial``): reproducible after
+        is not followed here: reproducible after
         ``manual_seed``, not PyTorch's numbers."""
         return np.random.default_rng(int(self.words64(1)[0]))
 

@@ -1441,32 +1441,56 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
     """``num_samples`` category indices drawn with the (unnormalised) weights of each row
-    of ``input``: int64, without replacement unless ``replacement``.
+    of ``input``: int64, without replacement unless ``replacement``.  PyTorch's draws:
+    without replacement (or for one sample) the ``num_samples`` largest ``w / q`` (q ~ Exp(1),
+    one per weight); otherwise one uniform per sample looked up in the row's normalised cumulative sums.
 
     Example:
         >>> _ = tg.manual_seed(0)
         >>> tg.multinomial(tg.tensor([0.0, 1.0]), 1)
         tensor([1])
+        >>> tg.multinomial(tg.tensor([1.0, 2.0, 3.0]), 4, replacement=True)
+        tensor([1, 2, 2, 2])
     """
-    w = _values(input, "multinomial()")
-    if w.ndim not in (1, 2):
+    x = _tensor(input)
+    if x.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    rows = w.reshape(-1, w.shape[-1])
-    if np.any(rows < 0) or not np.all(np.isfinite(rows)):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if np.any(rows.sum(1) <= 0):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and num_samples > rows.shape[1]:
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           + _SCALAR_NAMES.get(x._value.dtype.name, x._value.dtype.name))
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > x.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    # (NumPy's choice, seeded from tapegrad's generator: not PyTorch's draws)
-    rng = stream_for(generator).numpy_generator()
+    w = _values(x, "multinomial()")
+    rows = w.reshape(w.shape[0] if w.ndim == 2 else 1, w.shape[-1]).astype(np.float64)
     out = np.empty((rows.shape[0], num_samples), np.int64)
-    for i, row in enumerate(rows):
-        if not replacement and np.count_nonzero(row) < num_samples:
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        out[i] = rng.choice(row.size, num_samples, replace=replacement, p=row / row.sum())
+    if rows.shape[0] == 0:
+        return Tensor._make(out.reshape(w.shape[:-1] + (num_samples,)))
+    if not (np.all(rows >= 0) and np.all(rows < np.inf)):      # (NaN fails both)
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if rows.shape[1] == 0 or np.any(rows.sum(1) == 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    stream = stream_for(generator)
+    if not replacement or num_samples == 1:
+        # ATen's Gumbel trick (its fast path for one sample too, with or without replacement):
+        # argmax/topk of w / q with q ~ Exp(1) drawn for the whole input
+        # (topk's order among tied ratios, the zero weights, is its own: argsort's differs)
+        with np.errstate(divide="ignore"):
+            ratio = rows / stream.exponential(1.0, rows.shape)
+        if num_samples == 1:
+            out[:, 0] = ratio.argmax(1)
+        else:
+            out[:] = np.argsort(-ratio, axis=1, kind="stable")[:, :num_samples]
+    else:
+        # ATen's CPU kernel, a row at a time: cumulative sums (added in order) over their
+        # total, the last set to 1, and the first slot whose sum is >= each uniform
+        for i, row in enumerate(rows):
+            cum = np.cumsum(row)
+            cum = cum / cum[-1]
+            cum[-1] = 1.0
+            out[i] = np.searchsorted(cum, stream.random(num_samples), side="left")
     return Tensor._make(out.reshape(w.shape[:-1] + (num_samples,)))
 
 
@@ -3132,7 +3156,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
 
 def poisson(input, generator=None):  # noqa: A002
     """Draws from Poisson distributions with the rates ``input`` (elementwise, each >= 0);
-    float64, no gradient.
+    float64, no gradient.  PyTorch's sampler and draws, so its numbers after the same seed.
 
     Example:
         >>> _ = tg.manual_seed(0)
@@ -3144,9 +3168,43 @@ def poisson(input, generator=None):  # noqa: A002
     if rate.dtype.kind != "f":
         raise NotImplementedError(f'"poisson_cpu" not implemented for '
                                   f"'{_dtype_name(x)}'")
-    if np.any(rate < 0):
+    stream = stream_for(generator)
+    # ATen's sampler, an element at a time in order (a bad rate is refused when reached,
+    # after the draws of the elements before it, as in PyTorch)
+    draws = [_poisson_sample(r, stream) for r in rate.reshape(-1).tolist()]
+    return Tensor._make(np.array(draws, dtype=rate.dtype).reshape(rate.shape))
+
+
+def _poisson_sample(lam, stream):
+    """One draw of ATen's ``sample_poisson``: Hoermann's transformed rejection (1993) for
+    rates of 10 or more, a product of uniforms below; scalar C arithmetic, no fma."""
+    if not lam >= 0:                        # (NaN too)
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    # (NumPy's sampler, seeded from tapegrad's generator: not PyTorch's draws)
-    draws = stream_for(generator).numpy_generator().poisson(np.where(np.isnan(rate), 0.0, rate))
-    return Tensor._make(np.where(np.isnan(rate), rate, draws).astype(rate.dtype))
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u, v = stream.random(2).tolist()
+            u -= 0.5
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
+                    <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+    if lam == 0:
+        return 0
+    enlam = math.exp(-lam)
+    count, prod = 0, 1.0
+    while True:
+        prod *= float(stream.random(1)[0])
+        if prod <= enlam:
+            return count
+        count += 1
 

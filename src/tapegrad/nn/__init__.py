@@ -3,12 +3,13 @@ containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.in
 ``tapegrad.nn.utils`` alongside."""
 from . import functional, init
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
-from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity,
+from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout,
+                      Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
                       Sequential, Sigmoid, Softmax, Tanh, Unflatten, Upsample, ZeroPad2d)
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
-                         LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU, SiLU, Softmin, Softplus,
-                         Softshrink, Softsign, Tanhshrink, Threshold)
+                         LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
+                         Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
                    MaxPool2d)
 from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
@@ -32,7 +33,8 @@ __all__ = [
     "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
-    "TransformerEncoderLayer", "Upsample", "ZeroPad2d",
+    "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
+    "AlphaDropout", "FeatureAlphaDropout", "RReLU",
 ]
 
 

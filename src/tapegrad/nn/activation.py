@@ -9,7 +9,7 @@ from .modules import Module, Parameter
 __all__ = [
     "GELU", "SiLU", "ELU", "SELU", "CELU", "LeakyReLU", "Softplus", "Mish", "Hardtanh", "ReLU6",
     "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "Tanhshrink", "Softshrink",
-    "Hardshrink", "Threshold", "GLU", "Softmin", "PReLU",
+    "Hardshrink", "Threshold", "GLU", "Softmin", "PReLU", "RReLU",
 ]
 
 
@@ -188,6 +188,30 @@ class LeakyReLU(Module):
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes drawn from uniform(lower, upper) for the elements at or
+    below 0 while training, ``(lower + upper) / 2`` after ``eval()``: ``F.rrelu``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.RReLU()(tg.tensor([-1.0, 2.0]))
+        tensor([-0.3271,  2.0000])
+    """
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")
 
 
 class Softplus(Module):

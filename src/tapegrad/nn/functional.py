@@ -20,6 +20,8 @@ _named = _elementwise.named_node
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+    "rrelu", "rrelu_",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "gelu", "silu", "elu", "selu", "celu", "leaky_relu", "softplus", "mish", "hardtanh", "relu6",
@@ -62,7 +64,8 @@ def _not_differentiable(function, name, value):
 
 def _constant(array):
     """A float64 tensor holding ``array`` (no gradient flows into it)."""
-    return tg.from_numpy(np.ascontiguousarray(array, dtype=np.float64))
+    # (ascontiguousarray makes a 0-d array 1-d: the reshape keeps a 0-d input 0-d)
+    return tg.from_numpy(np.ascontiguousarray(array, dtype=np.float64).reshape(np.shape(array)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,6 +192,149 @@ def dropout(input, p=0.5, training=True, inplace=False):
     keep = _generator().random(tuple(input.shape)) < 1.0 - p
     scale = _constant(keep * (1.0 / (1.0 - p)))
     return input.mul_(scale) if inplace else input * scale
+
+
+_ALPHA_DROP = 1.7580993408473766   # PyTorch's alpha_dropout: -(selu's lower limit)
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_impl(input, p, training, inplace, feature, alpha):
+    """PyTorch's CPU ``_dropout_impl``: one bernoulli_(1 - p) draw per element (or, with
+    ``feature``, per (sample, channel)), then either ``input * (noise / (1 - p))`` or, with
+    ``alpha``, ``input * (noise * a) + b``; every step rounded on its own, as PyTorch's."""
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    shape = tuple(input.shape)
+    if feature:
+        shape = shape[:2] + (1,) * (len(shape) - 2)
+    noise = (_generator().random(shape) < 1.0 - p).astype(np.float64)
+    if not alpha:
+        scale = _constant(noise / (1.0 - p))
+        return input.mul_(scale) if inplace else input * scale
+    a = 1.0 / math.sqrt((_ALPHA_DROP * _ALPHA_DROP * p + 1) * (1 - p))
+    # (noise - 1) is exact; its product and the shift are rounded apart, as the C++ steps
+    shift = _constant((noise - 1.0) * (_ALPHA_DROP * a) + _ALPHA_DROP * a * p)
+    scale = _constant(noise * a)
+    return input.mul_(scale).add_(shift) if inplace else input * scale + shift
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, L) or (C, L) input with probability ``p`` and scale
+    the rest by ``1 / (1 - p)``, in training mode (PyTorch's draws for the same seed).
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.dropout1d(tg.ones(1, 3, 2))
+        tensor([[[0., 0.],
+                 [0., 0.],
+                 [2., 2.]]])
+    """
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs).")
+    return _unbatched_feature_dropout(input, p, training, inplace, input.ndim == 3)
+
+
+def _unbatched_feature_dropout(input, p, training, inplace, batched):
+    # PyTorch treats an unbatched input as a batch of one (drawing the same words)
+    if batched:
+        return _dropout_impl(input, p, training, inplace, True, False)
+    input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    out = _dropout_impl(input, p, training, inplace, True, False)
+    return out.squeeze_(0) if inplace else out.squeeze(0)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, H, W) input with probability ``p`` and scale the
+    rest by ``1 / (1 - p)``, in training mode.  A 3-D input is taken as (N, C, L) with a
+    warning, as PyTorch does.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.dropout2d(tg.ones(1, 3, 1, 2))
+        tensor([[[[0., 0.]],
+        <BLANKLINE>
+                 [[0., 0.]],
+        <BLANKLINE>
+                 [[2., 2.]]]])
+    """
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that dropout2d "
+            "exists to provide channel-wise dropout on inputs with 2 spatial dimensions, "
+            "a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
+            stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, True, False)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability
+    ``p`` and scale the rest by ``1 / (1 - p)``, in training mode.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.dropout3d(tg.ones(1, 3, 1, 1, 1)).reshape(-1)
+        tensor([0., 0., 2.])
+    """
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that dropout3d "
+            "exists to provide channel-wise dropout on inputs with 3 spatial dimensions, "
+            "a channel dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
+            stacklevel=2)
+    return _unbatched_feature_dropout(input, p, training, inplace, input.ndim == 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout (for SELU networks): dropped elements are set to selu's negative
+    saturation and the result is scaled and shifted to keep mean and variance; the identity
+    unless ``training``.  PyTorch's draws and roundings.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.alpha_dropout(tg.ones(3), 0.5, training=True)
+        tensor([-0.7792, -0.7792,  1.6656])
+    """
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, False, True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dims 0 and 1 pick a channel): see ``alpha_dropout``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.feature_alpha_dropout(tg.ones(1, 3, 1), 0.5, training=True).reshape(-1)
+        tensor([-0.7792, -0.7792,  1.6656])
+    """
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, True, True)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
@@ -647,6 +793,54 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         return _activate(input, True, lambda x: _elementwise.activation(_ops.LEAKY_RELU, x, slope))
     return _activation(input, inplace, "leaky_relu_", _ops.LEAKY_RELU, slope,
                        in_place_code=_ops.LEAKY_RELU_RESULT)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: ``x`` above 0; ``a * x`` at or below 0, with ``a`` drawn from
+    uniform(lower, upper) for each such element while ``training`` (PyTorch's draws, in
+    order), and ``(lower + upper) / 2`` otherwise.  One node, ``RreluWithNoiseBackward0``,
+    whose gradient is the slope used.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> F.rrelu(tg.tensor([-1.0, 2.0, -3.0]), training=True)
+        tensor([-0.3271,  2.0000, -0.8174])
+        >>> F.rrelu(tg.tensor([-1.0, 2.0]))
+        tensor([-0.2292,  2.0000])
+    """
+    lower, upper = float(lower), float(upper)
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        out = leaky_relu(input, (lower + upper) / 2, inplace)
+    else:
+        if _state.trace is not None:
+            # which elements draw a slope depends on their signs: a replay must not reuse
+            # them (nor skip the draws)
+            _state.trace.opaque("rrelu in training draws a slope per element <= 0")
+        x = input._value
+        hit = ~(x > 0.0)                    # (NaN draws nothing and passes through)
+        hit &= ~np.isnan(x)
+        noise = np.ones(x.shape, np.float64)
+        # (ATen's per-element uniform_real_distribution rounds the product and the sum
+        # apart, unlike uniform_'s fused kernel: checked bit for bit against torch)
+        u = _generator().random(int(np.count_nonzero(hit)))
+        noise[hit] = u * (upper - lower) + lower
+        noise = _constant(noise)
+        out = input.mul_(noise) if inplace else input * noise
+    return out if inplace else _named(out, "RreluWithNoiseBackward0", input)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """``rrelu`` in place: ``input`` is overwritten and returned.
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> _ = F.rrelu_(x)
+        >>> x
+        tensor([-0.2292,  2.0000])
+    """
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

@@ -14,7 +14,8 @@ from . import init
 
 __all__ = [
     "Parameter", "Module", "Sequential", "Linear", "Identity", "Flatten", "Unflatten", "ReLU",
-    "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss", "L1Loss", "NLLLoss",
+    "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "AlphaDropout", "FeatureAlphaDropout", "MSELoss", "L1Loss", "NLLLoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
 ]
 
@@ -792,7 +793,21 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
+    """What PyTorch's dropout modules share: ``p`` checked, ``inplace``, their repr."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
     """Zeroes elements with probability ``p`` while training (scaling the rest by
     1 / (1 - p)); the identity after ``eval()``.
 
@@ -805,18 +820,75 @@ class Dropout(Module):
         tensor([1., 1., 1.])
     """
 
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
 
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
+
+class Dropout1d(_DropoutNd):
+    """Zeroes whole channels of a (N, C, L) or (C, L) input while training: ``F.dropout1d``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.Dropout1d()(tg.ones(1, 3, 1)).reshape(-1)
+        tensor([0., 0., 2.])
+    """
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Zeroes whole channels of a (N, C, H, W) input while training: ``F.dropout2d``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.Dropout2d()(tg.ones(1, 3, 1, 1)).reshape(-1)
+        tensor([0., 0., 2.])
+    """
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zeroes whole channels of a (N, C, D, H, W) or (C, D, H, W) input while training:
+    ``F.dropout3d``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.Dropout3d()(tg.ones(1, 3, 1, 1, 1)).reshape(-1)
+        tensor([0., 0., 2.])
+    """
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout while training (keeps a SELU network's mean and variance):
+    ``F.alpha_dropout``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.AlphaDropout()(tg.ones(3))
+        tensor([-0.7792, -0.7792,  1.6656])
+    """
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels while training: ``F.feature_alpha_dropout``.
+
+    Example:
+        >>> _ = tg.manual_seed(0)
+        >>> nn.FeatureAlphaDropout()(tg.ones(1, 3, 1)).reshape(-1)
+        tensor([-0.7792, -0.7792,  1.6656])
+    """
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 # ---------------------------------------------------------------------------------------------
