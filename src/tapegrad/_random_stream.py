@@ -369,12 +369,6 @@ class RandomStream:
         u = self._unit(math.prod(shape))
         return np.ceil(_libm()[0](u) / math.log1p(-float(p))).reshape(shape)
 
-    def numpy_generator(self):
-        """A NumPy generator seeded from this stream, for the draws whose PyTorch algorithm
-        is not followed here: reproducible after
-        ``manual_seed``, not PyTorch's numbers."""
-        return np.random.default_rng(int(self.words64(1)[0]))
-
 
 def _shape(shape):
     if shape is None:

@@ -1443,7 +1443,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     """``num_samples`` category indices drawn with the (unnormalised) weights of each row
     of ``input``: int64, without replacement unless ``replacement``.  PyTorch's draws:
     without replacement (or for one sample) the ``num_samples`` largest ``w / q`` (q ~ Exp(1),
-    one per weight); otherwise one uniform per sample looked up in the row's normalised cumulative sums.
+    one per weight); otherwise one uniform per sample looked up in the row's normalised
+    cumulative sums.
 
     Example:
         >>> _ = tg.manual_seed(0)
