@@ -49,7 +49,9 @@ def user_site():
         name = f.f_code.co_filename
         inside = _inside.get(name)
         if inside is None:
-            inside = _inside[name] = os.path.abspath(name).startswith(_PKG_DIR + os.sep)
+            # (code tapegrad generates, an argument check in front of a method, is inside)
+            inside = _inside[name] = name.startswith("<tapegrad ") or \
+                os.path.abspath(name).startswith(_PKG_DIR + os.sep)
         if not inside:
             return f"{name}:{f.f_lineno}"
         f = f.f_back
