@@ -10,38 +10,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import same_draws
 import tapegrad as tg
+from same_draws import assert_same_bits
 from tapegrad._random_stream import fma
 
 torch = pytest.importorskip("torch")
 torch.set_default_dtype(torch.float64)
 
 
-def values(t):
-    if isinstance(t, (list, tuple)):
-        return np.asarray(t)
-    if hasattr(t, "detach"):
-        t = t.detach()
-    return np.asarray(t.numpy())
-
-
-def assert_same_bits(a, b):
-    a, b = values(a), values(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype.kind == b.dtype.kind or {a.dtype.kind, b.dtype.kind} <= {"i", "u"}
-    np.testing.assert_array_equal(a, b)
-
-
 def both(seed):
-    tg.manual_seed(seed)
-    torch.manual_seed(seed)
+    same_draws.both(torch, seed)
 
 
 def draws_match(make, seed=0):
-    """``make(lib)`` run after the same seed on both libraries, then a draw after it."""
-    both(seed)
-    assert_same_bits(make(tg), make(torch))
-    assert_same_bits(tg.rand(3), torch.rand(3))
+    same_draws.draws_match(torch, make, seed)
 
 
 SIZES = [0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 1000, (3, 5), (2, 3, 4), (4, 0)]

@@ -7,39 +7,20 @@ import warnings
 import numpy as np
 import pytest
 
+import same_draws
 import tapegrad as tg
+from same_draws import assert_same_bits, values
 
 torch = pytest.importorskip("torch")
 torch.set_default_dtype(torch.float64)
 
 
-def values(t):
-    if hasattr(t, "detach"):
-        t = t.detach()
-    return np.asarray(t.numpy())
-
-
-def assert_same_bits(a, b):
-    a, b = values(a), values(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    np.testing.assert_array_equal(a, b)
-
-
 def both(seed):
-    tg.manual_seed(seed)
-    torch.manual_seed(seed)
+    same_draws.both(torch, seed)
 
 
 def draws_match(make, seed=0):
-    """``make(lib)`` run after the same seed on both libraries, then a draw after it."""
-    both(seed)
-    out_tg, out_torch = make(tg), make(torch)
-    if isinstance(out_tg, tuple):
-        for a, b in zip(out_tg, out_torch, strict=True):
-            assert_same_bits(a, b)
-    else:
-        assert_same_bits(out_tg, out_torch)
-    assert_same_bits(tg.rand(3), torch.rand(3))
+    same_draws.draws_match(torch, make, seed)
 
 
 def grad_fn_name(t):
