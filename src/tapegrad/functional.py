@@ -92,7 +92,8 @@ def _ref(tape, x):
                 check_history(x)
             key = id(x)
             hit = tape.leaf_rec.get(key)
-            if _copy_holds(tape, hit, x, v):
+            if hit is not None and hit[1] == x._version and hit[2]() is v and (
+                    not _EXPOSED or _copy_holds(tape, hit, x, v)):
                 return hit[0]     # a leaf read again is read from its copy
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
@@ -105,7 +106,8 @@ def _ref(tape, x):
             # so is a constant, in eager mode: data read by several ops (a feature matrix
             # two layers read, the x of x * a + x * b) was copied into the arena at each
             hit = tape.const_rec.get(id(x))
-            if _copy_holds(tape, hit, x, v):
+            if hit is not None and hit[1] == x._version and hit[2]() is v and (
+                    not _EXPOSED or _copy_holds(tape, hit, x, v)):
                 return hit[0]
         else:
             state.trace.read_constant(x)   # (a replay merges equal records itself)
@@ -281,8 +283,12 @@ def _expanded_ref(tape, x, shape, read=True):
     v = x._value
     if v.shape == shape:
         return r
+    return _expansion(tape, r, v, shape, math.prod(shape), read)
+
+
+def _expansion(tape, r, v, shape, n, read):
+    """Record ``r`` (of value v) broadcast to ``shape`` (n values): see _expanded_ref."""
     nd = len(shape)
-    n = math.prod(shape)
     off, out = _out(tape, shape, n)
     if v.size == 1:
         # one value everywhere: every stride is 0, and a fill is the copy
@@ -456,11 +462,12 @@ def _unary(code, x, fn, ip=0, fp=0.0):
     if v.ndim != 1:
         out = out.reshape(v.shape)
     sfn = _SCALAR.get(code) if n == 1 else None
-    try:
-        if sfn is None:
-            raise ValueError
-        vals[off] = sfn(v.item())
-    except _SCALAR_ERRORS:
+    if sfn is not None:
+        try:
+            vals[off] = sfn(v.item())
+        except _SCALAR_ERRORS:
+            sfn = None
+    if sfn is None:
         tok = quiet_begin()
         # (traced integers or bools in float64: NumPy's exp of bools is float16, 2.71875)
         fn(v if v.dtype.kind == "f" else v.astype(np.float64), out)
@@ -494,8 +501,15 @@ def _binary(code, a, b, fn):
         r0 = a._r if a._tape is tape else _ref(tape, a)
         r1 = b._r if b._tape is tape else _ref(tape, b)
     else:
-        r0 = _expanded_ref(tape, a, shape, _expansion_read(code, a, b, n, 0))
-        r1 = _expanded_ref(tape, b, shape, _expansion_read(code, a, b, n, 1))
+        # (_expanded_ref written out: a parameter times data is the common broadcast)
+        r0 = a._r if a._tape is tape else _ref(tape, a)
+        if va.shape != shape:
+            r0 = _expansion(tape, r0, va, shape, n,
+                            n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 0))
+        r1 = b._r if b._tape is tape else _ref(tape, b)
+        if vb.shape != shape:
+            r1 = _expansion(tape, r1, vb, shape, n,
+                            n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 1))
     off = tape.top
     tape.top = off + n
     vals = tape.vals
@@ -503,11 +517,12 @@ def _binary(code, a, b, fn):
     if len(shape) != 1:
         out = out.reshape(shape)
     sfn = _SCALAR.get(code) if n == 1 and same else None
-    try:
-        if sfn is None:
-            raise ValueError
-        vals[off] = sfn(va.item(), vb.item())
-    except _SCALAR_ERRORS:
+    if sfn is not None:
+        try:
+            vals[off] = sfn(va.item(), vb.item())
+        except _SCALAR_ERRORS:
+            sfn = None
+    if sfn is None:
         tok = quiet_begin()
         fn(va, vb, out)
         quiet_end(tok)
@@ -543,11 +558,12 @@ def _with_scalar(code, x, c, fn):
         out = out.reshape(v.shape)
     c = float(c)
     sfn = _SCALAR.get(code) if n == 1 else None
-    try:
-        if sfn is None:
-            raise ValueError
-        vals[off] = sfn(v.item(), c)
-    except _SCALAR_ERRORS:
+    if sfn is not None:
+        try:
+            vals[off] = sfn(v.item(), c)
+        except _SCALAR_ERRORS:
+            sfn = None
+    if sfn is None:
         tok = quiet_begin()
         fn(v, c, out)
         quiet_end(tok)
@@ -2016,7 +2032,8 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     """
     v = x._value
     if dim is None and dtype is None and x._rg and state.grad_enabled and v.dtype.kind == "f":
-        return _whole(K.SUM, x, _quietly(np.add.reduce, v, axis=tuple(range(v.ndim))), 1.0)
+        # (axis=None is NumPy's reduction over every axis, the same loop as naming them all)
+        return _whole(K.SUM, x, _quietly(np.add.reduce, v, axis=None), 1.0)
     x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
@@ -2049,7 +2066,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     if dim is None and x._rg and state.grad_enabled and v.size and v.dtype == np.float64:
         # np.mean's own steps, without its Python around them (8 µs on a small vector): the
         # same sum, divided by the count
-        total = _quietly(np.add.reduce, v, axis=tuple(range(v.ndim)))
+        total = _quietly(np.add.reduce, v, axis=None)
         return _whole(K.MEAN, x, total / v.size, 1.0 / v.size)
     dims = _dims(x, dim)
     count = math.prod([x._value.shape[d] for d in dims])
