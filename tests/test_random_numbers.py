@@ -224,6 +224,34 @@ def test_data_loading_order():
     draws_match(split, seed=6)
 
 
+@pytest.mark.parametrize("replacement", [True, False])
+def test_weighted_random_sampler(replacement):
+    weights = [0.1, 0.9, 0.4, 0.7, 3.0, 0.6, 0.0, 2.5]
+
+    def sampled(lib):
+        data = lib.utils.data
+        sampler = data.WeightedRandomSampler(weights, 6, replacement=replacement)
+        seeded = data.WeightedRandomSampler(lib.tensor(weights), 5, replacement,
+                                            generator=lib.Generator().manual_seed(4))
+        loader = data.DataLoader(data.TensorDataset(lib.arange(8.0)), batch_size=3,
+                                 sampler=data.WeightedRandomSampler(weights, 7))
+        assert len(sampler) == 6 and len(loader) == 3
+        return list(sampler) + list(sampler) + list(seeded) + [
+            int(i) for _ in range(2) for batch in loader for i in batch[0]]
+    draws_match(sampled, seed=7)
+
+
+@pytest.mark.parametrize("args", [
+    ([1.0, 2.0], 0), ([1.0, 2.0], -1), ([1.0, 2.0], True), ([1.0, 2.0], 2.0),
+    ([1.0, 2.0], 2, 1), ([[1.0, 2.0]], 2), (5.0, 2)])
+def test_weighted_random_sampler_refuses_what_pytorch_refuses(args):
+    with pytest.raises(ValueError) as theirs:
+        torch.utils.data.WeightedRandomSampler(*args)
+    with pytest.raises(ValueError) as mine:
+        tg.utils.data.WeightedRandomSampler(*args)
+    assert str(mine.value) == str(theirs.value)
+
+
 def test_compiled_function_that_draws_runs_eagerly():
     # a call that draws random numbers is not replayed (it would repeat the first draw)
     f = tg.compile(lambda x: x + tg.randn(3))

@@ -21,14 +21,15 @@ import warnings
 import numpy as np
 
 from .. import creation, functional
+from ..derived import multinomial as _multinomial
 from .._dtype import float64
 from .._generator import Generator
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler", "DataLoader", "default_collate",
-           "default_convert", "get_worker_info"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
+           "default_collate", "default_convert", "get_worker_info"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +311,45 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices into ``weights``, each drawn with probability proportional to
+    its weight (``multinomial``, from the same generator and so the same draws as PyTorch's);
+    without ``replacement`` an index is drawn at most once.
+
+    Example:
+        >>> from tapegrad.utils.data import WeightedRandomSampler
+        >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3))
+        [1, 1, 1]
+        >>> sorted(WeightedRandomSampler([1.0, 2.0, 3.0], 3, replacement=False))
+        [0, 1, 2]
+    """
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        weights = creation.as_tensor(weights, dtype=float64)
+        if len(weights.shape) != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights.shape)}")
+        self.weights = weights
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        drawn = _multinomial(self.weights, self.num_samples, self.replacement,
+                             generator=self.generator)
+        yield from drawn.tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
