@@ -1132,7 +1132,8 @@ def _draw_random(t, *args, generator=None, **bounds):
     return stream_for(generator).integers(low, high, t._value.shape, dtype=wide)
 
 
-def _continuous(t, name, what):
+def _continuous(t, what):
+    """The error PyTorch raises for a continuous distribution drawn into integers."""
     if t._value.dtype.kind != "f":
         raise RuntimeError(f"{what} distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
@@ -1141,7 +1142,7 @@ def _continuous(t, name, what):
 
 def _draw_cauchy(t, median=0.0, sigma=1.0, *, generator=None):
     from .creation import stream_for
-    _continuous(t, "cauchy_", "Cauchy")
+    _continuous(t, "Cauchy")
     if not sigma > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
     return stream_for(generator).cauchy(median, sigma, t._value.shape)
