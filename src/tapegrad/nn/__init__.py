@@ -11,7 +11,7 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
-                   MaxPool2d)
+                   ConvTranspose1d, ConvTranspose2d, MaxPool2d)
 from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
@@ -34,7 +34,7 @@ __all__ = [
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
-    "AlphaDropout", "FeatureAlphaDropout", "RReLU",
+    "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
 ]
 
 

@@ -1,5 +1,5 @@
-"""Convolution and pooling layers as in ``torch.nn``: ``Conv1d``, ``Conv2d``, ``MaxPool2d``,
-``AvgPool2d``, with PyTorch's parameters, initialisation and reprs."""
+"""Convolution and pooling layers as in ``torch.nn``: ``Conv1d``, ``Conv2d``, their transposes,
+``MaxPool2d``, ``AvgPool2d``, with PyTorch's parameters, initialisation and reprs."""
 import math
 
 import tapegrad as tg
@@ -8,7 +8,7 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d",
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d"]
 
 
@@ -19,6 +19,7 @@ def _tuple(value, n):
 class _ConvNd(Module):
     _dims = 0
     _function = None
+    _transposed = False   # (a transposed one's weight is (in, out / groups, *kernel))
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -44,12 +45,13 @@ class _ConvNd(Module):
         self.stride = _tuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation = _tuple(dilation, n)
-        self.transposed = False
+        self.transposed = self._transposed
         self.output_padding = (0,) * n
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(tg.empty(out_channels, in_channels // groups, *self.kernel_size,
-                                         dtype=dtype))
+        channels = (in_channels, out_channels // groups) if self._transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(tg.empty(*channels, *self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(tg.empty(out_channels, dtype=dtype))
         else:
@@ -77,6 +79,8 @@ class _ConvNd(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,) * n:
             text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
@@ -116,6 +120,86 @@ class Conv2d(_ConvNd):
     """
     _dims = 2
     _function = F.conv2d
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{type(self).__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.output_padding = _tuple(output_padding, self._dims)
+
+    def _output_padding(self, input, output_size):
+        """``output_padding``, or the one that gives ``output_size`` (its spatial sizes, or
+        all of the output's), which must lie within what the stride leaves open."""
+        n = self._dims
+        if output_size is None:
+            return self.output_padding
+        leading = 2 if input.ndim == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == leading + n:
+            output_size = output_size[leading:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {leading + n} elements (got {len(output_size)})")
+        smallest = [(input.shape[leading + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        largest = [low + s - 1 for low, s in zip(smallest, self.stride)]
+        for size, low, high in zip(output_size, smallest, largest):
+            if size < low or size > high:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{smallest} to {largest} (for an input of {tg.Size(input.shape[2:])})")
+        return tuple(size - low for size, low in zip(output_size, smallest))
+
+    def forward(self, input, output_size=None):
+        return type(self)._function(input, self.weight, self.bias, self.stride, self.padding,
+                                    self._output_padding(input, output_size), self.groups,
+                                    self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution layer: ``F.conv_transpose1d`` with a learnt weight
+    ``(in_channels, out_channels / groups, kernel_size)`` and bias, started as PyTorch does.
+
+    Shape: ``(N, in_channels, L)`` -> ``(N, out_channels, L_out)``; ``forward(input,
+    output_size)`` picks the ``output_padding`` that gives that size.
+
+    Example:
+        >>> up = nn.ConvTranspose1d(4, 2, 3, stride=2)
+        >>> up
+        ConvTranspose1d(4, 2, kernel_size=(3,), stride=(2,))
+        >>> up(tg.ones(1, 4, 5)).shape
+        tapegrad.Size([1, 2, 11])
+    """
+    _dims = 1
+    _function = F.conv_transpose1d
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-d transposed convolution layer: ``F.conv_transpose2d`` with a learnt weight
+    ``(in_channels, out_channels / groups, kH, kW)`` and bias, started as PyTorch does: the
+    upsampling layer of decoders and generators.
+
+    Shape: ``(N, in_channels, H, W)`` -> ``(N, out_channels, H_out, W_out)``.
+
+    Example:
+        >>> up = nn.ConvTranspose2d(8, 3, 4, stride=2, padding=1)
+        >>> up
+        ConvTranspose2d(8, 3, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1))
+        >>> up(tg.ones(1, 8, 5, 5)).shape
+        tapegrad.Size([1, 3, 10, 10])
+        >>> up(tg.ones(1, 8, 5, 5), output_size=[11, 11]).shape
+        tapegrad.Size([1, 3, 11, 11])
+    """
+    _dims = 2
+    _function = F.conv_transpose2d
 
 
 class MaxPool2d(Module):

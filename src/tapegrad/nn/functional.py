@@ -30,7 +30,8 @@ __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
-    "scaled_dot_product_attention", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
+    "scaled_dot_product_attention", "conv1d", "conv2d", "conv_transpose1d",
+    "conv_transpose2d", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
@@ -1907,6 +1908,154 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                   [20., 24.]]]])
     """
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _spread(x, dim, step):
+    """x with ``step - 1`` zeros between neighbours along ``dim``: a strided convolution's
+    input seen from its transpose."""
+    if step == 1 or x.shape[dim] == 0:
+        return x
+    length = x.shape[dim]
+    # (.., L, 1, ..) padded to (.., L, step, ..), flattened to (.., L * step, ..), cut
+    widened = x.unsqueeze(dim + 1)
+    after = widened.ndim - dim - 2                 # dims after the new one: F.pad goes last-first
+    widened = pad(widened, (0, 0) * after + (0, step - 1))
+    shape = list(x.shape)
+    shape[dim] = length * step
+    return widened.reshape(shape).narrow(dim, 0, (length - 1) * step + 1)
+
+
+def _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups,
+                         dilation, n):
+    """Check a transposed convolution's arguments as PyTorch does (a 1-d one is reported as
+    PyTorch's 2-d of height 1) and return them as n-tuples."""
+    name = f"conv_transpose{n}d"
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got "
+            f"input of size: {list(input.shape)}")
+    stride, padding = _pair(stride, n, "stride"), _pair(padding, n, "padding")
+    output_padding = _pair(output_padding, n, "output_padding")
+    dilation = _pair(dilation, n, "dilation")
+    shown = 2 if n == 1 else n     # (PyTorch runs a 1-d one as a 2-d one of height 1)
+    axes = ("depth", "height", "width")[3 - shown:]
+
+    def listing(label, values, default, sep=" "):
+        values = (default,) * (shown - n) + tuple(values)
+        return sep.join(f"{label}_{a}: {v}" for a, v in zip(axes, values))
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero, but got "
+                           + listing("dilation", dilation, 1, ", "))
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+            f"0, but got weight of size [{list(weight.shape)}] instead")
+    batched = input if input.ndim == n + 2 else input.unsqueeze(0)
+    if batched.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+            f"input{list(batched.shape)} to have {weight.shape[0]} channels, but got "
+            f"{batched.shape[1]} channels instead")
+    out_channels = weight.shape[1] * groups
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of size "
+            f"{list(bias.shape)} instead")
+    if any(not (o < s or o < d) for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            + " ".join([listing("output_padding", output_padding, 0),
+                        listing("stride", stride, 1), listing("dilation", dilation, 1)]))
+    kernel = tuple(weight.shape[2:])
+    sizes = tuple(batched.shape[2:])
+    out = tuple((size - 1) * s - 2 * p + d * (k - 1) + o + 1 for size, s, p, d, k, o in
+                zip(sizes, stride, padding, dilation, kernel, output_padding))
+    if any(size < 1 for size in out):
+        given = " x ".join(str(v) for v in (1,) * (shown - n) + sizes)
+        calculated = " x ".join(str(v) for v in (1,) * (shown - n) + out)
+        raise RuntimeError(f"Given input size per channel: ({given}). Calculated output size "
+                           f"per channel: ({calculated}). Output size is too small")
+    return stride, padding, output_padding, dilation
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n):
+    """The transpose (the gradient with respect to the input) of ``conv{n}d``, computed as
+    that convolution of the input spread by ``stride`` and padded by ``dilation * (k - 1) -
+    padding``, with the kernels flipped and their in and out channels swapped; shown as
+    PyTorch's one ``ConvolutionBackward0`` node."""
+    stride, padding, output_padding, dilation = _transposed_geometry(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, n)
+    unbatched = input.ndim == n + 1
+    batched = input.unsqueeze(0) if unbatched else input
+    spread = batched
+    for axis, s in enumerate(stride):
+        spread = _spread(spread, 2 + axis, s)
+    kernel = tuple(weight.shape[2:])
+    for axis in range(n):
+        reach = dilation[axis] * (kernel[axis] - 1)
+        before, after = reach - padding[axis], reach - padding[axis] + output_padding[axis]
+        dim = 2 + axis
+        if before < 0:       # (padding past the kernel's reach cuts the spread input)
+            spread = spread.narrow(dim, -before, spread.shape[dim] + before)
+            before = 0
+        if after < 0:
+            spread = spread.narrow(dim, 0, spread.shape[dim] + after)
+            after = 0
+        amounts = [(0, 0)] * n
+        amounts[axis] = (before, after)
+        spread = _pad_spatial(spread, amounts)
+    in_per_group, out_per_group = weight.shape[0] // groups, weight.shape[1]
+    kernels = weight.reshape(groups, in_per_group, out_per_group, *kernel).transpose(1, 2)
+    kernels = kernels.reshape(groups * out_per_group, in_per_group, *kernel)
+    kernels = kernels.flip(tuple(range(2, 2 + n)))
+    result = _convolution(spread, kernels, bias, 1, 0, dilation, groups, n)
+    result = _named(result, "ConvolutionBackward0", batched, weight, bias)
+    return result.squeeze(0) if unbatched else result
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-d transposed convolution ("deconvolution") of ``(N, C_in, L)`` with ``weight``
+    ``(C_in, C_out / groups, k)``: each input value adds a scaled kernel to the output, the
+    gradient of ``conv1d`` with respect to its input.
+
+    Shape: -> ``(N, C_out, L_out)``, ``L_out = (L - 1) stride - 2 padding + dilation (k - 1)
+    + output_padding + 1``; unbatched ``(C_in, L)`` gives ``(C_out, L_out)``.
+
+    Example:
+        >>> F.conv_transpose1d(tg.tensor([[[1.0, 2.0]]]), tg.tensor([[[1.0, 10.0]]]))
+        tensor([[[ 1., 12., 20.]]])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-d transposed convolution ("deconvolution") of ``(N, C_in, H, W)`` with ``weight``
+    ``(C_in, C_out / groups, kH, kW)``: upsampling in decoders and generators, the gradient
+    of ``conv2d`` with respect to its input.
+
+    Shape: -> ``(N, C_out, H_out, W_out)`` (see ``conv_transpose1d`` per dimension).
+
+    Example:
+        >>> F.conv_transpose2d(tg.ones(1, 1, 2, 2), tg.ones(1, 1, 2, 2), stride=2)
+        tensor([[[[1., 1., 1., 1.],
+                  [1., 1., 1., 1.],
+                  [1., 1., 1., 1.],
+                  [1., 1., 1., 1.]]]])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 2)
 
 
 def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):
