@@ -790,6 +790,49 @@ def test_guards_keep_the_name_docstring_and_signature():
             assert list(inspect.signature(fn).parameters) == params
 
 
+def test_the_table_names_each_functions_own_parameters():
+    # _argtable's rows are text (one line a function): a misspelt parameter name there would
+    # only show when the argument is passed by keyword -- each row's names are checked
+    # against the function's signature, and a keyword-passed wrong argument is refused
+    import inspect
+
+    from tapegrad import _argtable
+    owners = {"": tg, "nn.functional": tg.nn.functional, "linalg": tg.linalg,
+              "special": tg.special}
+    rows = [(owners[m], name, row) for m, table in _argtable.ARGS.items()
+            for name, row in table.items()]
+    rows += [(tg.Tensor, name, row) for name, row in _argtable.METHODS.items()]
+    assert len(rows) > 400
+    for owner, name, row in rows:
+        params = list(inspect.signature(getattr(owner, name)).parameters.values())
+        for index, mine, fname, arg, position, kinds in row:
+            assert set(kinds) <= set("filtns") and fname and arg, (name, row)
+            assert position == index + (owner is not tg.Tensor), (name, row)
+            if mine is None:   # positional only, or one of *args
+                kind = params[min(index, len(params) - 1)].kind
+                assert kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                inspect.Parameter.VAR_POSITIONAL), (name, row)
+            else:
+                assert params[index].name == mine, (name, row)
+                assert params[index].kind == inspect.Parameter.POSITIONAL_OR_KEYWORD, (name, row)
+    # the keyword path of a guard, against PyTorch's text (tapegrad.add names its second
+    # parameter b, PyTorch other)
+    for ours, theirs in ((lambda: tg.add(tg.ones(2), b=[1.0]),
+                          lambda: torch.add(torch.ones(2), other=[1.0])),
+                         (lambda: tg.nn.functional.linear(tg.ones(2), weight=[1.0]),
+                          lambda: torch.nn.functional.linear(torch.ones(2), weight=[1.0])),
+                         (lambda: tg.ones(2).add_(other=(1.0,)),
+                          lambda: torch.ones(2).add_(other=(1.0,)))):
+        with pytest.raises(TypeError) as expected:
+            theirs()
+        with pytest.raises(TypeError) as got:
+            ours()
+        assert str(got.value) == str(expected.value)
+        assert "must be Tensor" in str(got.value)
+    # (a guard's frames in a traceback still name the function it checks)
+    assert tg.add.__code__.co_filename == "<tapegrad argument check add>"
+
+
 def test_guarded_functions_compile_and_replay():
     # the guards read types only, never values: a compiled call replays with new inputs
     f = tg.compile(lambda a, b: (tg.add(a, b) * tg.nn.functional.relu(a)).mul(b).sum())

@@ -1,510 +1,399 @@
 """Which arguments of the public functions PyTorch takes as tensors only, and the names
-its TypeError gives them: one row per function, one entry per such argument,
-``(index, tapegrad's parameter name, PyTorch's function name, its argument name,
-its position, the kinds PyTorch also accepts there)`` -- kinds: ``f`` a float,
-``i`` an integer, ``l`` a list, ``t`` a tuple, ``n`` None, ``s`` anything else.
-Read off PyTorch 2.13 by calling each function with a wrong-typed argument
-(a script outside the repository), also with more arguments after it, for the
-overloads that take a number only so (``normal(0.0, 1.0, size=(2,))``);
-_argtypes.py applies it.
+its TypeError gives them.  Read off PyTorch 2.13 by calling each function with a wrong-typed
+argument (a script outside the repository), also with more arguments after it, for the
+overloads that take a number only so (``normal(0.0, 1.0, size=(2,))``); _argtypes.py applies
+it.
+
+``ARGS[module][name]`` (and ``METHODS[name]``) is one row per function, one entry per such
+argument: ``(index, tapegrad's parameter name, PyTorch's function name, its argument name,
+its position, the kinds PyTorch also accepts there)`` -- kinds: ``f`` a float, ``i`` an
+integer, ``l`` a list, ``t`` a tuple, ``n`` None, ``s`` anything else.
+
+The rows are written as text, parsed once at import: as a dict literal of ~540 tuples this
+module took 9-17 ms to compile where no ``.pyc`` is written (``PYTHONDONTWRITEBYTECODE``, a
+read-only install), as text ~1.6 ms, 0.8 ms of it the split (with a ``.pyc``: 0.35 ms, now
+0.8 ms).  One line per function::
+
+    name[=PyTorch's name] entry entry ...
+
+PyTorch's name is, when not written, the module's prefix and ``name`` (``linalg.norm``:
+``linalg_norm``).  The entries are the arguments from the first (index 0; for a method the
+one after ``self``, index 1) on, each ``mine[>PyTorch's][/kinds]``: tapegrad's parameter
+name (``-``: positional only), PyTorch's argument name when it differs, and the kinds.  The
+position PyTorch's text gives is the index plus one for a function (PyTorch counts from 1),
+the index for a method (``self`` not counted).
 """
 
+
+def _rows(text, first, offset, prefix=""):
+    """``{name: row}`` from ``text`` (lines as the docstring says); ``first``: the first
+    entry's index, ``offset``: position minus index, ``prefix``: of PyTorch's name."""
+    rows = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        name, *entries = line.split(" ")
+        name, _, fname = name.partition("=")
+        fname = fname or prefix + name
+        row = []
+        for i, entry in enumerate(entries, first):
+            entry, _, kinds = entry.partition("/")
+            mine, _, arg = entry.partition(">")
+            row.append((i, None if mine == "-" else mine, fname, arg or mine, i + offset,
+                        kinds))
+        rows[name] = tuple(row)
+    return rows
+
+
 ARGS = {
-    '': {
-        'abs': ((0, 'x', 'abs', 'input', 1, ''),),
-        'absolute': ((0, 'input', 'absolute', 'input', 1, ''),),
-        'acos': ((0, 'x', 'acos', 'input', 1, ''),),
-        'acosh': ((0, 'x', 'acosh', 'input', 1, ''),),
-        'add': ((0, 'a', 'add', 'input', 1, 'fi'), (1, 'b', 'add', 'other', 2, 'fi'),),
-        'addcdiv': (
-            (0, 'input', 'addcdiv', 'input', 1, ''),
-            (1, 'tensor1', 'addcdiv', 'tensor1', 2, ''),
-        ),
-        'addcmul': (
-            (0, 'input', 'addcmul', 'input', 1, ''),
-            (1, 'tensor1', 'addcmul', 'tensor1', 2, ''),
-        ),
-        'addmm': ((0, 'input', 'addmm', 'input', 1, ''), (1, 'mat1', 'addmm', 'mat1', 2, ''),),
-        'addr': ((0, 'input', 'addr', 'input', 1, ''), (1, 'vec1', 'addr', 'vec1', 2, ''),),
-        'adjoint': ((0, 'input', 'adjoint', 'input', 1, ''),),
-        'all': ((0, 'input', 'all', 'input', 1, ''),),
-        'allclose': (
-            (0, 'input', 'allclose', 'input', 1, ''),
-            (1, 'other', 'allclose', 'other', 2, ''),
-        ),
-        'amax': ((0, 'x', 'amax', 'input', 1, ''),),
-        'amin': ((0, 'x', 'amin', 'input', 1, ''),),
-        'aminmax': ((0, 'input', 'aminmax', 'input', 1, ''),),
-        'angle': ((0, 'input', 'angle', 'input', 1, ''),),
-        'any': ((0, 'input', 'any', 'input', 1, ''),),
-        'arccos': ((0, 'x', 'arccos', 'input', 1, ''),),
-        'arccosh': ((0, 'x', 'arccosh', 'input', 1, ''),),
-        'arcsin': ((0, 'x', 'arcsin', 'input', 1, ''),),
-        'arcsinh': ((0, 'x', 'arcsinh', 'input', 1, ''),),
-        'arctan': ((0, 'x', 'arctan', 'input', 1, ''),),
-        'arctan2': (
-            (0, 'input', 'arctan2', 'input', 1, ''),
-            (1, 'other', 'arctan2', 'other', 2, ''),
-        ),
-        'arctanh': ((0, 'x', 'arctanh', 'input', 1, ''),),
-        'argmax': ((0, 'x', 'argmax', 'input', 1, ''),),
-        'argmin': ((0, 'x', 'argmin', 'input', 1, ''),),
-        'argsort': ((0, 'x', 'argsort', 'input', 1, ''),),
-        'argwhere': ((0, 'input', 'argwhere', 'input', 1, ''),),
-        'asin': ((0, 'x', 'asin', 'input', 1, ''),),
-        'asinh': ((0, 'x', 'asinh', 'input', 1, ''),),
-        'atan': ((0, 'x', 'atan', 'input', 1, ''),),
-        'atan2': ((0, 'input', 'atan2', 'input', 1, ''), (1, 'other', 'atan2', 'other', 2, ''),),
-        'atanh': ((0, 'x', 'atanh', 'input', 1, ''),),
-        'atleast_1d': ((0, None, 'atleast_1d', 'input', 1, 'lt'),),
-        'atleast_2d': ((0, None, 'atleast_2d', 'input', 1, 'lt'),),
-        'atleast_3d': ((0, None, 'atleast_3d', 'input', 1, 'lt'),),
-        'bernoulli': ((0, 'input', 'bernoulli', 'input', 1, ''),),
-        'bmm': ((0, 'input', 'bmm', 'input', 1, ''), (1, 'mat2', 'bmm', 'mat2', 2, ''),),
-        'bucketize': (
-            (0, 'input', 'bucketize', 'input', 1, 'fi'),
-            (1, 'boundaries', 'bucketize', 'boundaries', 2, ''),
-        ),
-        'cdist': ((0, 'x1', 'cdist', 'x1', 1, ''), (1, 'x2', 'cdist', 'x2', 2, ''),),
-        'ceil': ((0, 'x', 'ceil', 'input', 1, ''),),
-        'cholesky_inverse': ((0, 'L', 'cholesky_inverse', 'input', 1, ''),),
-        'cholesky_solve': (
-            (0, 'B', 'cholesky_solve', 'input', 1, ''),
-            (1, 'L', 'cholesky_solve', 'input2', 2, ''),
-        ),
-        'chunk': ((0, 'x', 'chunk', 'input', 1, ''),),
-        'clamp': ((0, 'x', 'clamp', 'input', 1, ''), (1, 'min', 'clamp', 'min', 2, 'fin'),),
-        'clamp_max': (
-            (0, 'x', 'clamp_max', 'input', 1, ''),
-            (1, 'max', 'clamp_max', 'max', 2, 'fi'),
-        ),
-        'clamp_min': (
-            (0, 'x', 'clamp_min', 'input', 1, ''),
-            (1, 'min', 'clamp_min', 'min', 2, 'fi'),
-        ),
-        'clip': ((0, 'x', 'clip', 'input', 1, ''), (1, 'min', 'clip', 'min', 2, 'fin'),),
-        'clone': ((0, 'x', 'clone', 'input', 1, ''),),
-        'combinations': ((0, 'input', 'combinations', 'input', 1, ''),),
-        'conj': ((0, 'input', 'conj', 'input', 1, ''),),
-        'copysign': (
-            (0, 'input', 'copysign', 'input', 1, ''),
-            (1, 'other', 'copysign', 'other', 2, 'fi'),
-        ),
-        'corrcoef': ((0, 'input', 'corrcoef', 'input', 1, ''),),
-        'cos': ((0, 'x', 'cos', 'input', 1, ''),),
-        'cosh': ((0, 'x', 'cosh', 'input', 1, ''),),
-        'cosine_similarity': (
-            (0, 'x1', 'cosine_similarity', 'x1', 1, ''),
-            (1, 'x2', 'cosine_similarity', 'x2', 2, ''),
-        ),
-        'count_nonzero': ((0, 'input', 'count_nonzero', 'input', 1, ''),),
-        'cov': ((0, 'input', 'cov', 'input', 1, ''),),
-        'cross': ((0, 'input', 'cross', 'input', 1, ''), (1, 'other', 'cross', 'other', 2, ''),),
-        'cummax': ((0, 'x', 'cummax', 'input', 1, ''),),
-        'cummin': ((0, 'x', 'cummin', 'input', 1, ''),),
-        'cumprod': ((0, 'x', 'cumprod', 'input', 1, ''),),
-        'cumsum': ((0, 'x', 'cumsum', 'input', 1, ''),),
-        'cumulative_trapezoid': ((0, 'y', 'cumulative_trapezoid', 'y', 1, ''),),
-        'deg2rad': ((0, 'input', 'deg2rad', 'input', 1, ''),),
-        'det': ((0, 'A', 'det', 'input', 1, ''),),
-        'diag': ((0, 'input', 'diag', 'input', 1, ''),),
-        'diag_embed': ((0, 'input', 'diag_embed', 'input', 1, ''),),
-        'diagflat': ((0, 'input', 'diagflat', 'input', 1, ''),),
-        'diagonal': ((0, 'x', 'diagonal', 'input', 1, ''),),
-        'diff': ((0, 'x', 'diff', 'input', 1, ''),),
-        'digamma': ((0, 'x', 'digamma', 'input', 1, ''),),
-        'dist': ((0, 'input', 'dist', 'input', 1, ''), (1, 'other', 'dist', 'other', 2, ''),),
-        'div': ((0, 'a', 'div', 'input', 1, 'fi'), (1, 'b', 'div', 'other', 2, 'fi'),),
-        'divide': ((0, 'a', 'divide', 'input', 1, 'fi'), (1, 'b', 'divide', 'b', 2, 'fi'),),
-        'dot': ((0, 'input', 'dot', 'input', 1, ''), (1, 'tensor', 'dot', 'tensor', 2, ''),),
-        'empty_like': ((0, 'x', 'empty_like', 'input', 1, ''),),
-        'eq': ((0, 'input', 'eq', 'input', 1, ''), (1, 'other', 'eq', 'other', 2, 'fi'),),
-        'equal': ((0, 'input', 'equal', 'input', 1, ''), (1, 'other', 'equal', 'other', 2, ''),),
-        'erf': ((0, 'x', 'erf', 'input', 1, ''),),
-        'erfc': ((0, 'x', 'erfc', 'input', 1, ''),),
-        'erfinv': ((0, 'x', 'erfinv', 'input', 1, ''),),
-        'exp': ((0, 'x', 'exp', 'input', 1, ''),),
-        'exp2': ((0, 'x', 'exp2', 'input', 1, ''),),
-        'expm1': ((0, 'x', 'expm1', 'input', 1, ''),),
-        'fix': ((0, 'x', 'fix', 'input', 1, ''),),
-        'flatten': ((0, 'x', 'flatten', 'input', 1, ''),),
-        'fliplr': ((0, 'x', 'fliplr', 'input', 1, ''),),
-        'flipud': ((0, 'x', 'flipud', 'input', 1, ''),),
-        'float_power': (
-            (0, 'input', 'float_power', 'input', 1, 'fi'),
-            (1, 'exponent', 'float_power', 'exponent', 2, 'fi'),
-        ),
-        'floor': ((0, 'x', 'floor', 'input', 1, ''),),
-        'floor_divide': (
-            (0, 'input', 'floor_divide', 'input', 1, 'fi'),
-            (1, 'other', 'floor_divide', 'other', 2, 'fi'),
-        ),
-        'fmax': ((0, 'input', 'fmax', 'input', 1, ''), (1, 'other', 'fmax', 'other', 2, ''),),
-        'fmin': ((0, 'input', 'fmin', 'input', 1, ''), (1, 'other', 'fmin', 'other', 2, ''),),
-        'fmod': ((0, 'input', 'fmod', 'input', 1, ''), (1, 'other', 'fmod', 'other', 2, 'fi'),),
-        'frac': ((0, 'x', 'frac', 'input', 1, ''),),
-        'frexp': ((0, 'input', 'frexp', 'input', 1, ''),),
-        'full_like': ((0, 'x', 'full_like', 'input', 1, ''),),
-        'ge': ((0, 'input', 'ge', 'input', 1, ''), (1, 'other', 'ge', 'other', 2, 'fi'),),
-        'ger': ((0, 'a', 'ger', 'input', 1, ''), (1, 'b', 'ger', 'vec2', 2, ''),),
-        'get_device': ((0, 'input', 'get_device', 'input', 1, ''),),
-        'gradient': ((0, 'input', 'gradient', 'input', 1, ''),),
-        'greater': (
-            (0, 'input', 'greater', 'input', 1, ''),
-            (1, 'other', 'greater', 'other', 2, 'fi'),
-        ),
-        'greater_equal': (
-            (0, 'input', 'greater_equal', 'input', 1, ''),
-            (1, 'other', 'greater_equal', 'other', 2, 'fi'),
-        ),
-        'gt': ((0, 'input', 'gt', 'input', 1, ''), (1, 'other', 'gt', 'other', 2, 'fi'),),
-        'hardshrink': ((0, 'input', 'hardshrink', 'input', 1, ''),),
-        'heaviside': (
-            (0, 'input', 'heaviside', 'input', 1, ''),
-            (1, 'values', 'heaviside', 'values', 2, ''),
-        ),
-        'histc': ((0, 'input', 'histc', 'input', 1, ''),),
-        'hsplit': ((0, 'input', 'hsplit', 'input', 1, ''),),
-        'hypot': ((0, 'input', 'hypot', 'input', 1, ''), (1, 'other', 'hypot', 'other', 2, ''),),
-        'i0': ((0, 'x', 'i0', 'input', 1, ''),),
-        'inner': ((0, 'input', 'inner', 'input', 1, ''), (1, 'other', 'inner', 'other', 2, ''),),
-        'inverse': ((0, 'A', 'inverse', 'input', 1, ''),),
-        'is_complex': ((0, 'input', 'is_complex', 'input', 1, ''),),
-        'is_conj': ((0, 'input', 'is_conj', 'input', 1, ''),),
-        'is_floating_point': ((0, 'input', 'is_floating_point', 'input', 1, ''),),
-        'is_neg': ((0, 'input', 'is_neg', 'input', 1, ''),),
-        'is_same_size': (
-            (0, 'input', 'is_same_size', 'input', 1, ''),
-            (1, 'other', 'is_same_size', 'other', 2, ''),
-        ),
-        'is_signed': ((0, 'input', 'is_signed', 'input', 1, ''),),
-        'isclose': (
-            (0, 'input', 'isclose', 'input', 1, ''),
-            (1, 'other', 'isclose', 'other', 2, ''),
-        ),
-        'isfinite': ((0, 'x', 'isfinite', 'input', 1, ''),),
-        'isin': (
-            (0, 'elements', 'isin', 'input', 1, 'fi'),
-            (1, 'test_elements', 'isin', 'test_elements', 2, 'fi'),
-        ),
-        'isinf': ((0, 'x', 'isinf', 'input', 1, ''),),
-        'isnan': ((0, 'x', 'isnan', 'input', 1, ''),),
-        'isneginf': ((0, 'x', 'isneginf', 'input', 1, ''),),
-        'isposinf': ((0, 'x', 'isposinf', 'input', 1, ''),),
-        'isreal': ((0, 'input', 'isreal', 'input', 1, ''),),
-        'kron': ((0, 'input', 'kron', 'input', 1, ''), (1, 'other', 'kron', 'other', 2, ''),),
-        'kthvalue': ((0, 'x', 'kthvalue', 'input', 1, ''),),
-        'ldexp': ((0, 'input', 'ldexp', 'input', 1, ''), (1, 'other', 'ldexp', 'other', 2, ''),),
-        'le': ((0, 'input', 'le', 'input', 1, ''), (1, 'other', 'le', 'other', 2, 'fi'),),
-        'lerp': ((0, 'input', 'lerp', 'input', 1, ''), (1, 'end', 'lerp', 'end', 2, ''),),
-        'less': ((0, 'input', 'less', 'input', 1, ''), (1, 'other', 'less', 'other', 2, 'fi'),),
-        'less_equal': (
-            (0, 'input', 'less_equal', 'input', 1, ''),
-            (1, 'other', 'less_equal', 'other', 2, 'fi'),
-        ),
-        'lgamma': ((0, 'x', 'lgamma', 'input', 1, ''),),
-        'log': ((0, 'x', 'log', 'input', 1, ''),),
-        'log10': ((0, 'x', 'log10', 'input', 1, ''),),
-        'log1p': ((0, 'x', 'log1p', 'input', 1, ''),),
-        'log2': ((0, 'x', 'log2', 'input', 1, ''),),
-        'log_softmax': ((0, 'x', 'log_softmax', 'input', 1, ''),),
-        'logaddexp': (
-            (0, 'input', 'logaddexp', 'input', 1, ''),
-            (1, 'other', 'logaddexp', 'other', 2, ''),
-        ),
-        'logaddexp2': (
-            (0, 'input', 'logaddexp2', 'input', 1, ''),
-            (1, 'other', 'logaddexp2', 'other', 2, ''),
-        ),
-        'logcumsumexp': ((0, 'x', 'logcumsumexp', 'input', 1, ''),),
-        'logdet': ((0, 'A', 'logdet', 'input', 1, ''),),
-        'logical_and': (
-            (0, 'a', 'logical_and', 'input', 1, ''),
-            (1, 'b', 'logical_and', 'other', 2, ''),
-        ),
-        'logical_not': ((0, 'x', 'logical_not', 'input', 1, ''),),
-        'logical_or': (
-            (0, 'a', 'logical_or', 'input', 1, ''),
-            (1, 'b', 'logical_or', 'other', 2, ''),
-        ),
-        'logical_xor': (
-            (0, 'a', 'logical_xor', 'input', 1, ''),
-            (1, 'b', 'logical_xor', 'other', 2, ''),
-        ),
-        'logit': ((0, 'input', 'logit', 'input', 1, ''),),
-        'logsumexp': ((0, 'x', 'logsumexp', 'input', 1, ''),),
-        'lt': ((0, 'input', 'lt', 'input', 1, ''), (1, 'other', 'lt', 'other', 2, 'fi'),),
-        'lu': ((0, 'A', '_lu_with_info', 'input', 1, ''),),
-        'matmul': ((0, 'a', 'matmul', 'input', 1, ''), (1, 'b', 'matmul', 'other', 2, ''),),
-        'matrix_exp': ((0, 'A', 'matrix_exp', 'input', 1, ''),),
-        'matrix_power': ((0, 'A', 'matrix_power', 'input', 1, ''),),
-        'max': ((0, 'x', 'max', 'input', 1, ''),),
-        'maximum': ((0, 'a', 'maximum', 'input', 1, ''), (1, 'b', 'maximum', 'other', 2, ''),),
-        'mean': ((0, 'x', 'mean', 'input', 1, ''),),
-        'median': ((0, 'x', 'median', 'input', 1, ''),),
-        'min': ((0, 'x', 'min', 'input', 1, ''),),
-        'minimum': ((0, 'a', 'minimum', 'input', 1, ''), (1, 'b', 'minimum', 'other', 2, ''),),
-        'mm': ((0, 'input', 'mm', 'input', 1, ''), (1, 'mat2', 'mm', 'mat2', 2, ''),),
-        'mode': ((0, 'x', 'mode', 'input', 1, ''),),
-        'msort': ((0, 'x', 'msort', 'input', 1, ''),),
-        'mul': ((0, 'a', 'mul', 'input', 1, 'fi'), (1, 'b', 'mul', 'other', 2, 'fi'),),
-        'multinomial': ((0, 'input', 'multinomial', 'input', 1, ''),),
-        'multiply': ((0, 'a', 'multiply', 'input', 1, 'fi'), (1, 'b', 'multiply', 'b', 2, 'fi'),),
-        'mvlgamma': ((0, 'x', 'mvlgamma', 'input', 1, ''),),
-        'nan_to_num': ((0, 'input', 'nan_to_num', 'input', 1, ''),),
-        'nanmean': ((0, 'input', 'nanmean', 'input', 1, ''),),
-        'nanmedian': ((0, 'x', 'nanmedian', 'input', 1, ''),),
-        'nanquantile': (
-            (0, 'input', 'nanquantile', 'input', 1, ''),
-            (1, 'q', 'nanquantile', 'q', 2, 'fi'),
-        ),
-        'nansum': ((0, 'input', 'nansum', 'input', 1, ''),),
-        'ne': ((0, 'input', 'ne', 'input', 1, ''), (1, 'other', 'ne', 'other', 2, 'fi'),),
-        'neg': ((0, 'x', 'neg', 'input', 1, ''),),
-        'negative': ((0, 'input', 'negative', 'input', 1, ''),),
-        'nextafter': (
-            (0, 'input', 'nextafter', 'input', 1, ''),
-            (1, 'other', 'nextafter', 'other', 2, ''),
-        ),
-        'nonzero': ((0, 'input', 'nonzero', 'input', 1, ''),),
-        'normal': ((0, 'mean', 'normal', 'mean', 1, 'fi'),),
-        'not_equal': (
-            (0, 'input', 'not_equal', 'input', 1, ''),
-            (1, 'other', 'not_equal', 'other', 2, 'fi'),
-        ),
-        'numel': ((0, 'input', 'numel', 'input', 1, ''),),
-        'ones_like': ((0, 'x', 'ones_like', 'input', 1, ''),),
-        'outer': ((0, 'a', 'outer', 'input', 1, ''), (1, 'b', 'outer', 'vec2', 2, ''),),
-        'pdist': ((0, 'input', 'pdist', 'input', 1, ''),),
-        'pinverse': ((0, 'input', 'pinverse', 'input', 1, ''),),
-        'poisson': ((0, 'input', 'poisson', 'input', 1, ''),),
-        'positive': ((0, 'input', 'positive', 'input', 1, ''),),
-        'pow': ((0, 'a', 'pow', 'input', 1, 'fi'), (1, 'b', 'pow', 'b', 2, 'fi'),),
-        'prod': ((0, 'x', 'prod', 'input', 1, ''),),
-        'qr': ((0, 'input', 'qr', 'input', 1, ''),),
-        'quantile': (
-            (0, 'input', 'quantile', 'input', 1, ''),
-            (1, 'q', 'quantile', 'q', 2, 'fi'),
-        ),
-        'rad2deg': ((0, 'input', 'rad2deg', 'input', 1, ''),),
-        'rand_like': ((0, 'x', 'rand_like', 'input', 1, ''),),
-        'randn_like': ((0, 'x', 'randn_like', 'input', 1, ''),),
-        'randint_like': ((0, 'x', 'randint_like', 'input', 1, ''),),
-        'ravel': ((0, 'input', 'ravel', 'input', 1, ''),),
-        'real': ((0, 'input', 'real', 'input', 1, ''),),
-        'reciprocal': ((0, 'x', 'reciprocal', 'input', 1, ''),),
-        'relu': ((0, 'x', 'relu', 'input', 1, ''),),
-        'remainder': (
-            (0, 'input', 'remainder', 'input', 1, 'fi'),
-            (1, 'other', 'remainder', 'other', 2, 'fi'),
-        ),
-        'repeat_interleave': ((0, 'input', 'repeat_interleave', 'input', 1, ''),),
-        'resolve_conj': ((0, 'input', 'resolve_conj', 'input', 1, ''),),
-        'resolve_neg': ((0, 'input', 'resolve_neg', 'input', 1, ''),),
-        'result_type': (
-            (0, 'tensor1', 'result_type', 'input', 1, 'fi'),
-            (1, 'tensor2', 'result_type', 'tensor2', 2, 'fi'),
-        ),
-        'roll': ((0, 'x', 'roll', 'input', 1, ''),),
-        'rot90': ((0, 'input', 'rot90', 'input', 1, ''),),
-        'round': ((0, 'x', 'round', 'input', 1, ''),),
-        'rsqrt': ((0, 'x', 'rsqrt', 'input', 1, ''),),
-        'searchsorted': (
-            (0, 'sorted_sequence', 'searchsorted', 'input', 1, ''),
-            (1, 'input', 'searchsorted', 'input', 2, 'fi'),
-        ),
-        'sgn': ((0, 'input', 'sgn', 'input', 1, ''),),
-        'sigmoid': ((0, 'x', 'sigmoid', 'input', 1, ''),),
-        'sign': ((0, 'x', 'sign', 'input', 1, ''),),
-        'signbit': ((0, 'input', 'signbit', 'input', 1, ''),),
-        'sin': ((0, 'x', 'sin', 'input', 1, ''),),
-        'sinc': ((0, 'input', 'sinc', 'input', 1, ''),),
-        'sinh': ((0, 'x', 'sinh', 'input', 1, ''),),
-        'slice_scatter': (
-            (0, 'input', 'slice_scatter', 'input', 1, ''),
-            (1, 'src', 'slice_scatter', 'src', 2, ''),
-        ),
-        'slogdet': ((0, 'A', 'slogdet', 'input', 1, ''),),
-        'softmax': ((0, 'x', 'softmax', 'input', 1, ''),),
-        'sort': ((0, 'x', 'sort', 'input', 1, ''),),
-        'sqrt': ((0, 'x', 'sqrt', 'input', 1, ''),),
-        'square': ((0, 'x', 'square', 'input', 1, ''),),
-        'squeeze': ((0, 'x', 'squeeze', 'input', 1, ''),),
-        'std': ((0, 'x', 'std', 'input', 1, ''),),
-        'std_mean': ((0, 'input', 'std_mean', 'input', 1, ''),),
-        'sub': ((0, 'a', 'sub', 'input', 1, 'fi'), (1, 'b', 'sub', 'other', 2, 'fi'),),
-        'subtract': ((0, 'a', 'subtract', 'input', 1, 'fi'), (1, 'b', 'subtract', 'b', 2, 'fi'),),
-        'sum': ((0, 'x', 'sum', 'input', 1, ''),),
-        'svd': ((0, 'input', 'svd', 'input', 1, ''),),
-        't': ((0, 'x', 't', 'input', 1, ''),),
-        'tan': ((0, 'x', 'tan', 'input', 1, ''),),
-        'tanh': ((0, 'x', 'tanh', 'input', 1, ''),),
-        'tensor_split': ((0, 'input', 'tensor_split', 'input', 1, ''),),
-        'topk': ((0, 'x', 'topk', 'input', 1, ''),),
-        'trace': ((0, 'A', 'trace', 'input', 1, ''),),
-        'trapezoid': ((0, 'y', 'trapezoid', 'y', 1, ''),),
-        'trapz': ((0, 'y', 'trapz', 'y', 1, ''),),
-        'triangular_solve': (
-            (0, 'b', 'triangular_solve', 'input', 1, ''),
-            (1, 'A', 'triangular_solve', 'A', 2, ''),
-        ),
-        'tril': ((0, 'input', 'tril', 'input', 1, ''),),
-        'triu': ((0, 'input', 'triu', 'input', 1, ''),),
-        'true_divide': (
-            (0, 'a', 'true_divide', 'input', 1, 'fi'),
-            (1, 'b', 'true_divide', 'b', 2, 'fi'),
-        ),
-        'trunc': ((0, 'x', 'trunc', 'input', 1, ''),),
-        'unbind': ((0, 'x', 'unbind', 'input', 1, ''),),
-        'unique': ((0, 'input', '_unique2', 'input', 1, ''),),
-        'unique_consecutive': ((0, 'input', 'unique_consecutive', 'input', 1, ''),),
-        'unsafe_chunk': ((0, 'input', 'unsafe_chunk', 'input', 1, ''),),
-        'unsafe_split': ((0, 'input', 'unsafe_split', 'input', 1, ''),),
-        'unsqueeze': ((0, 'x', 'unsqueeze', 'input', 1, ''),),
-        'vander': ((0, 'x', 'vander', 'x', 1, ''),),
-        'var': ((0, 'x', 'var', 'input', 1, ''),),
-        'var_mean': ((0, 'input', 'var_mean', 'input', 1, ''),),
-        'vdot': ((0, 'input', 'vdot', 'input', 1, ''), (1, 'other', 'vdot', 'other', 2, ''),),
-        'vsplit': ((0, 'input', 'vsplit', 'input', 1, ''),),
-        'where': ((0, 'condition', 'where', 'condition', 1, ''),),
-        'xlogy': (
-            (0, 'input', 'xlogy', 'input', 1, 'fi'),
-            (1, 'other', 'xlogy', 'other', 2, 'fi'),
-        ),
-        'zeros_like': ((0, 'x', 'zeros_like', 'input', 1, ''),),
-    },
-    'linalg': {
-        'cross': (
-            (0, 'input', 'linalg_cross', 'input', 1, ''),
-            (1, 'other', 'linalg_cross', 'other', 2, ''),
-        ),
-        'det': ((0, 'A', 'linalg_det', 'A', 1, ''),),
-        'eigh': ((0, 'A', 'linalg_eigh', 'input', 1, ''),),
-        'eigvalsh': ((0, 'A', 'linalg_eigvalsh', 'input', 1, ''),),
-        'inv': ((0, 'A', 'linalg_inv', 'A', 1, ''),),
-        'inv_ex': ((0, 'A', 'linalg_inv_ex', 'A', 1, ''),),
-        'lstsq': ((0, 'A', 'linalg_lstsq', 'input', 1, ''), (1, 'B', 'linalg_lstsq', 'b', 2, ''),),
-        'lu': ((0, 'A', 'linalg_lu', 'A', 1, ''),),
-        'lu_factor': ((0, 'A', 'linalg_lu_factor', 'A', 1, ''),),
-        'lu_factor_ex': ((0, 'A', 'linalg_lu_factor_ex', 'A', 1, ''),),
-        'matrix_exp': ((0, 'A', 'linalg_matrix_exp', 'input', 1, ''),),
-        'matrix_norm': ((0, 'A', 'linalg_matrix_norm', 'input', 1, ''),),
-        'matrix_power': ((0, 'A', 'linalg_matrix_power', 'input', 1, ''),),
-        'matrix_rank': ((0, 'A', 'linalg_matrix_rank', 'input', 1, ''),),
-        'norm': ((0, 'A', 'linalg_norm', 'input', 1, ''),),
-        'pinv': ((0, 'A', 'linalg_pinv', 'input', 1, ''),),
-        'qr': ((0, 'A', 'linalg_qr', 'A', 1, ''),),
-        'slogdet': ((0, 'A', 'linalg_slogdet', 'A', 1, ''),),
-        'solve': ((0, 'A', 'linalg_solve', 'A', 1, ''), (1, 'B', 'linalg_solve', 'B', 2, ''),),
-        'svd': ((0, 'A', 'linalg_svd', 'A', 1, ''),),
-        'svdvals': ((0, 'A', 'linalg_svdvals', 'A', 1, ''),),
-        'vecdot': ((0, 'x', 'linalg_vecdot', 'x', 1, ''), (1, 'y', 'linalg_vecdot', 'y', 2, ''),),
-        'vector_norm': ((0, 'x', 'linalg_vector_norm', 'input', 1, ''),),
-    },
-    'nn.functional': {
-        'adaptive_avg_pool1d': ((0, 'input', 'adaptive_avg_pool1d', 'input', 1, ''),),
-        'avg_pool1d': ((0, 'input', 'avg_pool1d', 'input', 1, ''),),
-        'celu': ((0, 'input', 'celu', 'input', 1, ''),),
-        'conv1d': (
-            (0, 'input', 'conv1d', 'input', 1, ''),
-            (1, 'weight', 'conv1d', 'weight', 2, ''),
-        ),
-        'cosine_similarity': (
-            (0, 'x1', 'cosine_similarity', 'x1', 1, ''),
-            (1, 'x2', 'cosine_similarity', 'x2', 2, ''),
-        ),
-        'cross_entropy': (
-            (0, 'input', 'cross_entropy_loss', 'input', 1, ''),
-            (1, 'target', 'cross_entropy_loss', 'target', 2, ''),
-        ),
-        'dropout': ((0, 'input', 'dropout', 'input', 1, ''),),
-        'elu': ((0, 'input', 'elu', 'input', 1, ''),),
-        'gelu': ((0, 'input', 'gelu', 'input', 1, ''),),
-        'gumbel_softmax': ((0, 'logits', 'empty_like', 'input', 1, ''),),
-        'hardshrink': ((0, 'input', 'hardshrink', 'input', 1, ''),),
-        'hardsigmoid': ((0, 'input', 'hardsigmoid', 'input', 1, ''),),
-        'hardswish': ((0, 'input', 'hardswish', 'input', 1, ''),),
-        'hardtanh': ((0, 'input', 'hardtanh', 'input', 1, ''),),
-        'hinge_embedding_loss': (
-            (0, 'input', 'hinge_embedding_loss', 'input', 1, ''),
-            (1, 'target', 'hinge_embedding_loss', 'target', 2, ''),
-        ),
-        'kl_div': (
-            (0, 'input', 'kl_div', 'input', 1, ''),
-            (1, 'target', 'kl_div', 'target', 2, ''),
-        ),
-        'leaky_relu': ((0, 'input', 'leaky_relu', 'input', 1, ''),),
-        'linear': (
-            (0, 'input', 'linear', 'input', 1, ''),
-            (1, 'weight', 'linear', 'weight', 2, ''),
-        ),
-        'logsigmoid': ((0, 'input', 'log_sigmoid', 'input', 1, ''),),
-        'max_pool1d': ((0, 'input', 'max_pool1d', 'input', 1, ''),),
-        'mish': ((0, 'input', 'mish', 'input', 1, ''),),
-        'multilabel_soft_margin_loss': ((0, 'input', 'log_sigmoid', 'input', 1, ''),),
-        'pairwise_distance': (
-            (0, 'x1', 'pairwise_distance', 'x1', 1, ''),
-            (1, 'x2', 'pairwise_distance', 'x2', 2, ''),
-        ),
-        'poisson_nll_loss': (
-            (0, 'input', 'poisson_nll_loss', 'input', 1, ''),
-            (1, 'target', 'poisson_nll_loss', 'target', 2, ''),
-        ),
-        'relu': ((0, 'input', 'relu', 'input', 1, ''),),
-        'relu6': ((0, 'input', 'relu6', 'input', 1, ''),),
-        'scaled_dot_product_attention': (
-            (0, 'query', 'scaled_dot_product_attention', 'query', 1, ''),
-            (1, 'key', 'scaled_dot_product_attention', 'key', 2, ''),
-        ),
-        'selu': ((0, 'input', 'selu', 'input', 1, ''),),
-        'silu': ((0, 'input', 'silu', 'input', 1, ''),),
-        'soft_margin_loss': (
-            (0, 'input', 'soft_margin_loss', 'input', 1, ''),
-            (1, 'target', 'soft_margin_loss', 'target', 2, ''),
-        ),
-        'softplus': ((0, 'input', 'softplus', 'input', 1, ''),),
-        'softshrink': ((0, 'input', 'softshrink', 'input', 1, ''),),
-        'triplet_margin_loss': (
-            (0, 'anchor', 'triplet_margin_loss', 'anchor', 1, ''),
-            (1, 'positive', 'triplet_margin_loss', 'positive', 2, ''),
-        ),
-    },
-    'special': {
-        'digamma': ((0, 'x', 'special_digamma', 'input', 1, ''),),
-        'entr': ((0, 'input', 'special_entr', 'input', 1, ''),),
-        'erf': ((0, 'x', 'special_erf', 'input', 1, ''),),
-        'erfc': ((0, 'x', 'special_erfc', 'input', 1, ''),),
-        'erfcx': ((0, 'input', 'special_erfcx', 'input', 1, ''),),
-        'erfinv': ((0, 'x', 'special_erfinv', 'input', 1, ''),),
-        'exp2': ((0, 'x', 'special_exp2', 'input', 1, ''),),
-        'expit': ((0, 'x', 'special_expit', 'input', 1, ''),),
-        'expm1': ((0, 'x', 'special_expm1', 'input', 1, ''),),
-        'gammaln': ((0, 'x', 'special_gammaln', 'input', 1, ''),),
-        'i0': ((0, 'x', 'special_i0', 'input', 1, ''),),
-        'i0e': ((0, 'x', 'special_i0e', 'input', 1, ''),),
-        'i1': ((0, 'x', 'special_i1', 'input', 1, ''),),
-        'i1e': ((0, 'x', 'special_i1e', 'input', 1, ''),),
-        'log1p': ((0, 'x', 'special_log1p', 'input', 1, ''),),
-        'log_ndtr': ((0, 'input', 'special_log_ndtr', 'input', 1, ''),),
-        'log_softmax': ((0, 'input', 'special_log_softmax', 'input', 1, ''),),
-        'logit': ((0, 'input', 'special_logit', 'input', 1, ''),),
-        'logsumexp': ((0, 'x', 'special_logsumexp', 'input', 1, ''),),
-        'multigammaln': ((0, 'x', 'special_multigammaln', 'input', 1, ''),),
-        'ndtr': ((0, 'input', 'special_ndtr', 'input', 1, ''),),
-        'ndtri': ((0, 'input', 'special_ndtri', 'input', 1, ''),),
-        'psi': ((0, 'x', 'special_psi', 'input', 1, ''),),
-        'round': ((0, 'x', 'special_round', 'input', 1, ''),),
-        'sinc': ((0, 'input', 'special_sinc', 'input', 1, ''),),
-        'softmax': ((0, 'input', 'special_softmax', 'input', 1, ''),),
-        'xlog1py': (
-            (0, 'input', 'special_xlog1py', 'input', 1, 'fi'),
-            (1, 'other', 'special_xlog1py', 'other', 2, 'fi'),
-        ),
-        'xlogy': (
-            (0, 'input', 'special_xlogy', 'input', 1, 'fi'),
-            (1, 'other', 'special_xlogy', 'other', 2, 'fi'),
-        ),
-    },
+    '': _rows("""
+abs x>input
+absolute input
+acos x>input
+acosh x>input
+add a>input/fi b>other/fi
+addcdiv input tensor1
+addcmul input tensor1
+addmm input mat1
+addr input vec1
+adjoint input
+all input
+allclose input other
+amax x>input
+amin x>input
+aminmax input
+angle input
+any input
+arccos x>input
+arccosh x>input
+arcsin x>input
+arcsinh x>input
+arctan x>input
+arctan2 input other
+arctanh x>input
+argmax x>input
+argmin x>input
+argsort x>input
+argwhere input
+asin x>input
+asinh x>input
+atan x>input
+atan2 input other
+atanh x>input
+atleast_1d ->input/lt
+atleast_2d ->input/lt
+atleast_3d ->input/lt
+bernoulli input
+bmm input mat2
+bucketize input/fi boundaries
+cdist x1 x2
+ceil x>input
+cholesky_inverse L>input
+cholesky_solve B>input L>input2
+chunk x>input
+clamp x>input min/fin
+clamp_max x>input max/fi
+clamp_min x>input min/fi
+clip x>input min/fin
+clone x>input
+combinations input
+conj input
+copysign input other/fi
+corrcoef input
+cos x>input
+cosh x>input
+cosine_similarity x1 x2
+count_nonzero input
+cov input
+cross input other
+cummax x>input
+cummin x>input
+cumprod x>input
+cumsum x>input
+cumulative_trapezoid y
+deg2rad input
+det A>input
+diag input
+diag_embed input
+diagflat input
+diagonal x>input
+diff x>input
+digamma x>input
+dist input other
+div a>input/fi b>other/fi
+divide a>input/fi b/fi
+dot input tensor
+empty_like x>input
+eq input other/fi
+equal input other
+erf x>input
+erfc x>input
+erfinv x>input
+exp x>input
+exp2 x>input
+expm1 x>input
+fix x>input
+flatten x>input
+fliplr x>input
+flipud x>input
+float_power input/fi exponent/fi
+floor x>input
+floor_divide input/fi other/fi
+fmax input other
+fmin input other
+fmod input other/fi
+frac x>input
+frexp input
+full_like x>input
+ge input other/fi
+ger a>input b>vec2
+get_device input
+gradient input
+greater input other/fi
+greater_equal input other/fi
+gt input other/fi
+hardshrink input
+heaviside input values
+histc input
+hsplit input
+hypot input other
+i0 x>input
+inner input other
+inverse A>input
+is_complex input
+is_conj input
+is_floating_point input
+is_neg input
+is_same_size input other
+is_signed input
+isclose input other
+isfinite x>input
+isin elements>input/fi test_elements/fi
+isinf x>input
+isnan x>input
+isneginf x>input
+isposinf x>input
+isreal input
+kron input other
+kthvalue x>input
+ldexp input other
+le input other/fi
+lerp input end
+less input other/fi
+less_equal input other/fi
+lgamma x>input
+log x>input
+log10 x>input
+log1p x>input
+log2 x>input
+log_softmax x>input
+logaddexp input other
+logaddexp2 input other
+logcumsumexp x>input
+logdet A>input
+logical_and a>input b>other
+logical_not x>input
+logical_or a>input b>other
+logical_xor a>input b>other
+logit input
+logsumexp x>input
+lt input other/fi
+lu=_lu_with_info A>input
+matmul a>input b>other
+matrix_exp A>input
+matrix_power A>input
+max x>input
+maximum a>input b>other
+mean x>input
+median x>input
+min x>input
+minimum a>input b>other
+mm input mat2
+mode x>input
+msort x>input
+mul a>input/fi b>other/fi
+multinomial input
+multiply a>input/fi b/fi
+mvlgamma x>input
+nan_to_num input
+nanmean input
+nanmedian x>input
+nanquantile input q/fi
+nansum input
+ne input other/fi
+neg x>input
+negative input
+nextafter input other
+nonzero input
+normal mean/fi
+not_equal input other/fi
+numel input
+ones_like x>input
+outer a>input b>vec2
+pdist input
+pinverse input
+poisson input
+positive input
+pow a>input/fi b/fi
+prod x>input
+qr input
+quantile input q/fi
+rad2deg input
+rand_like x>input
+randn_like x>input
+randint_like x>input
+ravel input
+real input
+reciprocal x>input
+relu x>input
+remainder input/fi other/fi
+repeat_interleave input
+resolve_conj input
+resolve_neg input
+result_type tensor1>input/fi tensor2/fi
+roll x>input
+rot90 input
+round x>input
+rsqrt x>input
+searchsorted sorted_sequence>input input/fi
+sgn input
+sigmoid x>input
+sign x>input
+signbit input
+sin x>input
+sinc input
+sinh x>input
+slice_scatter input src
+slogdet A>input
+softmax x>input
+sort x>input
+sqrt x>input
+square x>input
+squeeze x>input
+std x>input
+std_mean input
+sub a>input/fi b>other/fi
+subtract a>input/fi b/fi
+sum x>input
+svd input
+t x>input
+tan x>input
+tanh x>input
+tensor_split input
+topk x>input
+trace A>input
+trapezoid y
+trapz y
+triangular_solve b>input A
+tril input
+triu input
+true_divide a>input/fi b/fi
+trunc x>input
+unbind x>input
+unique=_unique2 input
+unique_consecutive input
+unsafe_chunk input
+unsafe_split input
+unsqueeze x>input
+vander x
+var x>input
+var_mean input
+vdot input other
+vsplit input
+where condition
+xlogy input/fi other/fi
+zeros_like x>input
+""", 0, 1, ''),
+    'linalg': _rows("""
+cross input other
+det A
+eigh A>input
+eigvalsh A>input
+inv A
+inv_ex A
+lstsq A>input B>b
+lu A
+lu_factor A
+lu_factor_ex A
+matrix_exp A>input
+matrix_norm A>input
+matrix_power A>input
+matrix_rank A>input
+norm A>input
+pinv A>input
+qr A
+slogdet A
+solve A B
+svd A
+svdvals A
+vecdot x y
+vector_norm x>input
+""", 0, 1, 'linalg_'),
+    'nn.functional': _rows("""
+adaptive_avg_pool1d input
+avg_pool1d input
+celu input
+conv1d input weight
+cosine_similarity x1 x2
+cross_entropy=cross_entropy_loss input target
+dropout input
+elu input
+gelu input
+gumbel_softmax=empty_like logits>input
+hardshrink input
+hardsigmoid input
+hardswish input
+hardtanh input
+hinge_embedding_loss input target
+kl_div input target
+leaky_relu input
+linear input weight
+logsigmoid=log_sigmoid input
+max_pool1d input
+mish input
+multilabel_soft_margin_loss=log_sigmoid input
+pairwise_distance x1 x2
+poisson_nll_loss input target
+relu input
+relu6 input
+scaled_dot_product_attention query key
+selu input
+silu input
+soft_margin_loss input target
+softplus input
+softshrink input
+triplet_margin_loss anchor positive
+""", 0, 1, ''),
+    'special': _rows("""
+digamma x>input
+entr input
+erf x>input
+erfc x>input
+erfcx input
+erfinv x>input
+exp2 x>input
+expit x>input
+expm1 x>input
+gammaln x>input
+i0 x>input
+i0e x>input
+i1 x>input
+i1e x>input
+log1p x>input
+log_ndtr input
+log_softmax input
+logit input
+logsumexp x>input
+multigammaln x>input
+ndtr input
+ndtri input
+psi x>input
+round x>input
+sinc input
+softmax input
+xlog1py input/fi other/fi
+xlogy input/fi other/fi
+""", 0, 1, 'special_'),
 }
 
 # Functions that take several tensors: ``"seq"`` a list or tuple of them as the first argument
@@ -529,114 +418,114 @@ SEQUENCES = {
 
 # Tensor methods: the same for the argument after ``self`` (PyTorch counts it as position
 # 1).  The operators keep Python's own handling, but for ``@``.
-METHODS = {
-    'add': ((1, 'b', 'add', 'other', 1, 'fi'),),
-    'add_': ((1, 'other', 'add_', 'other', 1, 'fi'),),
-    'allclose': ((1, 'other', 'allclose', 'other', 1, ''),),
-    'arctan2': ((1, 'other', 'arctan2', 'other', 1, ''),),
-    'arctan2_': ((1, None, 'arctan2_', 'other', 1, ''),),
-    'atan2': ((1, 'other', 'atan2', 'other', 1, ''),),
-    'atan2_': ((1, None, 'atan2_', 'other', 1, ''),),
-    'bernoulli_': ((1, None, 'bernoulli_', 'other', 1, 'fi'),),
-    'cholesky_solve': ((1, 'L', 'cholesky_solve', 'input2', 1, ''),),
-    'clamp': ((1, 'min', 'clamp', 'min', 1, 'fin'),),
-    'clamp_max': ((1, 'max', 'clamp_max', 'max', 1, 'fi'),),
-    'clamp_max_': ((1, None, 'clamp_max_', 'other', 1, 'fi'),),
-    'clamp_min': ((1, 'min', 'clamp_min', 'min', 1, 'fi'),),
-    'clamp_min_': ((1, None, 'clamp_min_', 'other', 1, 'fi'),),
-    'clip': ((1, 'min', 'clip', 'min', 1, 'fin'),),
-    'copysign': ((1, 'other', 'copysign', 'other', 1, 'fi'),),
-    'copysign_': ((1, None, 'copysign_', 'other', 1, 'fi'),),
-    'cross': ((1, 'other', 'cross', 'other', 1, ''),),
-    'dist': ((1, 'other', 'dist', 'other', 1, ''),),
-    'div': ((1, 'b', 'div', 'other', 1, 'fi'),),
-    'div_': ((1, 'other', 'div_', 'other', 1, 'fi'),),
-    'divide': ((1, 'b', 'divide', 'b', 1, 'fi'),),
-    'divide_': ((1, 'other', 'divide_', 'other', 1, 'fi'),),
-    'dot': ((1, 'tensor', 'dot', 'tensor', 1, ''),),
-    'eq': ((1, 'b', 'eq', 'b', 1, 'fi'),),
-    'eq_': ((1, 'other', 'eq_', 'other', 1, 'fi'),),
-    'equal': ((1, 'other', 'equal', 'other', 1, ''),),
-    'expand_as': ((1, 'other', 'expand_as', 'other', 1, ''),),
-    'float_power': ((1, 'exponent', 'float_power', 'exponent', 1, 'fi'),),
-    'float_power_': ((1, None, 'float_power_', 'other', 1, 'fi'),),
-    'floor_divide': ((1, 'other', 'floor_divide', 'other', 1, 'fi'),),
-    'floor_divide_': ((1, None, 'floor_divide_', 'other', 1, 'fi'),),
-    'fmax': ((1, 'other', 'fmax', 'other', 1, ''),),
-    'fmin': ((1, 'other', 'fmin', 'other', 1, ''),),
-    'fmod': ((1, 'other', 'fmod', 'other', 1, 'fi'),),
-    'fmod_': ((1, None, 'fmod_', 'other', 1, 'fi'),),
-    'ge': ((1, 'b', 'ge', 'b', 1, 'fi'),),
-    'ge_': ((1, 'other', 'ge_', 'other', 1, 'fi'),),
-    'ger': ((1, 'b', 'ger', 'vec2', 1, ''),),
-    'greater': ((1, 'other', 'greater', 'other', 1, 'fi'),),
-    'greater_': ((1, 'other', 'greater_', 'other', 1, 'fi'),),
-    'greater_equal': ((1, 'other', 'greater_equal', 'other', 1, 'fi'),),
-    'greater_equal_': ((1, 'other', 'greater_equal_', 'other', 1, 'fi'),),
-    'gt': ((1, 'b', 'gt', 'b', 1, 'fi'),),
-    'gt_': ((1, 'other', 'gt_', 'other', 1, 'fi'),),
-    'heaviside': ((1, 'values', 'heaviside', 'values', 1, ''),),
-    'heaviside_': ((1, None, 'heaviside_', 'values', 1, ''),),
-    'hypot': ((1, 'other', 'hypot', 'other', 1, ''),),
-    'hypot_': ((1, None, 'hypot_', 'other', 1, ''),),
-    'inner': ((1, 'other', 'inner', 'other', 1, ''),),
-    'is_same_size': ((1, 'other', 'is_same_size', 'other', 1, ''),),
-    'isclose': ((1, 'other', 'isclose', 'other', 1, ''),),
-    'kron': ((1, 'other', 'kron', 'other', 1, ''),),
-    'ldexp': ((1, 'other', 'ldexp', 'other', 1, ''),),
-    'ldexp_': ((1, None, 'ldexp_', 'other', 1, ''),),
-    'le': ((1, 'b', 'le', 'b', 1, 'fi'),),
-    'le_': ((1, 'other', 'le_', 'other', 1, 'fi'),),
-    'less': ((1, 'other', 'less', 'other', 1, 'fi'),),
-    'less_': ((1, 'other', 'less_', 'other', 1, 'fi'),),
-    'less_equal': ((1, 'other', 'less_equal', 'other', 1, 'fi'),),
-    'less_equal_': ((1, 'other', 'less_equal_', 'other', 1, 'fi'),),
-    'logaddexp': ((1, 'other', 'logaddexp', 'other', 1, ''),),
-    'logaddexp2': ((1, 'other', 'logaddexp2', 'other', 1, ''),),
-    'logical_and': ((1, 'b', 'logical_and', 'other', 1, ''),),
-    'logical_and_': ((1, None, 'logical_and_', 'other', 1, ''),),
-    'logical_or': ((1, 'b', 'logical_or', 'other', 1, ''),),
-    'logical_or_': ((1, None, 'logical_or_', 'other', 1, ''),),
-    'logical_xor': ((1, 'b', 'logical_xor', 'other', 1, ''),),
-    'logical_xor_': ((1, None, 'logical_xor_', 'other', 1, ''),),
-    'lt': ((1, 'b', 'lt', 'b', 1, 'fi'),),
-    'lt_': ((1, 'other', 'lt_', 'other', 1, 'fi'),),
-    'matmul': ((1, 'b', 'matmul', 'other', 1, ''),),
-    'max': ((1, 'dim', 'max', 'dim', 1, 'i'),),
-    'maximum': ((1, 'b', 'maximum', 'other', 1, ''),),
-    'min': ((1, 'dim', 'min', 'dim', 1, 'i'),),
-    'minimum': ((1, 'b', 'minimum', 'other', 1, ''),),
-    'mm': ((1, 'mat2', 'mm', 'mat2', 1, ''),),
-    'mul': ((1, 'b', 'mul', 'other', 1, 'fi'),),
-    'mul_': ((1, 'other', 'mul_', 'other', 1, 'fi'),),
-    'multiply': ((1, 'b', 'multiply', 'b', 1, 'fi'),),
-    'multiply_': ((1, 'other', 'multiply_', 'other', 1, 'fi'),),
-    'nanquantile': ((1, 'q', 'nanquantile', 'q', 1, 'fi'),),
-    'ne': ((1, 'b', 'ne', 'b', 1, 'fi'),),
-    'ne_': ((1, 'other', 'ne_', 'other', 1, 'fi'),),
-    'nextafter': ((1, 'other', 'nextafter', 'other', 1, ''),),
-    'nextafter_': ((1, 'other', 'nextafter_', 'other', 1, ''),),
-    'not_equal': ((1, 'other', 'not_equal', 'other', 1, 'fi'),),
-    'not_equal_': ((1, 'other', 'not_equal_', 'other', 1, 'fi'),),
-    'outer': ((1, 'b', 'outer', 'vec2', 1, ''),),
-    'pow': ((1, 'b', 'pow', 'b', 1, 'fi'),),
-    'pow_': ((1, 'other', 'pow_', 'other', 1, 'fi'),),
-    'quantile': ((1, 'q', 'quantile', 'q', 1, 'fi'),),
-    'remainder': ((1, 'other', 'remainder', 'other', 1, 'fi'),),
-    'remainder_': ((1, None, 'remainder_', 'other', 1, 'fi'),),
-    'reshape_as': ((1, 'other', 'reshape_as', 'other', 1, ''),),
-    'resize_as_': ((1, 'the_template', 'resize_as_', 'the_template', 1, ''),),
-    'slice_scatter': ((1, 'src', 'slice_scatter', 'src', 1, ''),),
-    'sub': ((1, 'b', 'sub', 'other', 1, 'fi'),),
-    'sub_': ((1, 'other', 'sub_', 'other', 1, 'fi'),),
-    'subtract': ((1, 'b', 'subtract', 'b', 1, 'fi'),),
-    'subtract_': ((1, 'other', 'subtract_', 'other', 1, 'fi'),),
-    'triangular_solve': ((1, 'A', 'triangular_solve', 'A', 1, ''),),
-    'true_divide': ((1, 'b', 'true_divide', 'b', 1, 'fi'),),
-    'true_divide_': ((1, 'other', 'true_divide_', 'other', 1, 'fi'),),
-    'type_as': ((1, 'other', 'type_as', 'other', 1, ''),),
-    'vdot': ((1, 'other', 'vdot', 'other', 1, ''),),
-    'view_as': ((1, 'other', 'view_as', 'other', 1, ''),),
-    'xlogy': ((1, 'other', 'xlogy', 'other', 1, 'fi'),),
-    'xlogy_': ((1, None, 'xlogy_', 'other', 1, 'fi'),),
-}
+METHODS = _rows("""
+add b>other/fi
+add_ other/fi
+allclose other
+arctan2 other
+arctan2_ ->other
+atan2 other
+atan2_ ->other
+bernoulli_ ->other/fi
+cholesky_solve L>input2
+clamp min/fin
+clamp_max max/fi
+clamp_max_ ->other/fi
+clamp_min min/fi
+clamp_min_ ->other/fi
+clip min/fin
+copysign other/fi
+copysign_ ->other/fi
+cross other
+dist other
+div b>other/fi
+div_ other/fi
+divide b/fi
+divide_ other/fi
+dot tensor
+eq b/fi
+eq_ other/fi
+equal other
+expand_as other
+float_power exponent/fi
+float_power_ ->other/fi
+floor_divide other/fi
+floor_divide_ ->other/fi
+fmax other
+fmin other
+fmod other/fi
+fmod_ ->other/fi
+ge b/fi
+ge_ other/fi
+ger b>vec2
+greater other/fi
+greater_ other/fi
+greater_equal other/fi
+greater_equal_ other/fi
+gt b/fi
+gt_ other/fi
+heaviside values
+heaviside_ ->values
+hypot other
+hypot_ ->other
+inner other
+is_same_size other
+isclose other
+kron other
+ldexp other
+ldexp_ ->other
+le b/fi
+le_ other/fi
+less other/fi
+less_ other/fi
+less_equal other/fi
+less_equal_ other/fi
+logaddexp other
+logaddexp2 other
+logical_and b>other
+logical_and_ ->other
+logical_or b>other
+logical_or_ ->other
+logical_xor b>other
+logical_xor_ ->other
+lt b/fi
+lt_ other/fi
+matmul b>other
+max dim/i
+maximum b>other
+min dim/i
+minimum b>other
+mm mat2
+mul b>other/fi
+mul_ other/fi
+multiply b/fi
+multiply_ other/fi
+nanquantile q/fi
+ne b/fi
+ne_ other/fi
+nextafter other
+nextafter_ other
+not_equal other/fi
+not_equal_ other/fi
+outer b>vec2
+pow b/fi
+pow_ other/fi
+quantile q/fi
+remainder other/fi
+remainder_ ->other/fi
+reshape_as other
+resize_as_ the_template
+slice_scatter src
+sub b>other/fi
+sub_ other/fi
+subtract b/fi
+subtract_ other/fi
+triangular_solve A
+true_divide b/fi
+true_divide_ other/fi
+type_as other
+vdot other
+view_as other
+xlogy other/fi
+xlogy_ ->other/fi
+""", 1, 0)
