@@ -225,3 +225,17 @@ def test_compile_replays_a_decoder_with_new_inputs():
         for g, p in zip(grads, model.parameters()):
             np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-12, atol=1e-15)
     assert step.stats.replays == 2, step.stats.eager_reasons
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_list_for_a_tensor_raises_torchs_type_error(n, position):
+    def call(lib):
+        args = [lib.ones((1, 1) + (2,) * n), lib.ones((1, 1) + (1,) * n), lib.ones(1)]
+        args[position] = [1.0]
+        return getattr(lib.nn.functional, f"conv_transpose{n}d")(*args)
+    with pytest.raises(TypeError) as theirs:
+        call(torch)
+    with pytest.raises(TypeError) as mine:
+        call(tg)
+    assert str(mine.value) == str(theirs.value)

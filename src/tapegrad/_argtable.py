@@ -334,6 +334,8 @@ adaptive_avg_pool1d input
 avg_pool1d input
 celu input
 conv1d input weight
+conv_transpose1d input weight bias/n
+conv_transpose2d input weight bias/n
 cosine_similarity x1 x2
 cross_entropy=cross_entropy_loss input target
 dropout input
