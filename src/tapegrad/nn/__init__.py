@@ -12,7 +12,8 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
                    ConvTranspose1d, ConvTranspose2d, MaxPool2d)
-from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
+from .layers import (Bilinear, CosineSimilarity, Embedding, Fold, MultiheadAttention,
+                     PairwiseDistance, Unfold)
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
@@ -35,6 +36,7 @@ __all__ = [
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
+    "Unfold", "Fold",
 ]
 
 
