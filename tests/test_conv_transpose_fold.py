@@ -60,7 +60,7 @@ def _geometry(draw, n):
     return arrays, kwargs
 
 
-@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("n", [1, 2, 3])
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_matches_torch_over_geometries(n, data):
@@ -156,6 +156,10 @@ MODULE_CASES = [
     ("ConvTranspose2d", (4, 5, 6), {}),
     ("ConvTranspose1d", (2, 4, 7), dict(stride=3, padding=1)),
     ("ConvTranspose1d", (2, 4, 7), dict(groups=4, dilation=2, output_padding=1)),
+    ("ConvTranspose3d", (2, 4, 3, 2, 3), dict(stride=(2, 1, 2), padding=1, groups=2)),
+    ("Conv3d", (2, 4, 5, 6, 4), dict(stride=2, padding=(1, 0, 1), groups=2,
+                                     dilation=(1, 2, 1))),
+    ("Conv3d", (4, 3, 4, 5), dict(padding="same", bias=False)),
 ]
 
 
@@ -228,7 +232,27 @@ def test_compile_replays_a_decoder_with_new_inputs():
     assert step.stats.replays == 2, step.stats.eager_reasons
 
 
-@pytest.mark.parametrize("n", [1, 2])
+def test_conv3d_matches_torch():
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((2, 4, 5, 4, 6)), rng.standard_normal((6, 2, 3, 2, 2)),
+              rng.standard_normal(6)]
+    for kwargs in ({"groups": 2}, {"stride": 2, "padding": 1, "dilation": (1, 2, 1),
+                                   "groups": 2}):
+        runs = []
+        for lib in (tg, torch):
+            tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+            out = lib.nn.functional.conv3d(*tensors, **kwargs)
+            (out * out).sum().backward()
+            runs.append((out.detach().numpy().copy(), _node(lib, out),
+                         [t.grad.numpy().copy() for t in tensors]))
+        (mine, my_node, my_grads), (theirs, their_node, their_grads) = runs
+        assert my_node == their_node
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-13)
+        for a, b in zip(my_grads, their_grads):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_list_for_a_tensor_raises_torchs_type_error(n, position):
     def call(lib):

@@ -10,8 +10,8 @@ from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
-from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d,
-                   ConvTranspose1d, ConvTranspose2d, MaxPool2d)
+from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Conv3d,
+                   ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool2d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, Fold, MultiheadAttention,
                      PairwiseDistance, Unfold)
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
@@ -36,7 +36,7 @@ __all__ = [
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
-    "Unfold", "Fold",
+    "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
 ]
 
 

@@ -30,8 +30,8 @@ __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
-    "scaled_dot_product_attention", "conv1d", "conv2d", "conv_transpose1d",
-    "conv_transpose2d", "unfold", "fold", "max_pool2d", "avg_pool2d",
+    "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
@@ -1910,6 +1910,19 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation (PyTorch's convolution) of ``(N, C_in, D, H, W)`` with
+    ``weight`` ``(C_out, C_in / groups, kD, kH, kW)``: volumes and video.
+
+    Shape: -> ``(N, C_out, D_out, H_out, W_out)`` (see ``conv1d`` per dimension).
+
+    Example:
+        >>> F.conv3d(tg.ones(1, 1, 3, 3, 3), tg.ones(1, 1, 2, 2, 2)).shape
+        tapegrad.Size([1, 1, 2, 2, 2])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
 def _spread(x, dim, step):
     """x with ``step - 1`` zeros between neighbours along ``dim``: a strided convolution's
     input seen from its transpose."""
@@ -2056,6 +2069,22 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
                            dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-d transposed convolution of ``(N, C_in, D, H, W)`` with ``weight``
+    ``(C_in, C_out / groups, kD, kH, kW)``, the gradient of ``conv3d`` with respect to its
+    input.
+
+    Shape: -> ``(N, C_out, D_out, H_out, W_out)`` (see ``conv_transpose1d`` per dimension).
+
+    Example:
+        >>> F.conv_transpose3d(tg.ones(1, 1, 2, 2, 2), tg.ones(1, 1, 2, 2, 2), stride=2).shape
+        tapegrad.Size([1, 1, 4, 4, 4])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 3)
 
 
 def _block_geometry(kernel_size, dilation, padding, stride, order):
