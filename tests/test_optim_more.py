@@ -269,3 +269,27 @@ def test_with_a_scheduler_and_a_closure(name):
         results.append((p.detach().numpy().copy(), losses))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=RTOL)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=RTOL)
+
+
+@pytest.mark.parametrize("name, config", [("Rprop", {"lr": 0.1}),
+                                          ("ASGD", {"lr": 0.1, "t0": 1, "weight_decay": 0.1})])
+def test_zero_dim_and_empty_parameters_match_torch(name, config):
+    """A 0-d parameter, an empty one and a (2, 0, 3) one step like any other (the empty ones
+    get empty state); the 0-d one's trajectory and state are PyTorch's."""
+    results = []
+    for lib in (tg, torch):
+        scalar = lib.tensor(1.5, requires_grad=True)
+        empties = [lib.zeros(0, requires_grad=True), lib.zeros(2, 0, 3, requires_grad=True)]
+        opt = getattr(lib.optim, name)([scalar] + empties, **config)
+        path = []
+        for g in (2.0, -1.0, -0.5, 0.0, 3.0):
+            scalar.grad = lib.tensor(g)
+            for e in empties:
+                e.grad = lib.zeros_like(e)
+            opt.step()
+            path.append(float(scalar.detach()))
+        state = [{k: (tuple(v.shape), v.numpy().tolist()) for k, v in opt.state[p].items()}
+                 for p in [scalar] + empties]
+        results.append((path, state, [tuple(e.shape) for e in empties]))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=RTOL)
+    assert results[0][1:] == results[1][1:]
