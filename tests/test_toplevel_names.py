@@ -234,6 +234,21 @@ PROGRAMS = {
     "scalar_tensor_number": (lambda m, x: x * m.scalar_tensor(3, dtype=m.float64), A),
     "scalar_tensor_tensor": (lambda m, x: m.scalar_tensor(x), A),
     "scalar_tensor_str": (lambda m, x: m.scalar_tensor("a"), A),
+    "pixel_unshuffle": (lambda m, x: m.pixel_unshuffle(x.reshape(2, 1, 2, 6), 2), B),
+    "pixel_unshuffle_batched": (lambda m, x: m.pixel_unshuffle(x.reshape(2, 1, 1, 4, 3), 1),
+                                B),
+    "pixel_unshuffle_3d": (lambda m, x: m.pixel_unshuffle(x.reshape(1, 4, 6), 2), B),
+    "pixel_unshuffle_height": (lambda m, x: m.pixel_unshuffle(x.reshape(1, 2, 3, 4), 2), B),
+    "pixel_unshuffle_width": (lambda m, x: m.pixel_unshuffle(x.reshape(1, 2, 4, 3), 2), B),
+    "pixel_unshuffle_zero": (lambda m, x: m.pixel_unshuffle(x, 0), B),
+    "pixel_unshuffle_2d": (lambda m, x: m.pixel_unshuffle(x[0], 1), B),
+    "pixel_unshuffle_list": (lambda m, x: m.pixel_unshuffle([1.0], 1), B),
+    "channel_shuffle": (lambda m, x: m.channel_shuffle(x.reshape(1, 6, 4), 3), B),
+    "channel_shuffle_4d": (lambda m, x: m.channel_shuffle(x.reshape(2, 4, 3, 1), 2), B),
+    "channel_shuffle_one_group": (lambda m, x: m.channel_shuffle(x, 1), B),
+    "channel_shuffle_not_dividing": (lambda m, x: m.channel_shuffle(x, 2), B),
+    "channel_shuffle_zero": (lambda m, x: m.channel_shuffle(x, 0), B),
+    "channel_shuffle_2d": (lambda m, x: m.channel_shuffle(x[0], 1), B),
 }
 
 
@@ -422,3 +437,50 @@ def test_window_defaults_and_errors(name):
     for lib, err in ((tg, None), (torch, None)):
         with pytest.raises(RuntimeError, match=f"^{name} expects floating point dtypes"):
             getattr(lib, name)(3, dtype=lib.int64)
+
+
+@pytest.mark.parametrize("indices, shape", [
+    ([5, 7, -1, 0], (2, 4)), ([[3, 11], [23, -24]], (2, 3, 4)), (5, 6), ([8, -9], (2, 4)),
+    ([1, 2], ()), ([], (2, 0)), ([4], [5]), ([0, 59], (3, 4, 5)), ([7], (1, 1, 8)),
+])
+def test_unravel_index_matches_pytorch(indices, shape):
+    mine = tg.unravel_index(tg.tensor(indices, dtype=tg.int64), shape)
+    theirs = torch.unravel_index(torch.tensor(indices, dtype=torch.int64), shape)
+    assert isinstance(mine, tuple) and len(mine) == len(theirs)
+    for a, b in zip(mine, theirs):
+        assert a.dtype == tg.int64 and a.shape == tuple(b.shape)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.unravel_index(m.tensor([1.0]), (2, 4)),
+    lambda m: m.unravel_index(m.tensor([True]), (2, 4)),
+    lambda m: m.unravel_index(m.tensor([1]), (2, -4)),
+    lambda m: m.unravel_index(m.tensor([1]), -3),
+    lambda m: m.unravel_index(m.tensor([1]), (2, 0)),
+    lambda m: m.unravel_index(m.tensor([1]), (2.0, 3)),
+    lambda m: m.unravel_index(m.tensor([1]), 2.0),
+    lambda m: m.unravel_index([1], (2,)),
+])
+def test_unravel_index_errors(call):
+    errors = (TypeError, ValueError, RuntimeError, AttributeError)
+    with pytest.raises(errors) as expected:
+        call(torch)
+    with pytest.raises(errors) as got:
+        call(tg)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value).replace("tapegrad.", "torch.") == str(expected.value)
+
+
+def test_unravel_index_under_compile_reads_the_indices_each_call():
+    """The coordinates come from the indices' values: a compiled function gives the
+    coordinates of each call's indices, not the first's."""
+    def f(x, idx):
+        rows, cols = tg.unravel_index(idx, (2, 4))
+        return (x[rows, cols] * tg.tensor([1.0, 2.0])).sum()
+
+    fn = tg.compile(f)
+    x = tg.tensor(A, requires_grad=True)
+    for idx in ([5, 2], [0, 7], [3, 3]):
+        got, expected = fn(x, tg.tensor(idx)), f(x, tg.tensor(idx))
+        assert got.item() == expected.item()

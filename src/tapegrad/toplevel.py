@@ -25,6 +25,7 @@ from ._argtypes import not_tensor as _not_tensor
 from ._argtypes import type_name as _type_name
 from ._generator import Generator as _Generator
 from .nn import functional as _F
+from .tape import state as _state
 from .tensor import Tensor
 
 __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
@@ -37,7 +38,7 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "kl_div", "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss",
            "detach", "is_inference", "rsub", "scalar_tensor", "split_with_sizes",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
-           "kaiser_window"]
+           "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index"]
 
 _MISSING = object()
 
@@ -828,3 +829,95 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
         return i0[:-1] / i0[-1]
     return _window("kaiser_window", window_length, dtype, requires_grad,
                    _periodic(periodic, make))
+
+
+
+@_tensors("input")
+def pixel_unshuffle(input, downscale_factor):
+    """``(*, C, H r, W r)`` rearranged to ``(*, C r^2, H, W)``: the inverse of
+    ``pixel_shuffle``; one node, ``PixelUnshuffleBackward0``.
+
+    Example:
+        >>> tg.pixel_unshuffle(tg.arange(4.0).reshape(1, 1, 2, 2), 2).reshape(-1)
+        tensor([0., 1., 2., 3.])
+    """
+    r = downscale_factor
+    if input.ndim < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    n = len(batch)
+    # (rows h r + i and columns w r + j go to channel c r^2 + i r + j)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    out = x.reshape(*batch, c * r * r, h // r, w // r)
+    return _functional.named_node(out, "PixelUnshuffleBackward0", input)
+
+
+@_tensors("input")
+def channel_shuffle(input, groups):
+    """The channels (dim 1) of ``(N, C, *)`` split into ``groups`` groups and interleaved:
+    channel ``g (C / groups) + k`` goes to ``k groups + g``.  One node,
+    ``ChannelShuffleBackward0``.
+
+    Example:
+        >>> tg.channel_shuffle(tg.arange(4.0).reshape(1, 4, 1), 2).reshape(-1)
+        tensor([0., 2., 1., 3.])
+    """
+    if input.ndim <= 2:
+        raise RuntimeError("channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError("Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return _functional.named_node(x.reshape(n, c, *rest), "ChannelShuffleBackward0", input)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of ``shape`` of the flat (row-major) ``indices``: a tuple
+    of int64 tensors, one per dimension.  As PyTorch's, indices are not bounds-checked:
+    coordinate ``i`` is ``(indices // prod(shape[i + 1:])) % shape[i]`` with floor division,
+    so -1 is the last element.
+
+    Example:
+        >>> tg.unravel_index(tg.tensor([5, 7]), (2, 4))
+        (tensor([1, 1]), tensor([1, 3]))
+    """
+    # (indices.is_complex(): a list gets PyTorch's AttributeError, as there)
+    if indices.is_complex() or indices.is_floating_point() or indices.dtype == _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    elif isinstance(shape, (tuple, list)):
+        for dim in shape:
+            if not isinstance(dim, (int, np.integer)):
+                raise TypeError("expected 'shape' sequence to only contain ints, but got "
+                                f"{type(dim)}")
+        shape = tuple(int(d) for d in shape)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    if _state.trace is not None:
+        # the coordinates are computed from the indices' values: a replay would keep these
+        _state.trace.opaque("unravel_index reads its indices' values")
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    values = np.asarray(indices._value, dtype=np.int64)
+    if values.size and (0 in strides or 0 in shape):
+        raise RuntimeError("ZeroDivisionError")       # (PyTorch's integer division by 0)
+    # NumPy's // and % on integers floor, as PyTorch's floor_divide and %
+    coords = [(values // s) % d for s, d in zip(strides, shape)]
+    return tuple(_creation.tensor(c, dtype=_dtype.int64) for c in coords)
