@@ -2,6 +2,8 @@
 ``torch.dropout(x, p, train)``, ``torch.conv2d``, ...; src/tapegrad/toplevel.py), each
 compared with PyTorch: values, ``grad_fn`` names, gradients, error types and texts, and for
 the random ones the same draws after the same seed."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -484,3 +486,81 @@ def test_unravel_index_under_compile_reads_the_indices_each_call():
     for idx in ([5, 2], [0, 7], [3, 3]):
         got, expected = fn(x, tg.tensor(idx)), f(x, tg.tensor(idx))
         assert got.item() == expected.item()
+
+
+def _kind(t):
+    return np.dtype(str(t.dtype).split(".")[-1]).kind
+
+
+def test_asarray_of_a_tensor():
+    for m in (tg, torch):
+        with warnings.catch_warnings():
+            # (PyTorch 2.13 warns that an unspecified requires_grad now follows obj's, on a
+            # copy of a tensor that requires grad; tapegrad does what it does, silently)
+            warnings.simplefilter("ignore", UserWarning)
+            _asarray_of_a_tensor(m)
+
+
+def _asarray_of_a_tensor(m):
+    x = m.tensor([1.0, -2.0], dtype=m.float64, requires_grad=True)
+    assert m.asarray(x) is x
+    assert m.asarray(x, dtype=m.float64, copy=False) is x
+    c = m.asarray(x, copy=True)
+    name = type(c.grad_fn).__name__ if m is torch else c.grad_fn.name()
+    assert name == "CloneBackward0" and c is not x
+    (c * 3).sum().backward()
+    np.testing.assert_array_equal(np.array(x.grad.tolist()), [3.0, 3.0])
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex "):
+        m.asarray(x, dtype=m.int64)
+    i = m.asarray(x, dtype=m.int64, requires_grad=False)
+    assert i.tolist() == [1, -2] and _kind(i) == "i" and not i.requires_grad
+    assert x.requires_grad
+    y = m.tensor([1.0], dtype=m.float64)
+    assert m.asarray(y, requires_grad=True) is y and y.requires_grad and y.is_leaf
+
+
+def test_asarray_of_numpy_arrays_shares_memory():
+    for m in (tg, torch):
+        a = np.array([1.0, 2.0])
+        shared, copied = m.asarray(a), m.asarray(a, copy=True)
+        ints = m.asarray(np.array([3, 4], dtype=np.int32))
+        a[0] = 9.0
+        assert shared.tolist() == [9.0, 2.0] and copied.tolist() == [1.0, 2.0]
+        assert str(ints.dtype).endswith("int32") and ints.tolist() == [3, 4]
+        converted = m.asarray(a, dtype=m.int64)
+        assert converted.tolist() == [9, 2] and _kind(converted) == "i"
+        r = m.asarray(np.array([0.5]), requires_grad=True)
+        assert r.requires_grad and r.is_leaf
+
+
+@pytest.mark.parametrize("obj, kwargs", [
+    ([1, 2], {}), ([[1.5, 2], [3, 4]], {"dtype": "float64"}), (3, {}), (True, {}),
+    ([True, False], {}), (np.float64(2.5), {}), ([2.0], {"dtype": "float64",
+                                                        "requires_grad": True}),
+    ([[1, 2]], {"dtype": "int32"}), (np.arange(3), {}),
+])
+def test_asarray_of_data_matches_pytorch(obj, kwargs):
+    def run(m):
+        kw = {k: getattr(m, v) if k == "dtype" else v for k, v in kwargs.items()}
+        return m.asarray(obj, **kw)
+    mine, theirs = run(tg), run(torch)
+    assert str(mine.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    assert mine.shape == tuple(theirs.shape) and mine.tolist() == theirs.tolist()
+    assert mine.requires_grad == theirs.requires_grad
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.asarray([1, 2], copy=False),
+    lambda m: m.asarray(m.tensor([1.0], dtype=m.float64), dtype=m.int64, copy=False),
+    lambda m: m.asarray(np.array([1.0]), dtype=m.int64, copy=False),
+    lambda m: m.asarray([1, 2], requires_grad=True),
+    lambda m: m.asarray("a"),
+])
+def test_asarray_errors(call):
+    errors = (TypeError, ValueError, RuntimeError)
+    with pytest.raises(errors) as expected:
+        call(torch)
+    with pytest.raises(errors) as got:
+        call(tg)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)

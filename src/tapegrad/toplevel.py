@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from . import _dtype
+from . import _device
 from . import creation as _creation
 from . import functional as _functional
 from ._argtypes import not_tensor as _not_tensor
@@ -38,7 +39,7 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "kl_div", "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss",
            "detach", "is_inference", "rsub", "scalar_tensor", "split_with_sizes",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
-           "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index"]
+           "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray"]
 
 _MISSING = object()
 
@@ -921,3 +922,58 @@ def unravel_index(indices, shape):
     # NumPy's // and % on integers floor, as PyTorch's floor_divide and %
     coords = [(values // s) % d for s, d in zip(strides, shape)]
     return tuple(_creation.tensor(c, dtype=_dtype.int64) for c in coords)
+
+
+
+def _cannot_alias(source, target):
+    return ValueError(f"can't alias tensor with dtype '{source.scalar_name}' into dtype "
+                      f"'{target.scalar_name}'.")
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
+    """``obj`` as a tensor, sharing its memory where it can (PyTorch's ``asarray``, for
+    tensors, NumPy arrays, numbers and nested sequences).  A tensor of the asked ``dtype``
+    comes back itself (``copy=True``: a clone, recorded), of another a converted copy; a
+    row-major NumPy array of a tapegrad dtype is shared as ``from_numpy`` shares it;
+    anything else is copied as ``tensor`` copies it.  ``copy=False`` where a copy is needed
+    raises PyTorch's ValueError.  ``requires_grad``, when given, is set on the result (on
+    ``obj`` itself when that is the result, as PyTorch does).
+
+    Example:
+        >>> x = tg.tensor([1.0, 2.0])
+        >>> tg.asarray(x) is x
+        True
+        >>> tg.asarray([[1, 2]], dtype=tg.float64)
+        tensor([[1., 2.]])
+    """
+    _device.check(device)
+    dt = _dtype.resolve(dtype)
+    if isinstance(obj, Tensor):
+        if dt is not None and dt != obj.dtype:
+            if copy is False:
+                raise _cannot_alias(obj.dtype, dt)
+            # (an unspecified requires_grad follows obj's, in PyTorch 2.13: a converted
+            # copy of a tensor that requires grad must be able to)
+            wanted = obj.requires_grad if requires_grad is None else requires_grad
+            if wanted and not dt.is_floating_point:
+                raise RuntimeError("Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
+            out = obj.to(dt)
+        else:
+            out = obj.clone() if copy else obj
+    elif isinstance(obj, np.ndarray):
+        out = None if copy else _creation.as_tensor(obj, dt)
+        if out is not None and not np.shares_memory(out._value, obj):
+            if copy is False:
+                raise _cannot_alias(_dtype.from_numpy_dtype(obj.dtype), out.dtype)
+            out = None
+        if out is None:
+            out = _creation.tensor(obj, dt)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        # (the factory's requires_grad: its error for an integer tensor is PyTorch's here)
+        return _creation.tensor(obj, dt, requires_grad=bool(requires_grad))
+    if requires_grad is not None and out.requires_grad != bool(requires_grad):
+        out.requires_grad_(bool(requires_grad))
+    return out
