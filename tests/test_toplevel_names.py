@@ -564,3 +564,68 @@ def test_asarray_errors(call):
         call(tg)
     assert type(got.value) is type(expected.value)
     assert str(got.value) == str(expected.value)
+
+
+NAN = float("nan")
+POOLED = [[[1.0, 3.0, 3.0, -1.0, NAN, 2.0, NAN, 0.0], [-2.0, -2.0, 5.0, 4.0, 5.0, -1.0, 0.5,
+                                                     0.5]]]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.max_pool1d_with_indices(x, 2),
+    lambda m, x: m.max_pool1d_with_indices(x, 3, 2, 1, 1),
+    lambda m, x: m.max_pool1d_with_indices(x[0], 3, 1, 1, 2),
+    lambda m, x: m.max_pool1d_with_indices(x, kernel_size=2, stride=3),
+    lambda m, x: m.max_pool1d_with_indices(x[..., 2:4], 2, 1, 1),
+    lambda m, x: m.max_pool1d_with_indices(-x.abs(), 4, 2, 2),
+    lambda m, x: m.adaptive_max_pool1d(x, 3),
+    lambda m, x: m.adaptive_max_pool1d(x[0], 5),
+    lambda m, x: m.adaptive_max_pool1d(x, (2,)),
+    lambda m, x: m.adaptive_max_pool1d(x, 8),
+    lambda m, x: m.adaptive_max_pool1d(x, 11),
+    lambda m, x: m.adaptive_max_pool1d(x[..., :3], 1),
+])
+def test_pools_with_indices_match_pytorch(call):
+    results = []
+    for m in (tg, torch):
+        x = m.tensor(POOLED, dtype=m.float64, requires_grad=True)
+        values, indices = call(m, x)
+        name = type(values.grad_fn).__name__ if m is torch else values.grad_fn.name()
+        assert indices.grad_fn is None and _kind(indices) == "i"
+        values.nan_to_num(0.0).mul(m.arange(values.shape[-1], dtype=m.float64) + 1).sum() \
+            .backward()
+        results.append((np.array(values.tolist()), name, indices.tolist(),
+                        np.array(x.grad.tolist())))
+    (v1, n1, i1, g1), (v2, n2, i2, g2) = results
+    np.testing.assert_array_equal(v1, v2)
+    assert n1 == n2 and i1 == i2
+    np.testing.assert_array_equal(g1, g2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.max_pool1d_with_indices(m.ones(4), 2),
+    lambda m: m.adaptive_max_pool1d(m.ones(4), 2),
+    lambda m: m.max_pool1d_with_indices([1.0], 2),
+    lambda m: m.adaptive_max_pool1d([1.0], 2),
+])
+def test_pools_with_indices_errors(call):
+    with pytest.raises((RuntimeError, TypeError)) as expected:
+        call(torch)
+    with pytest.raises((RuntimeError, TypeError)) as got:
+        call(tg)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
+
+
+def test_pool_indices_under_compile_follow_the_values():
+    def f(x):
+        values, indices = tg.max_pool1d_with_indices(x, 2)
+        return values.sum() + indices.double().sum()
+
+    fn = tg.compile(f)
+    got = []
+    for row in ([[1.0, 2.0, 4.0, 3.0]], [[2.0, 1.0, 4.0, 3.0]], [[1.0, 2.0, 3.0, 4.0]]):
+        x = tg.tensor(row)
+        got.append(fn(x).item())
+        assert got[-1] == f(x).item()
+    assert got == [9.0, 8.0, 10.0]     # (the same maxima, other indices each time)

@@ -39,7 +39,8 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "kl_div", "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss",
            "detach", "is_inference", "rsub", "scalar_tensor", "split_with_sizes",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
-           "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray"]
+           "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray",
+           "adaptive_max_pool1d", "max_pool1d_with_indices"]
 
 _MISSING = object()
 
@@ -977,3 +978,74 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     if requires_grad is not None and out.requires_grad != bool(requires_grad):
         out.requires_grad_(bool(requires_grad))
     return out
+
+
+
+def _check_2d_or_3d(input, fname):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"{fname})")
+
+
+def _argmax_indices(values, windows):
+    """The index along the last dimension of ``values`` that PyTorch's max-pool kernels
+    report for each window (``windows``: one list of positions per output): the first
+    position of the window to start with, then a later one only if strictly larger, or NaN
+    (so the last NaN of a window with NaNs) -- the same element the pooled values'
+    gradient goes to."""
+    out = np.zeros(values.shape[:-1] + (len(windows),), np.int64)
+    for o, positions in enumerate(windows):
+        best = np.full(values.shape[:-1], -np.inf)
+        index = np.full(values.shape[:-1], positions[0] if positions else 0, np.int64)
+        for pos in positions:
+            v = values[..., pos]
+            wins = (v > best) | np.isnan(v)
+            best = np.where(wins, v, best)
+            index = np.where(wins, pos, index)
+        out[..., o] = index
+    return _creation.tensor(out, dtype=_dtype.int64)
+
+
+@_tensors("input")
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    """``max_pool1d`` and, for each output, the index (along the last dimension of
+    ``input``) of the element it took: PyTorch's (values, indices) pair.
+
+    Example:
+        >>> tg.max_pool1d_with_indices(tg.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
+        (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
+    """
+    _check_2d_or_3d(input, "max_pool1d")
+    values = max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    if _state.trace is not None:
+        # which element is largest depends on the values: a replay would keep these
+        _state.trace.opaque("max_pool1d_with_indices reads which element is largest")
+    k, p, d = (_F._one(v) for v in (kernel_size, padding, dilation))
+    s = k if _stride(stride) is None else _F._one(stride)
+    length = input.shape[-1]
+    windows = [[o * s - p + j * d for j in range(k) if 0 <= o * s - p + j * d < length]
+               for o in range(values.shape[-1])]
+    return values, _argmax_indices(input._value, windows)
+
+
+@_tensors("input")
+def adaptive_max_pool1d(input, output_size):
+    """The largest value of each of ``output_size`` windows tiling the last dimension
+    (PyTorch's adaptive bounds), and its index there: PyTorch's (values, indices) pair.
+
+    Example:
+        >>> tg.adaptive_max_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]]), 2)
+        (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
+    """
+    _check_2d_or_3d(input, "adaptive_max_pool1d")
+    size = _F._one(output_size)
+    values = _F.adaptive_max_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+    if _state.trace is not None:
+        _state.trace.opaque("adaptive_max_pool1d reads which element is largest")
+    length = input.shape[-1]
+    # window i covers [floor(i L / size), ceil((i + 1) L / size))
+    windows = [list(range((i * length) // size, -((-(i + 1) * length) // size)))
+               for i in range(size)]
+    return values, _argmax_indices(input._value, windows)
