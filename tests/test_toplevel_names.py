@@ -251,6 +251,23 @@ PROGRAMS = {
     "channel_shuffle_not_dividing": (lambda m, x: m.channel_shuffle(x, 2), B),
     "channel_shuffle_zero": (lambda m, x: m.channel_shuffle(x, 0), B),
     "channel_shuffle_2d": (lambda m, x: m.channel_shuffle(x[0], 1), B),
+    "conv3d": (lambda m, x: m.conv3d(x.reshape(1, 2, 3, 2, 2),
+                                     _c(m, W2).reshape(2, 2, 2, 2, 1)), B),
+    "conv3d_bias_stride_padding": (lambda m, x: m.conv3d(
+        x.reshape(2, 3, 2, 2), _c(m, W2).reshape(2, 2, 2, 1, 2), _c(m, BIAS[:2]), (1, 2, 1),
+        1, 1), B),
+    "conv3d_groups_dilation": (lambda m, x: m.conv3d(
+        x.reshape(1, 2, 3, 2, 2), _c(m, W2).reshape(4, 1, 2, 2, 1), None, 1, 0, (2, 1, 1),
+        2), B),
+    "conv3d_weight_grad": (lambda m, x: m.conv3d(_c(m, B).reshape(1, 2, 3, 2, 2),
+                                                 x.reshape(2, 2, 2, 2, 1)), W2),
+    "conv3d_bad_rank": (lambda m, x: m.conv3d(x, _c(m, W2).reshape(2, 2, 2, 2, 1)), B),
+    "max_pool3d": (lambda m, x: m.max_pool3d(x.reshape(1, 2, 3, 2, 2), 2, 1), B),
+    "max_pool3d_unbatched": (lambda m, x: m.max_pool3d(x.reshape(2, 3, 2, 2), (2, 1, 2)), B),
+    "max_pool3d_padding": (lambda m, x: m.max_pool3d(x.reshape(1, 2, 3, 2, 2), 2, 2, 1), B),
+    "max_pool3d_dilation": (lambda m, x: m.max_pool3d(x.reshape(1, 1, 6, 2, 2), (2, 1, 1),
+                                                      1, 0, (3, 1, 1)), B),
+    "max_pool3d_list": (lambda m, x: m.max_pool3d([1.0], 2), B),
 }
 
 

@@ -40,7 +40,7 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "detach", "is_inference", "rsub", "scalar_tensor", "split_with_sizes",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
            "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray",
-           "adaptive_max_pool1d", "max_pool1d_with_indices"]
+           "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d", "max_pool3d"]
 
 _MISSING = object()
 
@@ -1049,3 +1049,35 @@ def adaptive_max_pool1d(input, output_size):
     windows = [list(range((i * length) // size, -((-(i + 1) * length) // size)))
                for i in range(size)]
     return values, _argmax_indices(input._value, windows)
+
+
+
+@_tensors("input", "weight", "bias")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation of ``(N, C_in, D, H, W)`` with ``weight`` ``(C_out, C_in /
+    groups, kD, kH, kW)``: nn.functional's convolution, in three dimensions.
+
+    Example:
+        >>> tg.conv3d(tg.ones(1, 1, 2, 2, 2), tg.ones(1, 1, 2, 2, 2))
+        tensor([[[[[8.]]]]])
+    """
+    return _F._convolution(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+@_tensors("input")
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """The largest value of each 3-d window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    the gradient goes to the window's first largest element, as in PyTorch.
+
+    Example:
+        >>> tg.max_pool3d(tg.arange(8.0).reshape(1, 2, 2, 2), 2)
+        tensor([[[[7.]]]])
+    """
+    if ceil_mode:
+        raise NotImplementedError("max_pool3d: ceil_mode is not supported")
+    windows, unbatched, _ = _F._pool_windows(input, kernel_size, _stride(stride), padding,
+                                             dilation, -math.inf, 3, "max_pool3d")
+    out = _F._first_maximum(windows)
+    if unbatched:
+        out = out.squeeze(0)
+    return _functional.named_node(out, "MaxPool3DWithIndicesBackward0", input)
