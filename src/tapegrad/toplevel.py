@@ -1055,13 +1055,13 @@ def adaptive_max_pool1d(input, output_size):
 @_tensors("input", "weight", "bias")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation of ``(N, C_in, D, H, W)`` with ``weight`` ``(C_out, C_in /
-    groups, kD, kH, kW)``: nn.functional's convolution, in three dimensions.
+    groups, kD, kH, kW)`` (``nn.functional.conv3d``).
 
     Example:
         >>> tg.conv3d(tg.ones(1, 1, 2, 2, 2), tg.ones(1, 1, 2, 2, 2))
         tensor([[[[[8.]]]]])
     """
-    return _F._convolution(input, weight, bias, stride, padding, dilation, groups, 3)
+    return _F.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
 @_tensors("input")
