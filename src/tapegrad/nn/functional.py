@@ -809,6 +809,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         >>> F.rrelu(tg.tensor([-1.0, 2.0]))
         tensor([-0.2292,  2.0000])
     """
+    return _rrelu(input, lower, upper, training, inplace, _generator())
+
+
+def _rrelu(input, lower, upper, training, inplace, stream):
+    """``rrelu`` drawing its slopes from ``stream`` (tapegrad.rrelu takes a generator)."""
     lower, upper = float(lower), float(upper)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
@@ -825,7 +830,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         noise = np.ones(x.shape, np.float64)
         # (ATen's per-element uniform_real_distribution rounds the product and the sum
         # apart, unlike uniform_'s fused kernel: checked bit for bit against torch)
-        u = _generator().random(int(np.count_nonzero(hit)))
+        u = stream.random(int(np.count_nonzero(hit)))
         noise[hit] = u * (upper - lower) + lower
         noise = _constant(noise)
         out = input.mul_(noise) if inplace else input * noise
