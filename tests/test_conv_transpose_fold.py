@@ -388,3 +388,26 @@ def test_compile_replays_patches_with_new_inputs():
         np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
         np.testing.assert_allclose(compiled, weight.grad.numpy(), rtol=1e-12, atol=1e-15)
     assert step.stats.replays == 2, step.stats.eager_reasons
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_top_level_transposes_are_torchs(n):
+    rng = np.random.default_rng(30 + n)
+    arrays = [rng.standard_normal((2, 4) + (3,) * n), rng.standard_normal((4, 3) + (2,) * n),
+              rng.standard_normal(6)]
+    runs = []
+    for lib in (tg, torch):
+        tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = getattr(lib, f"conv_transpose{n}d")(tensors[0], tensors[1], tensors[2], 2, 1, 1, 2)
+        (out * out).sum().backward()
+        runs.append((out.detach().numpy().copy(), _node(lib, out),
+                     [t.grad.numpy().copy() for t in tensors]))
+    assert runs[0][1] == runs[1][1]
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-12, atol=1e-13)
+    for a, b in zip(runs[0][2], runs[1][2]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch, f"conv_transpose{n}d")([1.0], torch.ones(1, 1, 1))
+    with pytest.raises(TypeError) as mine:
+        getattr(tg, f"conv_transpose{n}d")([1.0], tg.ones(1, 1, 1))
+    assert str(mine.value) == str(theirs.value)

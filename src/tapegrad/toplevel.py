@@ -40,7 +40,8 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "detach", "is_inference", "rsub", "scalar_tensor", "split_with_sizes",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
            "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray",
-           "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d", "max_pool3d"]
+           "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d", "max_pool3d",
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 _MISSING = object()
 
@@ -1062,6 +1063,45 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         tensor([[[[[8.]]]]])
     """
     return _F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+@_tensors("input", "weight", "bias")
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-d transposed convolution (``nn.functional.conv_transpose1d``).
+
+    Example:
+        >>> tg.conv_transpose1d(tg.tensor([[[1.0, 2.0]]]), tg.tensor([[[1.0, 10.0]]]))
+        tensor([[[ 1., 12., 20.]]])
+    """
+    return _F.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+@_tensors("input", "weight", "bias")
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-d transposed convolution (``nn.functional.conv_transpose2d``).
+
+    Example:
+        >>> tg.conv_transpose2d(tg.ones(1, 1, 2, 2), tg.ones(1, 1, 2, 2), stride=2).shape
+        tapegrad.Size([1, 1, 4, 4])
+    """
+    return _F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+@_tensors("input", "weight", "bias")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-d transposed convolution (``nn.functional.conv_transpose3d``).
+
+    Example:
+        >>> tg.conv_transpose3d(tg.ones(1, 1, 2, 2, 2), tg.ones(1, 1, 1, 1, 1)).shape
+        tapegrad.Size([1, 1, 2, 2, 2])
+    """
+    return _F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
 
 
 @_tensors("input")
