@@ -329,12 +329,15 @@ def _node_of_input(tape, s):
 # ---------------------------------------------------------------------------------------------
 # Backward
 # ---------------------------------------------------------------------------------------------
+_ONE = np.ones(1)
+
+
 def _seed_value(t, g, j=0, outputs=None, grads=None):
     """The seed gradient for output t (the j-th output), checked against t's shape."""
     if g is None:
         if t._value.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        return np.ones(1)
+        return _ONE.copy()   # (np.ones is Python code: 2 µs of a small backward)
     gv = g._value if isinstance(g, Tensor) else np.asarray(g, dtype=np.float64)
     if gv.shape != t._value.shape:
         # PyTorch finds the positions with list.index, which compares tensors with == (an
@@ -357,6 +360,10 @@ def _list_index(items, x):
     raise ValueError(f"{x!r} is not in list")
 
 
+def _tape_id(tape):
+    return tape.id
+
+
 def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=True):
     """Backpropagate from ``outputs``; returns the gradients of ``inputs`` (or None).
 
@@ -374,7 +381,8 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
             _add_leaf_grad(leaf_grads, t, gv)
             continue
         per = seeds.setdefault(t._tape, {})
-        per[t._r] = per[t._r] + gv if t._r in per else gv.copy()
+        # (an implicit seed is a new array already; a given one may be the caller's)
+        per[t._r] = per[t._r] + gv if t._r in per else (gv if g is None else gv.copy())
 
     wanted = None
     nonleaf_inputs = {}
@@ -393,14 +401,14 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
     # Tapes only reference older tapes, so descending id order sees every contribution to a
     # tape before sweeping it.
     while seeds:
-        tape = max(seeds, key=lambda tp: tp.id)
+        tape = next(iter(seeds)) if len(seeds) == 1 else max(seeds, key=_tape_id)
         tape_seeds = seeds.pop(tape)
         _own(pending)
         readouts = [x._r for x in retained.get(tape, ())]
         readouts += [x._r for x in nonleaf_inputs.get(tape, ())]
-        need, goff, grads = _sweep_tape(tape, tape_seeds, readouts)
+        need, goff, grads, needed = _sweep_tape(tape, tape_seeds, readouts)
         swept.append((tape, need))
-        for r, leaf in needed_leaves(tape, need):
+        for r, leaf in needed:
             if leaf._rg:
                 _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]],
                                pending)
@@ -438,8 +446,10 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
                 tape.freed = grown
         finish_graph([tape for tape, _ in swept])
 
-    if any(leaf._hooks for leaf, _ in leaf_grads.values()):
-        _own(pending)   # a hook may run a backward of its own
+    for leaf, _ in leaf_grads.values():
+        if leaf._hooks:
+            _own(pending)   # a hook may run a backward of its own
+            break
     handed = _hand_over(pending)
     for key, (leaf, g) in leaf_grads.items():
         if wanted is not None and key not in wanted:
@@ -553,7 +563,7 @@ class _RetainRegistry:
 
     def by_tape(self):
         out = {}
-        if not self._refs:   # the usual case: nothing retained, no lock taken
+        if not self._refs.data:   # the usual case: nothing retained, no lock taken
             return out
         with self._lock:
             alive = list(self._refs)
@@ -597,7 +607,9 @@ def _hand_over(pending):
     share of it.  (PyTorch's AccumulateGrad likewise keeps the incoming gradient.)"""
     if not pending:
         return ()
-    handed = sum(entry[1].size for entry in pending)
+    handed = 0
+    for entry in pending:
+        handed += entry[1].size
     if handed < _HAND_OVER_MIN or handed * _HAND_OVER_SHARE < state.grads.size:
         return ()
     state.grads = np.empty(0)
@@ -606,12 +618,20 @@ def _hand_over(pending):
     return ids
 
 
+_F64 = np.dtype(np.float64)
+
+
 def _accumulate(t, g, own=False):
     """Add ``g`` to ``t.grad``; ``own``: g is t's to keep (no copy for a new ``.grad``)."""
     shape = t._value.shape
     if t._grad is None:
-        t._grad = Tensor._make(g.reshape(shape) if own else
-                               np.array(g, dtype=np.float64).reshape(shape))
+        if own:
+            t._grad = Tensor._make(g.reshape(shape))
+        elif g.dtype is _F64:
+            # (the same copy as below's: np.array with a dtype costs 1 µs more a leaf)
+            t._grad = Tensor._make(g.reshape(shape).copy())
+        else:
+            t._grad = Tensor._make(np.array(g, dtype=np.float64).reshape(shape))
     else:
         gv = t._grad._value
         if gv.flags.writeable:
@@ -621,8 +641,8 @@ def _accumulate(t, g, own=False):
 
 
 def _sweep_tape(tape, tape_seeds, readouts=()):
-    """Plan, check and sweep one tape; returns (need, goff, grads).  ``readouts``: records
-    whose gradient is read once the sweep is done."""
+    """Plan, check and sweep one tape; returns (need, goff, grads, its ``needed_leaves``).
+    ``readouts``: records whose gradient is read once the sweep is done."""
     try:
         return _sweep(tape, tape_seeds, readouts)
     except BaseException:
@@ -709,17 +729,32 @@ def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
 
 def _sweep(tape, tape_seeds, readouts=()):
     n = len(tape)
-    cols = tape.cached_cols or tape.columns()
-    op, a0, a1, voff, size, ip, fp, aux, faux = cols
     plans = tape.plan_cache   # replayed tapes never change shape: their plans are reusable
     key = tuple(tape_seeds)
-    hit = plans.get(key) if plans is not None else None
+    hot_key = hit = None
+    if tape.cached_cols is not None:
+        cols = tape.cached_cols
+        hit = plans.get(key) if plans is not None else None
+    else:
+        # an eager tape equal, column for column, to one planned before (a training loop's
+        # step after step) has that plan, and may be swept over that tape's columns
+        hot_key = hot_tapes.key_for(tape, key)
+        known = (hot_tapes.known_plan(hot_key)
+                 if hot_key is not None and plans is None else None)
+        if known is not None:
+            cols, hit = known
+        else:
+            cols = tape.columns()
+            hit = plans.get(key) if plans is not None else None
+    op, a0, a1, voff, size, ip, fp, aux, faux = cols
     if hit is None:
         if _compile_helper.first_backward_to_come():
             _share_first_compiles(tape, cols)
         hit = make_plan(cols, key)
         if plans is not None:
             plans[key] = hit
+        elif hot_key is not None:
+            hot_tapes.remember_plan(hot_key, cols, hit)
     need, goff, total, fresh, scalars = hit
     sweep = _sweep_kernel(fresh, scalars)
     if not _compiled(sweep.kernel) and _compile_helper.running():
@@ -729,7 +764,8 @@ def _sweep(tape, tape_seeds, readouts=()):
         goff, total = _own_gradient_memory(readouts, op, a0, need, goff, size, total)
     _check_freed(tape, need, op)
     _check_refused(tape, need, op)
-    _check_versions(tape, need, op, a0, a1)
+    needed = needed_leaves(tape, need)   # (the version checks and the caller read them)
+    _check_versions(tape, need, op, a0, a1, needed)
     grads = gradient_arena(total)
     hooked = sorted([r for r, (_, hs) in tape.hooks.items() if hs and need[r]]
                     + [r for r in tape.custom if need[r]], reverse=True) \
@@ -738,7 +774,7 @@ def _sweep(tape, tape_seeds, readouts=()):
     if (prog is None and not hooked and not readouts and tape.cached_cols is None
             and state.trace is None):
         # an eager tape swept as often before, record for record: generated code too
-        prog = hot_tapes.program_for(tape, cols, key, hit)
+        prog = hot_tapes.program_for(tape, hot_key, cols, key, hit)
     if prog is not None and not hooked and prog.seeds == key:
         # a tape with generated code, swept from the seed it was generated for: it clears
         # the part of the arena it uses itself
@@ -747,7 +783,7 @@ def _sweep(tape, tape_seeds, readouts=()):
                 grads[goff[r]:goff[r] + size[r]] = g
         prog.backward(tape.arena, tape.ext, grads, *prog.backward_params)
         del cols, op, a0, a1, voff, size, ip, fp, aux, faux
-        return need, goff, grads
+        return need, goff, grads, needed
     if hooked:
         fresh = 0   # swept in pieces: cleared beforehand
     if tape.partial:
@@ -777,7 +813,7 @@ def _sweep(tape, tape_seeds, readouts=()):
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
     # the column views lock the arrays against growth: drop them before returning
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
-    return need, goff, grads
+    return need, goff, grads, needed
 
 
 def _sweep_hooked(tape, hooked, op, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads,
@@ -869,7 +905,9 @@ def needed_leaves(tape, need):
     return [(r, leaf) for r, leaf in leaves.items() if need[r]]
 
 
-def _check_versions(tape, need, op, a0, a1):
+def _check_versions(tape, need, op, a0, a1, needed=None):
+    """Raise PyTorch's error when a value the backward planned as ``need`` reads was changed
+    in place since it was recorded; ``needed``: ``needed_leaves(tape, need)``, if known."""
     if tape.inplace:
         ABOVE.check_saved_versions(tape, need, op, a0, a1)
     # (reader, error) of each tensor changed since a record the backward will sweep read it;
@@ -877,8 +915,13 @@ def _check_versions(tape, need, op, a0, a1):
     found = []
     # leaves changed in place after they were brought onto this tape (a leaf no swept record
     # reaches is read by none of them either)
-    for r, leaf in needed_leaves(tape, need):
-        _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
+    leaf_rec = tape.leaf_rec
+    for r, leaf in needed_leaves(tape, need) if needed is None else needed:
+        rec_version = leaf_rec.get(id(leaf))
+        # (the usual case, a leaf unchanged, decided here: a call per leaf cost a small
+        # backward a microsecond each)
+        if rec_version is not None and rec_version[0] == r and rec_version[1] != leaf._version:
+            _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
     # constants: copied onto the tape, or read where they are (Tape.read_in_place), checked
     # as PyTorch checks the operand it saved
     for r, x, version, shape in tape.consts:
