@@ -75,9 +75,9 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # the values only, as PyTorch's Parameter: a copy starts without a gradient (copies
+        # of a trained layer, as TransformerEncoder makes, must not inherit its .grad)
         p = Parameter(tg.from_numpy(self._value.copy()), self.requires_grad)
-        if self._grad is not None:
-            p._grad = tg.from_numpy(self._grad._value.copy())
         memo[id(self)] = p
         return p
 
