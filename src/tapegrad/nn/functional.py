@@ -2303,18 +2303,21 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    """Normalise each channel of each sample of ``(N, C, *)`` over its positions: group_norm
-    with one group per channel (running statistics are not supported yet).
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions (or, without
+    ``use_input_stats``, with the per-channel ``running_mean`` and ``running_var``). Given
+    running statistics are updated in place with the mean over the samples of each one's
+    statistics, as PyTorch does.
 
     Example:
         >>> F.instance_norm(tg.tensor([[[1.0, 3.0], [2.0, 2.0]]]))
         tensor([[[-1.0000,  1.0000],
                  [ 0.0000,  0.0000]]])
     """
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm: running statistics are not supported yet")
     shape = input.shape
-    if len(shape) < 2 or math.prod(shape[2:]) == 1:
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    if use_input_stats and (len(shape) < 2 or math.prod(shape[2:]) == 1):
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{shape}")
     # PyTorch's: each (sample, channel) pair a channel of a one-sample batch_norm (its nodes:
@@ -2327,7 +2330,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             if t.numel() != n * c:
                 raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel()}")
         affine.append(t)
-    out = batch_norm(input.reshape(1, n * c, *shape[2:]), None, None, *affine, True, 0.0, eps)
+    # the running statistics repeated per sample, moved by batch_norm, then averaged back
+    stats = [None if t is None else t.detach().repeat(n) for t in (running_mean, running_var)]
+    out = batch_norm(input.reshape(1, n * c, *shape[2:]), *stats, *affine, use_input_stats,
+                     momentum, eps)
+    if use_input_stats:
+        with tg.no_grad():
+            for t, moved in zip((running_mean, running_var), stats):
+                if t is not None:
+                    t.copy_(moved.reshape(n, c).mean(0))
     return out.reshape(shape)
 
 
