@@ -1710,6 +1710,15 @@ def pad(input, pad, mode="constant", value=None):
             f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    dims = len(pad) // 2
+    if mode != "constant" and (dims > 3 or input.ndim not in (dims + 1, dims + 2)):
+        # the other modes pad 1 to 3 trailing dimensions of a batch of channels, as PyTorch's
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     out = input
     for k in range(len(pad) // 2):
         dim = input.ndim - 1 - k
@@ -2431,6 +2440,9 @@ def pixel_shuffle(input, upscale_factor):
                   [2., 3.]]]])
     """
     r = upscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
     *batch, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "

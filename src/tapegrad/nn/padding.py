@@ -97,6 +97,10 @@ class _ModePadNd(Module):
         self.padding = _amounts(padding, self._dims)
 
     def forward(self, input):
+        if self._mode == "circular" and input.dim() not in (self._dims + 1, self._dims + 2):
+            # (PyTorch's circular pad layers check this themselves, with their own text)
+            raise ValueError(f"expected {self._dims + 1}D or {self._dims + 2}D input (got "
+                             f"{input.dim()}D input)")
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self):
