@@ -336,6 +336,9 @@ celu input
 conv1d input weight
 conv_transpose1d input weight bias/n
 conv_transpose2d input weight bias/n
+conv_transpose3d input weight bias/n
+fold=col2im input
+unfold=im2col input
 cosine_similarity x1 x2
 cross_entropy=cross_entropy_loss input target
 dropout input

@@ -12,8 +12,10 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
-                   Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
-from .layers import Bilinear, CosineSimilarity, Embedding, MultiheadAttention, PairwiseDistance
+                   Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+                   MaxPool1d, MaxPool2d)
+from .layers import (Bilinear, CosineSimilarity, Embedding, Fold, MultiheadAttention,
+                     PairwiseDistance, Unfold)
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
@@ -42,6 +44,7 @@ __all__ = [
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
+    "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
     "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "InstanceNorm1d", "InstanceNorm2d",
     "PixelShuffle", "Softmax2d", "ZeroPad1d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",

@@ -8,8 +8,9 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d",
-           "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
 
 
 def _tuple(value, n):
@@ -122,6 +123,23 @@ class Conv2d(_ConvNd):
     _function = F.conv2d
 
 
+class Conv3d(_ConvNd):
+    """3-d convolution layer: ``F.conv3d`` with a learnt weight
+    ``(out_channels, in_channels / groups, kD, kH, kW)`` and bias, started as PyTorch does.
+
+    Shape: ``(N, in_channels, D, H, W)`` -> ``(N, out_channels, D_out, H_out, W_out)``.
+
+    Example:
+        >>> conv = nn.Conv3d(2, 4, 3, padding=1)
+        >>> conv
+        Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1))
+        >>> conv(tg.ones(1, 2, 4, 4, 4)).shape
+        tapegrad.Size([1, 4, 4, 4, 4])
+    """
+    _dims = 3
+    _function = F.conv3d
+
+
 class _ConvTransposeNd(_ConvNd):
     _transposed = True
 
@@ -200,6 +218,23 @@ class ConvTranspose2d(_ConvTransposeNd):
     """
     _dims = 2
     _function = F.conv_transpose2d
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution layer: ``F.conv_transpose3d`` with a learnt weight
+    ``(in_channels, out_channels / groups, kD, kH, kW)`` and bias, started as PyTorch does.
+
+    Shape: ``(N, in_channels, D, H, W)`` -> ``(N, out_channels, D_out, H_out, W_out)``.
+
+    Example:
+        >>> up = nn.ConvTranspose3d(4, 2, 2, stride=2)
+        >>> up
+        ConvTranspose3d(4, 2, kernel_size=(2, 2, 2), stride=(2, 2, 2))
+        >>> up(tg.ones(1, 4, 3, 3, 3)).shape
+        tapegrad.Size([1, 2, 6, 6, 6])
+    """
+    _dims = 3
+    _function = F.conv_transpose3d
 
 
 class MaxPool1d(Module):

@@ -30,8 +30,8 @@ __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
     "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
-    "scaled_dot_product_attention", "conv1d", "conv2d", "conv_transpose1d",
-    "conv_transpose2d", "max_pool2d", "avg_pool2d",
+    "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
@@ -1919,6 +1919,19 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation (PyTorch's convolution) of ``(N, C_in, D, H, W)`` with
+    ``weight`` ``(C_out, C_in / groups, kD, kH, kW)``: volumes and video.
+
+    Shape: -> ``(N, C_out, D_out, H_out, W_out)`` (see ``conv1d`` per dimension).
+
+    Example:
+        >>> F.conv3d(tg.ones(1, 1, 3, 3, 3), tg.ones(1, 1, 2, 2, 2)).shape
+        tapegrad.Size([1, 1, 2, 2, 2])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
 def _spread(x, dim, step):
     """x with ``step - 1`` zeros between neighbours along ``dim``: a strided convolution's
     input seen from its transpose."""
@@ -2065,6 +2078,151 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
                            dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-d transposed convolution of ``(N, C_in, D, H, W)`` with ``weight``
+    ``(C_in, C_out / groups, kD, kH, kW)``, the gradient of ``conv3d`` with respect to its
+    input.
+
+    Shape: -> ``(N, C_out, D_out, H_out, W_out)`` (see ``conv_transpose1d`` per dimension).
+
+    Example:
+        >>> F.conv_transpose3d(tg.ones(1, 1, 2, 2, 2), tg.ones(1, 1, 2, 2, 2), stride=2).shape
+        tapegrad.Size([1, 1, 4, 4, 4])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 3)
+
+
+def _block_geometry(kernel_size, dilation, padding, stride, order):
+    """im2col's four pairs, checked in ``order`` (PyTorch's: unfold and fold differ)."""
+    pairs = {}
+    for name, value in (("kernel_size", kernel_size), ("dilation", dilation),
+                        ("padding", padding), ("stride", stride)):
+        value = (value, value) if isinstance(value, int) else tuple(value)
+        if len(value) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
+        pairs[name] = value
+    checks = {
+        "kernel_size": (lambda v: v > 0, "kernel size should be greater than zero", "kernel"),
+        "dilation": (lambda v: v > 0, "dilation should be greater than zero", "dilation"),
+        "padding": (lambda v: v >= 0, "padding should be non-negative", "pad"),
+        "stride": (lambda v: v > 0, "stride should be greater than zero", "stride"),
+    }
+    for name in order:
+        good, text, label = checks[name]
+        h, w = pairs[name]
+        if not (good(h) and good(w)):
+            raise RuntimeError(f"{text}, but got {label}_height: {h} {label}_width: {w}")
+    return pairs["kernel_size"], pairs["dilation"], pairs["padding"], pairs["stride"]
+
+
+def _blocks_per_dim(size, k, d, p, s):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Every sliding block of a batch of images as a column (im2col): ``(N, C, H, W)`` ->
+    ``(N, C * kH * kW, L)``, L the blocks, row-major; the channel varies slowest in a
+    column, then the kernel's row and column.  ``grad_fn``: ``<Im2ColBackward0>``.
+
+    Example:
+        >>> F.unfold(tg.arange(9.0).reshape(1, 1, 3, 3), 2)
+        tensor([[[0., 1., 3., 4.],
+                 [1., 2., 4., 5.],
+                 [3., 4., 6., 7.],
+                 [4., 5., 7., 8.]]])
+    """
+    if input.ndim < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-input.ndim}, {input.ndim - 1}], but got {input.ndim})")
+    kernel, dilation, padding, stride = _block_geometry(
+        kernel_size, dilation, padding, stride, ("kernel_size", "dilation", "padding", "stride"))
+    shape = tuple(input.shape)
+    if input.ndim not in (3, 4) or 0 in shape[-3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: {list(shape)}")
+    blocks = tuple(_blocks_per_dim(size, k, d, p, s) for size, k, d, p, s in
+                   zip(shape[-2:], kernel, dilation, padding, stride))
+    if min(blocks) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size {shape[-2:]}, kernel_size={kernel}, "
+            f"dilation={dilation}, padding={padding}, calculated shape of the array of "
+            f"sliding blocks as {blocks}, but its components must be at least one.")
+    batched = input if input.ndim == 4 else input.unsqueeze(0)
+    n, c = batched.shape[0], batched.shape[1]
+    if n == 0:      # (no images: nothing to gather)
+        columns = batched.reshape(0, c * math.prod(kernel), math.prod(blocks))
+    else:
+        padded = _pad_spatial(batched, [(p, p) for p in padding])
+        windows, _ = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+        # (N, C, bH, bW, kH, kW) -> (N, C, kH, kW, bH, bW) -> (N, C kH kW, bH bW)
+        columns = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c * math.prod(kernel),
+                                                             math.prod(blocks))
+    if input.ndim == 3:
+        columns = columns.squeeze(0)
+    return _named(columns, "Im2ColBackward0", input)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The columns of sliding blocks summed back into images (col2im), the transpose of
+    ``unfold``: ``(N, C * kH * kW, L)`` -> ``(N, C, *output_size)``; values of blocks that
+    overlap add up.  ``grad_fn``: ``<Col2ImBackward0>``.
+
+    Example:
+        >>> F.fold(tg.ones(1, 4, 4), (3, 3), 2)
+        tensor([[[[1., 2., 1.],
+                  [2., 4., 2.],
+                  [1., 2., 1.]]]])
+    """
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(size)}")
+    kernel, dilation, padding, stride = _block_geometry(
+        kernel_size, dilation, padding, stride, ("kernel_size", "stride", "dilation", "padding"))
+    shape = tuple(input.shape)
+    if input.ndim not in (2, 3) or 0 in shape[-2:]:
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(shape)}")
+    taps = math.prod(kernel)
+    if shape[-2] % taps:
+        raise RuntimeError(
+            f"Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={shape[-2]} and kernel_size={kernel}.")
+    blocks = tuple(_blocks_per_dim(o, k, d, p, s) for o, k, d, p, s in
+                   zip(size, kernel, dilation, padding, stride))
+    if shape[-1] != blocks[0] * blocks[1] or min(blocks) < 1:
+        raise RuntimeError(
+            f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, stride={stride}, expected size of input's dimension 2 to "
+            f"match the calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
+            f"{blocks[0] * blocks[1]}, but got input.size(2)={shape[-1]}.")
+    batched = input if input.ndim == 3 else input.unsqueeze(0)
+    n, c = batched.shape[0], shape[-2] // taps
+    padded = (size[0] + 2 * padding[0], size[1] + 2 * padding[1])
+    # where each column entry (image, channel, tap row, tap column, block) lands in the
+    # padded output: indices from the shapes only, so a compiled replay reuses them
+    rows = (np.arange(blocks[0]) * stride[0])[None, :] + \
+        (np.arange(kernel[0]) * dilation[0])[:, None]        # (kH, bH)
+    cols = (np.arange(blocks[1]) * stride[1])[None, :] + \
+        (np.arange(kernel[1]) * dilation[1])[:, None]        # (kW, bW)
+    spot = rows[:, None, :, None] * padded[1] + cols[None, :, None, :]   # (kH, kW, bH, bW)
+    plane = padded[0] * padded[1]
+    base = np.arange(n * c).reshape(n, c, 1, 1, 1, 1) * plane
+    index = (base + spot[None, None]).reshape(-1)
+    if n == 0:      # (no images: nothing to add up)
+        image = batched.reshape(0, c, *size)
+    else:
+        summed = _elementwise.scatter_add_flat(batched, index, n * c * plane)
+        image = summed.reshape(n, c, *padded)
+        image = image[:, :, padding[0]:padding[0] + size[0],
+                      padding[1]:padding[1] + size[1]]
+    if input.ndim == 2:
+        image = image.squeeze(0)
+    return _named(image, "Col2ImBackward0", input)
 
 
 def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):

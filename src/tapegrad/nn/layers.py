@@ -1,4 +1,5 @@
-"""Embedding, distance and bilinear layers as in ``torch.nn``."""
+"""Embedding, distance, bilinear and sliding-block (``Unfold``/``Fold``) layers as in
+``torch.nn``."""
 import math
 import warnings
 
@@ -10,7 +11,8 @@ from . import functional as F
 from . import init
 from .modules import Linear, Module, Parameter
 
-__all__ = ["Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear", "MultiheadAttention"]
+__all__ = ["Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear", "MultiheadAttention",
+           "Unfold", "Fold"]
 
 
 class Embedding(Module):
@@ -119,6 +121,62 @@ class CosineSimilarity(Module):
 
     def forward(self, x1, x2):
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class Unfold(Module):
+    """Every sliding block of the input images as a column: ``F.unfold`` (im2col).
+
+    Shape: ``(N, C, H, W)`` -> ``(N, C * kH * kW, L)``.
+
+    Example:
+        >>> nn.Unfold((2, 3), stride=2)
+        Unfold(kernel_size=(2, 3), dilation=1, padding=0, stride=2)
+        >>> nn.Unfold(2)(tg.ones(1, 3, 4, 4)).shape
+        tapegrad.Size([1, 12, 9])
+    """
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """Columns of sliding blocks summed back into images: ``F.fold`` (col2im).
+
+    Shape: ``(N, C * kH * kW, L)`` -> ``(N, C, *output_size)``.
+
+    Example:
+        >>> nn.Fold((4, 5), 2)
+        Fold(output_size=(4, 5), kernel_size=2, dilation=1, padding=0, stride=1)
+        >>> nn.Fold((3, 3), 2)(tg.ones(1, 8, 4)).shape
+        tapegrad.Size([1, 2, 3, 3])
+    """
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
 
 
 class PairwiseDistance(Module):

@@ -4,10 +4,11 @@ from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import Adadelta, Adagrad, RMSprop
+from .rprop import ASGD, Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]
+           "Adagrad", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

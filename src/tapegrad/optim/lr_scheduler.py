@@ -17,14 +17,16 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from functools import wraps
+from functools import partial, wraps
 from weakref import ref
 
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "OneCycleLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
+           "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
+           "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR", "SequentialLR",
+           "ChainedScheduler", "ReduceLROnPlateau"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
@@ -654,6 +656,535 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
+
+
+class MultiplicativeLR(LRScheduler):
+    """Multiply the rate by ``lr_lambda(epoch)`` every epoch (one function for all groups or
+    one each); chainable, as it starts from the current rate.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.5)
+        >>> lrs = []
+        >>> for epoch in range(3):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.25, 0.125]
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                                 f"{len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(
+                    f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self):
+        return _lambdas_state_dict(self)
+
+    def load_state_dict(self, state_dict):
+        _load_lambdas_state_dict(self, state_dict)
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        # the constructor's step keeps the rate: the first factor applies at epoch 1
+        if self._is_initial:
+            return _group_values(self.optimizer, "lr")
+        return [group["lr"] * fn(self.last_epoch)
+                for fn, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the rate by ``factor`` for the first ``total_iters`` epochs, then restore it
+    (by dividing, as PyTorch's chained form does).
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for epoch in range(3):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.5, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return _group_values(self.optimizer, "lr")
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters)
+                           * (1 - self.factor))
+                for base_lr in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Scale the rate by a factor going linearly from ``start_factor`` (epoch 0) to
+    ``end_factor`` (epoch ``total_iters`` and after), in PyTorch's chained form: each step
+    multiplies the current rate by the ratio of consecutive factors.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for epoch in range(4):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 "
+                             "and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _group_values(self.optimizer, "lr")
+        # factor(t) / factor(t - 1), written as PyTorch writes it so the bits agree
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor
+                              + (self.last_epoch - 1) * span)
+        return [group["lr"] * ratio for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
+                           * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for base_lr in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the rate as ``(1 - t / total_iters) ** power`` of its initial value, reaching 0
+    at ``total_iters`` and staying there; chained form (each step multiplies the current rate
+    by the ratio of consecutive factors).
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)
+        >>> lrs = []
+        >>> for epoch in range(5):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.5625, 0.25, 0.0625, 0.0, 0.0]
+    """
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _group_values(self.optimizer, "lr")
+        decay_factor = ((1.0 - self.last_epoch / self.total_iters)
+                        / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base_lr in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter): cosine annealing from ``initial_lr`` to ``eta_min`` over
+    ``T_i`` epochs, then a restart at ``initial_lr`` with ``T_i *= T_mult``.  The rate comes
+    from the position in the current period (not chainable); ``step(epoch)`` may be given a
+    fractional epoch, to anneal within an epoch, and then does not warn.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+        >>> lrs = []
+        >>> for epoch in range(6):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.5, 1.0, 0.8536, 0.5, 0.1464, 1.0]
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or jump to ``epoch`` (a float is fine: the position within
+        the period is fractional)."""
+        # PyTorch's step here warns about neither the call order nor an explicit epoch
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        elif epoch >= self.T_0:
+            if self.T_mult == 1:
+                self.T_cur = epoch % self.T_0
+            else:
+                # the period n that epoch falls in: T_0 (T_mult**n - 1) / (T_mult - 1) <= epoch
+                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                self.T_i = self.T_0 * self.T_mult ** n
+        else:
+            self.T_i = self.T_0
+            self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        with _Flag(self, "_get_lr_called_within_step"):
+            values = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            _set_group_value(group, "lr", lr)
+        self._last_lr = _group_values(self.optimizer, "lr")
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith): the rate goes from ``base_lr`` up to ``max_lr`` in
+    ``step_size_up`` steps and back in ``step_size_down``, the amplitude scaled per cycle
+    (``triangular``: 1, ``triangular2``: halved each cycle) or per step (``exp_range``:
+    ``gamma**step``), or by ``scale_fn`` of the cycle or step (``scale_mode``).  With
+    ``cycle_momentum`` the momentum (or Adam's beta1) moves the other way between
+    ``max_momentum`` and ``base_momentum``.  Meant to be stepped after every batch.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+        >>> sched = tg.optim.lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=0.5,
+        ...                                        step_size_up=2, mode="triangular2")
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for batch in range(8):
+        ...     opt.step()
+        ...     sched.step()
+        ...     lrs.append(round(sched.get_last_lr()[0], 4))
+        >>> lrs
+        [0.1, 0.3, 0.5, 0.3, 0.1, 0.2, 0.3, 0.2, 0.1]
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                _set_group_value(group, "lr", lr)
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_momentum, b_momentum, group in zip(self.max_momentums,
+                                                         self.base_momentums,
+                                                         optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m_momentum, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_momentum
+                    group["max_momentum"] = m_momentum
+                    group["base_momentum"] = b_momentum
+        super().__init__(optimizer, last_epoch)
+        # the cycle's floor is base_lr, whatever initial_lr an earlier scheduler recorded
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        """The built-in modes' scale functions (a custom ``scale_fn`` keeps its own
+        ``scale_mode``); not saved in the state dict, rebuilt on loading."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude's scale at cycle (or step) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x):
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x):
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma, x):
+        return gamma ** x
+
+    def get_lr(self):
+        self._warn_unless_in_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle   # position within the cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        # scale_fn is called once per group and use, as in PyTorch, in case it has state
+        lrs = []
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
+            base_height = (max_lr - base_lr) * scale_factor
+            lrs.append(base_lr + base_height * self._scale_at(cycle))
+        if self.cycle_momentum:
+            for group, base_m, max_m in zip(self.optimizer.param_groups, self.base_momentums,
+                                            self.max_momentums):
+                base_height = (max_m - base_m) * scale_factor
+                momentum = max_m - base_height * self._scale_at(cycle)
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def _scale_at(self, cycle):
+        return self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+
+    def state_dict(self):
+        """Without the scale function; a custom ``scale_fn`` that is a callable object (not
+        a function or lambda) is saved by its ``__dict__``."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        state_dict["_scale_fn_custom"] = fn   # leave the caller's dict as it was
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _check_schedulers(owner, optimizer, schedulers):
+    """PyTorch's checks of the schedulers a SequentialLR or ChainedScheduler drives."""
+    name = type(owner).__name__
+    for i, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                "additional kwargs to be specified when calling `step`, but got one at index "
+                f"{i} in the given schedulers sequence.")
+        if optimizer != scheduler.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got "
+                f"scheduler {type(scheduler).__name__} at index {i} has "
+                f"{scheduler.optimizer}, which is different from "
+                f"{type(optimizer).__name__}.")
+
+
+def _nested_state_dict(scheduler):
+    state = {key: value for key, value in scheduler.__dict__.items()
+             if key not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in scheduler._schedulers]
+    return state
+
+
+def _load_nested_state_dict(scheduler, state_dict):
+    saved = state_dict.pop("_schedulers")
+    scheduler.__dict__.update(state_dict)
+    state_dict["_schedulers"] = saved   # leave the caller's dict as it was
+    for inner, inner_state in zip(scheduler._schedulers, saved):
+        inner.load_state_dict(inner_state)
+
+
+class SequentialLR(LRScheduler):
+    """Run ``schedulers[0]`` until ``milestones[0]``, then ``schedulers[1]`` (restarted at its
+    epoch 0) until ``milestones[1]``, and so on: warmup then decay, for instance.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> S = tg.optim.lr_scheduler
+        >>> warmup = S.LinearLR(opt, start_factor=0.5, total_iters=2)
+        >>> decay = S.ExponentialLR(opt, gamma=0.5)
+        >>> sched = S.SequentialLR(opt, [warmup, decay], milestones=[2])
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for epoch in range(4):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got "
+                             "no scheduler.")
+        _check_schedulers(self, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more "
+                "than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to "
+                f"{len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # the schedulers' constructors each moved the rate: start again from initial_lr
+        for group in self.optimizer.param_groups:
+            _set_group_value(group, "lr", group["initial_lr"])
+        self.recursive_undo()
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None):
+        """Take back the constructor's step of every scheduler (nested ones included)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
+
+    def step(self):
+        """Step the scheduler whose stretch this epoch is in; at a milestone the next one
+        starts at its epoch 0 (its closed form, where it has one)."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler._update_lr(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        """Own state plus each scheduler's state dict under ``_schedulers``."""
+        return _nested_state_dict(self)
+
+    def load_state_dict(self, state_dict):
+        _load_nested_state_dict(self, state_dict)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers together, each after the other, so that their (chainable)
+    changes of the rate compose.
+
+    Example:
+        >>> opt = tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> S = tg.optim.lr_scheduler
+        >>> sched = S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=2),
+        ...                             S.ExponentialLR(opt, gamma=0.5)])
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for epoch in range(3):
+        ...     opt.step()          # after the epoch's backward passes
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.25, 0.25, 0.125]
+    """
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
+                             "chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_schedulers(self, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
+
+    def step(self):
+        """Step every scheduler, in order."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
+
+    def state_dict(self):
+        """Own state plus each scheduler's state dict under ``_schedulers``."""
+        return _nested_state_dict(self)
+
+    def load_state_dict(self, state_dict):
+        _load_nested_state_dict(self, state_dict)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

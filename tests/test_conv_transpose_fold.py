@@ -1,6 +1,7 @@
-"""Transposed convolutions (``F.conv_transpose1d/2d``, ``nn.ConvTranspose1d/2d``) against
+"""Transposed convolutions (``F.conv_transpose1d/2d``, ``nn.ConvTranspose1d/2d``) and the
+sliding blocks of a convolution (``F.unfold``/``F.fold``, ``nn.Unfold``/``nn.Fold``) against
 PyTorch: values, input and parameter gradients, node names, seeded initial weights, reprs,
-``output_size`` and the errors; central differences for one case; a compiled replay."""
+``output_size`` and the errors; central differences for one case; compiled replays."""
 import numpy as np
 import pytest
 import torch
@@ -59,7 +60,7 @@ def _geometry(draw, n):
     return arrays, kwargs
 
 
-@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("n", [1, 2, 3])
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_matches_torch_over_geometries(n, data):
@@ -155,6 +156,10 @@ MODULE_CASES = [
     ("ConvTranspose2d", (4, 5, 6), {}),
     ("ConvTranspose1d", (2, 4, 7), dict(stride=3, padding=1)),
     ("ConvTranspose1d", (2, 4, 7), dict(groups=4, dilation=2, output_padding=1)),
+    ("ConvTranspose3d", (2, 4, 3, 2, 3), dict(stride=(2, 1, 2), padding=1, groups=2)),
+    ("Conv3d", (2, 4, 5, 6, 4), dict(stride=2, padding=(1, 0, 1), groups=2,
+                                     dilation=(1, 2, 1))),
+    ("Conv3d", (4, 3, 4, 5), dict(padding="same", bias=False)),
 ]
 
 
@@ -227,7 +232,27 @@ def test_compile_replays_a_decoder_with_new_inputs():
     assert step.stats.replays == 2, step.stats.eager_reasons
 
 
-@pytest.mark.parametrize("n", [1, 2])
+def test_conv3d_matches_torch():
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((2, 4, 5, 4, 6)), rng.standard_normal((6, 2, 3, 2, 2)),
+              rng.standard_normal(6)]
+    for kwargs in ({"groups": 2}, {"stride": 2, "padding": 1, "dilation": (1, 2, 1),
+                                   "groups": 2}):
+        runs = []
+        for lib in (tg, torch):
+            tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+            out = lib.nn.functional.conv3d(*tensors, **kwargs)
+            (out * out).sum().backward()
+            runs.append((out.detach().numpy().copy(), _node(lib, out),
+                         [t.grad.numpy().copy() for t in tensors]))
+        (mine, my_node, my_grads), (theirs, their_node, their_grads) = runs
+        assert my_node == their_node
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-13)
+        for a, b in zip(my_grads, their_grads):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_list_for_a_tensor_raises_torchs_type_error(n, position):
     def call(lib):
@@ -239,3 +264,127 @@ def test_a_list_for_a_tensor_raises_torchs_type_error(n, position):
     with pytest.raises(TypeError) as mine:
         call(tg)
     assert str(mine.value) == str(theirs.value)
+
+
+# =============================================================================================
+# unfold (im2col) and fold (col2im): the sliding blocks of a convolution
+# =============================================================================================
+@st.composite
+def _blocks(draw):
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(2))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(2))
+    padding = tuple(draw(st.integers(0, 2)) for _ in range(2))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(2))
+    size = tuple(draw(st.integers(1, 6)) for _ in range(2))
+    batch = draw(st.sampled_from([None, 0, 1, 2]))
+    channels = draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2 ** 16))
+    return dict(kernel_size=kernel, dilation=dilation, padding=padding, stride=stride), \
+        size, batch, channels, np.random.default_rng(seed)
+
+
+def _blocks_run(lib, name, array, args, kwargs):
+    x = lib.tensor(array, requires_grad=True)
+    out = getattr(lib.nn.functional, name)(x, *args, **kwargs)
+    seed = np.cos(np.arange(out.numel(), dtype=np.float64)).reshape(tuple(out.shape))
+    out.backward(lib.tensor(seed))
+    return out.detach().numpy().copy(), x.grad.numpy().copy(), _node(lib, out)
+
+
+def _same_or_same_error(name, array, args, kwargs):
+    results = []
+    for lib in (tg, torch):
+        try:
+            results.append(_blocks_run(lib, name, array, args, kwargs))
+        except (RuntimeError, IndexError) as e:
+            results.append((type(e).__name__, str(e)))
+    mine, theirs = results
+    if isinstance(theirs[0], str) or isinstance(mine[0], str):
+        assert mine == theirs
+        return
+    assert mine[2] == theirs[2]
+    for a, b in zip(mine[:2], theirs[:2]):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_blocks())
+def test_unfold_matches_torch(case):
+    kwargs, size, batch, channels, rng = case
+    shape = ((batch,) if batch is not None else ()) + (channels,) + size
+    _same_or_same_error("unfold", rng.standard_normal(shape), (), kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_blocks(), off=st.sampled_from([0, 0, 0, 1]))
+def test_fold_matches_torch(case, off):
+    kwargs, size, batch, channels, rng = case
+    (kh, kw), (dh, dw) = kwargs["kernel_size"], kwargs["dilation"]
+    (ph, pw), (sh, sw) = kwargs["padding"], kwargs["stride"]
+    blocks = ((size[0] + 2 * ph - dh * (kh - 1) - 1) // sh + 1) * \
+        ((size[1] + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
+    shape = ((batch,) if batch is not None else ()) + (channels * kh * kw, max(1, blocks + off))
+    _same_or_same_error("fold", rng.standard_normal(shape), (size,), kwargs)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.unfold(lib.ones(2, 3), 2),
+    lambda lib: lib.nn.functional.unfold(lib.ones(1, 2, 3, 4, 5), 2),
+    lambda lib: lib.nn.functional.unfold(lib.ones(1, 1, 4, 4), (2, 2, 2)),
+    lambda lib: lib.nn.functional.unfold(lib.ones(1, 1, 4, 4), 2, dilation=0, padding=-1),
+    lambda lib: lib.nn.functional.unfold(lib.ones(1, 1, 4, 4), 2, padding=-1, stride=0),
+    lambda lib: lib.nn.functional.unfold(lib.ones(1, 1, 4, 4), 0),
+    lambda lib: lib.nn.functional.fold(lib.ones(1, 4, 4), (3, 3), 2, dilation=0, stride=0),
+    lambda lib: lib.nn.functional.fold(lib.ones(1, 4, 4), (3, 3, 3), 2),
+    lambda lib: lib.nn.functional.fold(lib.ones(1, 7, 4), (3, 3), 2),
+    lambda lib: lib.nn.functional.fold(lib.ones(4), (3, 3), 2),
+    lambda lib: lib.nn.functional.fold(lib.ones(2, 4, 0), (3, 3), 2),
+], ids=lambda c: "")
+def test_block_errors_match_torch(call):
+    with pytest.raises((RuntimeError, IndexError)) as theirs:
+        call(torch)
+    with pytest.raises(theirs.type) as mine:
+        call(tg)
+    assert str(mine.value) == str(theirs.value)
+
+
+def test_fold_of_unfold_counts_the_blocks_over_each_pixel():
+    x = tg.ones(1, 2, 5, 5, requires_grad=True)
+    kwargs = dict(kernel_size=3, padding=1, stride=2)
+    counts = F.fold(F.unfold(x, **kwargs), (5, 5), **kwargs)
+    expected = torch.nn.functional.fold(torch.nn.functional.unfold(
+        torch.ones(1, 2, 5, 5), **kwargs), (5, 5), **kwargs)
+    np.testing.assert_array_equal(counts.detach().numpy(), expected.numpy())
+    counts.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), expected.numpy())
+
+
+def test_block_modules_print_and_compute_as_torch():
+    for make, shape in ((lambda lib: lib.nn.Unfold((2, 3), stride=2), (2, 3, 5, 6)),
+                        (lambda lib: lib.nn.Fold((4, 5), 2, padding=1), (2, 8, 30))):
+        mine, theirs = make(tg), make(torch)
+        assert repr(mine) == repr(theirs)
+        x = np.random.default_rng(5).standard_normal(shape)
+        np.testing.assert_allclose(mine(tg.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy(),
+                                   rtol=1e-12, atol=1e-13)
+
+
+def test_compile_replays_patches_with_new_inputs():
+    weight = tg.tensor(np.random.default_rng(6).standard_normal((4, 12)), requires_grad=True)
+
+    def patch_model(x):     # ViT-style: patches as columns, a linear map on each
+        return (weight @ F.unfold(x, 2, stride=2)).tanh().sum()
+    step = tg.compile(patch_model)
+    for seed in range(3):
+        value = np.random.default_rng(20 + seed).standard_normal((2, 3, 4, 6))
+        weight.grad = None
+        loss = step(tg.tensor(value))
+        loss.backward()
+        compiled = weight.grad.numpy().copy()
+        weight.grad = None
+        eager = patch_model(tg.tensor(value))
+        eager.backward()
+        np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
+        np.testing.assert_allclose(compiled, weight.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert step.stats.replays == 2, step.stats.eager_reasons
