@@ -525,3 +525,17 @@ def test_encoder_fast_path_flag_and_warning_follow_torch(activation):
         caught = _warnings_of(lambda: lib.nn.TransformerEncoder(layer, 2))
         return layer.activation_relu_or_gelu, caught
     assert build(tg) == build(torch)
+
+
+def test_compile_of_instance_norm_tracking_statistics_keeps_them_right():
+    # (moving running statistics is a change of state: the compiled call runs eagerly, as
+    # for BatchNorm, and must leave the same statistics as plain calls)
+    compiled, plain = nn.InstanceNorm1d(3, track_running_stats=True), \
+        nn.InstanceNorm1d(3, track_running_stats=True)
+    step = tg.compile(lambda x: compiled(x).pow(3).sum())
+    for seed in range(3):
+        x = rng(180 + seed).standard_normal((2, 3, 5)) + seed
+        np.testing.assert_allclose(step(tg.tensor(x)).item(),
+                                   plain(tg.tensor(x)).pow(3).sum().item(), rtol=1e-12)
+    np.testing.assert_array_equal(compiled.running_mean.numpy(), plain.running_mean.numpy())
+    np.testing.assert_array_equal(compiled.running_var.numpy(), plain.running_var.numpy())
