@@ -539,3 +539,29 @@ def test_compile_of_instance_norm_tracking_statistics_keeps_them_right():
                                    plain(tg.tensor(x)).pow(3).sum().item(), rtol=1e-12)
     np.testing.assert_array_equal(compiled.running_mean.numpy(), plain.running_mean.numpy())
     np.testing.assert_array_equal(compiled.running_var.numpy(), plain.running_var.numpy())
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("left_aligned", [True, False])
+def test_encoder_inference_without_gradients_zeroes_padded_positions_as_torch(batch_first,
+                                                                               left_aligned):
+    ours, theirs = build_both("TransformerEncoderLayer", (8, 2),
+                              {"dim_feedforward": 16, "batch_first": batch_first})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # (the reason for no fast path when not batch first)
+        ours = nn.TransformerEncoder(ours, 2, norm=nn.LayerNorm(8)).eval()
+        theirs = torch.nn.TransformerEncoder(theirs, 2, norm=torch.nn.LayerNorm(8)).eval()
+    padding = np.array([[False, False, False, True, True], [False] * 5])
+    if not left_aligned:
+        padding[1, 2] = True
+    x = randn(190, 2, 5, 8) if batch_first else randn(190, 5, 2, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # (PyTorch's nested tensors are a prototype)
+        with torch.no_grad():
+            expected = theirs(torch.tensor(x), src_key_padding_mask=torch.tensor(padding))
+    with tg.no_grad():
+        out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(padding))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-11, atol=1e-12)
+    with tg.no_grad():       # a float mask, the same keys masked
+        out = ours(tg.tensor(x), src_key_padding_mask=tg.tensor(np.where(padding, -np.inf, 0.0)))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-11, atol=1e-12)

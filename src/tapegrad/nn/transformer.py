@@ -7,6 +7,7 @@ import math
 import warnings
 
 import tapegrad as tg
+from tapegrad.tape import state as _state
 
 from . import functional as F
 from .containers import ModuleList
@@ -173,13 +174,49 @@ class TransformerEncoder(Module):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                mask, "mask", src.dtype)
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        kept = self._nested_positions(src, mask, src_key_padding_mask)
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                            is_causal=bool(is_causal))
+        if kept is not None:
+            # PyTorch's inference path computes the kept positions only (the same numbers)
+            # and pads the others with 0 before the final norm
+            output = tg.where(kept.unsqueeze(-1), output, tg.zeros((), dtype=output.dtype))
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _nested_positions(self, src, mask, padding):
+        """The positions PyTorch's nested-tensor inference path keeps (True), when it would
+        take that path, else None: in eval mode, for a batched input with a key padding mask
+        and no attention mask, when no gradient is being recorded, and (with ``mask_check``)
+        when every row's kept keys come first."""
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.dim() != 3 or padding is None \
+                or mask is not None:
+            return None
+        weights = (first.self_attn.in_proj_weight, first.self_attn.in_proj_bias,
+                   first.self_attn.out_proj.weight, first.self_attn.out_proj.bias,
+                   first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                   first.linear1.weight, first.linear1.bias, first.linear2.weight,
+                   first.linear2.bias)
+        if tg.is_grad_enabled() and any(t is not None and t.requires_grad
+                                        for t in (src, *weights)):
+            return None
+        kept = padding == 0
+        if self.mask_check:
+            if _state.trace is not None:
+                # whether the path is taken depends on the mask's values
+                _state.trace.opaque("TransformerEncoder's inference path reads the padding "
+                                    "mask's values")
+            # left aligned: no kept key after a padded one
+            if bool((kept[:, 1:] & ~kept[:, :-1]).any()):
+                return None
+        if not first.self_attn.batch_first:
+            kept = kept.transpose(0, 1)         # (the output is (S, N, E))
+        return kept
 
 
 class TransformerDecoderLayer(Module):
