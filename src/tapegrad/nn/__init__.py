@@ -6,19 +6,27 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout,
                       Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
-                      Sequential, Sigmoid, Softmax, Tanh, Unflatten, Upsample, ZeroPad2d)
+                      PixelShuffle, Sequential, Sigmoid, Softmax, Tanh, Unflatten, Upsample,
+                      UpsamplingNearest2d, ZeroPad2d)
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
-                         Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
-from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, Conv3d,
-                   ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool2d)
+                         Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
+                   Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+                   MaxPool1d, MaxPool2d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, Fold, MultiheadAttention,
                      PairwiseDistance, Unfold)
-from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
-                   PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
+                   KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
+                   PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+                            LayerNorm, RMSNorm)
+from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
+                      ZeroPad1d)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
-from .transformer import TransformerEncoderLayer
+from .transformer import (TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
 from . import utils
 
 __all__ = [
@@ -37,6 +45,12 @@ __all__ = [
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
     "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "InstanceNorm1d", "InstanceNorm2d",
+    "PixelShuffle", "Softmax2d", "ZeroPad1d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+    "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder",
 ]
 
 

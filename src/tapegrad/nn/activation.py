@@ -10,6 +10,7 @@ __all__ = [
     "GELU", "SiLU", "ELU", "SELU", "CELU", "LeakyReLU", "Softplus", "Mish", "Hardtanh", "ReLU6",
     "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "Tanhshrink", "Softshrink",
     "Hardshrink", "Threshold", "GLU", "Softmin", "PReLU", "RReLU",
+    "Softmax2d",
 ]
 
 
@@ -438,6 +439,25 @@ class PReLU(Module):
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
+
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at each position of ``(N, C, H, W)`` or ``(C, H, W)``
+    (dimension -3).
+
+    Example:
+        >>> nn.Softmax2d()(tg.zeros(2, 1, 1))
+        tensor([[[0.5000]],
+        <BLANKLINE>
+                [[0.5000]]])
+    """
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -1,5 +1,5 @@
 """Convolution and pooling layers as in ``torch.nn``: ``Conv1d``, ``Conv2d``, their transposes,
-``MaxPool2d``, ``AvgPool2d``, with PyTorch's parameters, initialisation and reprs."""
+their 1-d and 2-d (and adaptive) poolings, with PyTorch's parameters, initialisation and reprs."""
 import math
 
 import tapegrad as tg
@@ -9,8 +9,8 @@ from . import init
 from .modules import Module, Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d"]
+           "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
 
 
 def _tuple(value, n):
@@ -237,6 +237,39 @@ class ConvTranspose3d(_ConvTransposeNd):
     _function = F.conv_transpose3d
 
 
+class MaxPool1d(Module):
+    """The largest value of each window along the last dimension: ``F.max_pool1d``
+    (``stride`` defaults to ``kernel_size``).
+
+    Shape: ``(N, C, L)`` or ``(C, L)`` -> ``(..., L_out)``.
+
+    Example:
+        >>> pool = nn.MaxPool1d(2)
+        >>> pool
+        MaxPool1d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+        >>> pool(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+        tensor([[[3., 2.]]])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
 class MaxPool2d(Module):
     """The largest value of each window: ``F.max_pool2d`` (``stride`` defaults to
     ``kernel_size``).
@@ -299,6 +332,38 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool1d(Module):
+    """The mean of each window along the last dimension: ``F.avg_pool1d`` (``stride``
+    defaults to ``kernel_size``).
+
+    Shape: ``(N, C, L)`` or ``(C, L)`` -> ``(..., L_out)``.
+
+    Example:
+        >>> pool = nn.AvgPool1d(2)
+        >>> pool
+        AvgPool1d(kernel_size=(2,), stride=(2,), padding=(0,))
+        >>> pool(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+        tensor([[[2., 1.]]])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        # PyTorch keeps these as 1-tuples (its repr shows them so)
+        self.kernel_size = _tuple(kernel_size, 1)
+        self.stride = _tuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _tuple(padding, 1)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
 class AdaptiveAvgPool1d(Module):
     """Average pooling to a fixed ``output_size``: ``F.adaptive_avg_pool1d``.
 
@@ -336,6 +401,33 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
 
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    """Max pooling into a fixed ``output_size`` grid of windows: ``F.adaptive_max_pool2d``
+    (an int for a square grid, ``None`` keeps a dimension's size; ``return_indices`` is not
+    supported yet and raises NotImplementedError when called).
+
+    Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> pool = nn.AdaptiveMaxPool2d((1, None))
+        >>> pool
+        AdaptiveMaxPool2d(output_size=(1, None))
+        >>> pool(tg.tensor([[[1.0, 4.0], [3.0, 2.0]]]))
+        tensor([[[3., 4.]]])
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

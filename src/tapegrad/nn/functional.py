@@ -1715,6 +1715,15 @@ def pad(input, pad, mode="constant", value=None):
             f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    dims = len(pad) // 2
+    if mode != "constant" and (dims > 3 or input.ndim not in (dims + 1, dims + 2)):
+        # the other modes pad 1 to 3 trailing dimensions of a batch of channels, as PyTorch's
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     out = input
     for k in range(len(pad) // 2):
         dim = input.ndim - 1 - k
@@ -2466,18 +2475,21 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    """Normalise each channel of each sample of ``(N, C, *)`` over its positions: group_norm
-    with one group per channel (running statistics are not supported yet).
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions (or, without
+    ``use_input_stats``, with the per-channel ``running_mean`` and ``running_var``). Given
+    running statistics are updated in place with the mean over the samples of each one's
+    statistics, as PyTorch does.
 
     Example:
         >>> F.instance_norm(tg.tensor([[[1.0, 3.0], [2.0, 2.0]]]))
         tensor([[[-1.0000,  1.0000],
                  [ 0.0000,  0.0000]]])
     """
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm: running statistics are not supported yet")
     shape = input.shape
-    if len(shape) < 2 or math.prod(shape[2:]) == 1:
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    if use_input_stats and (len(shape) < 2 or math.prod(shape[2:]) == 1):
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{shape}")
     # PyTorch's: each (sample, channel) pair a channel of a one-sample batch_norm (its nodes:
@@ -2490,7 +2502,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             if t.numel() != n * c:
                 raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel()}")
         affine.append(t)
-    out = batch_norm(input.reshape(1, n * c, *shape[2:]), None, None, *affine, True, 0.0, eps)
+    # the running statistics repeated per sample, moved by batch_norm, then averaged back
+    stats = [None if t is None else t.detach().repeat(n) for t in (running_mean, running_var)]
+    out = batch_norm(input.reshape(1, n * c, *shape[2:]), *stats, *affine, use_input_stats,
+                     momentum, eps)
+    if use_input_stats:
+        with tg.no_grad():
+            for t, moved in zip((running_mean, running_var), stats):
+                if t is not None:
+                    t.copy_(moved.reshape(n, c).mean(0))
     return out.reshape(shape)
 
 
@@ -2583,6 +2603,9 @@ def pixel_shuffle(input, upscale_factor):
                   [2., 3.]]]])
     """
     r = upscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
     *batch, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "

@@ -5,7 +5,8 @@ from .modules import _Loss
 
 __all__ = [
     "HuberLoss", "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-    "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+    "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss",
 ]
 
 
@@ -179,6 +180,95 @@ class TripletMarginLoss(_LegacyLoss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+
+class _WeightedLegacyLoss(_LegacyLoss):
+    """A legacy loss with an optional per-class ``weight``, held as a buffer as in PyTorch
+    (so it is in ``state_dict()`` and follows ``.to()``)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class SoftMarginLoss(_LegacyLoss):
+    """Two-class logistic loss ``log(1 + exp(-y x))`` for targets of +1 and -1:
+    ``F.soft_margin_loss``.
+
+    Shape: input and target of one shape -> ``()`` (that shape with ``"none"``).
+
+    Example:
+        >>> nn.SoftMarginLoss()(tg.tensor([0.0, 2.0]), tg.tensor([1.0, -1.0]))
+        tensor(1.4100)
+    """
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLegacyLoss):
+    """Binary cross-entropy of each of ``C`` labels from logits, averaged over the labels
+    (each scaled by ``weight``): ``F.multilabel_soft_margin_loss``.
+
+    Shape: input and target ``(N, C)`` -> ``()`` (``(N,)`` with ``"none"``).
+
+    Example:
+        >>> nn.MultiLabelSoftMarginLoss()(tg.tensor([[0.0, 0.0]]), tg.tensor([[1.0, 0.0]]))
+        tensor(0.6931)
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLegacyLoss):
+    """Multi-class hinge loss of scores and class indices (``p`` 1 or 2, a ``margin``, an
+    optional per-class ``weight``): ``F.multi_margin_loss``.
+
+    Shape: input ``(N, C)`` or ``(C,)``, target ``(N,)`` or ``()`` -> ``()`` (the target's
+    shape with ``"none"``).
+
+    Example:
+        >>> nn.MultiMarginLoss()(tg.tensor([[0.1, 0.2, 0.4, 0.8]]), tg.tensor([3]))
+        tensor(0.3250)
+    """
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_LegacyLoss):
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1:
+    ``F.hinge_embedding_loss``.
+
+    Shape: input and target of one shape -> ``()`` (that shape with ``"none"``).
+
+    Example:
+        >>> nn.HingeEmbeddingLoss()(tg.tensor([0.3, 2.0]), tg.tensor([1.0, -1.0]))
+        tensor(0.1500)
+    """
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

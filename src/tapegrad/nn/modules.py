@@ -75,9 +75,9 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # the values only, as PyTorch's Parameter: a copy starts without a gradient (copies
+        # of a trained layer, as TransformerEncoder makes, must not inherit its .grad)
         p = Parameter(tg.from_numpy(self._value.copy()), self.requires_grad)
-        if self._grad is not None:
-            p._grad = tg.from_numpy(self._grad._value.copy())
         memo[id(self)] = p
         return p
 
@@ -1035,6 +1035,47 @@ class Upsample(Module):
         else:
             info = f"size={self.size!r}"
         return f"{info}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling of ``(N, C, H, W)`` to ``size`` or by ``scale_factor``:
+    ``Upsample`` with ``mode="nearest"``.
+
+    Example:
+        >>> up = nn.UpsamplingNearest2d(scale_factor=2)
+        >>> up
+        UpsamplingNearest2d(scale_factor=2.0, mode='nearest')
+        >>> up(tg.tensor([[[[1.0, 2.0]]]]))
+        tensor([[[[1., 1., 2., 2.],
+                  [1., 1., 2., 2.]]]])
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class PixelShuffle(Module):
+    """Rearranges ``(*, C r^2, H, W)`` into ``(*, C, H r, W r)`` for ``r`` the
+    ``upscale_factor``: ``F.pixel_shuffle``, the sub-pixel upsampling of super-resolution
+    networks.
+
+    Example:
+        >>> shuffle = nn.PixelShuffle(2)
+        >>> shuffle
+        PixelShuffle(upscale_factor=2)
+        >>> shuffle(tg.ones(1, 8, 3, 3)).shape
+        tapegrad.Size([1, 2, 6, 6])
+    """
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
 
 
 class ZeroPad2d(Module):

@@ -1,12 +1,16 @@
-"""Normalisation layers as in ``torch.nn``: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d`` and
-``BatchNorm2d``, with PyTorch's parameters, buffers, initialisation and reprs."""
+"""Normalisation layers as in ``torch.nn``: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d``,
+``BatchNorm2d``, ``InstanceNorm1d`` and ``InstanceNorm2d``, with PyTorch's parameters, buffers,
+initialisation and reprs."""
+import warnings
+
 import tapegrad as tg
 
 from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d",
+           "InstanceNorm2d"]
 
 
 class LayerNorm(Module):
@@ -252,6 +256,77 @@ class BatchNorm2d(_BatchNorm):
         BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
     """
     _dims = (4,)
+
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalisation of each channel of each sample over its positions: ``F.instance_norm``.
+
+    The parameters and buffers are the batch norm's, with PyTorch's other defaults
+    (``affine=False``, ``track_running_stats=False``). With ``track_running_stats`` the
+    running statistics move by ``momentum`` towards the mean over the samples of each one's
+    statistics while training, and normalise in eval mode; ``num_batches_tracked`` stays 0,
+    as in PyTorch.
+    """
+
+    _unbatched = 0     # the number of dimensions of an unbatched input
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    def _normalise(self, input):
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                               self.bias, self.training or not self.track_running_stats,
+                               0.0 if self.momentum is None else self.momentum, self.eps)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self._unbatched
+        if input.shape[feature_dim] != self.num_features:
+            # the channel count matters only to the affine parameters' shapes
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. "
+                          "You can silence this warning by not passing in num_features, "
+                          "which is not used because affine=False", stacklevel=2)
+        if input.dim() == self._unbatched:
+            return self._normalise(input.unsqueeze(0)).squeeze(0)
+        return self._normalise(input)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, L)`` or ``(C, L)``: each channel of each sample
+    normalised over its length; see ``_InstanceNorm`` for the options.
+
+    Example:
+        >>> norm = nn.InstanceNorm1d(2)
+        >>> norm.affine, norm.track_running_stats
+        (False, False)
+        >>> norm(tg.tensor([[1.0, 3.0], [2.0, 6.0]]))
+        tensor([[-1.0000,  1.0000],
+                [-1.0000,  1.0000]])
+    """
+    _dims = (2, 3)
+    _unbatched = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` or ``(C, H, W)``: each channel of each
+    sample normalised over its positions, the style-transfer normalisation.
+
+    Example:
+        >>> norm = nn.InstanceNorm2d(3, affine=True)
+        >>> [name for name, _ in norm.named_parameters()]
+        ['weight', 'bias']
+        >>> norm(tg.ones(1, 3, 2, 2)).shape
+        tapegrad.Size([1, 3, 2, 2])
+    """
+    _dims = (3, 4)
+    _unbatched = 3
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
