@@ -242,6 +242,17 @@ def _load_lambdas_state_dict(scheduler, state_dict):
             fn.__dict__.update(saved)
 
 
+def _per_group_lambdas(optimizer, lr_lambda):
+    """One function per parameter group: ``lr_lambda`` for each, or the list given, which
+    must have one per group (LambdaLR's and MultiplicativeLR's rule)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                         f"{len(lr_lambda)}")
+    return list(lr_lambda)
+
+
 class LambdaLR(LRScheduler):
     """``lr = initial_lr * lr_lambda(epoch)``, one function for all groups or one each.
 
@@ -259,13 +270,7 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
@@ -676,13 +681,7 @@ class MultiplicativeLR(LRScheduler):
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(
