@@ -13,7 +13,6 @@ The key is the tape's columns themselves: the generated code holds their offsets
 scalars as literals, so it is used only for a tape equal in every one of them.  The bits are
 the interpreter's (codegen's contract, up to the sign of a zero gradient).
 """
-import threading
 from collections import OrderedDict
 
 from . import ops as K
@@ -38,7 +37,6 @@ _KEPT = 64   # keys remembered, the most recently swept
 ENABLED = True   # (tests compare against the interpreter with this off)
 
 _seen = OrderedDict()   # key -> sweeps so far (int), the Program, or why none (str)
-_lock = threading.Lock()
 generated = 0           # programs built in this process (tests read it)
 
 
@@ -73,11 +71,11 @@ def key_for(tape, seeds):
     return None
 
 
-# These two take no lock: each changes the table by single dict and list operations, which
-# the GIL makes atomic, so threads and an interrupt at any line leave it whole.  (With
-# ``with _lock:`` here, tests/test_interrupts.py's KeyboardInterrupt at some line left the
-# lock held and the next backward hung in known_plan; Python 3.11 gives the ``with`` line a
-# line event on leaving the block, before the lock's __exit__ runs.)
+# These take no lock, nor does program_for: each changes its table by single dict and list
+# operations, which the GIL makes atomic, so threads and an interrupt at any line leave it
+# whole.  (With ``with _lock:`` here, tests/test_interrupts.py's KeyboardInterrupt at some
+# line left the lock held and the next backward hung in known_plan; Python 3.11 gives the
+# ``with`` line a line event on leaving the block, before the lock's __exit__ runs.)
 def known_plan(key):
     """(columns, plan) remembered for a tape of ``key``, or None.  The columns are copies,
     equal in every value to the tape's: a sweep may read them instead of views of the tape's
@@ -121,22 +119,28 @@ def program_for(tape, key, cols, seeds, plan):
         return None
     if key is None:
         return None
-    with _lock:   # (backward runs in several threads: one count, one eviction at a time)
-        entry = _seen.get(key)
-        if entry is None:
-            _seen[key] = 1
-            while len(_seen) > _KEPT:
+    # (no lock, as known_plan: backward runs in several threads, and two of them counting
+    # the same sweep at once at worst count it once, or both build the same program, which
+    # _generated loads once)
+    entry = _seen.get(key)
+    if entry is None:
+        _seen[key] = 1
+        while len(_seen) > _KEPT:
+            try:
                 _seen.popitem(last=False)
-            return None
+            except KeyError:   # (emptied by another thread)
+                break
+        return None
+    try:
         _seen.move_to_end(key)
-        if isinstance(entry, int) and entry < max(_AFTER, _WORK // tape.top):
-            _seen[key] = entry + 1
-            return None
+    except KeyError:   # (dropped by another thread meanwhile)
+        pass
+    if isinstance(entry, int) and entry < max(_AFTER, _WORK // tape.top):
+        _seen[key] = entry + 1
+        return None
     if isinstance(entry, int):
-        # (two threads may both build it: the same program, loaded once by _generated)
         entry = _build(cols, seeds, plan)
-        with _lock:
-            _seen[key] = entry
+        _seen[key] = entry
     return entry if not isinstance(entry, str) else None
 
 
@@ -168,6 +172,5 @@ def why_not():
 
 def forget():
     """Drop every program, count and remembered plan (tests)."""
-    with _lock:
-        _seen.clear()
+    _seen.clear()
     _plans.clear()
