@@ -423,17 +423,24 @@ def _class_last(input, target):
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if input.ndim == 1:
-        if t.ndim != 0:
+        if t.ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if t.ndim == 1 and t.shape[0] != 1:
+            raise ValueError("For 1D input, 1D target must have size 1, but got target size: "
+                             f"{t.shape[0]}")
+        # (a target of one element, 0-d or not, gives a 0-d loss, as in PyTorch)
         return input.unsqueeze(0), target.reshape(1), ()
     n, c = input.shape[0], input.shape[1]
     if t.ndim == 0 or t.shape[0] != n:
-        got = t.shape[0] if t.ndim else 1
+        got = t.shape[0] if t.ndim else 0   # (PyTorch's word for a 0-d target)
         raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({got}).")
     if input.ndim == 2:
         if t.ndim != 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         return input, target, t.shape
+    if input.ndim == 4 and t.ndim != 3:
+        raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                           f"targets of dimension: {t.ndim}")
     if t.shape != (n,) + tuple(input.shape[2:]):
         raise RuntimeError(
             f"size mismatch (got input: {list(input.shape)} , target: {list(t.shape)}")
@@ -462,6 +469,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """
     _check_reduction(reduction)
     _not_differentiable("nll_loss_forward", "weight", weight)
+    if input.ndim == 3 or input.ndim > 4:
+        return _nll_spatial(input, target, weight, ignore_index, reduction)
     scores, target, out_shape = _class_last(input, target)
     c = scores.shape[1]
     if _traced(target):
@@ -487,10 +496,32 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _nll_named(loss, input)
 
 
+def _nll_spatial(input, target, weight, ignore_index, reduction):  # noqa: A002
+    """nll_loss of (N, C, d1) or (N, C, d1, ..., dk) scores, k >= 3, as PyTorch routes it:
+    the scores viewed as (N, C, 1, d1 * ... * dk) and the targets as (N, 1, d1 * ... * dk)
+    through the loss of 4-D scores, an unreduced loss viewed back to (N, d1, ..., dk).  So
+    its graph is PyTorch's: NllLoss2DBackward0 reading a view of the scores."""
+    target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
+    n, c = input.shape[0], input.shape[1]
+    t_shape = tuple(target.shape)
+    if not t_shape or t_shape[0] != n:
+        got = t_shape[0] if t_shape else 0   # (PyTorch's word for a 0-d target here)
+        raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({got}).")
+    out_shape = (n,) + tuple(input.shape[2:])
+    if t_shape != out_shape:
+        raise RuntimeError(f"Expected target size {list(out_shape)}, got {list(t_shape)}")
+    rest = math.prod(out_shape[1:])
+    loss = nll_loss(input.contiguous().view(n, c, 1, rest),
+                    target.contiguous().view(n, 1, rest), weight, ignore_index, reduction)
+    return loss.view(out_shape) if reduction == "none" else loss
+
+
 def _nll_named(loss, input):  # noqa: A002
-    # (PyTorch computes a loss over more than two dims of scores with another op, whose
-    # node, NllLoss2DBackward0, reads a view of them)
-    return _named(loss, "NllLossBackward0", input) if input.ndim <= 2 else loss
+    # (PyTorch computes a loss over 4-D scores with another op, NllLoss2DBackward0; one over
+    # 3-D or more than 4-D scores reads them through a view as 4-D: _nll_spatial)
+    if input.ndim <= 2:
+        return _named(loss, "NllLossBackward0", input)
+    return _named(loss, "NllLoss2DBackward0", input) if input.ndim == 4 else loss
 
 
 def _traced(t):
@@ -554,25 +585,78 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         tapegrad.Size([2, 3])
     """
     _check_reduction(reduction)
-    if label_smoothing != 0.0:
-        raise NotImplementedError("label_smoothing is not supported yet")
     class_dim = 0 if input.ndim == 1 else 1
     logp = tg.log_softmax(input, class_dim)
     t_value = target._value if isinstance(target, tg.Tensor) else np.asarray(target)
     # as PyTorch decides: a target of input's shape holds class probabilities, any other
     # class indices (a floating one of another shape is refused there for its dtype)
     if t_value.dtype.kind != "f" or tuple(t_value.shape) != tuple(input.shape):
-        return nll_loss(logp, target, weight, ignore_index, reduction)
+        nll = nll_loss(logp, target, weight, ignore_index, reduction)
+        if not label_smoothing > 0.0:   # (PyTorch ignores a negative one)
+            return nll
+        if label_smoothing > 1.0:
+            raise RuntimeError(_smoothing_range(label_smoothing))
+        return _smoothed_by_index(logp, nll, target, weight, ignore_index, reduction,
+                                  class_dim, label_smoothing)
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    n_classes = input.shape[class_dim]
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(_smoothing_range(label_smoothing))
+        # the target mixed with the uniform distribution, then the loss as without smoothing
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    terms = logp * target
     if weight is not None:
         shape = [1] * input.ndim
         shape[class_dim] = -1
         weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
-        logp = logp * weight.reshape(shape)
-    per_sample = -(logp * target).sum(class_dim)
-    if reduction == "mean" and input.ndim > 1:
-        # PyTorch divides by the number of samples, i.e. numel / C
-        return per_sample.sum() / (input.numel() // input.shape[1])
-    return _reduce(per_sample, reduction)
+        terms = terms * weight.reshape(shape)
+    # PyTorch's own forms, so that the result's node is its: -sum over the classes for
+    # "none", minus the whole sum for "sum", that divided by the number of samples (numel /
+    # C, in integers) for "mean"
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    if reduction == "sum":
+        return -terms.sum()
+    if input.numel() == 0:   # (PyTorch fills the empty sum with nan in place)
+        total = terms.sum()
+        return -_named(total * float("nan"), "FillBackward2", total)
+    total = -terms.sum()
+    return _named(total / (input.numel() // n_classes), "DivBackward1", total)
+
+
+def _smoothing_range(label_smoothing):
+    return f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}"
+
+
+def _smoothed_by_index(logp, nll, target, weight, ignore_index, reduction, class_dim,
+                       label_smoothing):
+    """cross_entropy with class-index targets and ``label_smoothing`` s, as PyTorch builds
+    it: ``(1 - s) * nll + (s / C) * smooth``, where a row's ``smooth`` is minus the sum of
+    its log-probabilities (each weighted by its class's weight, if given), 0 for an ignored
+    row, reduced as the loss is (a mean divides by the counted rows, or by their weights)."""
+    n_classes = logp.shape[class_dim]
+    target = target if isinstance(target, tg.Tensor) else tg.as_tensor(target)
+    ignored = target == ignore_index
+    if weight is not None:
+        weight = weight if isinstance(weight, tg.Tensor) else _constant(weight)
+        shape = [1] * logp.ndim
+        shape[class_dim] = -1
+        smooth = -(logp * weight.reshape(shape)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            smooth = smooth.sum() / weight[target[~ignored]].sum()
+        else:
+            smooth = smooth.sum() / (~ignored).sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    # (products with a number: PyTorch's C++ names them MulBackward1)
+    return (_named(nll * (1 - label_smoothing), "MulBackward1", nll)
+            + _named(smooth * (label_smoothing / n_classes), "MulBackward1", smooth))
 
 
 def _check_same_size(input, target):
