@@ -1,0 +1,372 @@
+"""``nn.utils.weight_norm`` / ``spectral_norm`` (PyTorch's hook-based API), their ``remove_*``,
+``tg._weight_norm`` and ``Module.register_forward_pre_hook`` they stand on: against PyTorch
+after the same ``manual_seed`` -- parameters, buffers, values, gradients after a backward,
+``grad_fn`` names, ``state_dict`` keys, reprs, warnings and error texts, and short training
+loops -- plus central differences of ``_weight_norm``'s gradient."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tapegrad as tg
+from tapegrad.testing import gradcheck
+
+torch = pytest.importorskip("torch")
+
+RTOL = 1e-11
+ATOL = 1e-13
+
+
+def close(ours, theirs, rtol=RTOL, atol=ATOL, what=""):
+    a = ours.detach().numpy() if isinstance(ours, tg.Tensor) else np.asarray(ours)
+    b = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else np.asarray(theirs)
+    assert a.shape == b.shape, what
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
+
+
+def build(lib, make, seed=0):
+    lib.manual_seed(seed)
+    return make(lib)
+
+
+def weight_normed(lib, make, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return lib.nn.utils.weight_norm(make(lib), **kwargs)
+
+
+def raises_same(fn_ours, fn_theirs):
+    with pytest.raises(Exception) as theirs:
+        fn_theirs()
+    with pytest.raises(type(theirs.value)) as ours:
+        fn_ours()
+    assert str(ours.value) == str(theirs.value)
+
+
+LAYERS = {
+    "linear": (lambda lib: lib.nn.Linear(4, 3), (5, 4)),
+    "conv1d": (lambda lib: lib.nn.Conv1d(2, 3, 3), (2, 2, 7)),
+    "conv2d": (lambda lib: lib.nn.Conv2d(2, 3, (2, 3)), (2, 2, 5, 5)),
+    "convT2d": (lambda lib: lib.nn.ConvTranspose2d(3, 2, 2), (1, 3, 3, 4)),
+    "bilinear": (lambda lib: lib.nn.Bilinear(3, 2, 4), None),
+}
+
+
+def layer_input(lib, key):
+    shape = LAYERS[key][1]
+    return lib.tensor(np.random.default_rng(7).standard_normal(shape))
+
+
+# --- weight_norm --------------------------------------------------------------------------
+@pytest.mark.parametrize("key,dim", [(key, dim) for key in ("linear", "conv1d", "conv2d",
+                                                                "convT2d")
+                                       for dim in (0, 1, -1, None, 2, -2)
+                                       if not (key == "linear" and dim == 2)])
+def test_weight_norm_values_gradients_and_nodes(key, dim):
+    make = LAYERS[key][0]
+    tm = build(torch, lambda lib: weight_normed(lib, make, dim=dim))
+    gm = build(tg, lambda lib: weight_normed(lib, make, dim=dim))
+    assert list(gm.state_dict()) == list(tm.state_dict())
+    assert [n for n, _ in gm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert repr(gm) == repr(tm)
+    close(gm.weight_g, tm.weight_g, what="weight_g")
+    close(gm.weight_v, tm.weight_v, what="weight_v")
+    close(gm.weight, tm.weight, what="weight before the first forward")
+    assert gm.weight.grad_fn.name() == tm.weight.grad_fn.name()
+    out, tout = gm(layer_input(tg, key)), tm(layer_input(torch, key))
+    close(out, tout, what="output")
+    assert gm.weight.grad_fn.name() == tm.weight.grad_fn.name()
+    (out ** 2).sum().backward()
+    (tout ** 2).sum().backward()
+    for (name, p), (_, tp) in zip(gm.named_parameters(), tm.named_parameters()):
+        close(p.grad, tp.grad, what=f"gradient of {name}")
+
+
+@pytest.mark.parametrize("dim", [2, -3])
+def test_weight_norm_dim_out_of_range_is_pytorchs_error(dim):
+    raises_same(lambda: build(tg, lambda lib: weight_normed(lib, LAYERS["linear"][0], dim=dim)),
+                lambda: build(torch, lambda lib: weight_normed(lib, LAYERS["linear"][0],
+                                                               dim=dim)))
+
+
+def test_weight_norm_warns_as_pytorch_does():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tg.nn.utils.weight_norm(tg.nn.Linear(2, 2))
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        torch.nn.utils.weight_norm(torch.nn.Linear(2, 2))
+    assert [w.category for w in caught] == [w.category for w in theirs] == [FutureWarning]
+    assert str(caught[0].message) == str(theirs[0].message).replace("torch", "tapegrad")
+    assert caught[0].filename == __file__      # points at the caller
+    # remove_weight_norm does not warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lin = weight_normed(tg, lambda lib: lib.nn.Linear(2, 2))
+        tg.nn.utils.remove_weight_norm(lin)
+
+
+def test_weight_norm_on_another_name_and_two_hooks():
+    make = LAYERS["bilinear"][0]
+    for name in ("weight", "bias"):
+        tm = build(torch, lambda lib: weight_normed(lib, make, name=name))
+        gm = build(tg, lambda lib: weight_normed(lib, make, name=name))
+        assert list(gm.state_dict()) == list(tm.state_dict())
+        close(getattr(gm, name), getattr(tm, name))
+    tm = build(torch, lambda lib: weight_normed(lib, make))
+    gm = build(tg, lambda lib: weight_normed(lib, make))
+    tm, gm = weight_normed(torch, lambda lib: tm, name="bias"), \
+        weight_normed(tg, lambda lib: gm, name="bias")
+    assert list(gm.state_dict()) == list(tm.state_dict())
+    x1 = np.random.default_rng(1).standard_normal((3, 3))
+    x2 = np.random.default_rng(2).standard_normal((3, 2))
+    out, tout = gm(tg.tensor(x1), tg.tensor(x2)), tm(torch.tensor(x1), torch.tensor(x2))
+    close(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    for (name, p), (tname, tp) in zip(gm.named_parameters(), tm.named_parameters()):
+        assert name == tname
+        close(p.grad, tp.grad, what=name)
+    torch.nn.utils.remove_weight_norm(tm, "bias")
+    tg.nn.utils.remove_weight_norm(gm, "bias")
+    assert list(gm.state_dict()) == list(tm.state_dict())
+    close(gm.bias, tm.bias)
+
+
+def test_weight_norm_errors_are_pytorchs():
+    def twice(lib):
+        lin = weight_normed(lib, lambda lib: lib.nn.Linear(3, 2))
+        return weight_normed(lib, lambda lib: lin)
+    raises_same(lambda: twice(tg), lambda: twice(torch))
+
+    def remove_twice(lib):
+        lin = weight_normed(lib, lambda lib: lib.nn.Linear(3, 2))
+        lib.nn.utils.remove_weight_norm(lin)
+        lib.nn.utils.remove_weight_norm(lin)
+    raises_same(lambda: remove_twice(tg), lambda: remove_twice(torch))
+    raises_same(lambda: tg.nn.utils.remove_weight_norm(tg.nn.Linear(3, 2), "bias"),
+                lambda: torch.nn.utils.remove_weight_norm(torch.nn.Linear(3, 2), "bias"))
+    raises_same(lambda: weight_normed(tg, lambda lib: lib.nn.Linear(3, 2), name="foo"),
+                lambda: weight_normed(torch, lambda lib: lib.nn.Linear(3, 2), name="foo"))
+
+
+def test_remove_weight_norm_keeps_the_recomputed_weight():
+    make = LAYERS["conv1d"][0]
+    tm = build(torch, lambda lib: weight_normed(lib, make))
+    gm = build(tg, lambda lib: weight_normed(lib, make))
+    with torch.no_grad():
+        tm.weight_g.mul_(2.0)
+    with tg.no_grad():
+        gm.weight_g.mul_(2.0)
+    torch.nn.utils.remove_weight_norm(tm)
+    assert tg.nn.utils.remove_weight_norm(gm) is gm
+    assert list(gm.state_dict()) == list(tm.state_dict()) == ["bias", "weight"]
+    assert type(gm.weight) is tg.nn.Parameter and gm.weight.grad_fn is None
+    close(gm.weight, tm.weight)
+    assert not gm._forward_pre_hooks
+    close(gm(layer_input(tg, "conv1d")), tm(layer_input(torch, "conv1d")))
+
+
+@settings(max_examples=25)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test__weight_norm_matches_pytorch(shape, data):
+    ndim = len(shape)
+    dim = data.draw(st.integers(-1, ndim - 1), label="dim")
+    rng = np.random.default_rng(len(shape) + 10 * (dim + 1))
+    v = rng.standard_normal(shape) + 0.1
+    if dim == -1:
+        g = np.array(rng.standard_normal())
+    else:
+        g = rng.standard_normal([s if i == dim else 1 for i, s in enumerate(shape)])
+    tv, tgg = torch.tensor(v, requires_grad=True), torch.tensor(g, requires_grad=True)
+    ov, og = tg.tensor(v, requires_grad=True), tg.tensor(g, requires_grad=True)
+    tout, out = torch._weight_norm(tv, tgg, dim), tg._weight_norm(ov, og, dim)
+    close(out, tout)
+    assert out.grad_fn.name() == tout.grad_fn.name()
+    cot = rng.standard_normal(shape)
+    tout.backward(torch.tensor(cot))
+    out.backward(tg.tensor(cot))
+    close(ov.grad, tv.grad, what="v")
+    close(og.grad, tgg.grad, what="g")
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test__weight_norm_gradient_is_central_differences(dim):
+    rng = np.random.default_rng(3)
+    v = tg.tensor(rng.standard_normal((3, 2, 4)) + 0.2, requires_grad=True)
+    gshape = () if dim == -1 else [s if i == dim else 1 for i, s in enumerate((3, 2, 4))]
+    g = tg.tensor(rng.standard_normal(gshape), requires_grad=True)
+    assert gradcheck(lambda v, g: tg._weight_norm(v, g, dim), v, g)
+
+
+def test_weight_norm_training_loop_agrees_with_pytorch():
+    def make(lib):
+        return lib.nn.Sequential(weight_normed(lib, lambda lib: lib.nn.Linear(4, 8)),
+                                 lib.nn.Tanh(),
+                                 weight_normed(lib, lambda lib: lib.nn.Linear(8, 1), dim=None))
+    tm, gm = build(torch, make), build(tg, make)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1, momentum=0.9)
+    gopt = tg.optim.SGD(gm.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((16, 4)), rng.standard_normal((16, 1))
+    for _ in range(8):
+        losses = []
+        for lib, m, opt in ((torch, tm, topt), (tg, gm, gopt)):
+            opt.zero_grad()
+            loss = ((m(lib.tensor(x)) - lib.tensor(y)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[1] == pytest.approx(losses[0], rel=1e-10)
+    for (name, p), (_, tp) in zip(gm.named_parameters(), tm.named_parameters()):
+        close(p, tp, rtol=1e-10, atol=1e-12, what=name)
+    close(gm(tg.tensor(x)), tm(torch.tensor(x)), rtol=1e-10, atol=1e-12)
+
+
+# --- spectral_norm ------------------------------------------------------------------------
+SPECTRAL = [("linear", {}), ("conv2d", {}), ("convT2d", {}), ("conv1d", {"dim": 1}),
+            ("linear", {"n_power_iterations": 3}), ("conv2d", {"eps": 1e-3, "dim": 2})]
+
+
+@pytest.mark.parametrize("key,kwargs", SPECTRAL)
+def test_spectral_norm_buffers_values_gradients(key, kwargs):
+    make = LAYERS[key][0]
+    tm = build(torch, lambda lib: lib.nn.utils.spectral_norm(make(lib), **kwargs))
+    gm = build(tg, lambda lib: lib.nn.utils.spectral_norm(make(lib), **kwargs))
+    assert list(gm.state_dict()) == list(tm.state_dict())
+    assert [n for n, _ in gm.named_buffers()] == [n for n, _ in tm.named_buffers()]
+    assert [n for n, _ in gm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert repr(gm) == repr(tm)
+    close(gm.weight_u, tm.weight_u, what="u drawn after the same seed")
+    close(gm.weight_v, tm.weight_v, what="v drawn after the same seed")
+    close(gm.weight, tm.weight)
+    assert gm.weight.grad_fn is None and tm.weight.grad_fn is None
+    for step in range(3):
+        out, tout = gm(layer_input(tg, key)), tm(layer_input(torch, key))
+        close(out, tout, what=f"output {step}")
+        assert gm.weight.grad_fn.name() == tm.weight.grad_fn.name()
+        (out ** 2).sum().backward()
+        (tout ** 2).sum().backward()
+        close(gm.weight_u, tm.weight_u, what=f"u after {step}")
+        close(gm.weight_v, tm.weight_v, what=f"v after {step}")
+        for (name, p), (_, tp) in zip(gm.named_parameters(), tm.named_parameters()):
+            close(p.grad, tp.grad, what=f"gradient of {name} at {step}")
+
+
+def test_spectral_norm_iterates_in_training_mode_only():
+    make = LAYERS["linear"][0]
+    tm = build(torch, lambda lib: lib.nn.utils.spectral_norm(make(lib)))
+    gm = build(tg, lambda lib: lib.nn.utils.spectral_norm(make(lib)))
+    tm.eval()
+    gm.eval()
+    u0 = gm.weight_u.detach().numpy().copy()
+    out, tout = gm(layer_input(tg, "linear")), tm(layer_input(torch, "linear"))
+    close(out, tout)
+    np.testing.assert_array_equal(gm.weight_u.detach().numpy(), u0)
+    out.sum().backward()
+    tout.sum().backward()
+    close(gm.weight_orig.grad, tm.weight_orig.grad)
+    gm.train()
+    gm(layer_input(tg, "linear"))
+    assert not np.array_equal(gm.weight_u.detach().numpy(), u0)
+
+
+def test_spectral_norm_training_loop_and_state_dict_round_trip():
+    def make(lib):
+        return lib.nn.Sequential(lib.nn.utils.spectral_norm(lib.nn.Linear(3, 6)), lib.nn.ReLU(),
+                                 lib.nn.utils.spectral_norm(lib.nn.Linear(6, 2),
+                                                            n_power_iterations=2))
+    tm, gm = build(torch, make), build(tg, make)
+    topt = torch.optim.Adam(tm.parameters(), lr=0.05)
+    gopt = tg.optim.Adam(gm.parameters(), lr=0.05)
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((10, 3)), rng.standard_normal((10, 2))
+    for _ in range(10):
+        losses = []
+        for lib, m, opt in ((torch, tm, topt), (tg, gm, gopt)):
+            opt.zero_grad()
+            loss = ((m(lib.tensor(x)) - lib.tensor(y)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[1] == pytest.approx(losses[0], rel=1e-10)
+    theirs = tm.state_dict()
+    for key, value in gm.state_dict().items():
+        close(value, theirs[key], rtol=1e-9, atol=1e-11, what=key)
+    # a fresh module loads PyTorch's state and then computes what PyTorch computes
+    fresh = build(tg, make, seed=1)
+    fresh.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.items()})
+    fresh.eval()
+    tm.eval()
+    close(fresh(tg.tensor(x)), tm(torch.tensor(x)))
+
+
+def test_remove_spectral_norm():
+    make = LAYERS["conv2d"][0]
+    tm = build(torch, lambda lib: lib.nn.utils.spectral_norm(make(lib)))
+    gm = build(tg, lambda lib: lib.nn.utils.spectral_norm(make(lib)))
+    tm(layer_input(torch, "conv2d"))
+    gm(layer_input(tg, "conv2d"))
+    torch.nn.utils.remove_spectral_norm(tm)
+    assert tg.nn.utils.remove_spectral_norm(gm) is gm
+    assert list(gm.state_dict()) == list(tm.state_dict()) == ["bias", "weight"]
+    assert type(gm.weight) is tg.nn.Parameter and gm.weight.requires_grad
+    close(gm.weight, tm.weight)
+    assert not gm._forward_pre_hooks
+
+
+def test_spectral_norm_errors_are_pytorchs():
+    def twice(lib):
+        lin = lib.nn.utils.spectral_norm(lib.nn.Linear(3, 2))
+        lib.nn.utils.spectral_norm(lin)
+    raises_same(lambda: twice(tg), lambda: twice(torch))
+    raises_same(lambda: tg.nn.utils.spectral_norm(tg.nn.Linear(3, 2), n_power_iterations=0),
+                lambda: torch.nn.utils.spectral_norm(torch.nn.Linear(3, 2),
+                                                     n_power_iterations=0))
+    raises_same(lambda: tg.nn.utils.spectral_norm(tg.nn.Linear(3, 2, bias=False), "bias"),
+                lambda: torch.nn.utils.spectral_norm(torch.nn.Linear(3, 2, bias=False),
+                                                     "bias"))
+    raises_same(lambda: tg.nn.utils.remove_spectral_norm(tg.nn.Linear(3, 2)),
+                lambda: torch.nn.utils.remove_spectral_norm(torch.nn.Linear(3, 2)))
+
+    def weight_norm_is_not_spectral(lib):
+        lib.nn.utils.remove_spectral_norm(weight_normed(lib, lambda lib: lib.nn.Linear(3, 2)))
+    raises_same(lambda: weight_norm_is_not_spectral(tg),
+                lambda: weight_norm_is_not_spectral(torch))
+
+
+# --- Module.register_forward_pre_hook -----------------------------------------------------
+def test_forward_pre_hooks_as_pytorch_runs_them():
+    def program(lib):
+        lin = build(lib, lambda lib: lib.nn.Linear(2, 2))
+        calls = []
+        first = lin.register_forward_pre_hook(
+            lambda m, args: calls.append("first") or (args[0] * 2.0))
+        lin.register_forward_pre_hook(lambda m, args: calls.append("second") or args[0] + 1.0)
+        lin.register_forward_pre_hook(lambda m, args: calls.append("front"), prepend=True)
+        x = lib.tensor([[1.0, -2.0]])
+        outs = [lin(x).detach().numpy().copy()]
+        first.remove()
+        first.remove()   # a second remove is a no-op
+        outs.append(lin(x).detach().numpy().copy())
+        kw = lin.register_forward_pre_hook(
+            lambda m, args, kwargs: calls.append("kw") or ((args[0] - 1.0,), kwargs),
+            with_kwargs=True)
+        outs.append(lin(x).detach().numpy().copy())
+        kw.remove()
+        outs.append(lin(x).detach().numpy().copy())
+        return calls, outs
+    calls, outs = program(tg)
+    tcalls, touts = program(torch)
+    assert calls == tcalls
+    for a, b in zip(outs, touts):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
+def test_forward_pre_hook_with_kwargs_bad_result_is_pytorchs_error():
+    def program(lib):
+        lin = lib.nn.Linear(2, 2)
+        lin.register_forward_pre_hook(lambda m, args, kwargs: 3, with_kwargs=True)
+        lin(lib.ones(1, 2))
+    raises_same(lambda: program(tg), lambda: program(torch))
