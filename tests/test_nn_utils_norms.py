@@ -370,3 +370,174 @@ def test_forward_pre_hook_with_kwargs_bad_result_is_pytorchs_error():
         lin.register_forward_pre_hook(lambda m, args, kwargs: 3, with_kwargs=True)
         lin(lib.ones(1, 2))
     raises_same(lambda: program(tg), lambda: program(torch))
+
+
+# --- EmbeddingBag / F.embedding_bag -------------------------------------------------------
+@st.composite
+def bags(draw):
+    rows = draw(st.integers(1, 6))
+    n = draw(st.integers(0, 9))
+    indices = draw(st.lists(st.integers(0, rows - 1), min_size=n, max_size=n))
+    cuts = sorted(draw(st.lists(st.integers(0, n), min_size=0, max_size=4)))
+    offsets = [0] + cuts
+    return rows, indices, offsets
+
+
+@settings(max_examples=40)
+@given(case=bags(), mode=st.sampled_from(["sum", "mean", "max"]),
+       last=st.booleans(), pad=st.sampled_from([None, 0, -1]), weighted=st.booleans())
+def test_embedding_bag_matches_pytorch(case, mode, last, pad, weighted):
+    rows, indices, offsets = case
+    if last and len(offsets) < 2:
+        offsets = offsets + [len(indices)]   # PyTorch crashes on a lone offset here
+    rng = np.random.default_rng(len(indices) + 10 * rows)
+    w = rng.standard_normal((rows, 3))
+    psw = rng.standard_normal(len(indices)) if weighted and mode == "sum" else None
+
+    def run(lib):
+        weight = lib.tensor(w, requires_grad=True)
+        sample = None if psw is None else lib.tensor(psw, requires_grad=True)
+        out = lib.nn.functional.embedding_bag(
+            lib.tensor(indices, dtype=lib.int64), weight, lib.tensor(offsets, dtype=lib.int64),
+            mode=mode, include_last_offset=last, padding_idx=pad, per_sample_weights=sample)
+        cot = np.random.default_rng(1).standard_normal(tuple(out.shape))
+        (out * lib.tensor(cot)).sum().backward()
+        return out, weight, sample
+    out, weight, sample = run(tg)
+    tout, tweight, tsample = run(torch)
+    close(out, tout)
+    assert out.grad_fn.name() == tout.grad_fn.name()
+    close(weight.grad, tweight.grad, what="weight gradient")
+    if sample is not None:
+        close(sample.grad, tsample.grad, what="per_sample_weights gradient")
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_2d_input_and_gradient_is_central_differences(mode):
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((7, 4))
+    idx = np.array([[0, 3, 3, 6], [2, 1, 5, 5]])
+    weight = tg.tensor(w, requires_grad=True)
+    tweight = torch.tensor(w, requires_grad=True)
+    out = tg.nn.functional.embedding_bag(tg.tensor(idx), weight, mode=mode, padding_idx=5)
+    tout = torch.nn.functional.embedding_bag(torch.tensor(idx), tweight, mode=mode,
+                                             padding_idx=5)
+    close(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    close(weight.grad, tweight.grad)
+    psw = tg.tensor(rng.standard_normal((2, 4)), requires_grad=True)
+    if mode == "sum":
+        assert gradcheck(lambda w, p: tg.nn.functional.embedding_bag(
+            tg.tensor(idx), w, mode="sum", per_sample_weights=p), weight, psw)
+    else:
+        assert gradcheck(lambda w: tg.nn.functional.embedding_bag(tg.tensor(idx), w, mode=mode),
+                         weight)
+
+
+def test_embedding_bag_module_init_repr_and_training_loop():
+    def make(lib):
+        return lib.nn.Sequential(lib.nn.EmbeddingBag(9, 4, mode="max", padding_idx=-2),
+                                 lib.nn.Linear(4, 1))
+    tm, gm = build(torch, make), build(tg, make)
+    assert repr(gm) == repr(tm)
+    close(gm[0].weight, tm[0].weight, what="N(0, 1) draws and the zeroed padding row")
+    for kwargs in ({}, {"max_norm": 1.0, "norm_type": 1.0, "mode": "sum"},
+                   {"scale_grad_by_freq": True, "padding_idx": 3}):
+        assert repr(tg.nn.EmbeddingBag(5, 2, **kwargs)) == repr(torch.nn.EmbeddingBag(5, 2,
+                                                                                      **kwargs))
+    topt = torch.optim.SGD(tm.parameters(), lr=0.2)
+    gopt = tg.optim.SGD(gm.parameters(), lr=0.2)
+    rng = np.random.default_rng(9)
+    idx = rng.integers(0, 9, size=(6, 3))
+    y = rng.standard_normal((6, 1))
+    for _ in range(6):
+        losses = []
+        for lib, m, opt in ((torch, tm, topt), (tg, gm, gopt)):
+            opt.zero_grad()
+            loss = ((m(lib.tensor(idx)) - lib.tensor(y)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[1] == pytest.approx(losses[0], rel=1e-12)
+    close(gm[0].weight, tm[0].weight)
+    pre = np.array([[1.0, 2.0], [3.0, 5.0]])
+    for lib in (tg, torch):
+        bag = lib.nn.EmbeddingBag.from_pretrained(lib.tensor(pre), mode="sum")
+        assert not bag.weight.requires_grad
+    close(tg.nn.EmbeddingBag.from_pretrained(tg.tensor(pre), freeze=False)(
+        tg.tensor([0, 1, 1]), tg.tensor([0, 1])),
+        torch.nn.EmbeddingBag.from_pretrained(torch.tensor(pre), freeze=False)(
+            torch.tensor([0, 1, 1]), torch.tensor([0, 1])))
+
+
+def test_embedding_bag_max_norm_renormalises_as_pytorch():
+    def run(lib):
+        lib.manual_seed(3)
+        bag = lib.nn.EmbeddingBag(6, 3, max_norm=0.7, mode="mean")
+        out = bag(lib.tensor([[0, 2], [2, 5]]))
+        return out, bag.weight
+    (out, w), (tout, tw) = run(tg), run(torch)
+    close(out, tout)
+    close(w, tw)
+
+
+EB_ERRORS = [
+    lambda lib: ([1, 2, 4, 4, 3], [1, 3], {}),
+    lambda lib: ([1, 2, 4, 4, 3], [0, 3, 9], {}),
+    lambda lib: ([1, 7], [0], {}),
+    lambda lib: ([1, -1], [0], {}),
+    lambda lib: ([1, 2], [0], {"mode": "foo"}),
+    lambda lib: ([1, 2], [0], {"padding_idx": 9}),
+    lambda lib: ([1, 2], [0], {"padding_idx": -6}),
+    lambda lib: ([1, 2], None, {}),
+    lambda lib: ([1, 2], [[0]], {}),
+    lambda lib: ([[[1, 2]]], None, {}),
+    lambda lib: ([[1, 2]], [0], {}),
+    lambda lib: ([1, 2], [0], {"per_sample_weights": lib.ones(3)}),
+    lambda lib: ([1, 2], [0], {"per_sample_weights": lib.ones(2), "mode": "mean"}),
+    lambda lib: ([1, 2], [0], {"per_sample_weights": lib.ones(2), "mode": "max"}),
+    lambda lib: ([1, 2], [0], {"mode": "max", "scale_grad_by_freq": True}),
+    lambda lib: ([1, 2], [0], {"mode": "max", "sparse": True}),
+    lambda lib: ([1.0, 2.0], [0], {}),
+    lambda lib: ([1, 2], [0.0], {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EB_ERRORS)))
+def test_embedding_bag_errors_are_pytorchs(case):
+    def call(lib):
+        indices, offsets, kwargs = EB_ERRORS[case](lib)
+        weight = lib.ones(5, 3, requires_grad=True)
+        lib.nn.functional.embedding_bag(
+            lib.tensor(indices), weight, None if offsets is None else lib.tensor(offsets),
+            **kwargs)
+
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        call(tg)
+    assert str(ours.value) == str(theirs.value).replace("torch", "tapegrad")
+    raises_same(lambda: tg.nn.functional.embedding_bag(tg.tensor([1]), tg.ones(5),
+                                                       tg.tensor([0])),
+                lambda: torch.nn.functional.embedding_bag(torch.tensor([1]), torch.ones(5),
+                                                          torch.tensor([0])))
+
+
+def test_embedding_bag_module_padding_errors():
+    for kwargs in ({"padding_idx": 5}, {"padding_idx": -6}, {"_weight": tg.ones(2, 2)}):
+        theirs = {k: torch.ones(2, 2) if k == "_weight" else v for k, v in kwargs.items()}
+        raises_same(lambda: tg.nn.EmbeddingBag(5, 2, **kwargs),
+                    lambda: torch.nn.EmbeddingBag(5, 2, **theirs))
+
+
+def test_embedding_bag_max_gives_a_tie_to_the_first_row():
+    def run(lib):
+        weight = lib.tensor([[1.0, 2.0], [1.0, 3.0], [0.5, 3.0]], requires_grad=True)
+        out = lib.nn.functional.embedding_bag(lib.tensor([2, 0, 1, 2]), weight,
+                                              lib.tensor([0, 1]), mode="max")
+        out.sum().backward()
+        return out, weight.grad
+    (out, grad), (tout, tgrad) = run(tg), run(torch)
+    close(out, tout)
+    close(grad, tgrad)

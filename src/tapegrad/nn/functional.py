@@ -1666,10 +1666,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
             f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
     if input.ndim == 2:
         if offsets is not None:
+            # PyTorch's type shows as <class 'torch.Tensor'>: ours by its public name too
+            kind = "<class 'tapegrad.Tensor'>" if type(offsets) is tg.Tensor else type(offsets)
             raise ValueError(
                 "if input is 2D, then offsets has to be None, as input is treated is a "
                 "mini-batch of fixed length sequences. However, found offsets of type "
-                f"{type(offsets)}")
+                f"{kind}")
         offsets = np.arange(0, input.numel(), input.shape[1], dtype=np.int64)
         include_last_offset = False
         input = input.reshape(-1)
