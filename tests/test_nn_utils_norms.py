@@ -41,7 +41,8 @@ def raises_same(fn_ours, fn_theirs):
         fn_theirs()
     with pytest.raises(type(theirs.value)) as ours:
         fn_ours()
-    assert str(ours.value) == str(theirs.value)
+    # PyTorch's type names (torch.Size, torch.Tensor) read tapegrad's
+    assert str(ours.value) == str(theirs.value).replace("torch", "tapegrad")
 
 
 LAYERS = {
@@ -541,3 +542,129 @@ def test_embedding_bag_max_gives_a_tie_to_the_first_row():
     (out, grad), (tout, tgrad) = run(tg), run(torch)
     close(out, tout)
     close(grad, tgrad)
+
+
+# --- parametrize / parametrizations.weight_norm -------------------------------------------
+def test_parametrizations_weight_norm_matches_pytorch():
+    import tapegrad.nn.utils.parametrizations as gps
+    from torch.nn.utils import parametrizations as tps
+    from tapegrad.nn.utils import parametrize as gp
+    from torch.nn.utils import parametrize as tp
+    for key in ("linear", "conv2d"):
+        for dim in (0, 1, None):
+            make = LAYERS[key][0]
+            tm = build(torch, lambda lib: tps.weight_norm(make(lib), dim=dim))
+            gm = build(tg, lambda lib: gps.weight_norm(make(lib), dim=dim))
+            assert repr(gm) == repr(tm)
+            assert type(gm).__name__ == type(tm).__name__
+            assert list(gm.state_dict()) == list(tm.state_dict())
+            assert gp.is_parametrized(gm, "weight") and not gp.is_parametrized(gm, "bias")
+            assert gp.type_before_parametrizations(gm).__name__ == \
+                tp.type_before_parametrizations(tm).__name__
+            for name, value in gm.state_dict().items():
+                close(value, tm.state_dict()[name], what=name)
+            assert gm.weight.grad_fn.name() == tm.weight.grad_fn.name()
+            out, tout = gm(layer_input(tg, key)), tm(layer_input(torch, key))
+            close(out, tout)
+            (out ** 2).sum().backward()
+            (tout ** 2).sum().backward()
+            for (name, p), (tname, tpar) in zip(gm.named_parameters(), tm.named_parameters()):
+                assert name == tname
+                close(p.grad, tpar.grad, what=name)
+            # assigning the weight stores its right_inverse
+            w = np.random.default_rng(2).standard_normal(tuple(gm.weight.shape))
+            gm.weight = tg.tensor(w)
+            tm.weight = torch.tensor(w)
+            for name, value in gm.state_dict().items():
+                close(value, tm.state_dict()[name], what=f"{name} after assignment")
+            gp.remove_parametrizations(gm, "weight")
+            tp.remove_parametrizations(tm, "weight")
+            assert type(gm).__name__ == type(tm).__name__
+            assert list(gm.state_dict()) == list(tm.state_dict())
+            assert type(gm.weight) is tg.nn.Parameter
+            close(gm.weight, tm.weight)
+
+
+def test_register_parametrization_chains_caches_and_removes_as_pytorch():
+    def run(lib, p):
+        class Symmetric(lib.nn.Module):
+            def forward(self, x):
+                return x.triu() + x.triu(1).transpose(0, 1)
+
+        class Scale(lib.nn.Module):
+            def forward(self, x):
+                return 2.0 * x
+
+            def right_inverse(self, x):
+                return x / 2.0
+        lin = build(lib, lambda lib: lib.nn.Linear(3, 3))
+        p.register_parametrization(lin, "weight", Symmetric())
+        p.register_parametrization(lin, "weight", Scale())
+        shown = [repr(lin), list(lin.state_dict())]
+        x = lib.tensor(np.random.default_rng(3).standard_normal((2, 3)))
+        out = lin(x)
+        out.sum().backward()
+        with p.cached():
+            same = lin.weight is lin.weight
+        grad = lin.parametrizations.weight.original.grad
+        with pytest.raises(RuntimeError) as err:
+            lin.weight = lib.ones(3, 3)
+        shown.append(str(err.value))
+        kept = lin.weight.detach().numpy().copy()
+        p.remove_parametrizations(lin, "weight", leave_parametrized=False)
+        shown.append(type(lin).__name__)
+        return shown, out, grad, same, kept, lin.weight
+    from tapegrad.nn.utils import parametrize as gp
+    from torch.nn.utils import parametrize as tp
+    (shown, out, grad, same, kept, w), (tshown, tout, tgrad, tsame, tkept, tw) = \
+        run(tg, gp), run(torch, tp)
+    assert shown == tshown
+    assert same and tsame
+    close(out, tout)
+    close(grad, tgrad)
+    close(kept, tkept)
+    close(w, tw)
+
+
+def test_parametrize_errors_are_pytorchs():
+    from tapegrad.nn.utils import parametrize as gp
+    from torch.nn.utils import parametrize as tp
+
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return torch.cat([x, x])
+
+    class GTwice(tg.nn.Module):
+        def forward(self, x):
+            return tg.cat([x, x])
+    raises_same(lambda: gp.register_parametrization(tg.nn.Linear(2, 2), "weight", GTwice()),
+                lambda: tp.register_parametrization(torch.nn.Linear(2, 2), "weight", Twice()))
+    raises_same(lambda: gp.register_parametrization(tg.nn.Linear(2, 2), "foo", GTwice()),
+                lambda: tp.register_parametrization(torch.nn.Linear(2, 2), "foo", Twice()))
+    raises_same(lambda: gp.remove_parametrizations(tg.nn.Linear(2, 2), "weight"),
+                lambda: tp.remove_parametrizations(torch.nn.Linear(2, 2), "weight"))
+    import tapegrad.nn.utils.parametrizations as gps
+    from torch.nn.utils import parametrizations as tps
+    raises_same(lambda: gp.remove_parametrizations(gps.weight_norm(tg.nn.Linear(2, 2)),
+                                                   "weight", leave_parametrized=False),
+                lambda: tp.remove_parametrizations(tps.weight_norm(torch.nn.Linear(2, 2)),
+                                                   "weight", leave_parametrized=False))
+
+
+def test_a_parametrized_module_deep_copies_and_refuses_pickle_as_pytorch():
+    import copy
+    import pickle
+    import tapegrad.nn.utils.parametrizations as gps
+    from torch.nn.utils import parametrizations as tps
+    gm = build(tg, lambda lib: gps.weight_norm(lib.nn.Linear(3, 2)))
+    tm = build(torch, lambda lib: tps.weight_norm(lib.nn.Linear(3, 2)))
+    gc, tc = copy.deepcopy(gm), copy.deepcopy(tm)
+    assert type(gc) is type(gm) and repr(gc) == repr(tc)
+    with tg.no_grad():
+        gc.parametrizations.weight.original0.mul_(3.0)
+    close(gm.weight, tm.weight)          # the copy owns its tensors
+    with pytest.raises(RuntimeError) as theirs:
+        pickle.dumps(tm)
+    with pytest.raises(RuntimeError) as ours:
+        pickle.dumps(gm)
+    assert str(ours.value) == str(theirs.value)      # the same text, pytorch.org link included

@@ -20,7 +20,7 @@ from .modules import Parameter
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
-           "spectral_norm", "remove_spectral_norm"]
+           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations"]
 
 
 def _tensor_list(tensors):
@@ -383,6 +383,14 @@ def remove_spectral_norm(module, name="weight"):
             return module
     raise ValueError(f"spectral_norm of '{name}' not found in {module}")
 
+
+# torch.nn.utils.parametrize and .parametrizations are submodules of a package: registered
+# under those names, ``import tapegrad.nn.utils.parametrize`` works with utils a module
+import sys as _sys  # noqa: E402
+from . import parametrize, parametrizations  # noqa: E402
+
+_sys.modules[__name__ + ".parametrize"] = parametrize
+_sys.modules[__name__ + ".parametrizations"] = parametrizations
 
 from .._public import public_dir as _public_dir  # noqa: E402
 
