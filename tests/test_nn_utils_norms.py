@@ -668,3 +668,18 @@ def test_a_parametrized_module_deep_copies_and_refuses_pickle_as_pytorch():
     with pytest.raises(RuntimeError) as ours:
         pickle.dumps(gm)
     assert str(ours.value) == str(theirs.value)      # the same text, pytorch.org link included
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_in_a_compiled_function_follows_new_weights_and_indices(mode):
+    F = tg.nn.functional
+    step = tg.compile(lambda w, i, o: F.embedding_bag(i, w, o, mode=mode) * 1.0)
+    rng = np.random.default_rng(6)
+    # new indices under the same offsets, new offsets under the same indices, a new length
+    cases = [([0, 1, 1, 2], [0, 2]), ([0, 1, 1, 2], [0, 2]), ([2, 2, 0, 1], [0, 2]),
+             ([2, 2, 0, 1], [0, 1]), ([3, 0], [0, 1])]
+    for indices, offsets in cases:
+        for _ in range(2):   # new weights each call: a max picks other rows
+            w = tg.tensor(rng.standard_normal((4, 3)))
+            i, o = tg.tensor(indices), tg.tensor(offsets)
+            close(step(w, i, o), F.embedding_bag(i, w, o, mode=mode), rtol=0, atol=0)

@@ -1693,8 +1693,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
     elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
     _check_indices(input, "embedding_bag")
+    # the bags are worked out from the index values here: a compiled function guards them
+    # (new indices record again rather than replay the old bags)
+    read_value(input, "embedding_bag's indices")
     if isinstance(offsets, tg.Tensor):
         _check_indices(offsets, "embedding_bag")
+        read_value(offsets, "embedding_bag's offsets")
         offsets = offsets._value
     idx = input._value.astype(np.int64)
     rows = weight.shape[0]
@@ -1770,24 +1774,27 @@ def _bag_bounds(offsets, n, include_last_offset):
 
 
 def _bag_max(weight, picked, bag_of, bags, dim):
-    """Per bag and column, the largest of the bag's rows (the first of equal ones, as
-    PyTorch's strict comparison keeps it); an empty bag gives zeros (and no gradient)."""
-    values = weight._value[picked]
-    winner = np.zeros((bags, dim), dtype=np.int64)
-    filled = np.zeros(bags, dtype=bool)
-    start = 0
+    """Per bag and column, the largest of the bag's rows; an empty bag gives zeros (and no
+    gradient).  The bags are laid out as a padded (bags, longest, dim) gather whose maximum
+    is a recorded op, so a compiled function replays it with new weights (the choice is
+    not frozen at record time)."""
     counts = np.bincount(bag_of, minlength=bags)
-    for bag in range(bags):
-        count = counts[bag]
-        if count:
-            winner[bag] = picked[start + values[start:start + count].argmax(0)]
-            filled[bag] = True
-        start += count
-    out = weight[tg.from_numpy(winner), tg.from_numpy(np.broadcast_to(np.arange(dim),
-                                                                      (bags, dim)).copy())]
-    if filled.all():
-        return out
-    return tg.where(tg.from_numpy(filled.reshape(bags, 1)), out, tg.zeros((), dtype=weight.dtype))
+    longest = int(counts.max()) if bags else 0
+    filled = tg.from_numpy((counts > 0).reshape(bags, 1))
+    if longest == 0:
+        # no rows at all: zeros that still come from the weight, as PyTorch's node does
+        return tg.where(filled, weight[tg.from_numpy(np.zeros((bags, dim), dtype=np.int64)),
+                                       tg.from_numpy(np.zeros((bags, dim), dtype=np.int64))],
+                        tg.zeros((), dtype=weight.dtype))
+    slot = np.arange(picked.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    rows = np.zeros((bags, longest), dtype=np.int64)
+    rows[bag_of, slot] = picked
+    present = np.zeros((bags, longest, 1), dtype=bool)
+    present[bag_of, slot] = True
+    gathered = tg.where(tg.from_numpy(present), weight[tg.from_numpy(rows)],
+                        tg.tensor(-math.inf, dtype=weight.dtype))
+    out = gathered.max(dim=1).values
+    return tg.where(filled, out, tg.zeros((), dtype=weight.dtype))
 
 
 def _check_rows(index, rows):
