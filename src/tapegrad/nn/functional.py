@@ -1637,9 +1637,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
     """Sums, means or maxima of bags of ``weight``'s rows, without the intermediate
     embeddings.  A 2-d ``input`` is ``B`` bags of ``N`` indices; a 1-d one is cut into bags
     where ``offsets`` say (each bag's start; with ``include_last_offset`` one more offset
-    closes the list, and, as in PyTorch, the last bag runs to the end of ``input``).  ``per_sample_weights`` (``mode="sum"`` only) weigh each index;
-    ``padding_idx`` entries are left out of their bag (and of a mean's count); an empty bag
-    gives zeros.
+    closes the list, and, as in PyTorch, the last bag runs to the end of ``input``).
+    ``per_sample_weights`` (``mode="sum"`` only) weigh each index; ``padding_idx`` entries
+    are left out of their bag (and of a mean's count); an empty bag gives zeros.
 
     Shape: ``(B, embedding_dim)``.
 

@@ -11,8 +11,8 @@ from . import functional as F
 from . import init
 from .modules import Linear, Module, Parameter
 
-__all__ = ["Embedding", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance", "Bilinear", "MultiheadAttention",
-           "Unfold", "Fold"]
+__all__ = ["Embedding", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance", "Bilinear",
+           "MultiheadAttention", "Unfold", "Fold"]
 
 
 class Embedding(Module):

@@ -16,7 +16,7 @@ import tapegrad as tg
 from tapegrad.tensor import Tensor
 
 from .containers import ModuleDict, ModuleList
-from .modules import Module, Parameter
+from .modules import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
            "remove_parametrizations", "type_before_parametrizations"]
