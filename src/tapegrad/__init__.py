@@ -92,6 +92,7 @@ svd, qr, adjoint, renorm = (_LINALG_TOP[k] for k in ("svd", "qr", "adjoint", "re
 lu, lu_solve, lu_unpack = _LINALG_TOP["lu"], _LINALG_TOP["lu_solve"], linalg.lu_unpack
 cholesky_inverse, triangular_solve = linalg.cholesky_inverse, linalg.triangular_solve
 from . import nn, optim, utils  # noqa: E402
+from .nn.utils import _weight_norm  # noqa: E402 - torch._weight_norm, weight_norm's op
 # torch.selu, torch.dropout, torch.conv2d, ...: nn.functional's, under their top-level
 # signatures (toplevel.__all__ names them); after nn, which they call
 from .toplevel import *  # noqa: E402,F401,F403

@@ -562,7 +562,9 @@ class Tensor:
         if self._tape is not None:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the "
-                "deepcopy protocol at the moment.")
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a tapegrad.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
         t = Tensor._make(self._value.copy(), self._rg)
         if self._grad is not None:
             t._grad = Tensor._make(self._grad._value.copy())

@@ -14,8 +14,8 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
                    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
                    MaxPool1d, MaxPool2d)
-from .layers import (Bilinear, CosineSimilarity, Embedding, Fold, MultiheadAttention,
-                     PairwiseDistance, Unfold)
+from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
+                     MultiheadAttention, PairwiseDistance, Unfold)
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
@@ -39,7 +39,8 @@ __all__ = [
     "Hardshrink", "Threshold", "GLU", "Softmin", "PReLU", "HuberLoss", "SmoothL1Loss",
     "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
-    "BatchNorm2d", "Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear",
+    "BatchNorm2d", "Embedding", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance",
+    "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",

@@ -29,7 +29,7 @@ __all__ = [
     "hardshrink", "threshold", "prelu", "glu", "softmin", "huber_loss", "smooth_l1_loss", "kl_div",
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "cosine_embedding_loss",
     "pairwise_distance", "triplet_margin_loss", "normalize", "cosine_similarity", "layer_norm",
-    "group_norm", "batch_norm", "embedding", "one_hot", "pad", "bilinear",
+    "group_norm", "batch_norm", "embedding", "embedding_bag", "one_hot", "pad", "bilinear",
     "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
@@ -1713,6 +1713,172 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                       "EmbeddingBackward0", table)
     _check_rows(input._value, rows)
     return _named(weight[input], "EmbeddingBackward0", table)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of ``weight``'s rows, without the intermediate
+    embeddings.  A 2-d ``input`` is ``B`` bags of ``N`` indices; a 1-d one is cut into bags
+    where ``offsets`` say (each bag's start; with ``include_last_offset`` one more offset
+    closes the list, and, as in PyTorch, the last bag runs to the end of ``input``).
+    ``per_sample_weights`` (``mode="sum"`` only) weigh each index; ``padding_idx`` entries
+    are left out of their bag (and of a mean's count); an empty bag gives zeros.
+
+    Shape: ``(B, embedding_dim)``.
+
+    Example:
+        >>> weight = tg.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> F.embedding_bag(tg.tensor([0, 1, 2, 2]), weight, tg.tensor([0, 2]), mode="sum")
+        tensor([[ 4.,  6.],
+                [10., 12.]])
+        >>> F.embedding_bag(tg.tensor([[0, 2]]), weight, mode="max")
+        tensor([[5., 6.]])
+    """
+    input = input if isinstance(input, tg.Tensor) else tg.tensor(np.asarray(input))
+    if weight._value.dtype.kind in "iu" and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. "
+                      "Usage `embedding_bag(weight, input, ...)` is deprecated, "
+                      "and should now be `embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            # PyTorch's type shows as <class 'torch.Tensor'>: ours by its public name too
+            kind = "<class 'tapegrad.Tensor'>" if type(offsets) is tg.Tensor else type(offsets)
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{kind}")
+        offsets = np.arange(0, input.numel(), input.shape[1], dtype=np.int64)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    _check_indices(input, "embedding_bag")
+    # the bags are worked out from the index values here: a compiled function guards them
+    # (new indices record again rather than replay the old bags)
+    read_value(input, "embedding_bag's indices")
+    if isinstance(offsets, tg.Tensor):
+        _check_indices(offsets, "embedding_bag")
+        read_value(offsets, "embedding_bag's offsets")
+        offsets = offsets._value
+    idx = input._value.astype(np.int64)
+    rows = weight.shape[0]
+    bad = (idx < 0) | (idx >= rows)
+    if bad.any():
+        raise RuntimeError("embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
+                           f"found idx to be {idx[bad.argmax()]}")
+    if max_norm is not None:
+        _renorm_rows(weight, np.unique(idx), max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub.")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "embedding_bag: scale_grad_by_freq and sparse are not supported")
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
+                               f"through {rows - 1}, but got {padding_idx}")
+        padding_idx = padding_idx + rows if padding_idx < 0 else padding_idx
+    starts, ends = _bag_bounds(np.asarray(offsets), idx.size, include_last_offset)
+    bags = starts.size
+    # every position that falls in a bag, in input order (PyTorch's summation order), with
+    # its bag; padding entries drop out here, so they are not counted in a mean either
+    lengths = ends - starts
+    bag_of = np.repeat(np.arange(bags), lengths)
+    positions = (np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+                 + np.repeat(starts, lengths)).astype(np.int64)
+    if padding_idx is not None:
+        keep = idx[positions] != padding_idx
+        bag_of, positions = bag_of[keep], positions[keep]
+    picked = idx[positions]
+    dim = weight.shape[1]
+    if mode == "max":
+        out = _bag_max(weight, picked, bag_of, bags, dim)
+    else:
+        gathered = weight[tg.from_numpy(picked)]
+        if per_sample_weights is not None:
+            gathered = gathered * per_sample_weights[tg.from_numpy(positions)].unsqueeze(1)
+        out = tg.zeros(bags, dim, dtype=weight.dtype).index_add(
+            0, tg.from_numpy(bag_of), gathered)
+        if mode == "mean":
+            counts = np.maximum(np.bincount(bag_of, minlength=bags), 1)
+            out = out / tg.from_numpy(counts.astype(weight._value.dtype).reshape(bags, 1))
+    return _named(out, "EmbeddingBagBackward0", weight, per_sample_weights)
+
+
+def _bag_bounds(offsets, n, include_last_offset):
+    """Each bag's [start, end) in the flattened input, with PyTorch's checks of
+    ``offsets``."""
+    offsets = offsets.astype(np.int64)
+    if offsets.size:
+        if offsets[0] != 0:
+            kind = "Int" if offsets.dtype.itemsize == 4 else "Long"
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                f"start from position 0. However, got {offsets[0]}\n[ tapegrad.{kind}Tensor{{}} ]")
+        if offsets[-1] > n:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but "
+                               f"got offsets[-1] of {offsets[-1]}")
+        if (np.diff(offsets) < 0).any():
+            # PyTorch reads memory outside the bag here; an error is the one safe answer
+            raise RuntimeError("embedding_bag: offsets have to be non-decreasing")
+    if include_last_offset:
+        # the last offset only says how many bags there are: as in PyTorch, the last bag
+        # runs to the end of the input even where that offset is smaller
+        if offsets.size < 2:
+            return offsets[:0], offsets[:0]
+        return offsets[:-1], np.append(offsets[1:-1], n).astype(np.int64)
+    return offsets, np.append(offsets[1:], n).astype(np.int64)
+
+
+def _bag_max(weight, picked, bag_of, bags, dim):
+    """Per bag and column, the largest of the bag's rows; an empty bag gives zeros (and no
+    gradient).  The bags are laid out as a padded (bags, longest, dim) gather whose maximum
+    is a recorded op, so a compiled function replays it with new weights (the choice is
+    not frozen at record time)."""
+    counts = np.bincount(bag_of, minlength=bags)
+    longest = int(counts.max()) if bags else 0
+    filled = tg.from_numpy((counts > 0).reshape(bags, 1))
+    if longest == 0:
+        # no rows at all: zeros that still come from the weight, as PyTorch's node does
+        return tg.where(filled, weight[tg.from_numpy(np.zeros((bags, dim), dtype=np.int64)),
+                                       tg.from_numpy(np.zeros((bags, dim), dtype=np.int64))],
+                        tg.zeros((), dtype=weight.dtype))
+    slot = np.arange(picked.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    rows = np.zeros((bags, longest), dtype=np.int64)
+    rows[bag_of, slot] = picked
+    present = np.zeros((bags, longest, 1), dtype=bool)
+    present[bag_of, slot] = True
+    gathered = tg.where(tg.from_numpy(present), weight[tg.from_numpy(rows)],
+                        tg.tensor(-math.inf, dtype=weight.dtype))
+    out = gathered.max(dim=1).values
+    return tg.where(filled, out, tg.zeros((), dtype=weight.dtype))
 
 
 def _check_rows(index, rows):

@@ -11,8 +11,8 @@ from . import functional as F
 from . import init
 from .modules import Linear, Module, Parameter
 
-__all__ = ["Embedding", "CosineSimilarity", "PairwiseDistance", "Bilinear", "MultiheadAttention",
-           "Unfold", "Fold"]
+__all__ = ["Embedding", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance", "Bilinear",
+           "MultiheadAttention", "Unfold", "Fold"]
 
 
 class Embedding(Module):
@@ -102,6 +102,100 @@ class Embedding(Module):
         return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
                    padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class EmbeddingBag(Module):
+    """Sums, means (the default) or maxima of bags of learnt vectors, without building the
+    per-index embeddings: ``F.embedding_bag``.  The weight starts as N(0, 1) draws, with the
+    row ``padding_idx`` set to 0 (and left out of every bag).
+
+    Shape: ``(B, N)`` int, or ``(n,)`` int with ``offsets`` -> ``(B, embedding_dim)``.
+
+    Example:
+        >>> bag = nn.EmbeddingBag(10, 3, mode="sum")
+        >>> bag
+        EmbeddingBag(10, 3, mode='sum')
+        >>> bag(tg.tensor([1, 2, 4, 5, 4]), tg.tensor([0, 2])).shape
+        tapegrad.Size([2, 3])
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if padding_idx > 0:
+                if padding_idx >= num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+            elif padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(tg.empty(num_embeddings, embedding_dim, dtype=dtype))
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError(
+                    "Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self):
+        if self.padding_idx is not None:
+            with tg.no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        text = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        text += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx!r}"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        """An ``EmbeddingBag`` whose weight is the 2-d ``embeddings``, frozen unless
+        ``freeze=False``.
+
+        Example:
+            >>> bag = nn.EmbeddingBag.from_pretrained(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            >>> bag(tg.tensor([[0, 1]])), bag.weight.requires_grad
+            (tensor([[2., 3.]]), False)
+        """
+        assert embeddings.ndim == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings,
+                  max_norm=max_norm, norm_type=norm_type,
+                  scale_grad_by_freq=scale_grad_by_freq, mode=mode, sparse=sparse,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
 
 
 class CosineSimilarity(Module):

@@ -116,6 +116,28 @@ def _addindent(text, spaces):
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
 
 
+class _ModuleHookHandle:
+    """What ``register_forward_pre_hook`` returns: ``remove()`` takes the hook out again.
+    Ids come from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique
+    across modules."""
+    _next_id = 0
+
+    def __init__(self, hooks, extra):
+        self._hooks, self._extra = hooks, extra
+        self.id = _ModuleHookHandle._next_id
+        _ModuleHookHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+        self._extra.discard(self.id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class Module:
     """Base class of layers and models.
 
@@ -145,13 +167,58 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        # hook id -> callable, run in order by __call__ (weight_norm, spectral_norm)
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        # .get: a module whose __init__ skipped ours still calls (it has no hooks)
+        if self.__dict__.get("_forward_pre_hooks"):
+            args, kwargs = self._run_forward_pre_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _run_forward_pre_hooks(self, args, kwargs):
+        with_kwargs = self._forward_pre_hooks_with_kwargs
+        # a copy: a hook may remove itself (or another) while they run
+        for key, hook in list(self._forward_pre_hooks.items()):
+            if key in with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        return args, kwargs
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args)`` before every ``forward``; a result other than None
+        replaces the positional arguments (a non-tuple is made a 1-tuple).  With
+        ``with_kwargs=True`` it is ``hook(module, args, kwargs)`` and returns None or
+        ``(args, kwargs)``.  Returns a handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> lin = nn.Linear(2, 1)
+            >>> handle = lin.register_forward_pre_hook(lambda module, args: args[0] * 0.0)
+            >>> lin(tg.ones(1, 2)).detach() == lin.bias.detach()
+            tensor([[True]])
+            >>> handle.remove()
+        """
+        handle = _ModuleHookHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # --- registration -------------------------------------------------------------------
     def _check_name(self, kind, name):

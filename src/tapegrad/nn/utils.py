@@ -1,4 +1,5 @@
-"""``tapegrad.nn.utils``: gradient clipping and flattening parameters into one vector, as in
+"""``tapegrad.nn.utils``: gradient clipping, flattening parameters into one vector, and the
+hook-based weight and spectral normalisations (``weight_norm``, ``spectral_norm``), as in
 ``torch.nn.utils``.
 
 Clipping follows PyTorch's arithmetic step for step -- each gradient's norm, the norm of
@@ -12,10 +13,14 @@ import warnings
 import numpy as np
 
 import tapegrad as tg
+from tapegrad.functional import named_node as _named
 from tapegrad.tensor import Tensor, _typename
 
+from .modules import Parameter
+
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters"]
+           "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
+           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations"]
 
 
 def _tensor_list(tensors):
@@ -154,6 +159,238 @@ def vector_to_parameters(vec, parameters):
         param.data = piece.view(param.shape)
         pointer += n
 
+
+# --- weight normalisation (the hook-based API of torch.nn.utils.weight_norm) ---------------
+def _norm_except_dim(v, dim):
+    """The 2-norm of each slice of ``v`` along ``dim`` (kept as a size-1 axis everywhere
+    else); ``dim=-1`` means the norm of the whole tensor (0-d).  Reshaped as PyTorch's
+    ``norm_except_dim`` reshapes, so the sums run in its order."""
+    if dim == -1:
+        return tg.norm(v)
+    last = v.ndim - 1
+    if dim == 0:
+        shape = (v.shape[0],) + (1,) * last
+        return tg.norm(v.reshape(v.shape[0], -1), 2, 1).reshape(shape)
+    if dim == last:
+        shape = (1,) * last + (v.shape[-1],)
+        return tg.norm(v.reshape(-1, v.shape[-1]), 2, 0).reshape(shape)
+    return _norm_except_dim(v.transpose(0, dim), 0).transpose(0, dim)
+
+
+def _weight_norm(v, g, dim=0):
+    """``v * (g / norm_except_dim(v, dim))``: the weight that ``weight_norm`` recomputes from
+    its direction ``v`` and magnitude ``g``.
+
+    Where PyTorch runs its fused kernel (``dim`` the first or last axis) the node is
+    ``WeightNormInterfaceBackward0``; elsewhere it is the ``MulBackward0`` of the product.
+
+    Example:
+        >>> tg._weight_norm(tg.tensor([[3.0, 4.0]]), tg.tensor([[10.0]]), 0)
+        tensor([[6., 8.]])
+    """
+    w = v * (g / _norm_except_dim(v, dim))
+    if dim == 0 or dim == v.ndim - 1:
+        return _named(w, "WeightNormInterfaceBackward0", v, g)
+    return w
+
+
+class _WeightNorm:
+    """The forward pre-hook ``weight_norm`` registers: before each forward it sets the
+    module's ``name`` to the weight recomputed from ``name_g`` and ``name_v``."""
+
+    def __init__(self, name, dim):
+        self.name = name
+        self.dim = -1 if dim is None else dim   # -1: one norm over the whole tensor
+
+    def compute_weight(self, module):
+        return _weight_norm(getattr(module, self.name + "_v"),
+                            getattr(module, self.name + "_g"), self.dim)
+
+    def remove(self, module):
+        weight = self.compute_weight(module)
+        delattr(module, self.name)
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
+        setattr(module, self.name, Parameter(weight.data))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Reparametrise ``module``'s parameter ``name`` as magnitude times direction: the
+    parameters ``name_g`` (the norms of the slices along ``dim``; ``dim=None`` one norm of
+    the whole tensor) and ``name_v`` replace it, and a forward pre-hook recomputes ``name``
+    from them before every call.  Returns ``module``.
+
+    Deprecated in PyTorch (a ``FutureWarning``) in favour of
+    ``nn.utils.parametrizations.weight_norm``, which tapegrad does not have yet.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", FutureWarning)
+        ...     lin = nn.utils.weight_norm(nn.Linear(3, 2))
+        >>> [name for name, _ in lin.named_parameters()]
+        ['bias', 'weight_g', 'weight_v']
+        >>> lin.weight_g.shape
+        tapegrad.Size([2, 1])
+    """
+    warnings.warn("`tapegrad.nn.utils.weight_norm` is deprecated in favor of "
+                  "`tapegrad.nn.utils.parametrizations.weight_norm`.", FutureWarning,
+                  stacklevel=2)
+    for hook in module._forward_pre_hooks.values():
+        if isinstance(hook, _WeightNorm) and hook.name == name:
+            raise RuntimeError(
+                f"Cannot register two weight_norm hooks on the same parameter {name}")
+    fn = _WeightNorm(name, dim)
+    weight = getattr(module, name)
+    del module._parameters[name]
+    module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, fn.dim).data))
+    module.register_parameter(name + "_v", Parameter(weight.data))
+    setattr(module, name, fn.compute_weight(module))
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    """Undo ``weight_norm``: ``name`` becomes a parameter again, holding the current
+    recomputed weight, and ``name_g``, ``name_v`` and the hook go.  Returns ``module``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", FutureWarning)
+        ...     lin = nn.utils.weight_norm(nn.Linear(3, 2))
+        >>> [name for name, _ in nn.utils.remove_weight_norm(lin).named_parameters()]
+        ['bias', 'weight']
+    """
+    for key, hook in module._forward_pre_hooks.items():
+        if isinstance(hook, _WeightNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[key]
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+
+
+# --- spectral normalisation (the hook-based API of torch.nn.utils.spectral_norm) -----------
+class _SpectralNorm:
+    """The forward pre-hook ``spectral_norm`` registers: before each forward it sets the
+    module's ``name`` to ``name_orig`` divided by its largest singular value, estimated by
+    power iteration on the buffers ``name_u`` and ``name_v`` (iterated in training mode)."""
+
+    def __init__(self, name, n_power_iterations, dim, eps):
+        if n_power_iterations <= 0:
+            raise ValueError("Expected n_power_iterations to be positive, but "
+                             f"got n_power_iterations={n_power_iterations}")
+        self.name, self.n_power_iterations, self.dim, self.eps = \
+            name, n_power_iterations, dim, eps
+
+    def reshape_weight_to_matrix(self, weight):
+        if self.dim != 0:
+            rest = [d for d in range(weight.ndim) if d != self.dim]
+            weight = weight.permute(self.dim, *rest)
+        return weight.reshape(weight.shape[0], -1)
+
+    def compute_weight(self, module, do_power_iteration):
+        from . import functional as F
+        weight = getattr(module, self.name + "_orig")
+        u = getattr(module, self.name + "_u")
+        v = getattr(module, self.name + "_v")
+        weight_mat = self.reshape_weight_to_matrix(weight)
+        if do_power_iteration:
+            with tg.no_grad():
+                u_buf, v_buf = u, v
+                for _ in range(self.n_power_iterations):
+                    # the buffers are updated in place, as PyTorch's out= does
+                    v_buf.copy_(F.normalize(tg.mv(weight_mat.t(), u_buf), dim=0, eps=self.eps))
+                    u_buf.copy_(F.normalize(tg.mv(weight_mat, v_buf), dim=0, eps=self.eps))
+                # copies: the graph of sigma must not see the next forward's update
+                u, v = u_buf.clone(), v_buf.clone()
+        sigma = tg.dot(u, tg.mv(weight_mat, v))
+        return weight / sigma
+
+    def remove(self, module):
+        with tg.no_grad():
+            weight = self.compute_weight(module, do_power_iteration=False)
+        delattr(module, self.name)
+        delattr(module, self.name + "_u")
+        delattr(module, self.name + "_v")
+        delattr(module, self.name + "_orig")
+        module.register_parameter(self.name, Parameter(weight.detach()))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module, module.training))
+
+
+def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+    """Divide ``module``'s parameter ``name`` by its spectral norm before every forward.
+
+    The parameter moves to ``name_orig``; the buffers ``name_u`` and ``name_v`` (unit
+    vectors drawn from the normal distribution, the same numbers as PyTorch's after the
+    same seed) carry the power iteration, ``n_power_iterations`` steps per forward in
+    training mode.  ``dim`` (default 0, 1 for the transposed convolutions) is the output
+    axis; a weight of more than two axes is flattened to a matrix around it.  Returns
+    ``module``.
+
+    Example:
+        >>> lin = nn.utils.spectral_norm(nn.Linear(20, 40))
+        >>> lin.weight_u.shape
+        tapegrad.Size([40])
+        >>> list(lin.state_dict())
+        ['bias', 'weight_orig', 'weight_u', 'weight_v']
+    """
+    from .conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+    from . import functional as F
+    if dim is None:
+        dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
+    for hook in module._forward_pre_hooks.values():
+        if isinstance(hook, _SpectralNorm) and hook.name == name:
+            raise RuntimeError(
+                f"Cannot register two spectral_norm hooks on the same parameter {name}")
+    fn = _SpectralNorm(name, n_power_iterations, dim, eps)
+    weight = module._parameters[name]
+    if weight is None:
+        raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
+    with tg.no_grad():
+        h, w = fn.reshape_weight_to_matrix(weight).shape
+        # u first, then v: the order PyTorch draws them in
+        u = F.normalize(tg.empty(h).normal_(0, 1), dim=0, eps=fn.eps)
+        v = F.normalize(tg.empty(w).normal_(0, 1), dim=0, eps=fn.eps)
+    delattr(module, fn.name)
+    module.register_parameter(fn.name + "_orig", weight)
+    setattr(module, fn.name, weight.data)
+    module.register_buffer(fn.name + "_u", u)
+    module.register_buffer(fn.name + "_v", v)
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_spectral_norm(module, name="weight"):
+    """Undo ``spectral_norm``: ``name`` becomes a parameter again, holding the current
+    normalised weight (no further power iteration); ``name_orig``, the buffers and the hook
+    go.  Returns ``module``.
+
+    Example:
+        >>> lin = nn.utils.remove_spectral_norm(nn.utils.spectral_norm(nn.Linear(4, 3)))
+        >>> list(lin.state_dict())
+        ['bias', 'weight']
+    """
+    for key, hook in module._forward_pre_hooks.items():
+        if isinstance(hook, _SpectralNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[key]
+            return module
+    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+
+
+# torch.nn.utils.parametrize and .parametrizations are submodules of a package: registered
+# under those names, ``import tapegrad.nn.utils.parametrize`` works with utils a module
+import sys as _sys  # noqa: E402
+from . import parametrize, parametrizations  # noqa: E402
+
+_sys.modules[__name__ + ".parametrize"] = parametrize
+_sys.modules[__name__ + ".parametrizations"] = parametrizations
 
 from .._public import public_dir as _public_dir  # noqa: E402
 
