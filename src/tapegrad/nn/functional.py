@@ -15,6 +15,7 @@ from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
+from tapegrad.toplevel import pixel_unshuffle
 
 _named = _elementwise.named_node
 
@@ -35,7 +36,7 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax",
+    "gumbel_softmax", "pixel_unshuffle",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
