@@ -374,6 +374,21 @@ CASES = [
         x, scale_factor=(2.0, 1.5)), [Arg((1, 1, 2, C), "real", True)], True, None),
     Case("interpolate-nearest-2d-size", lambda lib, x: F(lib).interpolate(x, size=(C, 5)),
          [Arg((1, 1, 2, N), "real", True)], True, None),
+    Case("interpolate-linear-scale", lambda lib, x: F(lib).interpolate(
+        x, scale_factor=1.7, mode="linear"), [Arg((1, 2, 5), "real", True)], True, None),
+    Case("interpolate-bilinear-align-corners", lambda lib, x: F(lib).interpolate(
+        x, size=(5, 2), mode="bilinear", align_corners=True), [Arg((1, 1, C, N), "real", True)],
+        True, None),
+    Case("interpolate-bicubic", lambda lib, x: F(lib).interpolate(
+        x, scale_factor=(1.5, 0.7), mode="bicubic"), [Arg((1, 2, C, N), "real", True)], True,
+        None),
+    Case("interpolate-trilinear", lambda lib, x: F(lib).interpolate(
+        x, size=(3, 4, 2), mode="trilinear"), [Arg((1, 1, 2, C, N), "real", True)], True, None),
+    Case("interpolate-nearest-exact", lambda lib, x: F(lib).interpolate(
+        x, scale_factor=(1.6, 0.75), mode="nearest-exact"), [Arg((1, 1, C, N), "real", True)],
+        True, None),
+    Case("interpolate-area", lambda lib, x: F(lib).interpolate(x, size=(2, 3), mode="area"),
+         [Arg((1, 2, C, 5), "real", True)], True, None),
     # the where forms
     Case("where(x > 0, 1, -1) * x", lambda lib, x: lib.where(x > 0, 1.0, -1.0) * x,
          [Arg((N, C), "real", True)], True, None),

@@ -6,8 +6,8 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout,
                       Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
-                      PixelShuffle, Sequential, Sigmoid, Softmax, Tanh, Unflatten, Upsample,
-                      UpsamplingNearest2d, ZeroPad2d)
+                      PixelShuffle, PixelUnshuffle, Sequential, Sigmoid, Softmax, Tanh,
+                      Unflatten, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad2d)
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
@@ -51,7 +51,7 @@ __all__ = [
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
-    "TransformerDecoderLayer", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerDecoder", "UpsamplingBilinear2d", "PixelUnshuffle",
 ]
 
 

@@ -15,6 +15,7 @@ from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
+from tapegrad.toplevel import pixel_unshuffle
 
 _named = _elementwise.named_node
 
@@ -35,7 +36,7 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax",
+    "gumbel_softmax", "pixel_unshuffle",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -2587,15 +2588,16 @@ def _adaptive_avg_pool(input, output_size, n, name):
         sizes = sizes * n
     spatial = input.shape[input.ndim - n:]
     sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
-    if sizes == (1, 1):
-        return input.mean((-2, -1), True)    # PyTorch's global average is a mean (node too)
+    if sizes == (1,) * n:
+        # PyTorch's global average is a mean (node too)
+        return input.mean(tuple(range(-n, 0)), True)
     out = input
     # one averaging product per spatial dimension (the matrices depend on the shapes only)
     for k, (size, target) in enumerate(zip(spatial, sizes)):
         dim = input.ndim - n + k
         averaged = out.movedim(dim, -1) @ _constant(_adaptive_average_matrix(size, target).T)
         out = averaged.movedim(-1, dim)
-    return _named(out, "AdaptiveAvgPool2DBackward0", input)
+    return _named(out, f"AdaptiveAvgPool{n}DBackward0", input)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -2902,40 +2904,222 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _named(tg.stack(rows, -2), "AdaptiveMaxPool2DBackward0", input)
 
 
+_INTERPOLATE_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                      "nearest-exact")
+# the modes that need one input rank, and PyTorch's name for their node
+_INTERPOLATE_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+_INTERPOLATE_NODE = {"linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
+                     "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D"}
+
+
+def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
+    """PyTorch's argument checks of ``interpolate``, in its order: the output size and the
+    scale factor (None when PyTorch's kernel would derive the scale from the sizes) of each
+    spatial dimension."""
+    n = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != n:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size "
+                    f"of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                    "and output size in (o1, o2, ...,oK) format.")
+            if not all(_is_integer(v) for v in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                    f"Tuple[int, int, int], but got size with types {[type(v) for v in size]}")
+            sizes = [int(v) for v in size]
+        else:
+            sizes = [int(size)] * n
+        factors = [None] * n
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != n:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, "
+                    f"but got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in "
+                    "(N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            factors = [float(v) for v in scale_factor]
+        else:
+            factors = [float(scale_factor)] * n
+        # PyTorch truncates ``in * scale`` (in double) to the output size
+        sizes = [int(input.shape[2 + k] * factors[k]) for k in range(n)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor or mode == "area":
+        factors = [None] * n       # the kernel then takes in / out as the scale
+    return sizes, factors
+
+
+def _is_integer(value):
+    if isinstance(value, (bool, np.bool_)):
+        return isinstance(value, bool)
+    if isinstance(value, (int, np.integer)):
+        return True
+    return isinstance(value, tg.Tensor) and not value.is_floating_point()
+
+
+def _check_output_sizes(in_sizes, out_sizes):
+    """PyTorch's kernels' check that no size is zero or negative (its text per rank)."""
+    if all(s > 0 for s in in_sizes) and all(s > 0 for s in out_sizes):
+        return
+    letters = "DHW"[3 - len(in_sizes):]
+    shown_in = ", ".join(f"{c}: {s}" for c, s in zip(letters, in_sizes))
+    shown_out = ", ".join(f"{c}: {s}" for c, s in zip(letters, out_sizes))
+    joint = " and " if len(in_sizes) == 1 else " "
+    raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                       f"({shown_in}){joint}output ({shown_out})")
+
+
+def _source_scale(in_size, out_size, align_corners, factor):
+    """PyTorch's area_pixel_compute_scale (in double): the step in input coordinates per
+    output pixel; a given scale factor counts as ``1 / factor``, not ``in / out``."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    if factor is not None and factor > 0:
+        return 1.0 / factor
+    return in_size / out_size
+
+
+def _source_positions(in_size, out_size, align_corners, factor, cubic):
+    """PyTorch's area_pixel_compute_source_index for every output pixel: the real input
+    coordinate it samples (half-pixel centres unless ``align_corners``; linear modes clamp a
+    negative one to 0, cubic keeps it)."""
+    scale = _source_scale(in_size, out_size, align_corners, factor)
+    dst = np.arange(out_size, dtype=np.float64)
+    if align_corners:
+        return scale * dst
+    src = scale * (dst + 0.5) - 0.5
+    return src if cubic else np.maximum(src, 0.0)
+
+
+def _linear_taps(in_size, out_size, align_corners, factor):
+    """The two input indices and weights of each output pixel of linear interpolation."""
+    if in_size == out_size:
+        # PyTorch's kernel copies when the sizes agree, whatever the scale factor says
+        index = np.arange(out_size)
+        return [(index, np.ones(out_size)), (index, np.zeros(out_size))]
+    src = _source_positions(in_size, out_size, align_corners, factor, cubic=False)
+    low = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    frac = np.clip(src - low, 0.0, 1.0)
+    high = low + (low < in_size - 1)
+    return [(low, 1.0 - frac), (high, frac)]
+
+
+def _cubic_taps(in_size, out_size, align_corners, factor):
+    """The four input indices (clamped to the border, as PyTorch reads them) and the cubic
+    convolution weights (Keys, A = -0.75) of each output pixel of bicubic interpolation."""
+    src = _source_positions(in_size, out_size, align_corners, factor, cubic=True)
+    low = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    t = np.clip(src - low, 0.0, 1.0)
+    a = -0.75
+
+    def near(x):        # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):         # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    weights = (far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t))
+    return [(np.clip(low - 1 + j, 0, in_size - 1), weights[j]) for j in range(4)]
+
+
+def _weighted_gather(input, dim, taps):
+    """``sum_j input[..., index_j, ...] * weight_j`` along ``dim``: one resampling pass made
+    of index_select, products and sums, so its gradient, replay and vmap come from theirs."""
+    shape = [1] * input.ndim
+    shape[dim] = -1
+    out = None
+    for index, weight in taps:
+        term = input.index_select(dim, tg.tensor(np.asarray(index, dtype=np.int64))) \
+            * _constant(np.asarray(weight, dtype=np.float64).reshape(shape))
+        out = term if out is None else out + term
+    return out
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dimensions of ``(N, C, *spatial)`` to ``size`` or by
-    ``scale_factor``; only ``mode="nearest"`` so far (PyTorch's source index
-    ``floor(i * in / out)``, or ``floor(i / scale_factor)``).
+    ``scale_factor``, as PyTorch: ``"nearest"`` (source index ``floor(i * scale)``),
+    ``"nearest-exact"`` (``floor((i + 0.5) * scale)``), ``"linear"`` / ``"bilinear"`` /
+    ``"trilinear"`` for 3-D / 4-D / 5-D input and ``"bicubic"`` (4-D; cubic convolution with
+    ``A = -0.75``, border pixels repeated) with ``align_corners`` (default False: half-pixel
+    centres, and a given ``scale_factor`` is used as the scale unless
+    ``recompute_scale_factor``), and ``"area"`` (adaptive average pooling).  ``antialias``
+    is not supported.
 
     Example:
         >>> F.interpolate(tg.tensor([[[1.0, 2.0]]]), scale_factor=2)
         tensor([[[1., 1., 2., 2.]]])
+        >>> F.interpolate(tg.tensor([[[1.0, 2.0]]]), scale_factor=2, mode="linear")
+        tensor([[[1.0000, 1.2500, 1.7500, 2.0000]]])
     """
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet (only "
-                                  f"'nearest')")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
     n = input.ndim - 2
-    if n < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
-                         f"{input.ndim}D) for the modes: nearest")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
-
-    def per_dim(v):
-        return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+    sizes, factors = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    rank = _INTERPOLATE_RANK.get(mode)
+    if mode in ("nearest", "area", "nearest-exact"):
+        supported = input.ndim in (3, 4, 5)
+    else:
+        supported = input.ndim == rank or (mode == "lanczos" and input.ndim == 4)
+    if not supported:
+        if mode in ("linear", "bilinear", "trilinear") and input.ndim in (3, 4, 5):
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                      f"{rank}D input")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                  f"(got {input.ndim}D) for the modes: {_INTERPOLATE_MODES} "
+                                  f"(got {mode})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:
+        raise NotImplementedError(f"interpolate: antialias=True (mode {mode!r}) is not "
+                                  "supported by tapegrad")
+    in_sizes = list(input.shape[2:])
+    if mode == "area":
+        # PyTorch pools adaptively to the (recomputed) output size: nodes and all
+        if n == 1:
+            return adaptive_avg_pool1d(input, sizes[0])
+        return _adaptive_avg_pool(input, tuple(sizes), n, f"adaptive_avg_pool{n}d")
+    _check_output_sizes(in_sizes, sizes)
     out = input
     for k in range(n):
-        dim = 2 + k
-        in_size = input.shape[dim]
-        if size is not None:
-            out_size = int(per_dim(size)[k])
-            scale = in_size / out_size
+        dim, in_size, out_size, factor = 2 + k, in_sizes[k], sizes[k], factors[k]
+        if mode in ("nearest", "nearest-exact"):
+            # PyTorch's nearest kernels hold the scale in float32
+            scale = np.float32(in_size) / np.float32(out_size) \
+                if factor is None or factor <= 0 else np.float32(1.0 / factor)
+            dst = np.arange(out_size) + (0.5 if mode == "nearest-exact" else 0.0)
+            src = np.floor((dst * scale).astype(np.float32)).astype(np.int64)
+            # (PyTorch's nearest backward, not its forward, takes out == in and out == 2 in
+            # as a copy and a halving whatever the scale factor: a scale_factor that is not
+            # 1 or 2 but gives such sizes has a different gradient there; not mirrored)
+            out = out.index_select(dim, tg.tensor(np.minimum(src, in_size - 1)))
+        elif mode == "bicubic":
+            out = _weighted_gather(out, dim, _cubic_taps(in_size, out_size, align_corners,
+                                                         factor))
         else:
-            factor = float(per_dim(scale_factor)[k])
-            out_size = int(math.floor(in_size * factor))
-            scale = in_size / out_size if recompute_scale_factor else 1.0 / factor
-        src = np.minimum(np.floor(np.arange(out_size) * np.float32(scale)).astype(np.int64),
-                         in_size - 1)
-        out = out.index_select(dim, tg.tensor(src))
-    return _named(out, f"UpsampleNearest{n}DBackward0", input)
+            out = _weighted_gather(out, dim, _linear_taps(in_size, out_size, align_corners,
+                                                          factor))
+    if mode == "nearest":
+        name = f"UpsampleNearest{n}DBackward0"
+    elif mode == "nearest-exact":
+        name = f"UpsampleNearestExact{n}DBackward0"
+    else:
+        name = f"{_INTERPOLATE_NODE[mode]}Backward0"
+    return _named(out, name, input)

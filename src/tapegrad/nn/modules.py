@@ -1079,16 +1079,26 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class Upsample(Module):
-    """``F.interpolate`` as a layer (``mode="nearest"`` so far).
+    """``F.interpolate`` as a layer: ``mode`` ``"nearest"``, ``"nearest-exact"``,
+    ``"linear"``, ``"bilinear"``, ``"bicubic"``, ``"trilinear"`` or ``"area"``.
 
     Example:
         >>> nn.Upsample(scale_factor=2)(tg.zeros(1, 3, 4, 4)).shape
         tapegrad.Size([1, 3, 8, 8])
+        >>> nn.Upsample(scale_factor=2, mode="linear")(tg.tensor([[[1.0, 2.0]]]))
+        tensor([[[1.0000, 1.2500, 1.7500, 2.0000]]])
     """
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
                  recompute_scale_factor=None):
         super().__init__()
+        self.name = type(self).__name__
+        # stored as PyTorch stores it: floats, a tuple kept a tuple (a list is refused), and
+        # a zero factor taken as none
+        if isinstance(scale_factor, tuple):
+            scale_factor = tuple(float(factor) for factor in scale_factor)
+        else:
+            scale_factor = float(scale_factor) if scale_factor else None
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -1098,7 +1108,7 @@ class Upsample(Module):
 
     def extra_repr(self):
         if self.scale_factor is not None:
-            info = f"scale_factor={float(self.scale_factor)!r}"
+            info = f"scale_factor={self.scale_factor!r}"
         else:
             info = f"size={self.size!r}"
         return f"{info}, mode={self.mode!r}"
@@ -1119,6 +1129,23 @@ class UpsamplingNearest2d(Upsample):
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling of ``(N, C, H, W)`` to ``size`` or by ``scale_factor`` with the
+    corner pixels aligned: ``Upsample`` with ``mode="bilinear"`` and ``align_corners=True``.
+
+    Example:
+        >>> up = nn.UpsamplingBilinear2d(scale_factor=2)
+        >>> up
+        UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')
+        >>> up(tg.tensor([[[[1.0, 2.0]]]]))
+        tensor([[[[1.0000, 1.3333, 1.6667, 2.0000],
+                  [1.0000, 1.3333, 1.6667, 2.0000]]]])
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class PixelShuffle(Module):
@@ -1143,6 +1170,29 @@ class PixelShuffle(Module):
 
     def extra_repr(self):
         return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """Rearranges ``(*, C, H r, W r)`` into ``(*, C r^2, H, W)`` for ``r`` the
+    ``downscale_factor``: ``F.pixel_unshuffle``, the inverse of ``PixelShuffle``.
+
+    Example:
+        >>> unshuffle = nn.PixelUnshuffle(2)
+        >>> unshuffle
+        PixelUnshuffle(downscale_factor=2)
+        >>> unshuffle(tg.ones(1, 2, 6, 6)).shape
+        tapegrad.Size([1, 8, 3, 3])
+    """
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
 
 
 class ZeroPad2d(Module):
