@@ -350,10 +350,36 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
                 older, older_r = tape.extern(r)
                 _add(seeds.setdefault(older, {}), older_r, g)
                 continue
+            linked = o in _LINKED_TO_INPUT
             for s, contribution in _rule(tape, r, g):
                 if s is not None and s >= 0 and tape.op[s] != K.CONST:
+                    if linked:
+                        contribution = _linked(contribution, _handle(tape, s))
                     _add(acc, s, contribution)
     return results, leaves
+
+
+# Ops whose gradient PyTorch computes with a function (threshold_backward, leaky_relu_backward,
+# hardtanh_backward, the shrinks', abs's sgn) whose own derivative for the input is zeros,
+# not nothing: the gradient stays connected to the input.  So a parameter reached only
+# through such an op's mask -- the first layer's bias in a gradient penalty of a ReLU
+# network, ``grad(g.norm(), bias)`` -- gets a zero gradient there, not None, and optimizers
+# with momentum or weight decay still step it.
+_LINKED_TO_INPUT = frozenset([K.RELU, K.LEAKY_RELU, K.LEAKY_RELU_RESULT, K.HARDTANH,
+                              K.SOFTSHRINK, K.HARDSHRINK, K.ABS])
+
+
+def _linked(contribution, x):
+    """``contribution`` bit for bit, recorded as also reading x (of its shape), whose
+    gradient through it is exactly 0: a ``where`` whose condition is all true, which depends
+    on shapes only (a replay takes it as it is)."""
+    if x is None or not x.requires_grad or tuple(contribution.shape) != tuple(x.shape):
+        return contribution
+    return F.where(_all_true(x._value.shape), contribution, x)
+
+
+def _all_true(shape):
+    return Tensor._make(np.ones(shape, dtype=bool))
 
 
 def _custom_rule(tape, r, custom_grads, acc):
