@@ -284,3 +284,30 @@ def test_gradients_through_hooked_module_central_differences():
     x = tg.randn(4, 3, requires_grad=True)
     assert gradcheck(lambda x: lin(x).sin(), x)
     assert seen
+
+
+# --- global module hooks ---------------------------------------------------------------------
+def global_hooks(lib):
+    lib.manual_seed(6)
+    net = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+    log = []
+    hooks = lib.nn.modules.module
+    h1 = hooks.register_module_forward_pre_hook(lambda m, args: log.append(("gpre", m, args)))
+    h2 = hooks.register_module_forward_hook(lambda m, args, out: log.append(("gfwd", m, out)))
+    h3 = hooks.register_module_forward_hook(
+        lambda m, args, kwargs, out: out + 1.0 if isinstance(m, lib.nn.ReLU) else None,
+        with_kwargs=True)
+    net[0].register_forward_hook(lambda m, args, out: log.append(("own", out)))
+    try:
+        log.append(("y", net(lib.randn(4, 2))))
+    finally:
+        h1.remove()
+        h2.remove()
+        h3.remove()
+    log.append(("after", net(lib.ones(1, 2))))
+    return log
+
+
+def test_global_module_forward_hooks_run_before_the_modules_own():
+    log = both(global_hooks)
+    assert [e[0] for e in log[:5]] == ["gpre", "gpre", "gfwd", "own", "gpre"]

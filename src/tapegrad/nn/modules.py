@@ -1,5 +1,6 @@
 """``Module``, ``Parameter`` and the layers and losses built on them, as in ``torch.nn``."""
 import math
+import sys
 import warnings
 from collections import OrderedDict, namedtuple
 
@@ -140,6 +141,58 @@ class _ModuleHookHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+# --- global module hooks (torch.nn.modules.module.register_module_forward_*hook) -----------
+# hook id -> callable; run before every module's own hooks, for debugging and profiling
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = set()
+_global_forward_hooks_always_called = set()
+
+
+def register_module_forward_pre_hook(hook):
+    """Call ``hook(module, args)`` before the ``forward`` of every module, ahead of the
+    module's own forward pre-hooks; a result other than None replaces the positional
+    arguments.  Returns a handle whose ``remove()`` unregisters it.
+
+    Example:
+        >>> seen = []
+        >>> handle = nn.modules.module.register_module_forward_pre_hook(
+        ...     lambda module, args: seen.append(type(module).__name__))
+        >>> _ = nn.Sequential(nn.Tanh())(tg.ones(1))
+        >>> handle.remove()
+        >>> seen
+        ['Sequential', 'Tanh']
+    """
+    handle = _ModuleHookHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Call ``hook(module, args, output)`` after the ``forward`` of every module, ahead of
+    the module's own forward hooks; a result other than None replaces the output.
+    ``with_kwargs`` and ``always_call`` as for ``Module.register_forward_hook``.  Returns a
+    handle whose ``remove()`` unregisters it.
+
+    Example:
+        >>> seen = []
+        >>> handle = nn.modules.module.register_module_forward_hook(
+        ...     lambda module, args, out: seen.append(tuple(out.shape)))
+        >>> _ = nn.Linear(2, 3)(tg.ones(1, 2))
+        >>> handle.remove()
+        >>> seen
+        [(1, 3)]
+    """
+    handle = _ModuleHookHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs,
+                               _global_forward_hooks_always_called)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
 
 
 class _BackwardHook:
@@ -309,7 +362,8 @@ class Module:
         # .get: a module whose __init__ skipped ours still calls (it has no hooks)
         d = self.__dict__
         if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks")
-                or d.get("_backward_hooks") or d.get("_backward_pre_hooks")):
+                or d.get("_backward_hooks") or d.get("_backward_pre_hooks")
+                or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -317,10 +371,13 @@ class Module:
         """``__call__`` as PyTorch's ``_call_impl`` orders it: forward pre-hooks, the
         backward hooks' wrapping of the inputs, forward, forward hooks, then the wrapping of
         the outputs (so a forward hook sees the unwrapped result)."""
+        if "_forward_hooks" not in self.__dict__:
+            # a module whose __init__ skipped ours (only global hooks could be set)
+            return self.forward(*args, **kwargs)
         result = None
         called_always = set()
         try:
-            if self._forward_pre_hooks:
+            if self._forward_pre_hooks or _global_forward_pre_hooks:
                 args, kwargs = self._run_forward_pre_hooks(args, kwargs)
             bw_hook = None
             if self._backward_hooks or self._backward_pre_hooks:
@@ -329,10 +386,12 @@ class Module:
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
             # a copy: a hook may remove itself (or another) while they run
-            for key, hook in list(self._forward_hooks.items()):
-                if key in self._forward_hooks_always_called:
+            for key, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+                if key in self._forward_hooks_always_called or \
+                        key in _global_forward_hooks_always_called:
                     called_always.add(key)
-                if key in self._forward_hooks_with_kwargs:
+                if key in self._forward_hooks_with_kwargs or \
+                        key in _global_forward_hooks_with_kwargs:
                     hook_result = hook(self, args, kwargs, result)
                 else:
                     hook_result = hook(self, args, result)
@@ -348,11 +407,14 @@ class Module:
         except Exception:
             # always_call hooks still run when forward (or an earlier hook) raised; what
             # they raise themselves is only warned about, the first error propagates
-            for key, hook in list(self.__dict__.get("_forward_hooks", {}).items()):
-                if key not in self._forward_hooks_always_called or key in called_always:
+            for key, hook in [*_global_forward_hooks.items(),
+                              *self.__dict__.get("_forward_hooks", {}).items()]:
+                if key in called_always or not (key in self._forward_hooks_always_called or
+                                                key in _global_forward_hooks_always_called):
                     continue
                 try:
-                    if key in self._forward_hooks_with_kwargs:
+                    if key in self._forward_hooks_with_kwargs or \
+                            key in _global_forward_hooks_with_kwargs:
                         hook_result = hook(self, args, kwargs, result)
                     else:
                         hook_result = hook(self, args, result)
@@ -367,7 +429,7 @@ class Module:
     def _run_forward_pre_hooks(self, args, kwargs):
         with_kwargs = self._forward_pre_hooks_with_kwargs
         # a copy: a hook may remove itself (or another) while they run
-        for key, hook in list(self._forward_pre_hooks.items()):
+        for key, hook in [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]:
             if key in with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -1465,3 +1527,9 @@ class ZeroPad2d(Module):
 
     def extra_repr(self):
         return f"{self.padding}"
+
+
+# PyTorch's home of Module and the global hooks is torch.nn.modules.module; here it is this
+# file, under that name too (nn.modules.module.register_module_forward_hook)
+module = sys.modules[__name__]
+sys.modules[__name__ + ".module"] = module
