@@ -311,3 +311,18 @@ def global_hooks(lib):
 def test_global_module_forward_hooks_run_before_the_modules_own():
     log = both(global_hooks)
     assert [e[0] for e in log[:5]] == ["gpre", "gpre", "gfwd", "own", "gpre"]
+
+
+def double_backward(lib):
+    lib.manual_seed(0)
+    lin = lib.nn.Linear(3, 2)
+    lin.register_full_backward_hook(lambda m, gi, go: (gi[0] * 2.0,))
+    x = lib.randn(2, 3, requires_grad=True)
+    g, = lib.autograd.grad(lib.tanh(lin(x)).sum(), x, create_graph=True)
+    (g ** 2).sum().backward()
+    # (g's grad_fn is not compared: PyTorch shows MulBackward0, tapegrad ViewBackward0)
+    return g.detach(), x.grad, lin.weight.grad
+
+
+def test_backward_hook_replacement_under_create_graph():
+    both(double_backward)
