@@ -120,9 +120,10 @@ def _addindent(text, spaces):
 
 
 class _ModuleHookHandle:
-    """What ``register_forward_pre_hook`` (and the other ``register_*hook``) returns: ``remove()`` takes the hook out again.
-    Ids come from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique
-    across modules."""
+    """What ``register_forward_pre_hook`` (and the other ``register_*hook``) returns:
+    ``remove()`` takes the hook out again (also on leaving a ``with`` block).  Ids come
+    from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique across
+    modules."""
     _next_id = 0
 
     def __init__(self, hooks, *extras):
