@@ -1,5 +1,7 @@
 """``Module``, ``Parameter`` and the layers and losses built on them, as in ``torch.nn``."""
 import math
+import sys
+import warnings
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -7,6 +9,7 @@ import numpy as np
 import tapegrad as tg
 from tapegrad import _device, _dtype
 from tapegrad._methods import parse_to
+from tapegrad.function import Function
 from tapegrad.tensor import Tensor, _typename, _wrap_dim
 
 from . import functional as F
@@ -117,25 +120,201 @@ def _addindent(text, spaces):
 
 
 class _ModuleHookHandle:
-    """What ``register_forward_pre_hook`` returns: ``remove()`` takes the hook out again.
-    Ids come from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique
-    across modules."""
+    """What ``register_forward_pre_hook`` (and the other ``register_*hook``) returns:
+    ``remove()`` takes the hook out again (also on leaving a ``with`` block).  Ids come
+    from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique across
+    modules."""
     _next_id = 0
 
-    def __init__(self, hooks, extra):
-        self._hooks, self._extra = hooks, extra
+    def __init__(self, hooks, *extras):
+        # extras: the sets of ids that flag a hook (with_kwargs, always_call)
+        self._hooks, self._extras = hooks, extras
         self.id = _ModuleHookHandle._next_id
         _ModuleHookHandle._next_id += 1
 
     def remove(self):
         self._hooks.pop(self.id, None)
-        self._extra.discard(self.id)
+        for extra in self._extras:
+            extra.discard(self.id)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.remove()
+
+
+# --- global module hooks (torch.nn.modules.module.register_module_forward_*hook) -----------
+# hook id -> callable; run before every module's own hooks, for debugging and profiling
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = set()
+_global_forward_hooks_always_called = set()
+
+
+def register_module_forward_pre_hook(hook):
+    """Call ``hook(module, args)`` before the ``forward`` of every module, ahead of the
+    module's own forward pre-hooks; a result other than None replaces the positional
+    arguments.  Returns a handle whose ``remove()`` unregisters it.
+
+    Example:
+        >>> seen = []
+        >>> handle = nn.modules.module.register_module_forward_pre_hook(
+        ...     lambda module, args: seen.append(type(module).__name__))
+        >>> _ = nn.Sequential(nn.Tanh())(tg.ones(1))
+        >>> handle.remove()
+        >>> seen
+        ['Sequential', 'Tanh']
+    """
+    handle = _ModuleHookHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Call ``hook(module, args, output)`` after the ``forward`` of every module, ahead of
+    the module's own forward hooks; a result other than None replaces the output.
+    ``with_kwargs`` and ``always_call`` as for ``Module.register_forward_hook``.  Returns a
+    handle whose ``remove()`` unregisters it.
+
+    Example:
+        >>> seen = []
+        >>> handle = nn.modules.module.register_module_forward_hook(
+        ...     lambda module, args, out: seen.append(tuple(out.shape)))
+        >>> _ = nn.Linear(2, 3)(tg.ones(1, 2))
+        >>> handle.remove()
+        >>> seen
+        [(1, 3)]
+    """
+    handle = _ModuleHookHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs,
+                               _global_forward_hooks_always_called)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
+
+
+class _BackwardHook:
+    """What a module with full backward (pre-)hooks wraps one call in, as PyTorch's
+    ``BackwardHook``: its tensor inputs and its outputs each pass through one identity
+    ``BackwardHookFunction``, whose backward is where the hooks run -- the outputs' one sees
+    all of ``grad_output`` at once (the pre-hooks run there), the inputs' one all of
+    ``grad_input`` (the hooks run there, with the ``grad_output`` kept from before)."""
+
+    def __init__(self, module, hooks, pre_hooks):
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = self.n_outputs = -1
+        self.input_index = self.output_index = None
+
+    @staticmethod
+    def _pack(indices, values, size):
+        res = [None] * size
+        for i, v in zip(indices, values):
+            res[i] = v
+        return tuple(res)
+
+    def _wrap(self, args, on_backward):
+        """``args`` with its tensors passed through one BackwardHookFunction (unchanged
+        when none needs grad, or grad mode is off), and the tensors' positions (None then)."""
+        index = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in index]
+        if not (any(t.requires_grad for t in tensors) and tg.is_grad_enabled()):
+            return args, None
+        new = _BackwardHookFunction.apply(on_backward, *tensors)
+        out = list(args)
+        for i, t in zip(index, new):
+            out[i] = t
+        return tuple(out), index
+
+    def setup_input_hook(self, args):
+        def on_backward(grads):
+            # PyTorch materialises here: a tensor input whose gradient backward never
+            # reached (one that needs no grad, or went unused) shows zeros, not None
+            grads = tuple(tg.zeros(t.shape, dtype=t.dtype) if g is None else g
+                          for g, t in zip(grads, tensors))
+            if self.grad_outputs is None:
+                return grads
+            res = self._pack(self.input_index, grads, self.n_inputs)
+            for hook in self.hooks:
+                out = hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError("Backward hook returned an invalid number of "
+                                       f"grad_input, got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return tuple(res[i] for i in self.input_index)
+
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        res, self.input_index = self._wrap(args, on_backward)
+        self.n_inputs = len(args)
+        return res
+
+    def setup_output_hook(self, result):
+        def on_backward(grads):
+            self.grad_outputs = self._pack(self.output_index, grads, self.n_outputs)
+            for pre_hook in self.pre_hooks:
+                out = pre_hook(self.module, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(self.grad_outputs):
+                    raise RuntimeError(
+                        "Backward pre hook returned an invalid number of grad_output, got "
+                        f"{len(out)}, but expected {len(self.grad_outputs)}")
+                self.grad_outputs = out
+            local = self.grad_outputs
+            if self.input_index is None:
+                # no input needs grad: the inputs' function never runs, so the hooks run
+                # here, with grad_input all None
+                warnings.warn(
+                    "Full backward hook is firing when gradients are computed with respect to "
+                    "module outputs since no inputs require gradients. See "
+                    "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                    "#torch.nn.Module.register_full_backward_hook for more details.",
+                    stacklevel=2)
+                grad_inputs = (None,) * self.n_inputs
+                for hook in self.hooks:
+                    res = hook(self.module, grad_inputs, self.grad_outputs)
+                    if res is not None and not (isinstance(res, tuple)
+                                                and all(g is None for g in res)):
+                        raise RuntimeError(
+                            "Backward hook for Modules where no input requires gradient "
+                            "should always return None or None for all gradients.")
+                self.grad_outputs = None
+            return tuple(local[i] for i in self.output_index)
+
+        single = not isinstance(result, tuple)
+        args = (result,) if single else result
+        res, self.output_index = self._wrap(args, on_backward)
+        self.n_outputs = len(args)
+        return res[0] if single else res
+
+
+class _BackwardHookFunction(Function):
+    """The identity whose backward runs a module's backward hooks (see ``_BackwardHook``);
+    its outputs' ``grad_fn`` is ``BackwardHookFunctionBackward``, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, on_backward, *args):
+        ctx.on_backward = on_backward
+        ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+        # the hooks see None for an output's gradient that backward never reached
+        ctx.set_materialize_grads(False)
+        return args
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.on_backward(grads))
+
+
+# PyTorch's class is torch.nn.modules._functions.BackwardHookFunction: the node's name
+_BackwardHookFunction.__name__ = _BackwardHookFunction.__qualname__ = "BackwardHookFunction"
+_BackwardHookFunction._backward_cls.__name__ = "BackwardHookFunctionBackward"
+_BackwardHookFunction._backward_cls.__qualname__ = "BackwardHookFunctionBackward"
 
 
 class Module:
@@ -170,6 +349,11 @@ class Module:
         # hook id -> callable, run in order by __call__ (weight_norm, spectral_norm)
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_hooks_always_called", set())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -177,14 +361,76 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         # .get: a module whose __init__ skipped ours still calls (it has no hooks)
-        if self.__dict__.get("_forward_pre_hooks"):
-            args, kwargs = self._run_forward_pre_hooks(args, kwargs)
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks")
+                or d.get("_backward_hooks") or d.get("_backward_pre_hooks")
+                or _global_forward_hooks or _global_forward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """``__call__`` as PyTorch's ``_call_impl`` orders it: forward pre-hooks, the
+        backward hooks' wrapping of the inputs, forward, forward hooks, then the wrapping of
+        the outputs (so a forward hook sees the unwrapped result)."""
+        if "_forward_hooks" not in self.__dict__:
+            # a module whose __init__ skipped ours (only global hooks could be set)
+            return self.forward(*args, **kwargs)
+        result = None
+        called_always = set()
+        try:
+            if self._forward_pre_hooks or _global_forward_pre_hooks:
+                args, kwargs = self._run_forward_pre_hooks(args, kwargs)
+            bw_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
+                                        list(self._backward_pre_hooks.values()))
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            # a copy: a hook may remove itself (or another) while they run
+            for key, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
+                if key in self._forward_hooks_always_called or \
+                        key in _global_forward_hooks_always_called:
+                    called_always.add(key)
+                if key in self._forward_hooks_with_kwargs or \
+                        key in _global_forward_hooks_with_kwargs:
+                    hook_result = hook(self, args, kwargs, result)
+                else:
+                    hook_result = hook(self, args, result)
+                if hook_result is not None:
+                    result = hook_result
+            if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a "
+                                  f"Tensor or a tuple of Tensors but received {type(result)}",
+                                  stacklevel=2)
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            # always_call hooks still run when forward (or an earlier hook) raised; what
+            # they raise themselves is only warned about, the first error propagates
+            for key, hook in [*_global_forward_hooks.items(),
+                              *self.__dict__.get("_forward_hooks", {}).items()]:
+                if key in called_always or not (key in self._forward_hooks_always_called or
+                                                key in _global_forward_hooks_always_called):
+                    continue
+                try:
+                    if key in self._forward_hooks_with_kwargs or \
+                            key in _global_forward_hooks_with_kwargs:
+                        hook_result = hook(self, args, kwargs, result)
+                    else:
+                        hook_result = hook(self, args, result)
+                    if hook_result is not None:
+                        result = hook_result
+                except Exception as e:
+                    warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                  "exception that was silenced as another error was raised "
+                                  f"in forward: {e}", stacklevel=2)
+            raise
 
     def _run_forward_pre_hooks(self, args, kwargs):
         with_kwargs = self._forward_pre_hooks_with_kwargs
         # a copy: a hook may remove itself (or another) while they run
-        for key, hook in list(self._forward_pre_hooks.items()):
+        for key, hook in [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]:
             if key in with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -218,6 +464,75 @@ class Module:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
         if prepend:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """Call ``hook(module, args, output)`` after every ``forward``; a result other than
+        None replaces the output.  With ``with_kwargs=True`` it is ``hook(module, args,
+        kwargs, output)``; with ``always_call=True`` it runs even when forward raised;
+        ``prepend=True`` runs it before the hooks already registered.  Returns a handle
+        whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> lin = nn.Linear(2, 1)
+            >>> handle = lin.register_forward_hook(lambda module, args, out: out * 0.0)
+            >>> lin(tg.ones(1, 2)).detach()
+            tensor([[0.]])
+            >>> handle.remove()
+        """
+        handle = _ModuleHookHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
+                                   self._forward_hooks_always_called)
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_input, grad_output)`` during backward, once the
+        gradients with respect to the module's positional inputs are known:
+        ``grad_input`` has one entry per positional argument (None for one that is not a
+        tensor or needs no grad), ``grad_output`` one per output.  A result other than
+        None replaces ``grad_input``.  Returns a handle whose ``remove()`` unregisters it.
+
+        Example:
+            >>> lin = nn.Linear(2, 1)
+            >>> seen = []
+            >>> handle = lin.register_full_backward_hook(
+            ...     lambda module, gin, gout: seen.append(gout[0].shape))
+            >>> lin(tg.ones(1, 2, requires_grad=True)).sum().backward()
+            >>> seen
+            [tapegrad.Size([1, 1])]
+        """
+        handle = _ModuleHookHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_output)`` during backward, when the gradients with
+        respect to the module's outputs are known and before those of its inputs are
+        computed; a result other than None replaces ``grad_output``.  Returns a handle
+        whose ``remove()`` unregisters it.
+
+        Example:
+            >>> lin = nn.Linear(2, 1)
+            >>> x = tg.ones(1, 2, requires_grad=True)
+            >>> handle = lin.register_full_backward_pre_hook(
+            ...     lambda module, gout: (gout[0] * 2.0,))
+            >>> lin(x).sum().backward()
+            >>> x.grad.equal(2.0 * lin.weight.detach())
+            True
+        """
+        handle = _ModuleHookHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     # --- registration -------------------------------------------------------------------
@@ -1213,3 +1528,9 @@ class ZeroPad2d(Module):
 
     def extra_repr(self):
         return f"{self.padding}"
+
+
+# PyTorch's home of Module and the global hooks is torch.nn.modules.module; here it is this
+# file, under that name too (nn.modules.module.register_module_forward_hook)
+module = sys.modules[__name__]
+sys.modules[__name__ + ".module"] = module
