@@ -264,15 +264,14 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     data = sequence.data
     batch = sizes[0]
     trailing = tuple(data.shape[1:])
-    shape = (batch, steps) + trailing if batch_first else (steps, batch) + trailing
-    out = tg.full(shape, padding_value, dtype=data.dtype)
+    # time-major, then transposed for batch_first: PyTorch's order (TransposeBackward0 on top)
+    out = tg.full((steps, batch) + trailing, padding_value, dtype=data.dtype)
     offset = 0
     for t, size in enumerate(sizes):
-        if batch_first:
-            out[:size, t] = data[offset:offset + size]
-        else:
-            out[t, :size] = data[offset:offset + size]
+        out[t, :size] = data[offset:offset + size]
         offset += size
+    if batch_first:
+        out = out.transpose(0, 1)
     lengths = tg.tensor([sum(1 for s in sizes if s > b) for b in range(batch)],
                         dtype=tg.int64)
     if sequence.unsorted_indices is not None:
