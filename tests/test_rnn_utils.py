@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tapegrad as tg
-import tapegrad.nn.utils.rnn
+import tapegrad.nn.utils.rnn  # noqa: F401  (the submodule import PyTorch programs write)
 from tapegrad.nn.utils.rnn import (PackedSequence, pack_padded_sequence, pack_sequence,
                                    pad_packed_sequence, pad_sequence, unpack_sequence,
                                    unpad_sequence)
@@ -226,6 +226,8 @@ def test_rnn_on_packed(mode, lengths, layers, batch_first, with_hx):
     pf, qf = (pf, qf) if mode == "LSTM" else ((pf,), (qf,))
     for a, b in zip(pf, qf):
         close(a, b, what="final state")
+        assert a.grad_fn.name() == b.grad_fn.name()
+    assert po.data.grad_fn.name() == qo.data.grad_fn.name()
     u, _ = pad_packed_sequence(po, batch_first)
     v, _ = trnn.pad_packed_sequence(qo, batch_first)
     (u.tanh().sum() + sum((f * f).sum() for f in pf)).backward()
