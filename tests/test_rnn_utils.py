@@ -82,6 +82,12 @@ def test_pad_sequence_of_tensor_and_errors():
     raises_same(lambda: pad_sequence([tg.ones(2)], padding_side="up"),
                 lambda: trnn.pad_sequence([torch.ones(2)], padding_side="up"))
     raises_same(lambda: pad_sequence([]), lambda: trnn.pad_sequence([]))
+    for second in [(3, 2), (3, 2, 2)]:
+        raises_same(lambda: pad_sequence([tg.ones(2, 3), tg.ones(*second)]),
+                    lambda: trnn.pad_sequence([torch.ones(2, 3), torch.ones(*second)]))
+    # a size-1 trailing dimension broadcasts into the slot, as PyTorch's copy
+    close(pad_sequence([tg.ones(2, 3), tg.tensor([[1.0], [2.0], [3.0]])]),
+          trnn.pad_sequence([torch.ones(2, 3), torch.tensor([[1.0], [2.0], [3.0]])]))
     raises_same(lambda: pad_sequence(5), lambda: trnn.pad_sequence(5))
 
 

@@ -165,12 +165,25 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     out = tg.full(shape, padding_value, dtype=first.dtype)
     for i, seq in enumerate(sequences):
         n = seq.shape[0]
+        _check_fits((n,) + trailing, tuple(seq.shape))
         span = slice(0, n) if padding_side == "right" else slice(longest - n, longest)
         if batch_first:
             out[i, span] = seq
         else:
             out[span, i] = seq
     return out
+
+
+def _check_fits(target, shape):
+    """PyTorch copies each sequence into its slot, broadcasting: a size that is neither the
+    slot's nor 1 fails with the broadcast text, naming the rightmost clash."""
+    ndim = max(len(target), len(shape))
+    a = (1,) * (ndim - len(target)) + target
+    b = (1,) * (ndim - len(shape)) + shape
+    for dim in range(ndim - 1, -1, -1):
+        if a[dim] != b[dim] and a[dim] != 1 and b[dim] != 1:
+            raise RuntimeError(f"The size of tensor a ({a[dim]}) must match the size of "
+                               f"tensor b ({b[dim]}) at non-singleton dimension {dim}")
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
