@@ -10,7 +10,8 @@ import tapegrad as tg
 
 PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.functional",
                   "tapegrad.nn.init", "tapegrad.nn.utils", "tapegrad.nn.utils.parametrize",
-                  "tapegrad.nn.utils.parametrizations", "tapegrad.optim",
+                  "tapegrad.nn.utils.parametrizations", "tapegrad.nn.utils.rnn",
+                  "tapegrad.optim",
                   "tapegrad.optim.lr_scheduler", "tapegrad.utils", "tapegrad.utils.data",
                   "tapegrad.func", "tapegrad.cuda", "tapegrad.viz", "tapegrad.testing",
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",

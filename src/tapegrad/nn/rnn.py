@@ -293,6 +293,93 @@ class _RNNBase(Module):
                 input = F.dropout(input, self.dropout, True)
         return input, finals
 
+    def _run_packed(self, data, sizes, states):
+        """The packed form of ``_run``: ``data`` ``(sum(sizes), H_in)`` holds step ``t`` of
+        the ``sizes[t]`` sequences still running (longest first).  Every step runs on that
+        shrinking batch, so a sequence's final state is the one after its own last step, and
+        the reverse direction starts each sequence at its own end."""
+        directions = 2 if self.bidirectional else 1
+        offsets = [0]
+        for size in sizes:
+            offsets.append(offsets[-1] + size)
+        lstm = self.mode == "LSTM"
+
+        def rows(state, start, stop):
+            return tuple(s[start:stop] for s in state) if lstm else state[start:stop]
+
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(("", "_reverse")[:directions]):
+                weights = self._layer_weights(layer, suffix)
+                initial = states[layer * directions + direction]
+                hidden = [None] * len(sizes)
+                if direction == 0:
+                    state, done = rows(initial, 0, sizes[0]), []
+                    for t, size in enumerate(sizes):
+                        running = sizes[t - 1] if t else size
+                        if size < running:     # sequences size.. ended at step t - 1
+                            done.append(rows(state, size, running))
+                            state = rows(state, 0, size)
+                        state = self._step(data[offsets[t]:offsets[t + 1]], state, weights)
+                        hidden[t] = state[0] if lstm else state
+                    # the last-ended sequences sit at the end: the pieces in reverse order
+                    pieces = [state] + done[::-1]
+                    if len(pieces) > 1:
+                        state = tuple(tg.cat(part) for part in zip(*pieces)) if lstm \
+                            else tg.cat(pieces)
+                else:
+                    state = None
+                    for t in range(len(sizes) - 1, -1, -1):
+                        start = 0 if state is None else sizes[t + 1]
+                        if start < sizes[t]:   # sequences start.. begin (at their end) here
+                            fresh = rows(initial, start, sizes[t])
+                            state = fresh if state is None else (
+                                tuple(tg.cat(p) for p in zip(state, fresh)) if lstm
+                                else tg.cat([state, fresh]))
+                        state = self._step(data[offsets[t]:offsets[t + 1]], state, weights)
+                        hidden[t] = state[0] if lstm else state
+                outputs.append(tg.cat(hidden))
+                finals.append(state)
+            data = outputs[0] if directions == 1 else tg.cat(outputs, 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                data = F.dropout(data, self.dropout, True)
+        return data, finals
+
+    def _forward_packed(self, packed, hx):
+        """A ``PackedSequence`` in, one out, as PyTorch: the initial states are taken in the
+        packed (sorted) order and the final ones handed back in the original order."""
+        from .rnn_utils import PackedSequence
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.ndim != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.ndim}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        sizes = [int(v) for v in batch_sizes.tolist()]
+        batch = sizes[0]
+
+        def permute(h, indices):
+            return h if indices is None else h.index_select(1, indices)
+
+        if self.mode == "LSTM":
+            h0, c0 = (None, None) if hx is None else \
+                (permute(hx[0], sorted_indices), permute(hx[1], sorted_indices))
+            h0 = self._initial(h0, batch, False, "hidden[0]")
+            c0 = self._initial(c0, batch, False, "hidden[1]")
+            states = [(h0[k], c0[k]) for k in range(h0.shape[0])]
+        else:
+            h0 = self._initial(None if hx is None else permute(hx, sorted_indices), batch,
+                               False, "hidden")
+            states = [h0[k] for k in range(h0.shape[0])]
+        output, finals = self._run_packed(data, sizes, states)
+        if self.mode == "LSTM":
+            final = (permute(tg.stack([h for h, _ in finals]), unsorted_indices),
+                     permute(tg.stack([c for _, c in finals]), unsorted_indices))
+        else:
+            final = permute(tg.stack(finals), unsorted_indices)
+        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), final
+
     def _check_input(self, input):
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
@@ -317,6 +404,9 @@ class _RNNBase(Module):
         return hx
 
     def forward(self, input, hx=None):
+        from .rnn_utils import PackedSequence
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         self._check_input(input)
         unbatched = input.ndim == 2
         if unbatched:

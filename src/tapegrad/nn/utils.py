@@ -20,7 +20,7 @@ from .modules import Parameter
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
-           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations"]
+           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations", "rnn"]
 
 
 def _tensor_list(tensors):
@@ -388,9 +388,11 @@ def remove_spectral_norm(module, name="weight"):
 # under those names, ``import tapegrad.nn.utils.parametrize`` works with utils a module
 import sys as _sys  # noqa: E402
 from . import parametrize, parametrizations  # noqa: E402
+from . import rnn_utils as rnn  # noqa: E402  (tapegrad.nn.rnn is the layers' module)
 
 _sys.modules[__name__ + ".parametrize"] = parametrize
 _sys.modules[__name__ + ".parametrizations"] = parametrizations
+_sys.modules[__name__ + ".rnn"] = rnn
 
 from .._public import public_dir as _public_dir  # noqa: E402
 
