@@ -25,8 +25,8 @@ from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d
                       ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                       ZeroPad1d)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
-from .transformer import (TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
-                          TransformerEncoderLayer)
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 from . import utils
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
+    "Transformer",
     "TransformerDecoderLayer", "TransformerDecoder", "UpsamplingBilinear2d", "PixelUnshuffle",
 ]
 

@@ -1,4 +1,5 @@
-"""Transformer layers as in ``torch.nn``: ``TransformerEncoderLayer`` (self-attention and a
+"""Transformer layers as in ``torch.nn``: ``Transformer`` (an encoder and a decoder stack),
+``TransformerEncoderLayer`` (self-attention and a
 feed-forward block, each with a residual connection and a LayerNorm), ``TransformerDecoderLayer``
 (with cross-attention to a memory between them), and ``TransformerEncoder`` /
 ``TransformerDecoder``, stacks of copies of one layer; built from the layers of this package."""
@@ -12,11 +13,12 @@ from tapegrad.tape import state as _state
 from . import functional as F
 from .containers import ModuleList
 from .layers import MultiheadAttention
+from .init import xavier_uniform_
 from .modules import Dropout, Linear, Module
 from .normalization import LayerNorm
 
 __all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
-           "TransformerDecoder"]
+           "TransformerDecoder", "Transformer"]
 
 
 def _activation(name):
@@ -324,6 +326,81 @@ class TransformerDecoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+class Transformer(Module):
+    """PyTorch's encoder-decoder Transformer: ``num_encoder_layers`` encoder layers and
+    ``num_decoder_layers`` decoder layers (or ``custom_encoder`` / ``custom_decoder``), each
+    stack followed by a LayerNorm; every parameter of more than one dim drawn again with
+    ``xavier_uniform_``, in PyTorch's order, so the same seed gives PyTorch's weights.
+
+    Shape: src ``(S, N, E)`` and tgt ``(T, N, E)`` (``(N, S, E)``, ``(N, T, E)`` with
+    ``batch_first=True``; unbatched ``(S, E)``, ``(T, E)``) -> the shape of tgt.
+
+    Example:
+        >>> model = nn.Transformer(8, 2, 1, 1, dim_feedforward=16, batch_first=True)
+        >>> mask = nn.Transformer.generate_square_subsequent_mask(3)
+        >>> model(tg.ones(2, 4, 8), tg.ones(2, 3, 8), tgt_mask=mask).shape
+        tapegrad.Size([2, 3, 8])
+        >>> mask
+        tensor([[0., -inf, -inf],
+                [0., 0., -inf],
+                [0., 0., 0.]])
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation=F.relu, custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
+                 bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            layer_norm_eps, batch_first, norm_first, bias,
+                                            dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            layer_norm_eps, batch_first, norm_first, bias,
+                                            dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if batched and src.size(batch_dim) != tgt.size(batch_dim):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The additive causal mask of size ``sz``: ``-inf`` above the diagonal, 0 elsewhere
+        (position i attends to positions up to i)."""
+        return tg.triu(tg.full((sz, sz), -math.inf, dtype=dtype), diagonal=1)
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                xavier_uniform_(p)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
