@@ -105,6 +105,13 @@ def test_max_pool_values_indices_grads_as_pytorch(n, data):
                              ceil)
     np.testing.assert_array_equal(plain.detach().numpy(), ot.detach().numpy())
     assert type(plain.grad_fn).__name__ == type(ot.grad_fn).__name__
+    # unbatched: one node as well
+    og, ig = getattr(F, name)(tg.tensor(x[0], requires_grad=True), kernel, stride, padding,
+                              dil, ceil, return_indices=True)
+    ot, it = getattr(TF, name)(torch.tensor(x[0], requires_grad=True), kernel, stride,
+                               padding, dil, ceil, return_indices=True)
+    np.testing.assert_array_equal(ig.numpy(), it.numpy())
+    assert type(og.grad_fn).__name__ == type(ot.grad_fn).__name__
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -133,6 +140,9 @@ def test_avg_pool_ceil_mode_divisors_as_pytorch(n, data):
     ot.backward(torch.tensor(w))
     og.backward(tg.tensor(w))
     np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
+    unbatched = (getattr(F, name)(tg.tensor(x[0], requires_grad=True), *args),
+                 getattr(TF, name)(torch.tensor(x[0], requires_grad=True), *args))
+    assert type(unbatched[0].grad_fn).__name__ == type(unbatched[1].grad_fn).__name__
 
 
 def test_avg_pool_partial_window_divisor_by_hand():

@@ -2317,10 +2317,11 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
                       ceil_mode)
     flat, inside, start = _pool_taps(spatial, kernel, stride, padding, dilation, out)
     result, index = _first_maximum(windows, flat, inside, start, return_indices)
-    result = _named(result, f"MaxPool{n}DWithIndicesBackward0", input)
     if unbatched:
         result = result.squeeze(0)
         index = None if index is None else index.squeeze(0)
+    # (an unbatched input too is one PyTorch node)
+    result = _named(result, f"MaxPool{n}DWithIndicesBackward0", input)
     return (result, index) if return_indices else result
 
 
@@ -2417,8 +2418,9 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
             along = np.minimum(start + k, high) - np.maximum(start, low)
             counts = np.multiply.outer(counts, along.astype(np.float64))
         result = total / _constant(counts)
-    result = _named(result, f"AvgPool{n}DBackward0", input)
-    return result.squeeze(0) if unbatched else result
+    if unbatched:
+        result = result.squeeze(0)
+    return _named(result, f"AvgPool{n}DBackward0", input)   # (one node, unbatched too)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
