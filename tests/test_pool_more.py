@@ -282,6 +282,8 @@ def test_pool_errors_as_pytorch():
                     lambda: getattr(TF, name)(torch.tensor(array), *rest))
     _same_error(lambda: F.max_pool1d(tg.tensor(x[0]), 7, return_indices=True),
                 lambda: TF.max_pool1d(torch.tensor(x[0]), 7, return_indices=True))
+    _same_error(lambda: F.adaptive_max_pool1d(tg.tensor(x[0]), (1, 2)),
+                lambda: TF.adaptive_max_pool1d(torch.tensor(x[0]), (1, 2)))
     _same_error(lambda: F.avg_pool2d(tg.tensor(x), 2, divisor_override=0),
                 lambda: TF.avg_pool2d(torch.tensor(x), 2, divisor_override=0))
 

@@ -2816,6 +2816,9 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
         raise RuntimeError(f"adaptive_max_pool1d() Expected 2D or 3D input tensor, but got "
                            f"{list(input.shape)}")
     if not isinstance(output_size, int):
+        if len(output_size) != 1:
+            raise RuntimeError("adaptive_max_pool1d() argument 'output_size' should contain "
+                               f"one int (got {len(output_size)})")
         output_size, = output_size
     # PyTorch pools a (..., 1, L) image and squeezes it: its nodes are those
     out = adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size), return_indices)
