@@ -293,6 +293,13 @@ nextafter | T3 T3 | 0
 nextafter | T3 T3 | 1
 nn.functional.adaptive_avg_pool1d | T33 0 | 0
 nn.functional.avg_pool1d | T33 1 | 0
+nn.functional.adaptive_max_pool1d | T33 1 | 0
+nn.functional.avg_pool2d | T33 1 | 0
+nn.functional.avg_pool3d | T33 1 | 0
+nn.functional.max_pool2d | T33 1 | 0
+nn.functional.max_pool3d | T33 1 | 0
+nn.functional.max_pool1d_with_indices | T33 1 | 0
+nn.functional.max_pool2d_with_indices | T33 1 | 0
 nn.functional.binary_cross_entropy | T3 T3 | 0
 nn.functional.binary_cross_entropy | T3 T3 | 1
 nn.functional.binary_cross_entropy_with_logits | T3 T3 | 0

@@ -274,11 +274,14 @@ def test_bad_arguments_raise_pytorchs_errors(name, args, kwargs, shape, kind):
     _raise_both(lambda: ours(tg.tensor(x)), lambda: theirs(torch.tensor(x)), kind)
 
 
-def test_pools_with_ceil_mode_say_it_is_not_supported():
-    # (F.max_pool1d / F.avg_pool1d have no ceil_mode yet: a clear error, not wrong sizes)
-    for pool in (nn.MaxPool1d(2, ceil_mode=True), nn.AvgPool1d(2, ceil_mode=True)):
-        with pytest.raises(NotImplementedError, match="ceil_mode"):
-            pool(tg.ones(1, 2, 5))
+def test_pools_with_ceil_mode_keep_the_partial_window_as_torch():
+    # (the full comparison is in test_pool_more.py)
+    x = np.arange(10.0).reshape(1, 2, 5)
+    for name in ("MaxPool1d", "AvgPool1d"):
+        ours = getattr(nn, name)(2, ceil_mode=True)(tg.tensor(x))
+        theirs = getattr(torch.nn, name)(2, ceil_mode=True)(torch.tensor(x))
+        assert ours.shape[-1] == 3
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_deep_copies_of_parameters_start_without_gradients_as_torch():

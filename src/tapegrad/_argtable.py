@@ -368,6 +368,13 @@ soft_margin_loss input target
 softplus input
 softshrink input
 triplet_margin_loss anchor positive
+adaptive_max_pool1d input
+avg_pool2d input
+avg_pool3d input
+max_pool2d input
+max_pool3d input
+max_pool1d_with_indices input
+max_pool2d_with_indices input
 """, 0, 1, ''),
     'special': _rows("""
 digamma x>input

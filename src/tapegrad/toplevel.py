@@ -989,25 +989,6 @@ def _check_2d_or_3d(input, fname):
                            f"{fname})")
 
 
-def _argmax_indices(values, windows):
-    """The index along the last dimension of ``values`` that PyTorch's max-pool kernels
-    report for each window (``windows``: one list of positions per output): the first
-    position of the window to start with, then a later one only if strictly larger, or NaN
-    (so the last NaN of a window with NaNs) -- the same element the pooled values'
-    gradient goes to."""
-    out = np.zeros(values.shape[:-1] + (len(windows),), np.int64)
-    for o, positions in enumerate(windows):
-        best = np.full(values.shape[:-1], -np.inf)
-        index = np.full(values.shape[:-1], positions[0] if positions else 0, np.int64)
-        for pos in positions:
-            v = values[..., pos]
-            wins = (v > best) | np.isnan(v)
-            best = np.where(wins, v, best)
-            index = np.where(wins, pos, index)
-        out[..., o] = index
-    return _creation.tensor(out, dtype=_dtype.int64)
-
-
 @_tensors("input")
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
                             ceil_mode=False):
@@ -1019,16 +1000,9 @@ def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
         (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
     """
     _check_2d_or_3d(input, "max_pool1d")
-    values = max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    if _state.trace is not None:
-        # which element is largest depends on the values: a replay would keep these
-        _state.trace.opaque("max_pool1d_with_indices reads which element is largest")
-    k, p, d = (_F._one(v) for v in (kernel_size, padding, dilation))
-    s = k if _stride(stride) is None else _F._one(stride)
-    length = input.shape[-1]
-    windows = [[o * s - p + j * d for j in range(k) if 0 <= o * s - p + j * d < length]
-               for o in range(values.shape[-1])]
-    return values, _argmax_indices(input._value, windows)
+    # (the indices come from the same comparisons as the values: a replay recomputes them)
+    return _F.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode,
+                         True)
 
 
 @_tensors("input")
@@ -1041,15 +1015,7 @@ def adaptive_max_pool1d(input, output_size):
         (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
     """
     _check_2d_or_3d(input, "adaptive_max_pool1d")
-    size = _F._one(output_size)
-    values = _F.adaptive_max_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
-    if _state.trace is not None:
-        _state.trace.opaque("adaptive_max_pool1d reads which element is largest")
-    length = input.shape[-1]
-    # window i covers [floor(i L / size), ceil((i + 1) L / size))
-    windows = [list(range((i * length) // size, -((-(i + 1) * length) // size)))
-               for i in range(size)]
-    return values, _argmax_indices(input._value, windows)
+    return _F.adaptive_max_pool1d(input, _F._one(output_size), True)
 
 
 
@@ -1113,11 +1079,4 @@ def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
         >>> tg.max_pool3d(tg.arange(8.0).reshape(1, 2, 2, 2), 2)
         tensor([[[[7.]]]])
     """
-    if ceil_mode:
-        raise NotImplementedError("max_pool3d: ceil_mode is not supported")
-    windows, unbatched, _ = _F._pool_windows(input, kernel_size, _stride(stride), padding,
-                                             dilation, -math.inf, 3, "max_pool3d")
-    out = _F._first_maximum(windows)
-    if unbatched:
-        out = out.squeeze(0)
-    return _functional.named_node(out, "MaxPool3DWithIndicesBackward0", input)
+    return _F.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)

@@ -13,7 +13,8 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
                    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
-                   MaxPool1d, MaxPool2d)
+                   MaxPool1d, MaxPool2d, MaxPool3d, AvgPool3d, AdaptiveMaxPool1d, MaxUnpool1d,
+                   MaxUnpool2d, MaxUnpool3d, LPPool1d, LPPool2d, LPPool3d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
                      MultiheadAttention, PairwiseDistance, Unfold)
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
@@ -46,7 +47,9 @@ __all__ = [
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
     "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
-    "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "InstanceNorm1d", "InstanceNorm2d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "MaxPool3d", "AvgPool3d",
+    "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
+    "LPPool3d", "InstanceNorm1d", "InstanceNorm2d",
     "PixelShuffle", "Softmax2d", "ZeroPad1d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",

@@ -10,7 +10,9 @@ from .modules import Module, Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxPool3d",
+           "AvgPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
 def _tuple(value, n):
@@ -405,8 +407,8 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
 
 class AdaptiveMaxPool2d(Module):
     """Max pooling into a fixed ``output_size`` grid of windows: ``F.adaptive_max_pool2d``
-    (an int for a square grid, ``None`` keeps a dimension's size; ``return_indices`` is not
-    supported yet and raises NotImplementedError when called).
+    (an int for a square grid, ``None`` keeps a dimension's size; ``return_indices`` also
+    returns the maxima's flat positions).
 
     Shape: ``(N, C, H, W)`` or ``(C, H, W)`` -> ``(..., *output_size)``.
 
@@ -433,3 +435,150 @@ class AdaptiveMaxPool2d(Module):
 from .._public import public_dir as _public_dir  # noqa: E402
 
 __dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
+
+
+class MaxPool3d(MaxPool2d):
+    """The largest value of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``:
+    ``F.max_pool3d`` (``stride`` defaults to ``kernel_size``).
+
+    Example:
+        >>> pool = nn.MaxPool3d(2)
+        >>> pool
+        MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+        >>> pool(tg.ones(1, 1, 4, 4, 4)).shape
+        tapegrad.Size([1, 1, 2, 2, 2])
+    """
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """The mean of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``: ``F.avg_pool3d``
+    (``stride`` defaults to ``kernel_size``).
+
+    Example:
+        >>> pool = nn.AvgPool3d(2)
+        >>> pool
+        AvgPool3d(kernel_size=2, stride=2, padding=0)
+        >>> pool(tg.ones(1, 1, 2, 2, 2))
+        tensor([[[[[1.]]]]])
+    """
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max pooling into ``output_size`` windows: ``F.adaptive_max_pool1d``.
+
+    Example:
+        >>> nn.AdaptiveMaxPool1d(2)(tg.tensor([[[1.0, 3.0, 2.0, 0.0, 5.0]]]))
+        tensor([[[3., 5.]]])
+    """
+
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool2d(Module):
+    """The inverse of ``MaxPool2d(..., return_indices=True)``: ``F.max_unpool2d``
+    (``output_size`` in the call picks among the sizes that pool to the input's).
+
+    Example:
+        >>> pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+        >>> unpool
+        MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))
+        >>> out, idx = pool(tg.arange(16.0).reshape(1, 1, 4, 4))
+        >>> unpool(out, idx, output_size=(1, 1, 5, 5)).shape
+        tapegrad.Size([1, 1, 5, 5])
+    """
+    _dims = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        # PyTorch keeps these as tuples (its repr shows them so)
+        self.kernel_size = _tuple(kernel_size, self._dims)
+        self.stride = _tuple(stride if stride is not None else kernel_size, self._dims)
+        self.padding = _tuple(padding, self._dims)
+
+    def forward(self, input, indices, output_size=None):
+        unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self._dims - 1]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(MaxUnpool2d):
+    """The inverse of ``MaxPool1d(..., return_indices=True)``: ``F.max_unpool1d``.
+
+    Example:
+        >>> pool, unpool = nn.MaxPool1d(2, return_indices=True), nn.MaxUnpool1d(2)
+        >>> unpool(*pool(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]])))
+        tensor([[[0., 3., 2., 0.]]])
+    """
+    _dims = 1
+
+
+class MaxUnpool3d(MaxUnpool2d):
+    """The inverse of ``MaxPool3d(..., return_indices=True)``: ``F.max_unpool3d``.
+
+    Example:
+        >>> pool, unpool = nn.MaxPool3d(2, return_indices=True), nn.MaxUnpool3d(2)
+        >>> unpool(*pool(tg.arange(8.0).reshape(1, 1, 2, 2, 2))).flatten()
+        tensor([0., 0., 0., 0., 0., 0., 0., 7.])
+    """
+    _dims = 3
+
+
+class LPPool2d(Module):
+    """The ``norm_type``-norm of each window: ``F.lp_pool2d`` (``stride`` defaults to
+    ``kernel_size``).
+
+    Example:
+        >>> pool = nn.LPPool2d(2, 2)
+        >>> pool
+        LPPool2d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False)
+        >>> pool(tg.tensor([[[[3.0, 4.0], [0.0, 0.0]]]]))
+        tensor([[[[5.]]]])
+    """
+    _dims = 2
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        lp_pool = (F.lp_pool1d, F.lp_pool2d, F.lp_pool3d)[self._dims - 1]
+        return lp_pool(input, float(self.norm_type), self.kernel_size, self.stride,
+                       self.ceil_mode)
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(LPPool2d):
+    """The ``norm_type``-norm of each window along the last dimension: ``F.lp_pool1d``.
+
+    Example:
+        >>> nn.LPPool1d(2, 2)(tg.tensor([[[3.0, 4.0, 1.0, 0.0]]]))
+        tensor([[[5., 1.]]])
+    """
+    _dims = 1
+
+
+class LPPool3d(LPPool2d):
+    """The ``norm_type``-norm of each window of ``(N, C, D, H, W)``: ``F.lp_pool3d``.
+
+    Example:
+        >>> nn.LPPool3d(2, 2)(tg.ones(1, 1, 2, 2, 2))
+        tensor([[[[[2.8284]]]]])
+    """
+    _dims = 3

@@ -34,6 +34,9 @@ __all__ = [
     "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
+    "max_pool3d", "avg_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "adaptive_max_pool1d", "max_unpool1d", "max_unpool2d",
+    "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle",
@@ -2481,7 +2484,48 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _named(image, "Col2ImBackward0", input)
 
 
-def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):
+def _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling output size per dimension (``pooling_output_shape``): with
+    ``ceil_mode`` a last, partial window is kept if it starts inside the input or its left
+    padding.  Also the extra right padding that partial window needs (0 without it)."""
+    out, extra = [], []
+    for size, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
+        reach = size + 2 * p - d * (k - 1) - 1
+        length = (reach + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and length > 0 and (length - 1) * s >= size + p:
+            length -= 1
+        out.append(length)
+        extra.append(max(0, (length - 1) * s + d * (k - 1) + 1 - (size + 2 * p)))
+    return tuple(out), tuple(extra)
+
+
+def _pool_taps(spatial, kernel, stride, padding, dilation, out):
+    """For each window and tap (``(*out, taps)``, taps in PyTorch's scan order): the tap's
+    flat position in the unpadded ``spatial`` plane and whether it lies inside the input.
+    From the shapes only, so a compiled replay reuses them."""
+    n = len(spatial)
+    grids = np.meshgrid(*[np.arange(o) * s - p for o, s, p in zip(out, stride, padding)],
+                        *[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij")
+    flat = np.zeros(grids[0].shape, dtype=np.int64)
+    inside = np.ones(grids[0].shape, dtype=bool)
+    for axis in range(n):
+        position = grids[axis] + grids[n + axis]
+        inside &= (position >= 0) & (position < spatial[axis])
+        flat = flat * spatial[axis] + position
+    # PyTorch's starting index of a window: its first tap at or right of 0 in every dimension
+    # (a window whose taps all fall in the padding, possible with dilation, keeps it although
+    # it lies outside the plane)
+    start = np.zeros(tuple(out), dtype=np.int64)
+    for axis in range(n):
+        first = np.arange(out[axis]) * stride[axis] - padding[axis]
+        first = np.where(first < 0, first + (-first + dilation[axis] - 1) // dilation[axis]
+                         * dilation[axis], first)
+        start = start * spatial[axis] + first.reshape((-1,) + (1,) * (n - 1 - axis))
+    return flat.reshape(*out, -1), inside.reshape(*out, -1), start
+
+
+def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name,
+                  ceil_mode=False):
     unbatched = input.ndim == n + 1
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D (batch mode) tensor for "
@@ -2496,18 +2540,49 @@ def _pool_windows(input, kernel_size, stride, padding, dilation, fill, n, name):
         raise RuntimeError("pad should be at most half of effective kernel size, but got "
                            f"pad={padding[0]}, kernel_size={kernel[0]} and dilation="
                            f"{dilation[0]}")
-    padded = _pad_spatial(input, [(p, p) for p in padding], fill)
-    windows, out = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
-    if windows is None:
-        raise RuntimeError(f"{name}: output size is too small")
+    spatial = tuple(input.shape[2:])
+    if name == "avg_pool3d" and any(size < k for size, k in zip(spatial, kernel)):
+        # (PyTorch's 3-d average pool compares the unpadded input with the kernel first)
+        raise RuntimeError(f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) "
+                           f"smaller than kernel size (kT: {kernel[0]} kH: {kernel[1]} "
+                           f"kW: {kernel[2]})")
+    out, extra = _pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
+    if min(out) < 1:
+        channels = input.shape[1]
+        raise RuntimeError(
+            f"Given input size: ({'x'.join(str(s) for s in (channels, *spatial))}). "
+            f"Calculated output size: ({'x'.join(str(s) for s in (channels, *out))}). "
+            "Output size is too small")
+    # ceil_mode's partial last window reads past the padding: more of the fill there
+    padded = _pad_spatial(input, [(p, p + e) for p, e in zip(padding, extra)], fill)
+    windows, _ = _windows(padded, kernel, stride, dilation, tuple(padded.shape[2:]))
+    windows = windows[(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
     windows = windows.reshape(*windows.shape[:2 + n], -1)
-    return windows, unbatched, (kernel, stride, padding, out, input)
+    return windows, unbatched, (kernel, stride, padding, dilation, out, extra, spatial)
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n,
+              name):
+    windows, unbatched, (kernel, stride, padding, dilation, out, _, spatial) = \
+        _pool_windows(input, kernel_size, stride, padding, dilation, -math.inf, n, name,
+                      ceil_mode)
+    flat, inside, start = _pool_taps(spatial, kernel, stride, padding, dilation, out)
+    result, index = _first_maximum(windows, flat, inside, start, return_indices)
+    if unbatched:
+        result = result.squeeze(0)
+        index = None if index is None else index.squeeze(0)
+    # (an unbatched input too is one PyTorch node)
+    result = _named(result, f"MaxPool{n}DWithIndicesBackward0", input)
+    return (result, index) if return_indices else result
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The largest value of each ``kernel_size`` window (``stride`` defaults to the kernel
     size); the gradient goes to the first largest element of a window, as in PyTorch.
+    ``ceil_mode`` keeps a last partial window (PyTorch's rule: it must start inside the
+    input or its left padding); ``return_indices`` also returns each maximum's flat
+    position within its ``(H, W)`` plane (int64), as ``max_unpool2d`` takes them.
 
     Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
 
@@ -2516,31 +2591,95 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         tensor([[[[ 5.,  7.],
                   [13., 15.]]]])
     """
-    if ceil_mode or return_indices:
-        raise NotImplementedError("max_pool2d: ceil_mode and return_indices are not supported")
-    windows, unbatched, _ = _pool_windows(input, kernel_size, stride, padding, dilation,
-                                          -math.inf, 2, "max_pool2d")
-    result = _named(_first_maximum(windows), "MaxPool2DWithIndicesBackward0", input)
-    return result.squeeze(0) if unbatched else result
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     2, "max_pool2d")
 
 
-def _first_maximum(windows):
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """``max_pool2d`` over three spatial dimensions: the largest value of each
+    ``kernel_size`` window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``; indices are flat
+    positions within each ``(D, H, W)`` volume.
+
+    Example:
+        >>> F.max_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+        tensor([[[[[7.]]]]])
+    """
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     3, "max_pool3d")
+
+
+def _first_maximum(windows, flat=None, inside=None, start=None, return_indices=False):
     """The maximum over the last dimension as PyTorch's max-pool kernels take it: a running
     maximum over the taps, not max(dim) (its argmax would be baked into a compiled tape) nor
     amax (which shares the gradient among ties). A later tap wins only if strictly larger
-    (ties keep the first, whose element gets the gradient) or nan."""
+    (ties keep the first, whose element gets the gradient) or nan.  PyTorch scans the real
+    (unpadded) taps only, starting from the first one: where ``inside`` (``(*out, taps)``)
+    says a window begins in the padding, its first real tap is taken whatever its value
+    (a -inf input there keeps its index and gradient).  With ``return_indices`` the
+    ``flat`` position of the winning tap is carried along with the same comparisons, so a
+    compiled replay recomputes it too."""
     result = windows[..., 0]
+    index = None
+    if return_indices:
+        # the index of the window's first tap if it is inside, else PyTorch's start
+        first = np.where(inside[..., 0], flat[..., 0], start)
+        index = tg.from_numpy(np.ascontiguousarray(np.broadcast_to(first, result.shape)))
+    seen = None if inside is None else inside[..., 0].copy()
     for tap in range(1, windows.shape[-1]):
         value = windows[..., tap]
-        # (value != value: nan, as a comparison a replay recomputes; isnan is guarded)
-        result = tg.where(value != value, value, tg.where(value > result, value, result))
-    return result
+        # (value != value: nan, as a comparison a replay recomputes; isnan is guarded; nested
+        # wheres, as a replay does not take | of traced values)
+        nan, larger = value != value, value > result
+        first = None
+        if seen is not None:
+            first = inside[..., tap] & ~seen
+            seen |= inside[..., tap]
+            first = tg.from_numpy(np.ascontiguousarray(first)) if first.any() else None
+        if return_indices:
+            position = tg.from_numpy(np.ascontiguousarray(flat[..., tap]))
+            index = tg.where(nan, position, tg.where(larger, position, index))
+            if first is not None:
+                index = tg.where(first, position, index)
+        result = tg.where(nan, value, tg.where(larger, value, result))
+        if first is not None:
+            result = tg.where(first, value, result)
+    return result, index
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override, n, name):
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    windows, unbatched, (kernel, stride, padding, _, out, extra, spatial) = _pool_windows(
+        input, kernel_size, stride, padding, 1, 0.0, n, name, ceil_mode)
+    total = windows.sum(-1)
+    if divisor_override:
+        result = total / divisor_override
+    elif (count_include_pad or not any(padding)) and not any(extra):
+        result = total / math.prod(kernel)
+    else:
+        # PyTorch divides by the window clipped to the input and its padding
+        # (count_include_pad) or to the input alone: a box, so per dimension the count of
+        # its taps inside, multiplied (from the shapes only)
+        counts = np.ones(())
+        for size, k, s, p, o in zip(spatial, kernel, stride, padding, out):
+            start = np.arange(o) * s - p
+            low, high = (-p, size + p) if count_include_pad else (0, size)
+            along = np.minimum(start + k, high) - np.maximum(start, low)
+            counts = np.multiply.outer(counts, along.astype(np.float64))
+        result = total / _constant(counts)
+    if unbatched:
+        result = result.squeeze(0)
+    return _named(result, f"AvgPool{n}DBackward0", input)   # (one node, unbatched too)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each ``kernel_size`` window (zero padding counted unless
-    ``count_include_pad=False``; ``divisor_override`` replaces the divisor).
+    ``count_include_pad=False``; ``divisor_override`` replaces the divisor).  ``ceil_mode``
+    keeps a last partial window (PyTorch's rule), averaged over its part inside the input
+    and padding.
 
     Shape: ``(N, C, H, W)`` -> ``(N, C, H_out, W_out)``.
 
@@ -2549,23 +2688,21 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         tensor([[[[ 2.5000,  4.5000],
                   [10.5000, 12.5000]]]])
     """
-    if ceil_mode:
-        raise NotImplementedError("avg_pool2d: ceil_mode is not supported")
-    windows, unbatched, (kernel, stride, padding, out, original) = _pool_windows(
-        input, kernel_size, stride, padding, 1, 0.0, 2, "avg_pool2d")
-    total = windows.sum(-1)
-    if divisor_override:
-        result = total / divisor_override
-    elif count_include_pad or not any(padding):
-        result = total / math.prod(kernel)
-    else:
-        # the number of real (unpadded) elements of each window: from the shape alone
-        inside = np.pad(np.ones(tuple(original.shape[2:])), [(p, p) for p in padding])
-        counts, _ = _windows(_constant(inside).reshape(1, 1, *inside.shape), kernel, stride,
-                             (1, 1), inside.shape)
-        result = total / counts.reshape(*out, -1).sum(-1)
-    result = _named(result, "AvgPool2DBackward0", input)
-    return result.squeeze(0) if unbatched else result
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2, "avg_pool2d")
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """``avg_pool2d`` over three spatial dimensions of ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``.
+
+    Example:
+        >>> F.avg_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+        tensor([[[[[3.5000]]]]])
+    """
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 3, "avg_pool3d")
 
 
 def _adaptive_average_matrix(size, out):
@@ -2703,8 +2840,16 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got "
                            f"{list(input.shape)}")
     stride = kernel_size if stride is None or stride == [] else stride
+    out, _ = _pool_geometry((input.shape[-1],), (_one(kernel_size),), (_one(stride),),
+                            (_one(padding),), (_one(dilation),), ceil_mode)
+    if out[0] < 1 and not return_indices:    # (with indices PyTorch goes on to 2-d's text)
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out[0]}")
+    # PyTorch pools a (..., 1, L) image and squeezes it: its nodes are those, and the
+    # indices within a (1, L) plane are those within the row
     out = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)),
                      (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
 
 
@@ -2880,8 +3025,6 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         >>> F.adaptive_max_pool2d(tg.arange(16.0).reshape(1, 1, 4, 4), 1)
         tensor([[[[15.]]]])
     """
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices is not supported")
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
                            f"{list(input.shape)}")
@@ -2892,16 +3035,48 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
     def bounds(i, size, out):
         return (i * size) // out, -((-(i + 1) * size) // out)
-    rows = []
+    rows, index_rows = [], []
     for i in range(oh):
         h0, h1 = bounds(i, h, oh)
-        cells = []
+        cells, index_cells = [], []
         for j in range(ow):
             w0, w1 = bounds(j, w, ow)
             window = input[..., h0:h1, w0:w1]
-            cells.append(_first_maximum(window.reshape(*window.shape[:-2], -1)))
+            # flat positions of the window's elements in the (H, W) plane, in scan order
+            flat = (np.arange(h0, h1)[:, None] * w + np.arange(w0, w1)[None, :]).reshape(-1)
+            value, index = _first_maximum(window.reshape(*window.shape[:-2], -1), flat,
+                                          np.ones(flat.shape, dtype=bool), flat[0],
+                                          return_indices)
+            cells.append(value)
+            index_cells.append(index)
         rows.append(tg.stack(cells, -1))
-    return _named(tg.stack(rows, -2), "AdaptiveMaxPool2DBackward0", input)
+        if return_indices:
+            index_rows.append(tg.stack(index_cells, -1))
+    result = _named(tg.stack(rows, -2), "AdaptiveMaxPool2DBackward0", input)
+    return (result, tg.stack(index_rows, -2)) if return_indices else result
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling into ``output_size`` windows (PyTorch's adaptive window bounds) of
+    ``(N, C, L)`` or ``(C, L)``; ``return_indices`` also returns each maximum's position.
+
+    Example:
+        >>> F.adaptive_max_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 0.0, 5.0]]]), 2)
+        tensor([[[3., 5.]]])
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d() Expected 2D or 3D input tensor, but got "
+                           f"{list(input.shape)}")
+    if not isinstance(output_size, int):
+        if len(output_size) != 1:
+            raise RuntimeError("adaptive_max_pool1d() argument 'output_size' should contain "
+                               f"one int (got {len(output_size)})")
+        output_size, = output_size
+    # PyTorch pools a (..., 1, L) image and squeezes it: its nodes are those
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size), return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
 
 
 _INTERPOLATE_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
@@ -3123,3 +3298,273 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         name = f"{_INTERPOLATE_NODE[mode]}Backward0"
     return _named(out, name, input)
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size):
+    """PyTorch's unpooled spatial size: the pool's input size that gives ``input``'s, or
+    ``output_size`` (with or without the leading N, C) if it is one of those."""
+    n = len(kernel)
+    default = [(input.shape[input.ndim - n + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
+               for d in range(n)]
+    if output_size is None:
+        return _nonnegative(default)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} "
+                         f"elements, but it has a length of '{len(output_size)}'")
+    for d in range(n):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f'{low} and {high})')
+    return _nonnegative([int(s) for s in output_size])
+
+
+def _nonnegative(size):
+    for d, length in enumerate(size):
+        if length < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={length}")
+    return size
+
+
+def _guarded_any(mask, kind):
+    """Whether ``mask`` holds a True, as a value a compiled replay checks (a guard) and
+    recomputes from its inputs (``any()`` itself makes a replay record again)."""
+    if mask.numel() == 0:
+        return False
+    found = mask.double().amax() > 0.0
+    read_value(found, kind)
+    return bool(found._value)
+
+
+def _unpool_in_windows(input, indices, size, n, kernel, stride, padding):
+    """max_unpool when every index lies in its own pool window (the window of the same
+    kernel, stride and padding at the value's place) and no two values share a position:
+    what max_pool gives without overlapping windows.  Each value goes to each tap of its
+    window where the index names that tap: comparisons and a scatter at positions from the
+    shapes only, which a compiled replay recomputes for new indices (a scatter at the
+    indices' own values would record them).  The two conditions are guarded values; None
+    where they fail (the general scatter then)."""
+    spatial = tuple(input.shape[input.ndim - n:])
+    if input.numel() == 0:
+        return None
+    grids = np.meshgrid(*[np.arange(o) * s - p for o, s, p in zip(spatial, stride, padding)],
+                        *[np.arange(k) for k in kernel], indexing="ij")
+    flat = np.zeros(grids[0].shape, dtype=np.int64)
+    inside = np.ones(grids[0].shape, dtype=bool)
+    for axis in range(n):
+        position = grids[axis] + grids[n + axis]
+        inside &= (position >= 0) & (position < size[axis])
+        flat = flat * size[axis] + position
+    flat, inside = flat.reshape(*spatial, -1), inside.reshape(*spatial, -1)
+    # (a tap outside the output never matches: -1 is no index that got this far)
+    taps = tg.from_numpy(np.ascontiguousarray(np.where(inside, flat, -1)))
+    match = indices.unsqueeze(-1) == taps                        # (*batch, *spatial, taps)
+    if _guarded_any(match.double().sum(-1) != 1.0, "max_unpool's indices in their windows"):
+        return None
+    plane = math.prod(size)
+    planes = math.prod(input.shape[:input.ndim - n])
+    # the scatter's positions: each plane's taps, those outside sent to a tap they do not
+    # reach (they carry zeros)
+    target = (np.arange(planes).reshape(-1, 1) * plane
+              + np.where(inside, flat, 0).reshape(1, -1)).reshape(-1)
+    writes = _elementwise.scatter_add_flat(match.double(), target, planes * plane)
+    if _guarded_any(writes > 1.0, "max_unpool's check for repeated indices"):
+        return None
+    # (where, not a product with the match: a nan or inf value times 0 is no 0)
+    spread = tg.where(match, input.unsqueeze(-1), 0.0)
+    return _elementwise.scatter_add_flat(spread, target, planes * plane)
+
+
+def _max_unpool(input, indices, size, name, n, kernel, stride, padding):
+    """Each value of ``input`` written at its flat position ``indices`` of a zero
+    ``size``-plane (per image and channel).  Where positions repeat, the last write is the
+    value, as in PyTorch's loop, and PyTorch's gradient still gathers the output's gradient
+    at every position, the overwritten ones included."""
+    if indices.dtype != tg.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{indices.dtype.scalar_name}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    if input.ndim not in (n + 1, n + 2) or input.numel() == 0 and input.ndim != n + 2:
+        raise RuntimeError(f"Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d "
+                           f"Tensor, but got a tensor with {input.ndim} dimensions.")
+    plane = math.prod(size)
+    if plane == 0:      # (nothing to write: PyTorch checks no index)
+        return _named(tg.zeros(*input.shape[:input.ndim - n], *size, dtype=input.dtype)
+                      + 0.0 * input.sum(), f"MaxUnpool{n}DBackward0", input)
+    # (the check reads a value: a compiled replay guards that none is out of range)
+    if _guarded_any(indices < 0, "max_unpool's index check") or \
+            _guarded_any(indices >= plane, "max_unpool's index check"):
+        # PyTorch's loop goes on past a wrong index and reports the last one
+        positions = indices._value
+        wrong = (positions < 0) | (positions >= plane)
+        raise RuntimeError(f"Found an invalid max index: {positions[wrong].reshape(-1)[-1]} "
+                           f"(output volumes are of size {'x'.join(str(s) for s in size)})")
+    batch = tuple(input.shape[:input.ndim - n])
+    windowed = _unpool_in_windows(input, indices, size, n, kernel, stride, padding)
+    if windowed is not None:
+        return _named(windowed.reshape(*batch, *size), f"MaxUnpool{n}DBackward0", input)
+    values = input.reshape(*batch, -1)
+    where = indices.reshape(*batch, -1)
+    zeros = tg.zeros(*batch, plane, dtype=input.dtype)
+    # Positions written twice (overlapping pool windows that share a maximum) are read as a
+    # guarded bool, so a compiled replay of the usual case stays a plain scatter
+    writes = zeros.scatter_add(-1, where, tg.ones(*batch, values.shape[-1],
+                                                  dtype=input.dtype))
+    if not _guarded_any(writes > 1.0, "max_unpool's check for repeated indices"):
+        out = zeros.scatter(-1, where, values)
+    else:
+        # the value of the last write, plus a scatter-add of a zero whose gradient is a
+        # gather at every position: PyTorch's backward, which the overwritten values get too
+        # (a value minus itself is 0 only if finite: an inf or nan carries no gradient there)
+        constant = values.detach()
+        carrier = tg.where(values - constant == 0.0, values - constant, 0.0)
+        out = zeros.scatter(-1, where, constant) + zeros.scatter_add(-1, where, carrier)
+    return _named(out.reshape(*batch, *size), f"MaxUnpool{n}DBackward0", input)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool1d(..., return_indices=True)``: each value put back at its
+    index of a zero ``(N, C, L_out)`` row, ``L_out = (L - 1) * stride - 2 * padding +
+    kernel_size`` unless ``output_size`` gives one within ``stride`` of it.
+
+    Example:
+        >>> out, idx = F.max_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2, return_indices=True)
+        >>> F.max_unpool1d(out, idx, 2)
+        tensor([[[0., 3., 2., 0.]]])
+    """
+    kernel = _pair(kernel_size, 1)
+    stride = kernel if stride is None else _pair(stride, 1, "stride")
+    size = _unpool_output_size(input, kernel, stride, _pair(padding, 1, "padding"),
+                               output_size)
+    # PyTorch unpools a (..., L, 1) image and squeezes it: its nodes and texts are those
+    out = _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], "max_unpool2d",
+                      2, kernel + (1,), stride + (1,), _pair(padding, 1, "padding") + (0,))
+    return out.squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool2d(..., return_indices=True)``: each value put back at its
+    flat index of a zero ``(H_out, W_out)`` plane (zeros elsewhere); ``H_out = (H - 1) *
+    stride - 2 * padding + kernel_size`` unless ``output_size`` gives one within ``stride``
+    of it.  Where indices repeat the last value is kept; every value gets the gradient at
+    its index, as in PyTorch.
+
+    Example:
+        >>> x = tg.arange(16.0).reshape(1, 1, 4, 4)
+        >>> out, idx = F.max_pool2d(x, 2, return_indices=True)
+        >>> F.max_unpool2d(out, idx, 2)
+        tensor([[[[ 0.,  0.,  0.,  0.],
+                  [ 0.,  5.,  0.,  7.],
+                  [ 0.,  0.,  0.,  0.],
+                  [ 0., 13.,  0., 15.]]]])
+    """
+    kernel = _pair(kernel_size, 2)
+    stride = kernel if stride is None else _pair(stride, 2, "stride")
+    padding = _pair(padding, 2, "padding")
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(input, indices, size, "max_unpool2d", 2, kernel, stride, padding)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """``max_unpool2d`` for ``max_pool3d``'s output and indices: ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``.
+
+    Example:
+        >>> x = tg.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> out, idx = F.max_pool3d(x, 2, return_indices=True)
+        >>> F.max_unpool3d(out, idx, 2).flatten()
+        tensor([0., 0., 0., 0., 0., 0., 0., 7.])
+    """
+    kernel = _pair(kernel_size, 3)
+    stride = kernel if stride is None else _pair(stride, 3, "stride")
+    padding = _pair(padding, 3, "padding")
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    return _max_unpool(input, indices, size, "max_unpool3d", 3, kernel, stride, padding)
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
+    """PyTorch's composition: the average pool of ``x ** p``, times the window size, to the
+    power ``1 / p`` (a negative average, from negative x and odd p, is taken as 0)."""
+    kernel = _pair(kernel_size, n)
+    if norm_type in (math.inf, -math.inf):      # the largest (smallest) |x| of each window
+        peak = (max_pool1d, max_pool2d, max_pool3d)[n - 1]
+        if norm_type > 0:
+            return peak(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -peak(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    pool = (avg_pool1d, avg_pool2d, avg_pool3d)[n - 1]
+    if stride is not None:
+        out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (tg.sign(out) * relu(tg.abs(out))).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window along the last dimension:
+    ``(sum x ** p) ** (1 / p)``.
+
+    Example:
+        >>> F.lp_pool1d(tg.tensor([[[3.0, 4.0, 1.0, 0.0]]]), 2, 2)
+        tensor([[[5., 1.]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each ``kernel_size`` window: ``(sum x ** p) ** (1 / p)``.
+
+    Example:
+        >>> F.lp_pool2d(tg.tensor([[[[3.0, 4.0], [0.0, 0.0]]]]), 2, 2)
+        tensor([[[[5.]]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``lp_pool2d`` over three spatial dimensions.
+
+    Example:
+        >>> F.lp_pool3d(tg.ones(1, 1, 2, 2, 2), 2, 2)
+        tensor([[[[[2.8284]]]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool1d`` that also returns the indices (whatever ``return_indices`` says).
+
+    Example:
+        >>> F.max_pool1d_with_indices(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)[1]
+        tensor([[[1, 2]]])
+    """
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool2d`` that also returns the indices (whatever ``return_indices`` says).
+
+    Example:
+        >>> F.max_pool2d_with_indices(tg.arange(16.0).reshape(1, 1, 4, 4), 2)[1]
+        tensor([[[[ 5,  7],
+                  [13, 15]]]])
+    """
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool3d`` that also returns the indices (whatever ``return_indices`` says).
+
+    Example:
+        >>> F.max_pool3d_with_indices(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 2)[1]
+        tensor([[[[[7]]]]])
+    """
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
