@@ -838,31 +838,14 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 @_tensors("input")
 def pixel_unshuffle(input, downscale_factor):
     """``(*, C, H r, W r)`` rearranged to ``(*, C r^2, H, W)``: the inverse of
-    ``pixel_shuffle``; one node, ``PixelUnshuffleBackward0``.
+    ``pixel_shuffle`` (``nn.functional.pixel_unshuffle``); one node,
+    ``PixelUnshuffleBackward0``.
 
     Example:
         >>> tg.pixel_unshuffle(tg.arange(4.0).reshape(1, 1, 2, 2), 2).reshape(-1)
         tensor([0., 1., 2., 3.])
     """
-    r = downscale_factor
-    if input.ndim < 3:
-        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    *batch, c, h, w = input.shape
-    if h % r:
-        raise RuntimeError("pixel_unshuffle expects height to be divisible by "
-                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
-    if w % r:
-        raise RuntimeError("pixel_unshuffle expects width to be divisible by "
-                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
-    n = len(batch)
-    # (rows h r + i and columns w r + j go to channel c r^2 + i r + j)
-    x = input.reshape(*batch, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    out = x.reshape(*batch, c * r * r, h // r, w // r)
-    return _functional.named_node(out, "PixelUnshuffleBackward0", input)
+    return _F.pixel_unshuffle(input, downscale_factor)
 
 
 @_tensors("input")

@@ -15,7 +15,6 @@ from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
-from tapegrad.toplevel import pixel_unshuffle
 
 _named = _elementwise.named_node
 
@@ -2989,6 +2988,35 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if unbatched:
         loss = loss.reshape(())
     return _named(_reduce(loss, reduction), "MultiMarginLossBackward0", input)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """``(*, C, H r, W r)`` rearranged to ``(*, C r^2, H, W)``: the inverse of
+    ``pixel_shuffle``; one node, ``PixelUnshuffleBackward0``.
+
+    Example:
+        >>> F.pixel_unshuffle(tg.arange(4.0).reshape(1, 1, 2, 2), 2).reshape(-1)
+        tensor([0., 1., 2., 3.])
+    """
+    r = downscale_factor
+    if input.ndim < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    n = len(batch)
+    # (rows h r + i and columns w r + j go to channel c r^2 + i r + j)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    out = x.reshape(*batch, c * r * r, h // r, w // r)
+    return _named(out, "PixelUnshuffleBackward0", input)
 
 
 def pixel_shuffle(input, upscale_factor):

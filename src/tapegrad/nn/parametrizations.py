@@ -6,7 +6,7 @@ from tapegrad.tensor import Tensor
 from . import functional as F
 from . import parametrize
 from .modules import Module
-from .utils import _norm_except_dim, _weight_norm
+from .weight_norm_math import _norm_except_dim, _weight_norm
 
 __all__ = ["weight_norm", "spectral_norm"]
 

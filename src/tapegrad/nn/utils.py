@@ -13,10 +13,10 @@ import warnings
 import numpy as np
 
 import tapegrad as tg
-from tapegrad.functional import named_node as _named
 from tapegrad.tensor import Tensor, _typename
 
 from .modules import Parameter
+from .weight_norm_math import _norm_except_dim, _weight_norm  # noqa: F401 - tg._weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
@@ -161,39 +161,6 @@ def vector_to_parameters(vec, parameters):
 
 
 # --- weight normalisation (the hook-based API of torch.nn.utils.weight_norm) ---------------
-def _norm_except_dim(v, dim):
-    """The 2-norm of each slice of ``v`` along ``dim`` (kept as a size-1 axis everywhere
-    else); ``dim=-1`` means the norm of the whole tensor (0-d).  Reshaped as PyTorch's
-    ``norm_except_dim`` reshapes, so the sums run in its order."""
-    if dim == -1:
-        return tg.norm(v)
-    last = v.ndim - 1
-    if dim == 0:
-        shape = (v.shape[0],) + (1,) * last
-        return tg.norm(v.reshape(v.shape[0], -1), 2, 1).reshape(shape)
-    if dim == last:
-        shape = (1,) * last + (v.shape[-1],)
-        return tg.norm(v.reshape(-1, v.shape[-1]), 2, 0).reshape(shape)
-    return _norm_except_dim(v.transpose(0, dim), 0).transpose(0, dim)
-
-
-def _weight_norm(v, g, dim=0):
-    """``v * (g / norm_except_dim(v, dim))``: the weight that ``weight_norm`` recomputes from
-    its direction ``v`` and magnitude ``g``.
-
-    Where PyTorch runs its fused kernel (``dim`` the first or last axis) the node is
-    ``WeightNormInterfaceBackward0``; elsewhere it is the ``MulBackward0`` of the product.
-
-    Example:
-        >>> tg._weight_norm(tg.tensor([[3.0, 4.0]]), tg.tensor([[10.0]]), 0)
-        tensor([[6., 8.]])
-    """
-    w = v * (g / _norm_except_dim(v, dim))
-    if dim == 0 or dim == v.ndim - 1:
-        return _named(w, "WeightNormInterfaceBackward0", v, g)
-    return w
-
-
 class _WeightNorm:
     """The forward pre-hook ``weight_norm`` registers: before each forward it sets the
     module's ``name`` to the weight recomputed from ``name_g`` and ``name_v``."""
@@ -224,7 +191,7 @@ def weight_norm(module, name="weight", dim=0):
     from them before every call.  Returns ``module``.
 
     Deprecated in PyTorch (a ``FutureWarning``) in favour of
-    ``nn.utils.parametrizations.weight_norm``, which tapegrad does not have yet.
+    ``nn.utils.parametrizations.weight_norm``, which tapegrad has too.
 
     Example:
         >>> import warnings
