@@ -1,0 +1,123 @@
+"""Small PyTorch names ordinary programs touch: ``backends`` flags, ``testing.assert_close``,
+``utils.checkpoint``, compared against PyTorch."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+# --- backends --------------------------------------------------------------------------------
+
+def test_backends_flags_start_at_pytorch_cpu_values():
+    import tapegrad.backends.cudnn as cudnn   # importable as a submodule, as torch's
+    import torch.backends.cudnn as tcudnn
+    for name in ("enabled", "benchmark", "deterministic", "allow_tf32", "benchmark_limit"):
+        assert getattr(cudnn, name) == getattr(tcudnn, name), name
+    assert cudnn.is_available() == tcudnn.is_available() is False
+    assert cudnn.version() == tcudnn.version()
+    assert tg.backends.mps.is_available() == torch.backends.mps.is_available()
+    assert tg.backends.mps.is_built() == torch.backends.mps.is_built()
+    assert tg.backends.cuda.is_built() == torch.backends.cuda.is_built()
+    for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction",
+                 "allow_bf16_reduced_precision_reduction"):
+        assert getattr(tg.backends.cuda.matmul, name) == getattr(torch.backends.cuda.matmul, name)
+    assert tg.backends.mkldnn.enabled == torch.backends.mkldnn.enabled
+
+
+def test_backends_flags_are_settable():
+    old = tg.backends.cudnn.deterministic, tg.backends.cudnn.benchmark
+    try:
+        tg.backends.cudnn.deterministic = True
+        tg.backends.cudnn.benchmark = False
+        tg.backends.cuda.matmul.allow_tf32 = True
+        import tapegrad.backends.cudnn as cudnn
+        assert cudnn.deterministic is True and cudnn.benchmark is False
+        assert tg.backends.cuda.matmul.allow_tf32 is True
+        x = tg.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+        assert x.grad.tolist() == [2.0, 4.0]
+    finally:
+        tg.backends.cudnn.deterministic, tg.backends.cudnn.benchmark = old
+        tg.backends.cuda.matmul.allow_tf32 = False
+
+
+# --- testing.assert_close --------------------------------------------------------------------
+
+def _outcome(lib, actual, expected, **kwargs):
+    def build(x):
+        if isinstance(x, np.ndarray):
+            return lib.tensor(x)
+        if isinstance(x, list):
+            return [build(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(build(v) for v in x)
+        if isinstance(x, dict):
+            return {k: build(v) for k, v in x.items()}
+        return x
+    try:
+        lib.testing.assert_close(build(actual), build(expected), **kwargs)
+        return "ok"
+    except Exception as e:   # noqa: BLE001 - the type and text are what is compared
+        return type(e).__name__, str(e).replace("torch.", "LIB.").replace("tapegrad.", "LIB.")
+
+
+A = np.array
+CASES = [
+    (A([1.0, 2.0, 3.0]), A([1.0, 2.5, 3.0]), {}),
+    (A([[1.0, 2.0], [3.0, 4.0]]), A([[1.0, 2.1], [3.5, 4.0]]), {}),
+    (A([1.0, 2.0]), A([1.0, 2.0 + 1e-9]), {}),
+    (A([1.0, 2.0]), A([1.0, 2.0 + 1e-6]), {}),
+    (A([1.0, 1.0]), A([1.0, 0.0]), {}),
+    (A([1, 2]), A([1, 3]), {}),
+    (A([True, False]), A([True, True]), {}),
+    (A([1.0, 2.0]), A([1, 2]), {}),
+    (A([1.0, 2.0]), A([1, 2]), {"check_dtype": False}),
+    (A([1.0, 2.0]), A([1, 3]), {"check_dtype": False}),
+    (A([1.0, 2.0]), A([1.0, 2.0, 3.0]), {}),
+    (A([[1.0, 2.0]]), A([1.0, 2.0]), {}),
+    (A(1.0), A(1.1), {}),
+    (A(True), A(False), {}),
+    (A([1.0, 2.0]), A([1.0, 2.000001]), {"rtol": 0, "atol": 0}),
+    (A([1.0, 2.0]), A([1.0, 2.1]), {"rtol": 0.1, "atol": 0.0}),
+    (A([1.0, 2.0]), A([1.0, 2.1]), {"rtol": 1e-3}),
+    (A([1.0, 2.0]), A([1.0, 2.1]), {"atol": 1e-3}),
+    (A([1.0, 2.0]), A([1.0, 2.1]), {"msg": "custom"}),
+    (A([math.nan, 1.0]), A([math.nan, 1.0]), {}),
+    (A([math.nan, 1.0]), A([math.nan, 1.0]), {"equal_nan": True}),
+    (A([math.inf, 1.0]), A([math.inf, 1.0]), {}),
+    (A(math.nan), A(math.nan), {}),
+    (1.0, 1.5, {}), (1, 2, {}), (1, 1.0, {}), (1, 1.0, {"check_dtype": False}),
+    (1.0, 1.0 + 1e-9, {}), (True, False, {}), (math.nan, math.nan, {"equal_nan": True}),
+    ([A(1.0)], [A(2.0)], {}),
+    ((A([1.0, 2.0]), 3), (A([1.0, 2.0]), 4), {}),
+    ({"a": A([1.0]), "b": [A(1.0), 2.0]}, {"a": A([1.0]), "b": [A(1.0), 2.5]}, {}),
+    ({"a": 1}, {"b": 1}, {}),
+    ([1, 2], [1, 2, 3], {}),
+    ([1.0, 2.0], [1.0, 2.0], {}),
+    ("a", "a", {}),
+    ([A([1.0, 2.0])], [A([1.0, 3.0])], {"msg": lambda m: "X" + m}),
+]
+
+
+@pytest.mark.parametrize("actual,expected,kwargs", CASES)
+def test_assert_close_matches_pytorch(actual, expected, kwargs):
+    assert _outcome(tg, actual, expected, **kwargs) == _outcome(torch, actual, expected, **kwargs)
+
+
+def test_assert_close_tensor_against_list_is_a_type_error():
+    with pytest.raises(TypeError, match="No comparison pair was able to handle inputs of type"):
+        tg.testing.assert_close(tg.tensor([1.0]), [1.0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_assert_close_random_mismatch_texts(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(rng.integers(1, 4, size=rng.integers(1, 4)))
+    a = rng.normal(size=shape)
+    b = a + rng.normal(size=shape) * (rng.random(shape) < 0.4) * 10.0 ** rng.integers(-9, 0)
+    assert _outcome(tg, a, b) == _outcome(torch, a, b)
