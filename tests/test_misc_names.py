@@ -121,3 +121,80 @@ def test_assert_close_random_mismatch_texts(seed):
     a = rng.normal(size=shape)
     b = a + rng.normal(size=shape) * (rng.random(shape) < 0.4) * 10.0 ** rng.integers(-9, 0)
     assert _outcome(tg, a, b) == _outcome(torch, a, b)
+
+
+# --- utils.checkpoint -----------------------------------------------------------------------
+
+def _warnings_of(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("reentrant", [None, True, False])
+def test_checkpoint_values_gradients_and_warnings(reentrant):
+    from tapegrad.utils.checkpoint import checkpoint
+    from torch.utils.checkpoint import checkpoint as tcheckpoint
+    data = np.random.default_rng(0).normal(size=(2, 3))
+    w_data = np.random.default_rng(1).normal(size=(3, 3))
+    results = []
+    for lib, ckpt in ((tg, checkpoint), (torch, tcheckpoint)):
+        x = lib.tensor(data, requires_grad=True)
+        w = lib.tensor(w_data, requires_grad=True)
+        y, caught = _warnings_of(lambda: ckpt(lambda a, b: lib.tanh(a @ b).sin(), x, w,
+                                              use_reentrant=reentrant)
+                                 if reentrant is not None else
+                                 ckpt(lambda a, b: lib.tanh(a @ b).sin(), x, w))
+        y.pow(2).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), caught))
+    (y1, gx1, gw1, c1), (y2, gx2, gw2, c2) = results
+    np.testing.assert_allclose(y1, y2, rtol=1e-12)
+    np.testing.assert_allclose(gx1, gx2, rtol=1e-12)
+    np.testing.assert_allclose(gw1, gw2, rtol=1e-12)
+    assert [(c.__name__, m) for c, m in c1] == [(c.__name__, m) for c, m in c2]
+    assert len(c1) == (reentrant is None)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_without_grad_inputs_follows_pytorch(reentrant):
+    from tapegrad.utils.checkpoint import checkpoint
+    from torch.utils.checkpoint import checkpoint as tcheckpoint
+    outs = []
+    for lib, ckpt, nn in ((tg, checkpoint, tg.nn), (torch, tcheckpoint, torch.nn)):
+        lib.manual_seed(0)
+        layer = nn.Linear(3, 2)
+        y, caught = _warnings_of(lambda: ckpt(layer, lib.ones(3), use_reentrant=reentrant))
+        outs.append((y.requires_grad, [str(w[1]) for w in caught]))
+    assert outs[0] == outs[1]
+
+
+def test_checkpoint_reentrant_rejects_keyword_arguments():
+    from tapegrad.utils.checkpoint import checkpoint
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ValueError, match="^Unexpected keyword arguments: b$"):
+        checkpoint(lambda a, b=1: a * b, x, b=2, use_reentrant=True)
+    assert checkpoint(lambda a, b=1: a * b, x, b=2, use_reentrant=False).tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("segments,reentrant", [(1, False), (2, None), (3, True), (4, False)])
+def test_checkpoint_sequential_matches_pytorch(segments, reentrant):
+    from tapegrad.utils.checkpoint import checkpoint_sequential
+    from torch.utils.checkpoint import checkpoint_sequential as tcs
+    data = np.random.default_rng(2).normal(size=(2, 3))
+    results = []
+    for lib, cs in ((tg, checkpoint_sequential), (torch, tcs)):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 4),
+                                  lib.nn.Sigmoid(), lib.nn.Linear(4, 2))
+        x = lib.tensor(data, requires_grad=True)
+        extra = {} if reentrant is None else {"use_reentrant": reentrant}
+        y, caught = _warnings_of(lambda: cs(model, segments, x, **extra))
+        y.sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), model[0].weight.grad.numpy(),
+                        type(y.grad_fn).__name__, [str(w[1]) for w in caught]))
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+        else:
+            assert a == b

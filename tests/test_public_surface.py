@@ -16,7 +16,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.func", "tapegrad.cuda", "tapegrad.viz", "tapegrad.testing",
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",
                   "tapegrad.special", "tapegrad.linalg", "tapegrad.backends",
-                  "tapegrad.backends.cudnn", "tapegrad.backends.cuda"]
+                  "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
+                  "tapegrad.utils.checkpoint"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",
