@@ -198,3 +198,53 @@ def test_checkpoint_sequential_matches_pytorch(segments, reentrant):
             np.testing.assert_allclose(a, b, rtol=1e-12)
         else:
             assert a == b
+
+
+# --- 3-D normalisation layers ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kwargs,shape", [
+    ("BatchNorm3d", {}, (2, 3, 2, 3, 2)),
+    ("BatchNorm3d", {"affine": False, "momentum": None}, (3, 2, 1, 2, 3)),
+    ("InstanceNorm3d", {}, (2, 3, 2, 2, 3)),
+    ("InstanceNorm3d", {"affine": True, "track_running_stats": True}, (2, 3, 2, 3, 2)),
+    ("InstanceNorm3d", {"affine": True}, (3, 2, 3, 2)),
+])
+def test_3d_norms_match_pytorch(name, kwargs, shape):
+    data = np.random.default_rng(3).normal(size=shape)
+    cot = np.random.default_rng(4).normal(size=shape)
+    results = []
+    for lib in (tg, torch):
+        layer = getattr(lib.nn, name)(shape[-4] if len(shape) == 4 else shape[1], **kwargs)
+        if getattr(layer, "weight", None) is not None:
+            with lib.no_grad():
+                layer.weight.copy_(lib.tensor(np.linspace(0.5, 1.5, layer.num_features)))
+                layer.bias.copy_(lib.tensor(np.linspace(-1, 1, layer.num_features)))
+        x = lib.tensor(data, requires_grad=True)
+        y = layer(x)
+        (y * lib.tensor(cot)).sum().backward()
+        layer.eval()
+        z = layer(lib.tensor(data))
+        grads = [p.grad.numpy() for p in layer.parameters()]
+        buffers = [b.numpy() for b in layer.buffers()]
+        results.append((y.detach().numpy(), x.grad.numpy(), z.detach().numpy(), grads, buffers,
+                        type(y.grad_fn).__name__, repr(layer)))
+    for a, b in zip(*results):
+        if isinstance(a, list):
+            assert len(a) == len(b)
+            for u, v in zip(a, b):
+                np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)
+        elif isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        else:
+            assert a == b
+
+
+@pytest.mark.parametrize("name,shape", [("BatchNorm3d", (2, 3, 2, 2)),
+                                        ("InstanceNorm3d", (3, 2, 2))])
+def test_3d_norms_reject_wrong_dims_as_pytorch(name, shape):
+    texts = []
+    for lib in (tg, torch):
+        with pytest.raises(ValueError) as info:
+            getattr(lib.nn, name)(3)(lib.ones(*shape))
+        texts.append(str(info.value))
+    assert texts[0] == texts[1]
