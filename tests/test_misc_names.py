@@ -248,3 +248,33 @@ def test_3d_norms_reject_wrong_dims_as_pytorch(name, shape):
             getattr(lib.nn, name)(3)(lib.ones(*shape))
         texts.append(str(info.value))
     assert texts[0] == texts[1]
+
+
+# --- adaptive average pooling in 3-D --------------------------------------------------------
+
+@pytest.mark.parametrize("shape,output_size", [
+    ((2, 3, 4, 5, 6), (2, 3, None)), ((2, 3, 4, 5, 6), 1), ((3, 5, 4, 7), 2),
+    ((1, 2, 3, 3, 3), (3, 1, 2)), ((1, 1, 5, 2, 7), (4, 2, 3)), ((2, 4, 5, 6), [1, 1, 1]),
+])
+def test_adaptive_avg_pool3d_matches_pytorch(shape, output_size):
+    data = np.random.default_rng(5).normal(size=shape)
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = lib.nn.functional.adaptive_avg_pool3d(x, output_size)
+        cot = np.random.default_rng(6).normal(size=tuple(y.shape))
+        (y * lib.tensor(cot)).sum().backward()
+        z = lib.nn.AdaptiveAvgPool3d(output_size)
+        results.append((y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__, repr(z),
+                        z(lib.tensor(data)).numpy()))
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        else:
+            assert a == b
+
+
+def test_adaptive_avg_pool3d_gradient_by_central_differences():
+    x = tg.tensor(np.random.default_rng(7).normal(size=(1, 2, 3, 4, 5)), requires_grad=True)
+    assert tg.testing.gradcheck(lambda t: tg.nn.functional.adaptive_avg_pool3d(t, (2, 3, 2)), x)

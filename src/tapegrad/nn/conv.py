@@ -10,7 +10,8 @@ from .modules import Module, Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+           "AdaptiveMaxPool2d"]
 
 
 def _tuple(value, n):
@@ -401,6 +402,20 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
 
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool1d):
+    """Average pooling to a fixed ``output_size`` volume of windows: ``F.adaptive_avg_pool3d``.
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> nn.AdaptiveAvgPool3d((1, 2, None))(tg.ones(2, 3, 4, 5, 6)).shape
+        tapegrad.Size([2, 3, 1, 2, 6])
+    """
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool2d(Module):

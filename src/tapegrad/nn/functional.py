@@ -33,7 +33,8 @@ __all__ = [
     "group_norm", "batch_norm", "embedding", "embedding_bag", "one_hot", "pad", "bilinear",
     "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "rms_norm",
+    "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle",
@@ -2636,6 +2637,19 @@ def adaptive_avg_pool2d(input, output_size):
         tensor([[[[7.5000]]]])
     """
     return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling into an ``output_size`` volume of windows (an int for a cube, ``None``
+    to keep a dimension), whatever the input size: ``output_size=1`` is the global average.
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+        tensor([[[[[3.5000]]]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
