@@ -278,3 +278,40 @@ def test_adaptive_avg_pool3d_matches_pytorch(shape, output_size):
 def test_adaptive_avg_pool3d_gradient_by_central_differences():
     x = tg.tensor(np.random.default_rng(7).normal(size=(1, 2, 3, 4, 5)), requires_grad=True)
     assert tg.testing.gradcheck(lambda t: tg.nn.functional.adaptive_avg_pool3d(t, (2, 3, 2)), x)
+
+
+# --- local response normalisation -----------------------------------------------------------
+
+@pytest.mark.parametrize("shape,size,kwargs", [
+    ((2, 6, 5), 3, {}), ((2, 6, 4, 5), 2, {"alpha": 0.5, "beta": 0.6, "k": 2.0}),
+    ((1, 3, 2, 2, 3), 5, {"alpha": 1.0}), ((2, 4, 3), 1, {"beta": 1.5}),
+    ((1, 2, 3), 4, {"alpha": 2.0, "k": 0.5}),
+])
+def test_local_response_norm_matches_pytorch(shape, size, kwargs):
+    data = np.random.default_rng(8).normal(size=shape)
+    cot = np.random.default_rng(9).normal(size=shape)
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = lib.nn.functional.local_response_norm(x, size, **kwargs)
+        (y * lib.tensor(cot)).sum().backward()
+        layer = lib.nn.LocalResponseNorm(size, **kwargs)
+        results.append((y.detach().numpy(), x.grad.numpy(), layer(lib.tensor(data)).numpy(),
+                        type(y.grad_fn).__name__, repr(layer)))
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        else:
+            assert a == b
+
+
+def test_local_response_norm_gradient_and_error():
+    x = tg.tensor(np.random.default_rng(10).normal(size=(2, 5, 3)), requires_grad=True)
+    assert tg.testing.gradcheck(
+        lambda t: tg.nn.functional.local_response_norm(t, 3, alpha=0.7, k=1.5), x)
+    texts = []
+    for lib in (tg, torch):
+        with pytest.raises(ValueError) as info:
+            lib.nn.functional.local_response_norm(lib.ones(2, 3), 2)
+        texts.append(str(info.value))
+    assert texts[0] == texts[1]

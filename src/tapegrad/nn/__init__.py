@@ -20,7 +20,8 @@ from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, Hub
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
-                            InstanceNorm2d, InstanceNorm3d, LayerNorm, RMSNorm)
+                            InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
+                            RMSNorm)
 from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
                       ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                       ZeroPad1d)
@@ -48,7 +49,7 @@ __all__ = [
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
     "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
     "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "InstanceNorm1d", "InstanceNorm2d",
-    "BatchNorm3d", "InstanceNorm3d",
+    "BatchNorm3d", "InstanceNorm3d", "LocalResponseNorm",
     "PixelShuffle", "Softmax2d", "ZeroPad1d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",

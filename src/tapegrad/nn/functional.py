@@ -33,7 +33,8 @@ __all__ = [
     "group_norm", "batch_norm", "embedding", "embedding_bag", "one_hot", "pad", "bilinear",
     "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "rms_norm",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "local_response_norm",
+    "rms_norm",
     "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
@@ -2637,6 +2638,45 @@ def adaptive_avg_pool2d(input, output_size):
         tensor([[[[7.5000]]]])
     """
     return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Divide each value by ``(k + alpha * mean of the squares over size neighbouring
+    channels) ** beta``: the window of channel ``c`` covers ``c - size // 2`` to
+    ``c + (size - 1) // 2``, channels beyond the edges counting as zeros (the mean is always
+    over ``size``), as PyTorch's average pooling of the squares.
+
+    Shape: ``(N, C, *)`` with at least one dimension after ``C``, unchanged.
+
+    Example:
+        >>> F.local_response_norm(tg.tensor([[[1.0], [2.0]]]), 2, alpha=1.0, beta=1.0, k=0.0)
+        tensor([[[2.0000],
+                 [0.8000]]])
+    """
+    if input.dim() < 3:
+        raise ValueError("Expected 3D or higher dimensionality                          "
+                         f"input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    squares = input * input
+    channels = input.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    # zero channels on both sides, then the window sums as a sum of shifted slices (built from
+    # differentiable slicing, so gradients, replay and vmap come with them)
+    pad_shape = list(input.shape)
+    parts = []
+    if before:
+        pad_shape[1] = before
+        parts.append(tg.zeros(pad_shape, dtype=input.dtype))
+    parts.append(squares)
+    if after:
+        pad_shape[1] = after
+        parts.append(tg.zeros(pad_shape, dtype=input.dtype))
+    padded = tg.cat(parts, 1) if len(parts) > 1 else squares
+    window = padded.narrow(1, 0, channels)
+    for shift in range(1, size):
+        window = window + padded.narrow(1, shift, channels)
+    return input / (window / size * alpha + k).pow(beta)
 
 
 def adaptive_avg_pool3d(input, output_size):

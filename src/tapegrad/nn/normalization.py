@@ -10,7 +10,7 @@ from . import init
 from .modules import Module, Parameter
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
 class LayerNorm(Module):
@@ -353,6 +353,27 @@ class InstanceNorm3d(_InstanceNorm):
     """
     _dims = (4, 5)
     _unbatched = 4
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across channels: ``F.local_response_norm``.
+
+    Shape: ``(N, C, *)``, unchanged.
+
+    Example:
+        >>> nn.LocalResponseNorm(3)
+        LocalResponseNorm(3, alpha=0.0001, beta=0.75, k=1.0)
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
