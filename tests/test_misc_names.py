@@ -315,3 +315,38 @@ def test_local_response_norm_gradient_and_error():
             lib.nn.functional.local_response_norm(lib.ones(2, 3), 2)
         texts.append(str(info.value))
     assert texts[0] == texts[1]
+
+
+# --- adaptive max pooling in 3-D ------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,output_size", [
+    ((2, 3, 4, 5, 6), (2, 3, None)), ((2, 3, 4, 5, 6), 1), ((3, 5, 4, 7), 2),
+    ((1, 1, 5, 2, 7), (4, 2, 3)),
+])
+def test_adaptive_max_pool3d_matches_pytorch(shape, output_size):
+    data = np.random.default_rng(11).normal(size=shape)
+    data[..., 0, 0, :2] = 3.0     # ties: the gradient goes to the first maximum
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = lib.nn.functional.adaptive_max_pool3d(x, output_size)
+        cot = np.random.default_rng(12).normal(size=tuple(y.shape))
+        (y * lib.tensor(cot)).sum().backward()
+        z = lib.nn.AdaptiveMaxPool3d(output_size)
+        results.append((y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__, repr(z),
+                        z(lib.tensor(data)).numpy()))
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        else:
+            assert a == b
+
+
+def test_adaptive_max_pool3d_rank_error_as_pytorch():
+    texts = []
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.adaptive_max_pool3d(lib.ones(2, 3, 4), 1)
+        texts.append(str(info.value))
+    assert texts[0] == texts[1]

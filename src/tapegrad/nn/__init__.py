@@ -12,6 +12,7 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswis
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
 from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d,
+                   AdaptiveMaxPool3d,
                    AvgPool1d, AvgPool2d, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
                    MaxPool1d, MaxPool2d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
@@ -44,7 +45,7 @@ __all__ = [
     "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-    "RMSNorm", "MultiheadAttention",
+    "AdaptiveMaxPool3d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
     "Unfold", "Fold", "Conv3d", "ConvTranspose3d",

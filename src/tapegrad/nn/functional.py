@@ -34,6 +34,7 @@ __all__ = [
     "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "unfold", "fold", "max_pool2d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "local_response_norm",
+    "adaptive_max_pool3d",
     "rms_norm",
     "max_pool1d", "avg_pool1d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
@@ -2956,6 +2957,46 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
             cells.append(_first_maximum(window.reshape(*window.shape[:-2], -1)))
         rows.append(tg.stack(cells, -1))
     return _named(tg.stack(rows, -2), "AdaptiveMaxPool2DBackward0", input)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling into an ``output_size`` volume of windows (PyTorch's adaptive window
+    bounds; an int for a cube, ``None`` to keep a dimension); the gradient goes to the first
+    largest element of a window, as ``adaptive_max_pool2d``'s.  ``return_indices`` is not
+    supported yet (NotImplementedError).
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> F.adaptive_max_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+        tensor([[[[[7.]]]]])
+    """
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool3d: return_indices is not supported")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{list(input.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    spatial = input.shape[-3:]
+    outs = [s if o is None else o for s, o in zip(spatial, sizes)]
+
+    def bounds(i, size, out):
+        return (i * size) // out, -((-(i + 1) * size) // out)
+    planes = []
+    for a in range(outs[0]):
+        d0, d1 = bounds(a, spatial[0], outs[0])
+        rows = []
+        for b in range(outs[1]):
+            h0, h1 = bounds(b, spatial[1], outs[1])
+            cells = []
+            for c in range(outs[2]):
+                w0, w1 = bounds(c, spatial[2], outs[2])
+                window = input[..., d0:d1, h0:h1, w0:w1]
+                cells.append(_first_maximum(window.reshape(*window.shape[:-3], -1)))
+            rows.append(tg.stack(cells, -1))
+        planes.append(tg.stack(rows, -2))
+    return _named(tg.stack(planes, -3), "AdaptiveMaxPool3DBackward0", input)
 
 
 _INTERPOLATE_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
