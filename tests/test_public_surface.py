@@ -15,7 +15,9 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.optim.lr_scheduler", "tapegrad.utils", "tapegrad.utils.data",
                   "tapegrad.func", "tapegrad.cuda", "tapegrad.viz", "tapegrad.testing",
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",
-                  "tapegrad.special", "tapegrad.linalg"]
+                  "tapegrad.special", "tapegrad.linalg", "tapegrad.backends",
+                  "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
+                  "tapegrad.utils.checkpoint"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

@@ -91,7 +91,7 @@ pinverse, matrix_exp, cholesky_solve = (_LINALG_TOP[k] for k in ("pinverse", "ma
 svd, qr, adjoint, renorm = (_LINALG_TOP[k] for k in ("svd", "qr", "adjoint", "renorm"))
 lu, lu_solve, lu_unpack = _LINALG_TOP["lu"], _LINALG_TOP["lu_solve"], linalg.lu_unpack
 cholesky_inverse, triangular_solve = linalg.cholesky_inverse, linalg.triangular_solve
-from . import nn, optim, utils  # noqa: E402
+from . import backends, nn, optim, utils  # noqa: E402
 from .nn.utils import _weight_norm  # noqa: E402 - torch._weight_norm, weight_norm's op
 # torch.selu, torch.dropout, torch.conv2d, ...: nn.functional's, under their top-level
 # signatures (toplevel.__all__ names them); after nn, which they call
@@ -135,6 +135,7 @@ from ._public import defined_public_names as _defined_public_names  # noqa: E402
 from ._public import public_dir as _public_dir  # noqa: E402
 
 __all__ = _defined_public_names(globals())
-_PUBLIC_SUBMODULES = ("autograd", "colouring", "cuda", "func", "linalg", "nn", "optim",
+_PUBLIC_SUBMODULES = ("autograd", "backends", "colouring", "cuda", "func", "linalg", "nn",
+                      "optim",
                       "optimize", "special", "testing", "utils", "viz")
 __dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

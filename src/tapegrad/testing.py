@@ -6,6 +6,10 @@ cotangent ``v`` and a random input direction ``u``, ``<v, J u>`` (J u by central
 must equal ``<J^T v, u>`` (J^T v by tapegrad's backward).  One pass checks every input at
 once, for any shapes.
 """
+import cmath
+import collections.abc
+import numbers
+
 import numpy as np
 
 from .autograd import grad as _grad
@@ -13,7 +17,7 @@ from .autograd import no_grad
 from .creation import tensor
 from .tensor import Tensor
 
-__all__ = ["gradcheck", "gradgradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
+__all__ = ["assert_close", "gradcheck", "gradgradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
 
 
 def _as_tuple(out):
@@ -249,6 +253,197 @@ def broadcastable_pair(low=-10.0, high=10.0, max_dims=3, max_side=4):
         b = draw(arrays(shapes.input_shapes[1], low, high))
         return a, b
     return pair()
+
+
+
+# torch.testing's default (rtol, atol) per dtype; tapegrad's only floating dtype is float64,
+# and integers and bools compare exactly
+_DEFAULT_TOLERANCES = {"float64": (1e-7, 1e-7), "float32": (1.3e-6, 1e-5),
+                       "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
+
+
+class _Failure(Exception):
+    """A mismatch found somewhere inside nested inputs: its error type, message and the
+    path of keys/indices that led there (for "The failure occurred for item ...")."""
+
+    def __init__(self, kind, message, path=()):
+        super().__init__(message)
+        self.kind, self.message, self.path = kind, message, path
+
+
+def _mismatch_message(what, *, extra, abs_diff, abs_idx, atol, rel_diff, rel_idx, rtol):
+    equality = rtol == 0 and atol == 0
+    lines = [f"{what} are not {'equal' if equality else 'close'}!", ""]
+    if extra:
+        lines.append(extra)
+    for kind, diff, idx, tol in (("absolute", abs_diff, abs_idx, atol),
+                                 ("relative", rel_diff, rel_idx, rtol)):
+        line = (f"{kind.title()} difference: {diff}" if idx is None
+                else f"Greatest {kind} difference: {diff} at index {idx}")
+        lines.append(line if equality else line + f" (up to {tol} allowed)")
+    return "\n".join(lines)
+
+
+def _number_tolerance(x):
+    return _DEFAULT_TOLERANCES["float64"] if isinstance(x, (float, complex)) else (0, 0)
+
+
+def _compare_numbers(actual, expected, rtol, atol, equal_nan, check_dtype):
+    if isinstance(actual, bool) and isinstance(expected, bool):
+        if actual is not expected:    # PyTorch compares two bools apart from numbers
+            raise _Failure(AssertionError, f"Booleans mismatch: {actual} is not {expected}")
+        return
+    if check_dtype and type(actual) is not type(expected):
+        raise _Failure(AssertionError,
+                       f"The (d)types do not match: {type(actual)} != {type(expected)}.")
+    if rtol is None:
+        rtol, atol = (max(a, b) for a, b in zip(_number_tolerance(actual),
+                                                 _number_tolerance(expected)))
+    if equal_nan and cmath.isnan(actual) and cmath.isnan(expected):
+        return
+    abs_diff = abs(actual - expected)
+    if cmath.isfinite(abs_diff) and abs_diff <= atol + rtol * abs(expected):
+        return
+    rel_diff = float("inf") if expected == 0 else abs_diff / abs(expected)
+    raise _Failure(AssertionError, _mismatch_message(
+        "Scalars", extra=f"Expected {expected} but got {actual}.", abs_diff=abs_diff,
+        abs_idx=None, atol=atol, rel_diff=rel_diff, rel_idx=None, rtol=rtol))
+
+
+def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
+                     check_layout, check_stride):
+    checks = [("shape", True), ("device", check_device), ("dtype", check_dtype),
+              ("layout", check_layout)]
+    for name, wanted in checks:
+        a, b = getattr(actual, name), getattr(expected, name)
+        if wanted and a != b:
+            raise _Failure(AssertionError, f"The values for attribute '{name}' do not match: "
+                                           f"{a!r} != {b!r}.")
+    if check_stride and actual.stride() != expected.stride():
+        raise _Failure(AssertionError, "The values for attribute 'stride()' do not match: "
+                                       f"{actual.stride()!r} != {expected.stride()!r}.")
+    if rtol is None:
+        rtol, atol = (max(a, b) for a, b in zip(
+            _DEFAULT_TOLERANCES.get(actual.dtype.name, (0, 0)),
+            _DEFAULT_TOLERANCES.get(expected.dtype.name, (0, 0))))
+    a, b = np.asarray(actual._value), np.asarray(expected._value)
+    floating = actual.dtype.is_floating_point or expected.dtype.is_floating_point
+    # compared in the promoted type: integers as int64 (bools too), exact when both are
+    a, b = (a.astype(np.float64), b.astype(np.float64)) if floating else \
+        (a.astype(np.int64), b.astype(np.int64))
+    if rtol == 0 and atol == 0:
+        matches = a == b
+        if floating and equal_nan:
+            matches |= np.isnan(a) & np.isnan(b)
+    else:
+        matches = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    if matches.all():
+        return
+    if a.ndim == 0:
+        # a 0-d tensor reads as a scalar, given as its own dtype's Python value (True, 3, 1.5)
+        got, want = np.asarray(actual._value).item(), np.asarray(expected._value).item()
+        diff = abs(a.item() - b.item())
+        raise _Failure(AssertionError, _mismatch_message(
+            "Scalars", extra=f"Expected {want} but got {got}.", abs_diff=diff, abs_idx=None,
+            atol=atol, rel_diff=float("inf") if b.item() == 0 else diff / abs(b.item()),
+            rel_idx=None, rtol=rtol))
+    total, bad = matches.size, int(matches.size - matches.sum())
+    flat_ok = matches.ravel()
+    abs_diff = np.abs(a.ravel() - b.ravel())
+    abs_diff[flat_ok] = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_diff = abs_diff / np.abs(b.ravel()).astype(np.float64)
+    rel_diff[flat_ok] = 0
+    # the first greatest, as torch.max reports it; a nan difference counts as the greatest
+    i_abs = int(np.argmax(abs_diff)) if not floating or not np.isnan(abs_diff).any() \
+        else int(np.flatnonzero(np.isnan(abs_diff))[0])
+    i_rel = int(np.argmax(rel_diff)) if not np.isnan(rel_diff).any() \
+        else int(np.flatnonzero(np.isnan(rel_diff))[0])
+    raise _Failure(AssertionError, _mismatch_message(
+        "Tensor-likes", extra=f"Mismatched elements: {bad} / {total} ({bad / total:.1%})",
+        abs_diff=abs_diff[i_abs].item(), abs_idx=tuple(int(k) for k in
+                                                       np.unravel_index(i_abs, a.shape)),
+        atol=atol, rel_diff=rel_diff[i_rel].item(),
+        rel_idx=tuple(int(k) for k in np.unravel_index(i_rel, a.shape)), rtol=rtol))
+
+
+def _compare(actual, expected, path, options):
+    if isinstance(actual, Tensor) and isinstance(expected, Tensor):
+        return _compare_tensors(actual, expected, **options)
+    rtol, atol, equal_nan = options["rtol"], options["atol"], options["equal_nan"]
+    if isinstance(actual, numbers.Number) and isinstance(expected, numbers.Number) and \
+            not isinstance(actual, Tensor) and not isinstance(expected, Tensor):
+        return _compare_numbers(actual, expected, rtol, atol, equal_nan, options["check_dtype"])
+    if all(isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes))
+           for x in (actual, expected)):
+        if len(actual) != len(expected):
+            raise _Failure(AssertionError, "The length of the sequences mismatch: "
+                                           f"{len(actual)} != {len(expected)}", path)
+        for i, (a, b) in enumerate(zip(actual, expected)):
+            _nested(a, b, path + (i,), options)
+        return None
+    if all(isinstance(x, collections.abc.Mapping) for x in (actual, expected)):
+        if set(actual) != set(expected):
+            missing = sorted(set(expected) - set(actual), key=repr)
+            extra = sorted(set(actual) - set(expected), key=repr)
+            raise _Failure(AssertionError, "The keys of the mappings do not match:\n"
+                                           f"Missing keys in the actual mapping: {missing}\n"
+                                           f"Additional keys in the actual mapping: {extra}",
+                           path)
+        for key in sorted(actual, key=repr) if not isinstance(actual, dict) else actual:
+            _nested(actual[key], expected[key], path + (key,), options)
+        return None
+    raise _Failure(TypeError, "No comparison pair was able to handle inputs of type "
+                              f"{type(actual)} and {type(expected)}.", path)
+
+
+def _nested(actual, expected, path, options):
+    try:
+        _compare(actual, expected, path, options)
+    except _Failure as failure:
+        if not failure.path:
+            failure.path = path
+        raise
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_device=True,
+                 check_dtype=True, check_layout=True, check_stride=False, msg=None):
+    """Raise ``AssertionError`` unless ``actual`` and ``expected`` are close, as
+    ``torch.testing.assert_close``: ``|actual - expected| <= atol + rtol * |expected|`` elementwise,
+    after checking shape, device, dtype and layout (and strides if asked).
+
+    Inputs may be tensors, Python numbers, and sequences or mappings of them (compared item
+    by item).  Without ``rtol``/``atol`` the tolerances are PyTorch's defaults for the dtype:
+    float64 ``rtol=1e-7, atol=1e-7``; integers and bools must be equal.  ``msg`` replaces the
+    message, or (a callable) is given it and returns the one to raise.  The message has
+    PyTorch's wording ("Tensor-likes are not close!", mismatched elements, greatest absolute and
+    relative differences and their index).
+
+    Example:
+        >>> tg.testing.assert_close(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.0 + 1e-9]))
+        >>> tg.testing.assert_close(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.5]))
+        Traceback (most recent call last):
+        ...
+        AssertionError: Tensor-likes are not close!
+        <BLANKLINE>
+        Mismatched elements: 1 / 2 (50.0%)
+        Greatest absolute difference: 0.5 at index (1,) (up to 1e-07 allowed)
+        Greatest relative difference: 0.2 at index (1,) (up to 1e-07 allowed)
+    """
+    if (rtol is None) != (atol is None):
+        raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got "
+                         f"no {'atol' if rtol is not None else 'rtol'}.")
+    options = dict(rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
+                   check_dtype=check_dtype, check_layout=check_layout, check_stride=check_stride)
+    try:
+        _nested(actual, expected, (), options)
+    except _Failure as failure:
+        text = failure.message
+        if failure.path and failure.kind is AssertionError:
+            text += "\n\nThe failure occurred for item " + "".join(str([k]) for k in failure.path)
+        if failure.kind is AssertionError and msg is not None:
+            text = msg(text) if callable(msg) else msg
+        raise failure.kind(text) from None
 
 
 from ._public import public_dir as _public_dir  # noqa: E402

@@ -11,8 +11,9 @@ from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU, SELU, SiLU, Softmin,
                          Softmax2d, Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
-from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
-                   Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d,
+                   AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, Conv3d,
+                   ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
                    MaxPool1d, MaxPool2d, MaxPool3d, AvgPool3d, AdaptiveMaxPool1d, MaxUnpool1d,
                    MaxUnpool2d, MaxUnpool3d, LPPool1d, LPPool2d, LPPool3d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
@@ -20,8 +21,9 @@ from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
-from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
-                            LayerNorm, RMSNorm)
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
+                            InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
+                            RMSNorm)
 from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
                       ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                       ZeroPad1d)
@@ -43,13 +45,15 @@ __all__ = [
     "BatchNorm2d", "Embedding", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance",
     "Bilinear",
     "RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "Conv1d", "Conv2d", "MaxPool2d",
-    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "RMSNorm", "MultiheadAttention",
+    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d", "RMSNorm", "MultiheadAttention",
     "TransformerEncoderLayer", "Upsample", "ZeroPad2d", "Dropout1d", "Dropout2d", "Dropout3d",
     "AlphaDropout", "FeatureAlphaDropout", "RReLU", "ConvTranspose1d", "ConvTranspose2d",
     "Unfold", "Fold", "Conv3d", "ConvTranspose3d",
     "MaxPool1d", "AvgPool1d", "AdaptiveMaxPool2d", "MaxPool3d", "AvgPool3d",
     "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "InstanceNorm1d", "InstanceNorm2d",
+    "BatchNorm3d", "InstanceNorm3d", "LocalResponseNorm",
     "PixelShuffle", "Softmax2d", "ZeroPad1d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "SoftMarginLoss", "MultiLabelSoftMarginLoss",

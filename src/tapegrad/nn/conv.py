@@ -12,7 +12,7 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxPool3d",
            "AvgPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "LPPool1d", "LPPool2d", "LPPool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
 
 
 def _tuple(value, n):
@@ -405,6 +405,20 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(AdaptiveAvgPool1d):
+    """Average pooling to a fixed ``output_size`` volume of windows: ``F.adaptive_avg_pool3d``.
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> nn.AdaptiveAvgPool3d((1, 2, None))(tg.ones(2, 3, 4, 5, 6)).shape
+        tapegrad.Size([2, 3, 1, 2, 6])
+    """
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class AdaptiveMaxPool2d(Module):
     """Max pooling into a fixed ``output_size`` grid of windows: ``F.adaptive_max_pool2d``
     (an int for a square grid, ``None`` keeps a dimension's size; ``return_indices`` also
@@ -430,6 +444,21 @@ class AdaptiveMaxPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Max pooling into a fixed ``output_size`` volume of windows: ``F.adaptive_max_pool3d``
+    (``return_indices`` is not supported yet and raises NotImplementedError when called).
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> nn.AdaptiveMaxPool3d((1, 2, None))(tg.ones(2, 3, 4, 5, 6)).shape
+        tapegrad.Size([2, 3, 1, 2, 6])
+    """
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -35,7 +35,8 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "rms_norm", "max_pool1d", "avg_pool1d",
     "max_pool3d", "avg_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "adaptive_max_pool1d", "max_unpool1d", "max_unpool2d",
-    "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_avg_pool3d",
+    "local_response_norm", "adaptive_max_pool3d",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle",
@@ -2774,6 +2775,58 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
 
 
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Divide each value by ``(k + alpha * mean of the squares over size neighbouring
+    channels) ** beta``: the window of channel ``c`` covers ``c - size // 2`` to
+    ``c + (size - 1) // 2``, channels beyond the edges counting as zeros (the mean is always
+    over ``size``), as PyTorch's average pooling of the squares.
+
+    Shape: ``(N, C, *)`` with at least one dimension after ``C``, unchanged.
+
+    Example:
+        >>> F.local_response_norm(tg.tensor([[[1.0], [2.0]]]), 2, alpha=1.0, beta=1.0, k=0.0)
+        tensor([[[2.0000],
+                 [0.8000]]])
+    """
+    if input.dim() < 3:
+        raise ValueError("Expected 3D or higher dimensionality                          "
+                         f"input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    squares = input * input
+    channels = input.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    # zero channels on both sides, then the window sums as a sum of shifted slices (built from
+    # differentiable slicing, so gradients, replay and vmap come with them)
+    pad_shape = list(input.shape)
+    parts = []
+    if before:
+        pad_shape[1] = before
+        parts.append(tg.zeros(pad_shape, dtype=input.dtype))
+    parts.append(squares)
+    if after:
+        pad_shape[1] = after
+        parts.append(tg.zeros(pad_shape, dtype=input.dtype))
+    padded = tg.cat(parts, 1) if len(parts) > 1 else squares
+    window = padded.narrow(1, 0, channels)
+    for shift in range(1, size):
+        window = window + padded.narrow(1, shift, channels)
+    return input / (window / size * alpha + k).pow(beta)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling into an ``output_size`` volume of windows (an int for a cube, ``None``
+    to keep a dimension), whatever the input size: ``output_size=1`` is the global average.
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> F.adaptive_avg_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+        tensor([[[[[3.5000]]]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` with ``scale = 1 / sqrt(E)`` by
@@ -3105,6 +3158,46 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     if return_indices:
         return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling into an ``output_size`` volume of windows (PyTorch's adaptive window
+    bounds; an int for a cube, ``None`` to keep a dimension); the gradient goes to the first
+    largest element of a window, as ``adaptive_max_pool2d``'s.  ``return_indices`` is not
+    supported yet (NotImplementedError).
+
+    Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
+
+    Example:
+        >>> F.adaptive_max_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
+        tensor([[[[[7.]]]]])
+    """
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool3d: return_indices is not supported")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{list(input.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    spatial = input.shape[-3:]
+    outs = [s if o is None else o for s, o in zip(spatial, sizes)]
+
+    def bounds(i, size, out):
+        return (i * size) // out, -((-(i + 1) * size) // out)
+    planes = []
+    for a in range(outs[0]):
+        d0, d1 = bounds(a, spatial[0], outs[0])
+        rows = []
+        for b in range(outs[1]):
+            h0, h1 = bounds(b, spatial[1], outs[1])
+            cells = []
+            for c in range(outs[2]):
+                w0, w1 = bounds(c, spatial[2], outs[2])
+                window = input[..., d0:d1, h0:h1, w0:w1]
+                cells.append(_first_maximum(window.reshape(*window.shape[:-3], -1)))
+            rows.append(tg.stack(cells, -1))
+        planes.append(tg.stack(rows, -2))
+    return _named(tg.stack(planes, -3), "AdaptiveMaxPool3DBackward0", input)
 
 
 _INTERPOLATE_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "

@@ -1,6 +1,6 @@
 """Normalisation layers as in ``torch.nn``: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d``,
-``BatchNorm2d``, ``InstanceNorm1d`` and ``InstanceNorm2d``, with PyTorch's parameters, buffers,
-initialisation and reprs."""
+``BatchNorm2d``, ``BatchNorm3d``, ``InstanceNorm1d``, ``InstanceNorm2d`` and ``InstanceNorm3d``,
+with PyTorch's parameters, buffers, initialisation and reprs."""
 import warnings
 
 import tapegrad as tg
@@ -9,8 +9,8 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "InstanceNorm1d",
-           "InstanceNorm2d"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
 class LayerNorm(Module):
@@ -258,6 +258,20 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of ``(N, C, D, H, W)`` inputs (volumes, videos) over the batch
+    and positions per channel.
+
+    Shape: ``(N, C, D, H, W)``, unchanged.
+
+    Example:
+        >>> bn = nn.BatchNorm3d(2)
+        >>> bn(tg.ones(2, 2, 1, 1, 2)).shape
+        tapegrad.Size([2, 2, 1, 1, 2])
+    """
+    _dims = (5,)
+
+
 
 class _InstanceNorm(_BatchNorm):
     """Normalisation of each channel of each sample over its positions: ``F.instance_norm``.
@@ -327,6 +341,39 @@ class InstanceNorm2d(_InstanceNorm):
     """
     _dims = (3, 4)
     _unbatched = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` or ``(C, D, H, W)``: each channel of
+    each sample normalised over its volume; see ``_InstanceNorm`` for the options.
+
+    Example:
+        >>> nn.InstanceNorm3d(3)(tg.ones(1, 3, 2, 2, 2)).shape
+        tapegrad.Size([1, 3, 2, 2, 2])
+    """
+    _dims = (4, 5)
+    _unbatched = 4
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across channels: ``F.local_response_norm``.
+
+    Shape: ``(N, C, *)``, unchanged.
+
+    Example:
+        >>> nn.LocalResponseNorm(3)
+        LocalResponseNorm(3, alpha=0.0001, beta=0.75, k=1.0)
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -1,7 +1,8 @@
-"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader)."""
-from . import data
+"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader) and
+``checkpoint`` (activation checkpointing's API)."""
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
