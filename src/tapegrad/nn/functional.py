@@ -3194,7 +3194,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
             for c in range(outs[2]):
                 w0, w1 = bounds(c, spatial[2], outs[2])
                 window = input[..., d0:d1, h0:h1, w0:w1]
-                cells.append(_first_maximum(window.reshape(*window.shape[:-3], -1)))
+                cells.append(_first_maximum(window.reshape(*window.shape[:-3], -1))[0])
             rows.append(tg.stack(cells, -1))
         planes.append(tg.stack(rows, -2))
     return _named(tg.stack(planes, -3), "AdaptiveMaxPool3DBackward0", input)
