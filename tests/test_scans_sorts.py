@@ -215,7 +215,8 @@ def test_integer_and_bool_dtypes():
 def test_result_types_print_like_pytorch_names():
     r = tg.sort(tg.tensor([2.0, 1.0]))
     assert type(r).__name__ == "sort"
-    assert repr(r).startswith("sort(values=tensor([1., 2.]), indices=tensor([1, 0]))")
+    assert repr(r) == ("tapegrad.return_types.sort(\nvalues=tensor([1., 2.]),\n"
+                       "indices=tensor([1, 0]))")
     assert tg.topk(tg.tensor([2.0, 1.0]), 1).indices.dtype == tg.int64
     values, indices = tg.cummax(tg.tensor([1.0, 3.0]), 0)
     assert indices.tolist() == [0, 1]
@@ -411,3 +412,20 @@ def test_saved_tape_with_scans_round_trips(tmp_path):
         y1.backward()
         y2.backward()
         np.testing.assert_allclose(x1.grad.numpy(), x2.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.max(x, 1), lambda m, x: m.min(x, 0, keepdim=True), lambda m, x: m.sort(x, 1),
+    lambda m, x: m.topk(x, 2), lambda m, x: m.kthvalue(x, 1, 0), lambda m, x: m.median(x, 1),
+    lambda m, x: m.mode(x, 1), lambda m, x: m.cummax(x, 1), lambda m, x: m.cummin(x, 0),
+    lambda m, x: m.aminmax(x), lambda m, x: m.linalg.slogdet(x[:, :2]),
+    lambda m, x: m.linalg.qr(x), lambda m, x: x.max(dim=1)])
+def test_result_tuples_print_as_pytorchs(call):
+    """Printed with ``torch`` read as ``tapegrad``, a result tuple is PyTorch's text: its
+    type's name, one field a line."""
+    x = np.array([[3.0, 1.0, 2.0], [0.5, 4.0, 4.0]])
+    torch = pytest.importorskip("torch")
+    want = repr(call(torch, torch.tensor(x, dtype=torch.float64)))
+    got = repr(call(tg, tg.tensor(x)))
+    assert got == want.replace("torch.", "tapegrad.").replace(", dtype=tapegrad.float64", "")
+    assert type(call(tg, tg.tensor(x))).__module__ == "tapegrad.return_types"

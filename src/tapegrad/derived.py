@@ -18,6 +18,7 @@ from . import _dtype
 from . import functional as F
 from .autograd import set_grad_enabled
 from .creation import stream_for
+from .return_types import return_type
 from . import ops as K
 from .ops.activation import SINC
 from .ops.elementwise import LOGIT, logit_array
@@ -2285,7 +2286,9 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
 
     Example:
         >>> tg.aminmax(tg.tensor([1, -3, 5]))
-        aminmax(min=tensor(-3), max=tensor(5))
+        tapegrad.return_types.aminmax(
+        min=tensor(-3),
+        max=tensor(5))
     """
     x = _tensor(input)
     dims = () if dim is None else dim
@@ -2293,7 +2296,7 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
                                            "AminmaxBackward0", x))
 
 
-_AminmaxResult = __import__("collections").namedtuple("aminmax", ["min", "max"])
+_AminmaxResult = return_type("aminmax", ["min", "max"])
 
 
 def signbit(input):  # noqa: A002

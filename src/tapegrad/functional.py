@@ -13,7 +13,6 @@ import numbers
 import re
 import warnings
 import weakref
-from collections import namedtuple
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from ._argtypes import not_tensor as _not_tensor
 from ._quiet import quiet_begin, quiet_end
 from . import tape as _tape_module
 from .tape import recording_tape, state
+from .return_types import return_type
 from .tensor import Tensor, _wrap_dim, check_history, read_value
 from .views import _EXPOSED, ViewOf, note_view, numpy_holds
 
@@ -2109,7 +2109,6 @@ def prod(x, dim=None, keepdim=False, dtype=None):
     return _reduce(code, x, dims, keepdim if dim is not None else False, value, extra=(mode,))
 
 
-MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
 def _check_nonempty(x, name, dims):
@@ -2143,7 +2142,7 @@ def _extreme(x, dim, keepdim, is_max):
         value = v.copy()
         values = _reduce(K.MAX_DIM if is_max else K.MIN_DIM, x, (), True, value.reshape(()),
                          extra=(0,))
-        return MinMax(values, _plain(idx))
+        return _return_type(name)(values, _plain(idx))
     arg = (np.argmax if is_max else np.argmin)(v, axis=d, keepdims=True)
     if v.dtype.kind == "f":
         # NaN wins, as in PyTorch: point at the first NaN of each row
@@ -2155,7 +2154,7 @@ def _extreme(x, dim, keepdim, is_max):
     values = _reduce(K.MAX_DIM if is_max else K.MIN_DIM, x, (d,), keepdim, value,
                      extra=tuple(arg.reshape(-1).tolist()))
     idx = arg if keepdim else arg.reshape(value.shape[:d] + value.shape[d + 1:])
-    return MinMax(values, _plain(idx.astype(np.int64)))
+    return _return_type(name)(values, _plain(idx.astype(np.int64)))
 
 
 def max(x, dim=None, keepdim=False):
@@ -2163,8 +2162,8 @@ def max(x, dim=None, keepdim=False):
 
     Without ``dim``: a 0-d tensor.  With ``dim``: a named tuple ``(values, indices)``, both of
     ``x``'s shape without ``dim`` (size 1 with ``keepdim=True``); ``indices`` are int64 and
-    carry no gradient.  The tuple prints as ``MinMax(...)`` where PyTorch's prints as
-    ``torch.return_types.max(...)``; it unpacks and indexes the same.
+    carry no gradient.  The tuple is a ``tapegrad.return_types.max``, printed as PyTorch
+    prints its ``torch.return_types.max``.
 
     Example:
         >>> x = tg.tensor([[1.0, 5.0], [7.0, 2.0]])
@@ -3880,9 +3879,8 @@ def _stacked(code, parts, value, d, widths):
 # Scans and sorts (#16): cumsum, cumprod, logcumsumexp, cummax/cummin, diff, sort, argsort,
 # msort, topk, kthvalue, median, nanmedian, mode
 # ---------------------------------------------------------------------------------------------
-# PyTorch's named tuples print as torch.return_types.<name>(...); these as <name>(...)
 def _return_type(name):
-    return namedtuple(name, ["values", "indices"])
+    return return_type(name, ["values", "indices"])
 
 
 SortResult = _return_type("sort")
@@ -4050,7 +4048,9 @@ def cummax(x, dim):
 
     Example:
         >>> tg.cummax(tg.tensor([1.0, 3.0, 2.0, 3.0]), 0)
-        cummax(values=tensor([1., 3., 3., 3.]), indices=tensor([0, 1, 1, 3]))
+        tapegrad.return_types.cummax(
+        values=tensor([1., 3., 3., 3.]),
+        indices=tensor([0, 1, 1, 3]))
     """
     return _cum_extreme(x, dim, True)
 
@@ -4181,7 +4181,9 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
 
     Example:
         >>> tg.topk(tg.tensor([1.0, 5.0, 3.0, 4.0]), 2)
-        topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
+        tapegrad.return_types.topk(
+        values=tensor([5., 4.]),
+        indices=tensor([1, 3]))
     """
     _check_sortable(x, "topk")
     v = x._value
@@ -4235,7 +4237,9 @@ def kthvalue(x, k, dim=-1, keepdim=False):
 
     Example:
         >>> tg.kthvalue(tg.tensor([4.0, 1.0, 3.0]), 2)
-        kthvalue(values=tensor(3.), indices=tensor(2))
+        tapegrad.return_types.kthvalue(
+        values=tensor(3.),
+        indices=tensor(2))
     """
     _check_sortable(x, "kthvalue")
     v = x._value
@@ -4312,7 +4316,9 @@ def median(x, dim=None, keepdim=False):
         >>> tg.median(tg.tensor([4.0, 1.0, 3.0, 2.0]))
         tensor(2.)
         >>> tg.median(tg.tensor([[4.0, 1.0, 3.0]]), dim=1)
-        median(values=tensor([3.]), indices=tensor([2]))
+        tapegrad.return_types.median(
+        values=tensor([3.]),
+        indices=tensor([2]))
     """
     _check_sortable(x, "median")
     if dim is None:
@@ -4343,7 +4349,9 @@ def mode(x, dim=-1, keepdim=False):
 
     Example:
         >>> tg.mode(tg.tensor([2.0, 1.0, 2.0, 3.0]))
-        mode(values=tensor(2.), indices=tensor(2))
+        tapegrad.return_types.mode(
+        values=tensor(2.),
+        indices=tensor(2))
     """
     _check_sortable(x, "mode")
 

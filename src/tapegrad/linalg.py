@@ -23,7 +23,6 @@ Example:
 import math
 import numbers
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from . import functional as F
 from . import ops as K
 from ._public import public_dir
 from .functional import _expanded_ref, _out, _plain, _records, _result, broadcast_shape
+from .return_types import return_type
 from .tape import recording_tape, state
 
 __all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
@@ -55,12 +55,12 @@ class LinAlgError(RuntimeError):
 
 
 # PyTorch's names of the result tuples
-_SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-_TorchSlogdet = namedtuple("slogdet", ["sign", "logabsdet"])
-_EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-_SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
-_QRResult = namedtuple("linalg_qr", ["Q", "R"])
-_InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+_SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
+_TorchSlogdet = return_type("slogdet", ["sign", "logabsdet"])
+_EighResult = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
+_QRResult = return_type("linalg_qr", ["Q", "R"])
+_InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,7 +583,7 @@ def matrix_exp(A):
     return _record(K.LINALG_MATRIX_EXP, [(A, v.shape)], (b, n), value)
 
 
-_LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+_LstsqResult = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
@@ -1151,8 +1151,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     return F.named_node(solve(A, B), "CholeskySolveBackward0", B, L)
 
 
-_TorchSVD = namedtuple("svd", ["U", "S", "V"])
-_TorchQR = namedtuple("qr", ["Q", "R"])
+_TorchSVD = return_type("svd", ["U", "S", "V"])
+_TorchQR = return_type("qr", ["Q", "R"])
 
 
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):  # noqa: A002 - PyTorch's
@@ -1287,11 +1287,11 @@ def renorm(input, p, dim, maxnorm, *, out=None):  # noqa: A002 - PyTorch's argum
 # ---------------------------------------------------------------------------------------------
 # LU: lu_factor(_ex), lu, lu_unpack, lu_solve and the old torch.lu / torch.lu_solve
 # ---------------------------------------------------------------------------------------------
-_LuFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-_LuFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-_LuWithInfo = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
-_LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
-_LuUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+_LuFactorResult = return_type("linalg_lu_factor", ["LU", "pivots"])
+_LuFactorExResult = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_LuWithInfo = return_type("_lu_with_info", ["LU", "pivots", "info"])
+_LuResult = return_type("linalg_lu", ["P", "L", "U"])
+_LuUnpackResult = return_type("lu_unpack", ["P", "L", "U"])
 
 
 def _getrf(v):
@@ -1675,7 +1675,7 @@ def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
     return lu_solve(LU_data, LU_pivots, b)
 
 
-_TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+_TriangularSolveResult = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
