@@ -310,7 +310,12 @@ class RandomStream:
 
     def lognormal(self, mean, std, shape=()):
         shape = _shape(shape)
-        return np.exp(self.normals_one_at_a_time(math.prod(shape), mean, std)).reshape(shape)
+        normals = self.normals_one_at_a_time(math.prod(shape), mean, std)
+        # exp of each draw by the C library's exp, as PyTorch's serial kernel takes it:
+        # NumPy's vectorised exp (AVX-512 where the CPU has it) differs from it in the last
+        # bit for some values
+        return np.array([math.exp(v) for v in normals.tolist()],
+                        dtype=np.float64).reshape(shape)
 
     def integers(self, low, high, size=(), dtype=np.int64):
         """``randint(low, high)``: (word % range) + low, a 64-bit word for ranges of 2**32
