@@ -51,3 +51,40 @@ def test_a_gradient_of_constants_requires_no_grad(name):
 
 def test_both_kinds_occur():
     assert run(torch, "times_data")[1] is False and run(torch, "square")[1] is True
+
+
+NAMED = {
+    "cube": lambda w: (w ** 3).sum(),
+    "sin_times": lambda w: (w.sin() * w).sum(),
+    "exp": lambda w: w.exp().sum(),
+    "outer": lambda w: (w.reshape(-1, 1) @ w.reshape(1, -1)).sum(),
+}
+
+
+def _node_names(m, name, shape):
+    """The node of a recorded gradient: autograd.grad's is the node that computed it;
+    backward's ``.grad`` is a copy of it (``CopyBackwards``, as PyTorch's AccumulateGrad
+    makes), then a sum with the next one."""
+    def leaf():
+        return m.full(shape, 1.5, dtype=m.float64, requires_grad=True)
+    w = leaf()
+    (g,) = m.autograd.grad(NAMED[name](w), w, create_graph=True)
+    names = [type(g.grad_fn).__name__, g.shape == w.shape]
+    w = leaf()
+    NAMED[name](w).backward(create_graph=True)
+    first = w.grad.grad_fn
+    names += [type(first).__name__,
+              [type(n).__name__ for n, _ in first.next_functions][:1]]
+    NAMED[name](w).backward(create_graph=True)
+    names.append(type(w.grad.grad_fn).__name__)
+    names.append(w.grad.grad_fn.next_functions[0][0] is first)
+    return names
+
+
+@pytest.mark.filterwarnings("ignore:Using backward")
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3)])
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_recorded_gradient_nodes_as_pytorch(name, shape):
+    # the differentiable backward works on flat views; its reshape to the leaf's shape
+    # showed as a ViewBackward0 on top of every recorded gradient
+    assert _node_names(tg, name, shape) == _node_names(torch, name, shape)

@@ -3,6 +3,8 @@ hardshrink/prelu as methods, sum_to_size, the unsafe splits, narrow_copy, combin
 gradient, a CPU tensor's questions (output_nr, layout, is_sparse, ...) and
 register_post_accumulate_grad_hook.  Each is compared with PyTorch: values, dtypes, grad_fn
 names, gradients and error texts."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -484,7 +486,10 @@ def test_post_accumulate_grad_hooks_under_create_graph():
             lambda t: log.append((t.grad.tolist(), t.grad.requires_grad)))
         (x * x).sum().backward(create_graph=True)
         return log
-    with pytest.warns(UserWarning):
+    # (PyTorch warns about the reference cycle once per process: whether it does here depends
+    # on which test ran backward(create_graph=True) first)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         want = run(torch)
     assert run(tg) == want
 

@@ -301,7 +301,7 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
             gt = _const(np.ones(t._value.size))
         else:
             _seed_value(t, g)
-            gt = F.reshape(g if isinstance(g, Tensor) else _const(g), -1)
+            gt = _flat(g if isinstance(g, Tensor) else _const(g))
         if t._tape is None:
             _add(results, id(t), gt)
             continue
@@ -400,7 +400,7 @@ def _custom_rule(tape, r, custom_grads, acc):
         sources = [tape.a0[r]]
     for s, gi in zip(sources, res):
         if gi is not None and tape.op[s] != K.CONST:
-            _add(acc, s, F.reshape(gi, -1))
+            _add(acc, s, _flat(gi))
 
 
 def _add(store, key, g):
@@ -418,8 +418,30 @@ def _run_hooks(hooks, g, shape):
         res = hook(F.reshape(g, *shape) if len(shape) else F.reshape(g, ()))
         if res is not None:
             _hook_result(hook, res, tuple(shape))      # (its checks)
-            g = F.reshape(res, -1)
+            g = _flat(res)
     return g
+
+
+def _shaped(g, shape):
+    """Flat recorded gradient g in the shape of its leaf or input."""
+    return _shown_as(F.reshape(g, *shape) if len(shape) else F.reshape(g, ()), g)
+
+
+def _flat(t):
+    """A recorded gradient (a hook's or a Function's result, a seed) as a flat view."""
+    return _shown_as(F.reshape(t, -1), t)
+
+
+def _shown_as(view, t):
+    """``view`` of t, shown as t's node.  The differentiable backward works on flat views of
+    the gradients; PyTorch's have no views between them (``x.grad.grad_fn`` of ``(x **
+    3).sum()`` is its ``MulBackward0``, not a ``ViewBackward0``)."""
+    tape = view._tape
+    if tape is not None and t._tape is tape and view._r != t._r and \
+            t._r not in tape.custom_out:
+        # (the form of a further output of a node: view's grad_fn is t's node itself)
+        tape.composites[view._r] = (autograd._record_class_name(tape, t._r), (), t._r, 0)
+    return view
 
 
 def backward_create_graph(tensors, grad_tensors, inputs):
@@ -434,8 +456,11 @@ def backward_create_graph(tensors, grad_tensors, inputs):
         g = results[key]
         if leaf._hooks:
             g = _run_hooks(leaf._hooks, g, leaf._value.shape)
-        g = F.reshape(g, *leaf._value.shape) if leaf._value.ndim else F.reshape(g, ())
-        leaf._grad = g if leaf._grad is None else F.add(leaf._grad, g)
+        g = _shaped(g, leaf._value.shape)
+        # a first gradient is copied into a new buffer, as PyTorch's AccumulateGrad does
+        # under create_graph (``CopyBackwards``, its inputs None and g's node)
+        leaf._grad = F.recorded_copy(Tensor._make(np.zeros(leaf._value.shape)), g) \
+            if leaf._grad is None else F.add(leaf._grad, g)
         if leaf._hooks:
             autograd.run_post_accumulate_hooks(leaf)   # (recording, as PyTorch runs them)
 
@@ -454,7 +479,7 @@ def grad_create_graph(outputs, inputs, grad_outputs, allow_unused, materialize_g
         else:
             if x._tape is None and x._hooks:    # a leaf's hooks (a recorded one's ran above)
                 g = _run_hooks(x._hooks, g, x._value.shape)
-            out.append(F.reshape(g, *x._value.shape) if x._value.ndim else F.reshape(g, ()))
+            out.append(_shaped(g, x._value.shape))
     return tuple(out)
 
 
