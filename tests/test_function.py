@@ -161,6 +161,16 @@ def test_values_gradients_and_grad_fn():
     assert repr(a[0]) == repr(b[0])    # tensor([...], grad_fn=<ExpBackward>)
 
 
+def test_node_repr_names_its_module():
+    # <torch.autograd.function.ExpBackward object at 0x...>, a Python class's repr
+    def program(L, fns):
+        x = L.tensor([0.5], requires_grad=True)
+        text = repr(fns["Exp"].apply(x).grad_fn)
+        return [text[:text.index(" at 0x")].replace("torch", "tapegrad")]
+    a, b = run(program)
+    assert a == b == ["<tapegrad.autograd.function.ExpBackward object"]
+
+
 def test_two_outputs_a_number_argument_and_needs_input_grad():
     def program(L, fns):
         x = L.tensor([0.5, -1.0, 2.0], requires_grad=True)

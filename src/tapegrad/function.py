@@ -89,6 +89,11 @@ class BackwardCFunction(Node):
     def name(self):
         return type(self).__name__
 
+    def __repr__(self):
+        # a Python class, which PyTorch's repr names with its module (its own nodes are not)
+        cls = type(self)
+        return f"<{cls.__module__}.{cls.__name__} object at {hex(id(self))}>"
+
     @property
     def next_functions(self):
         call = self._tape.custom[self._tape.custom_out[self._r]]
