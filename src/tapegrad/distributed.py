@@ -483,7 +483,29 @@ if _distributed is not None:
             await asyncio.get_running_loop().run_in_executor(None, _warm)
 
 
-__all__ = ["map_value_and_grad"]
+def is_available():
+    """Whether PyTorch-style process groups (``init_process_group``, ``all_reduce``) are
+    available: they are not -- this module spreads gradients over a Dask cluster instead.
+    Programs that ask before using ``torch.distributed`` take their single-process path.
+
+    Example:
+        >>> tg.distributed.is_available()
+        False
+    """
+    return False
+
+
+def is_initialized():
+    """Whether a default process group is initialised: never (see ``is_available``).
+
+    Example:
+        >>> tg.distributed.is_initialized()
+        False
+    """
+    return False
+
+
+__all__ = ["map_value_and_grad", "is_available", "is_initialized"]
 
 from ._public import public_dir as _public_dir  # noqa: E402
 
