@@ -202,7 +202,8 @@ class Trace(Recording):
 
 # A replay neither keeps the forward stacks anomaly mode shows nor sweeps record by record
 _ANOMALY_REASON = ("anomaly detection is on: calls run eagerly, so that each op keeps its "
-                   "forward stack and a backward checks each node for nan, as in eager mode")
+                   "forward stack and a backward checks each node for nan, as in eager mode",
+                   "?")
 
 
 class Stats:
