@@ -13,6 +13,7 @@ not per thread).  While it is on:
   whose contribution holds a nan raises PyTorch's error.  Without the mode the sweep is the
   one compiled call it always is.
 """
+import os
 import sys
 import traceback
 import warnings
@@ -27,6 +28,7 @@ __all__ = ["detect_anomaly", "set_detect_anomaly"]
 
 _enabled = False
 _check_nan = True
+_checking = False   # both: read by every backward, so one load (the fast path's cost)
 
 # tape -> {record: the user's stack (a traceback.StackSummary) when the record was pushed}
 _stacks = weakref.WeakKeyDictionary()
@@ -69,8 +71,9 @@ def set_anomaly_enabled(enabled, check_nan=True):
         >>> tg.is_anomaly_enabled()
         False
     """
-    global _enabled, _check_nan
+    global _enabled, _check_nan, _checking
     _enabled, _check_nan = bool(enabled), bool(check_nan)
+    _checking = _enabled and _check_nan
     _swap_recorders(_enabled)
 
 
@@ -144,19 +147,22 @@ class set_detect_anomaly:
 # Forward stacks
 # ---------------------------------------------------------------------------------------------
 _originals = {}
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_inside = {}   # code filename -> whether it is tapegrad's (abspath is slow: cached)
 
 
 def _user_stack():
     """The stack of the caller, without tapegrad's own frames (PyTorch's shows the Python
     frames of the program, its ops being C++)."""
-    from .inplace import _PKG_DIR
-    import os
     frames = []
     f = sys._getframe(2)
     while f is not None:
         name = f.f_code.co_filename
-        if not (name.startswith("<tapegrad ") or
-                os.path.abspath(name).startswith(_PKG_DIR + os.sep)):
+        inside = _inside.get(name)
+        if inside is None:
+            inside = _inside[name] = name.startswith("<tapegrad ") or \
+                os.path.abspath(name).startswith(_PKG_DIR + os.sep)
+        if not inside:
             frames.append((f, f.f_lineno))
         f = f.f_back
     frames.reverse()

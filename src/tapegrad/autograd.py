@@ -385,7 +385,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         # (an implicit seed is a new array already; a given one may be the caller's)
         per[t._r] = per[t._r] + gv if t._r in per else (gv if g is None else gv.copy())
 
-    if _anomaly._enabled and _anomaly._check_nan:
+    if _anomaly._checking:
         _anomaly.check_roots([None if g is None else _seed_value(t, g, j, outputs, grad_outputs)
                               for j, (t, g) in enumerate(zip(outputs, grad_outputs))])
     wanted = None
@@ -777,7 +777,7 @@ def _sweep(tape, tape_seeds, readouts=(), inputs=None):
                     + [r for r in tape.custom if need[r]], reverse=True) \
         if tape.hooks or tape.custom else ()
     prog = tape.program
-    checked = _anomaly._enabled and _anomaly._check_nan
+    checked = _anomaly._checking
     if checked:
         # anomaly mode: one record at a time, each one's contribution checked for nan
         # (the generated code of a hot tape, a sweep of its own, is passed over)

@@ -308,13 +308,13 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
             continue
         per = seeds.setdefault(t._tape, {})
         _add(per, t._r, gt)
-    if _anomaly._enabled and _anomaly._check_nan:
+    if _anomaly._checking:
         _anomaly.check_roots([None if g is None else np.asarray(getattr(g, "_value", g))
                               for g in grad_outputs])
     wanted = None if inputs is None else {(x._tape, x._r) if x._tape is not None else id(x): x
                                           for x in inputs}
     leaves = {}
-    checked = _anomaly._enabled and _anomaly._check_nan
+    checked = _anomaly._checking
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
