@@ -433,3 +433,43 @@ def test_a_hot_training_loop_is_checked_once_the_mode_is_on():
             with pytest.raises(RuntimeError, match="'SqrtBackward0' returned nan values in "
                                                    "its 0th output"):
                 (w.sqrt() * 0).sum().backward()
+
+
+def _mse_of_inf(lib):
+    x = lib.tensor([float("inf"), 1.0], requires_grad=True)
+    lib.nn.functional.mse_loss(x, lib.tensor([float("inf"), 0.0])).backward()
+    return [x.grad]
+
+
+def _smooth_l1_of_inf(lib):
+    x = lib.tensor([float("inf"), 1.0], requires_grad=True)
+    lib.nn.functional.smooth_l1_loss(x * 1, lib.tensor([float("inf"), 0.0])).backward()
+    return [x.grad]
+
+
+def _layer_norm_of_inf(lib):
+    x = lib.tensor([[float("inf"), 1.0, 2.0]], requires_grad=True)
+    lib.nn.functional.layer_norm(x, (3,)).sum().backward()
+    return [x.grad]
+
+
+def _cross_entropy_of_inf(lib):
+    x = lib.tensor([[float("inf"), 1.0]], requires_grad=True)
+    lib.nn.functional.cross_entropy(x, lib.tensor([1])).backward()
+    return [x.grad]
+
+
+def _mse_second_input(lib):
+    y = lib.tensor([float("inf"), 1.0], requires_grad=True)
+    lib.nn.functional.mse_loss(lib.tensor([float("inf"), 0.0]), y * 1).backward()
+    return [y.grad]
+
+
+@pytest.mark.parametrize("program", [_mse_of_inf, _smooth_l1_of_inf, _layer_norm_of_inf,
+                                     _cross_entropy_of_inf, _mse_second_input],
+                         ids=lambda p: p.__name__)
+def test_an_op_built_from_others_is_named_as_pytorchs_one_node(program):
+    # tapegrad records mse_loss as sub, pow, mean, ...: the nan appears in one of those,
+    # and the error names the op's node as PyTorch does
+    got = _same(program)
+    assert got[0] == "error"

@@ -277,10 +277,33 @@ class CheckedSweep:
                 return bad
             for s, i, g, had in slots:
                 now = np.isnan(g)
-                if (now.any() if had is None else (now & ~had).any()):
+                if not (now.any() if had is None else (now & ~had).any()):
+                    continue
+                composite = self._composite_of(r)
+                if composite is None:
                     raise nan_error(tape, r, node_name(tape, r),
                                     self._which(r, s, i, grads, goff, size))
+                # a record inside an op built from others (mse_loss): PyTorch's one node
+                # for the op has the nan once it reaches one of the op's inputs; inside, it
+                # may yet be masked away
+                c, refs = composite
+                s = _looked_through(tape, s)
+                if s in refs:
+                    raise nan_error(tape, c, node_name(tape, c), refs.index(s))
+                if self._composite_of(s) is not composite:
+                    # out of the op through an input on an older tape (refs holds None
+                    # for those): the first such is the best guess at its index
+                    raise nan_error(tape, c, node_name(tape, c),
+                                    refs.index(None) if None in refs else 0)
         return -1
+
+    def _composite_of(self, r):
+        """(record, its input refs) of the op built from others that record r is part of,
+        or None."""
+        inner = self.__dict__.get("_inner")
+        if inner is None:
+            inner = self._inner = _inner_records(self.tape)
+        return inner.get(r)
 
     def _which(self, r, s, i, grads, goff, size):
         """The output index of the nan: i, unless input s is also another of r's inputs
@@ -303,6 +326,35 @@ class CheckedSweep:
         except Exception:   # noqa: BLE001 - the index is a detail of the message
             pass
         return i
+
+
+def _looked_through(tape, s):
+    """Record s, or what the hidden broadcast s stands for."""
+    while s >= 0 and tape.op[s] in (K.BCAST, K.EXPAND_S):
+        s = tape.a0[s]
+    return s
+
+
+def _inner_records(tape):
+    """{record: (composite record, its input refs)} for the records each op built from
+    others (``functional.named_node``) is made of: those after its last input on this tape
+    that its result is computed from."""
+    inner = {}
+    for c, entry in sorted(tape.composites.items()):
+        if len(entry) != 2:
+            continue    # a further output of a node with several: its first output's node
+        refs = [ref if type(ref) is int else None for ref in entry[1]]
+        lo = max([ref for ref in refs if ref is not None] + [-1])
+        this = (c, refs)    # (one object per op: CheckedSweep compares them with `is`)
+        todo, seen = [c], {c}
+        while todo:
+            q = todo.pop()
+            inner.setdefault(q, this)
+            for s, _ in input_positions(tape, q):
+                if lo < s < q and s not in seen and s not in refs:
+                    seen.add(s)
+                    todo.append(s)
+    return inner
 
 
 def check_contributions(tape, r, pairs):
