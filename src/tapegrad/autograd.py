@@ -1182,4 +1182,5 @@ from ._public import public_dir as _public_dir  # noqa: E402
 
 # tab completion offers these, not the imports (the grad-mode switches are documented at the
 # top level)
-__dir__ = _public_dir(globals(), ("function", "functional", "anomaly_mode", "no_grad", "enable_grad", "set_grad_enabled"))
+__dir__ = _public_dir(globals(), ("function", "functional", "anomaly_mode", "no_grad",
+                                  "enable_grad", "set_grad_enabled"))
