@@ -19,6 +19,7 @@ from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dty
                      int32, int64, set_default_dtype, uint8)
 from ._methods import install as _install
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from .creation import (arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy,
                        full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
                        randint, randint_like, randn, randn_like, randperm, tensor, zeros,
@@ -109,6 +110,7 @@ from . import function as _function  # noqa: E402,F401 - tapegrad.autograd.Funct
 
 autograd.functional = _autograd_functional
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
+_sys.modules[__name__ + ".autograd.anomaly_mode"] = autograd.anomaly_mode
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 

@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 
+from . import _anomaly
 from . import _compile_helper
 from . import hot_tapes
 from . import ops as K
@@ -384,6 +385,9 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         # (an implicit seed is a new array already; a given one may be the caller's)
         per[t._r] = per[t._r] + gv if t._r in per else (gv if g is None else gv.copy())
 
+    if _anomaly._checking:
+        _anomaly.check_roots([None if g is None else _seed_value(t, g, j, outputs, grad_outputs)
+                              for j, (t, g) in enumerate(zip(outputs, grad_outputs))])
     wanted = None
     nonleaf_inputs = {}
     if inputs is not None:
@@ -406,7 +410,7 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
         _own(pending)
         readouts = [x._r for x in retained.get(tape, ())]
         readouts += [x._r for x in nonleaf_inputs.get(tape, ())]
-        need, goff, grads, needed = _sweep_tape(tape, tape_seeds, readouts)
+        need, goff, grads, needed = _sweep_tape(tape, tape_seeds, readouts, inputs)
         swept.append((tape, need))
         for r, leaf in needed:
             if leaf._rg:
@@ -640,11 +644,11 @@ def _accumulate(t, g, own=False):
             t._grad = Tensor._make(gv + g.reshape(shape))
 
 
-def _sweep_tape(tape, tape_seeds, readouts=()):
+def _sweep_tape(tape, tape_seeds, readouts=(), inputs=None):
     """Plan, check and sweep one tape; returns (need, goff, grads, its ``needed_leaves``).
     ``readouts``: records whose gradient is read once the sweep is done."""
     try:
-        return _sweep(tape, tape_seeds, readouts)
+        return _sweep(tape, tape_seeds, readouts, inputs)
     except BaseException:
         # The traceback may outlive this call, and with it the column views that lock the
         # tape's arrays against growth: later ops record on a new tape.
@@ -727,7 +731,9 @@ def _own_gradient_memory(readouts, op, a0, need, goff, size, total):
     return goff, total
 
 
-def _sweep(tape, tape_seeds, readouts=()):
+def _sweep(tape, tape_seeds, readouts=(), inputs=None):
+    # (inputs: autograd.grad's, which anomaly mode's check keeps to, as PyTorch runs only
+    # the nodes that lead to them)
     n = len(tape)
     plans = tape.plan_cache   # replayed tapes never change shape: their plans are reusable
     key = tuple(tape_seeds)
@@ -771,7 +777,12 @@ def _sweep(tape, tape_seeds, readouts=()):
                     + [r for r in tape.custom if need[r]], reverse=True) \
         if tape.hooks or tape.custom else ()
     prog = tape.program
-    if (prog is None and not hooked and not readouts and tape.cached_cols is None
+    checked = _anomaly._checking
+    if checked:
+        # anomaly mode: one record at a time, each one's contribution checked for nan
+        # (the generated code of a hot tape, a sweep of its own, is passed over)
+        sweep, prog = _anomaly.CheckedSweep(sweep, tape, _anomaly.reaching(tape, inputs)), None
+    elif (prog is None and not hooked and not readouts and tape.cached_cols is None
             and state.trace is None):
         # an eager tape swept as often before, record for record: generated code too
         prog = hot_tapes.program_for(tape, hot_key, cols, key, hit)
@@ -784,7 +795,7 @@ def _sweep(tape, tape_seeds, readouts=()):
         prog.backward(tape.arena, tape.ext, grads, *prog.backward_params)
         del cols, op, a0, a1, voff, size, ip, fp, aux, faux
         return need, goff, grads, needed
-    if hooked:
+    if hooked or checked:
         fresh = 0   # swept in pieces: cleared beforehand
     if tape.partial:
         tape.complete()   # (a generated forward left values out: see replay._Instance)
@@ -1160,10 +1171,16 @@ _tensor_module.AUTOGRAD.node_for = node_for
 _tensor_module.AUTOGRAD.retained = _RETAINED
 
 
-__all__ = ["backward", "grad", "Function", "Node", "AccumulateGrad"]
+# torch.autograd.detect_anomaly, set_detect_anomaly, and their module
+# (torch.autograd.anomaly_mode), which _anomaly.py stands for
+from ._anomaly import detect_anomaly, set_detect_anomaly  # noqa: E402
+anomaly_mode = _anomaly
+__all__ = ["backward", "grad", "Function", "Node", "AccumulateGrad", "detect_anomaly",
+           "set_detect_anomaly"]
 
 from ._public import public_dir as _public_dir  # noqa: E402
 
 # tab completion offers these, not the imports (the grad-mode switches are documented at the
 # top level)
-__dir__ = _public_dir(globals(), ("function", "functional", "no_grad", "enable_grad", "set_grad_enabled"))
+__dir__ = _public_dir(globals(), ("function", "functional", "anomaly_mode", "no_grad",
+                                  "enable_grad", "set_grad_enabled"))

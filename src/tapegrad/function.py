@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from . import _anomaly
 from . import autograd
 from . import functional as F
 from .autograd import Node, enable_grad, no_grad
@@ -121,7 +122,7 @@ class _Call:
         self.out_shapes = out_shapes
         self.backward_cls = backward_cls
 
-    def input_grads(self, grads_out, create_graph):
+    def input_grads(self, grads_out, create_graph, anomaly_at=None):
         """The gradients of the inputs that require grad (flat arrays, or tensors under
         ``create_graph``), from the outputs' (None where an output got none)."""
         ctx = self.ctx
@@ -146,6 +147,10 @@ class _Call:
                 raise RuntimeError(
                     f"function {name} returned an incorrect number of gradients (expected "
                     f"{n_args}, got {len(res)})")
+        if anomaly_at is not None:
+            # (tape, record) under anomaly mode with check_nan: a nan in any gradient
+            # returned is the error, numbered by position, needed or not, as PyTorch's
+            _anomaly.check_custom(*anomaly_at, res)
         out = []
         for pos, x in self.inputs:
             g = res[pos]
@@ -340,7 +345,10 @@ def run_custom(tape, r, grads, goff, need, size):
             grads_out.append(None)
         else:
             grads_out.append(grads[goff[rec]:goff[rec] + size[rec]].reshape(shape).copy())
-    res = call.input_grads(grads_out, create_graph=False)
+    if _anomaly._enabled:
+        res = _anomaly_checked_grads(tape, r, call, grads_out, False)
+    else:
+        res = call.input_grads(grads_out, create_graph=False)
     g = grads[goff[r]:goff[r] + size[r]]
     at = 0
     for (_, x), gi in zip(call.inputs, res):
@@ -350,6 +358,18 @@ def run_custom(tape, r, grads, goff, need, size):
         else:
             g[at:at + n] = np.asarray(gi._value, dtype=np.float64).reshape(-1)
         at += n
+
+
+def _anomaly_checked_grads(tape, r, call, grads_out, create_graph):
+    """The Function's backward under anomaly mode: an error it raises comes after PyTorch's
+    warning naming the node and its forward call, and (with check_nan) a nan it returns is
+    the error."""
+    try:
+        return call.input_grads(grads_out, create_graph,
+                                (tape, r) if _anomaly._check_nan else None)
+    except Exception:
+        _anomaly.warn_error_in(tape, r, call.backward_cls.__name__)
+        raise
 
 
 def once_differentiable(fn):

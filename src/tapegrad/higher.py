@@ -14,6 +14,7 @@ import numpy as np
 
 import types
 
+from . import _anomaly
 from . import autograd
 from . import functional as F
 from . import linalg
@@ -307,9 +308,13 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
             continue
         per = seeds.setdefault(t._tape, {})
         _add(per, t._r, gt)
+    if _anomaly._checking:
+        _anomaly.check_roots([None if g is None else np.asarray(getattr(g, "_value", g))
+                              for g in grad_outputs])
     wanted = None if inputs is None else {(x._tape, x._r) if x._tape is not None else id(x): x
                                           for x in inputs}
     leaves = {}
+    checked = _anomaly._checking
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
@@ -321,6 +326,7 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
         need = autograd.make_plan(cols, tuple(acc))[0]
         autograd._check_versions(tape, need, cols[0], cols[1], cols[2])
         custom_grads = {}   # an autograd.Function's output record -> its gradient
+        reach = _anomaly.reaching(tape, inputs) if checked else None
         for r in range(len(tape) - 1, -1, -1):
             g = acc.pop(r, None)
             if r in tape.custom:
@@ -351,7 +357,10 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
                 _add(seeds.setdefault(older, {}), older_r, g)
                 continue
             linked = o in _LINKED_TO_INPUT
-            for s, contribution in _rule(tape, r, g):
+            pairs = _rule(tape, r, g)
+            if checked and o not in _anomaly._HIDDEN and (reach is None or reach[r]):
+                _anomaly.check_contributions(tape, r, pairs)
+            for s, contribution in pairs:
                 if s is not None and s >= 0 and tape.op[s] != K.CONST:
                     if linked:
                         contribution = _linked(contribution, _handle(tape, s))
@@ -391,7 +400,11 @@ def _custom_rule(tape, r, custom_grads, acc):
                  for rec, shape in zip(call.outputs, call.out_shapes)]
     if all(g is None for g in grads_out):
         return
-    res = call.input_grads(grads_out, create_graph=True)
+    if _anomaly._enabled:
+        from .function import _anomaly_checked_grads
+        res = _anomaly_checked_grads(tape, r, call, grads_out, True)
+    else:
+        res = call.input_grads(grads_out, create_graph=True)
     # the record is the cat (or clone) of the inputs' flat views: give each its part
     code = tape.op[r]
     if code == K.CAT:

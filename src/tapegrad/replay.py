@@ -32,7 +32,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _fastcall, _threads, pystate
+from . import _anomaly, _fastcall, _threads, pystate
 from ._fastcall import _FLOAT64
 from . import ops as K
 from .functional import _result
@@ -198,6 +198,12 @@ class Trace(Recording):
 
     def integer_result(self, what):
         self.integer_results.append((what, user_site()))
+
+
+# A replay neither keeps the forward stacks anomaly mode shows nor sweeps record by record
+_ANOMALY_REASON = ("anomaly detection is on: calls run eagerly, so that each op keeps its "
+                   "forward stack and a backward checks each node for nan, as in eager mode",
+                   "?")
 
 
 class Stats:
@@ -1123,7 +1129,9 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         st = self.stats
         st.calls += 1
-        if not state.grad_enabled or state.trace is not None:
+        if not state.grad_enabled or state.trace is not None or _anomaly._enabled:
+            if _anomaly._enabled and _ANOMALY_REASON not in st.eager_reasons:
+                st.eager_reasons.append(_ANOMALY_REASON)
             st.eager += 1
             return self.fn(*args, **kwargs)
         last, missed = self._last, None
