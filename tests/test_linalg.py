@@ -203,6 +203,25 @@ def test_logdet_of_negative_and_singular_matrices():
         close(tg.logdet(tg.tensor(a)), torch.logdet(torch.tensor(a)))
 
 
+@pytest.mark.parametrize("case", ["diag", "triangular", "integer", "permuted", "batch"])
+def test_det_is_exact_where_pytorchs_is(case):
+    # PyTorch multiplies LU's diagonal; NumPy's det went through log|det| and exp, so det of
+    # 2 I printed tensor(7.999999999999998) and det([[1, 2], [3, 4]]) -2.0000000000000004
+    a = {"diag": np.eye(3) * 2.0,
+         "triangular": np.array([[2.0, 5.0, 1.0], [0.0, -3.0, 7.0], [0.0, 0.0, 0.5]]),
+         "integer": np.array([[1.0, 2.0], [3.0, 4.0]]),
+         "permuted": np.array([[0.0, 0.0, 3.0], [0.0, 2.0, 0.0], [4.0, 0.0, 0.0]]),
+         "batch": np.stack([np.eye(4) * 3.0, np.diag([1.0, -1.0, 2.0, 0.5])])}[case]
+    want = torch.linalg.det(torch.tensor(a))
+    got = tg.linalg.det(tg.tensor(a))
+    assert got.tolist() == want.tolist() and repr(got) == repr(want)
+    x = tg.tensor(a, requires_grad=True)
+    f = tg.compile(lambda x: tg.linalg.det(x) * 1.0)
+    for _ in range(3):
+        assert f(x).tolist() == want.tolist()     # the compiled rule takes the same product
+    assert f.stats.replays > 0
+
+
 def test_det_of_a_singular_matrix_is_the_cofactor():
     # PyTorch's first backward at an exactly singular matrix returns LU's values (zeros here);
     # tapegrad gives the cofactor, the derivative, which PyTorch's create_graph pass gives

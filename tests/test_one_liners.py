@@ -1064,6 +1064,9 @@ ENTRIES = [
     lambda L: grads(L, lambda x, y: (x ** y).sum(), P, X),
     lambda L: grads(L, lambda x, y: (x / y).sum(), X, P),
     lambda L: grads(L, lambda x, y: L.atan2(x, y).sum(), X, P),
+    # (at the origin, or where the squares underflow, PyTorch's gradient is 0, not nan)
+    lambda L: grads(L, lambda x, y: L.atan2(x, y).sum(), np.array([0.0, 1.0, 1e-200]),
+                    np.array([0.0, 0.0, 1e-200])),
     lambda L: grads(L, lambda x, y: L.maximum(x, y).sum(), X, U),
     lambda L: grads(L, lambda x: x.clamp(-0.5, 0.5).sum(), X),
     lambda L: grads(L, lambda x, y: (x * y).sum(), X, V),

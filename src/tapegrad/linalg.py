@@ -28,6 +28,7 @@ import numpy as np
 
 from . import functional as F
 from . import ops as K
+from .ops.linalg import det_values as _lu_det_values
 from ._public import public_dir
 from .functional import _expanded_ref, _out, _plain, _records, _result, broadcast_shape
 from .return_types import return_type
@@ -278,13 +279,16 @@ def det(A, *, out=None):
 
     Example:
         >>> tg.linalg.det(tg.tensor([[1.0, 2.0], [3.0, 4.0]]))
-        tensor(-2.0000)
+        tensor(-2.)
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
     A = _matrix_arg(A, "linalg.det")
     v = A._value
-    value = _quiet(np.linalg.det, v) if v.shape[-1] else np.ones(v.shape[:-2])
+    n = v.shape[-1]
+    # (the compiled rule's LU product, whose bits PyTorch's follow: ops/linalg.lu_det)
+    value = _lu_det_values(np.asarray(v, dtype=np.float64).reshape(
+        (math.prod(v.shape[:-2]), n, n))).reshape(v.shape[:-2])
     return _record(K.LINALG_DET, [(A, v.shape)], (math.prod(v.shape[:-2]), v.shape[-1]),
                    np.asarray(value))
 

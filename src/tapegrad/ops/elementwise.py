@@ -1432,18 +1432,27 @@ def atan2_fwd(x0, x1, x2, c, p0, p1):
 
 
 @inline
+def _atan2_recip(x0, x1):
+    """1 / (self**2 + other**2), 0 where that is inf: PyTorch fills it so, and the gradient
+    at the origin (or where the squares underflow) is 0, not nan."""
+    recip = 1.0 / (x0 * x0 + x1 * x1)
+    return 0.0 if math.isinf(recip) else recip
+
+
+@inline
 def atan2_vjp0(g, x0, x1, x2, out, c, p0, p1):
-    # PyTorch's order of rounding: grad * other * (1 / (self**2 + other**2))
-    return g * x1 * (1.0 / (x0 * x0 + x1 * x1))
+    # PyTorch's order of rounding: grad * other * recip
+    return g * x1 * _atan2_recip(x0, x1)
 
 
 @inline
 def atan2_vjp1(g, x0, x1, x2, out, c, p0, p1):
-    return g * -x0 * (1.0 / (x0 * x0 + x1 * x1))
+    return g * -x0 * _atan2_recip(x0, x1)
 
 
 def atan2_graph(F, g, x0, x1, out, c):
     recip = F.reciprocal(F.add(F.mul(x0, x0), F.mul(x1, x1)))
+    recip = F.where(F._compare(np.equal, recip, math.inf), 0.0, recip)
     return F.mul(F.mul(g, x1), recip), F.mul(F.mul(g, F.neg(x0)), recip)
 
 

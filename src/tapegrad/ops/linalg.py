@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from .. import _blas
-from .._config import inline, rule
+from .._config import inline, kernel, rule
 from .table import ARRAY, READS_OUT, READS_X0, READS_X1, constants, declare
 
 # BLAS dgemm with numba's own helper's signature (the one np.dot calls), bound by _blas to
@@ -369,12 +369,57 @@ def _cofactor(a, det, n):
     return np.dot(u * others, vt) * (np.linalg.det(u) * np.linalg.det(vt))
 
 
+@inline
+def lu_det(a, n):
+    """det(a) as PyTorch takes it: the product of the diagonal of a's LU factors (partial
+    pivoting, LAPACK's getf2 order: the column below a pivot scaled by its reciprocal, then
+    the trailing update), its sign flipped by each row swap.  NumPy's and numba's det go
+    through log|det| and exp and miss exact values: det(2 I) was 7.999999999999998, not 8.
+    PyTorch hands LAPACK the row-major values, which it reads as column-major: it factors
+    a's transpose (det of [[2, 5, 1], [0, -3, 7], [0, 0, 0.5]] is -3.0000000000000004)."""
+    if not _finite(a):
+        return np.nan
+    m = np.ascontiguousarray(a.T)
+    det = 1.0
+    for j in range(n):
+        p = j
+        for i in range(j + 1, n):
+            if abs(m[i, j]) > abs(m[p, j]):
+                p = i
+        if p != j:
+            for k in range(n):
+                m[j, k], m[p, k] = m[p, k], m[j, k]
+            det = -det
+        pivot = m[j, j]
+        if pivot != 0.0:
+            inv = 1.0 / pivot
+            for i in range(j + 1, n):
+                m[i, j] *= inv
+                f = m[i, j]
+                for k in range(j + 1, n):
+                    m[i, k] -= f * m[j, k]
+    for j in range(n):
+        det *= m[j, j]
+    return det
+
+
+@kernel
+def det_values(blocks):
+    """``lu_det`` of each (n, n) matrix of ``blocks`` (B, n, n): the eager forward's values,
+    the same bits as the compiled rule's."""
+    out = np.empty(blocks.shape[0])
+    n = blocks.shape[1]
+    for b in range(blocks.shape[0]):
+        out[b] = 1.0 if n == 0 else lu_det(np.ascontiguousarray(blocks[b]), n)
+    return out
+
+
 @rule
 def det_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     b_n, n = aux[ip[r]], aux[ip[r] + 1]
     for b in range(b_n):
         a = _oriented(_block(vals, voff[a0[r]], b, n, n), True)
-        vals[voff[r] + b] = 1.0 if n == 0 else (np.linalg.det(a) if _finite(a) else np.nan)
+        vals[voff[r] + b] = 1.0 if n == 0 else lu_det(a, n)
 
 
 @rule
