@@ -99,6 +99,13 @@ def kl_divergence(p, q):
     return fun(p, q)
 
 
+def _fill(t, mask, value):
+    # PyTorch writes ``t[mask] = value``, an index_put_ on a tensor that is no view (its
+    # grad_fn IndexPutBackward0); tapegrad's masked __setitem__ records CopySlices, so the
+    # write is spelled as the index_put_ it is
+    t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
+
+
 def _infinite_like(tensor):
     return tg.full_like(tensor, inf)
 
@@ -107,19 +114,19 @@ def _infinite_like(tensor):
 def _kl_bernoulli_bernoulli(p, q):
     softplus = tg.nn.functional.softplus
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1[q.probs == 0] = inf
-    t1[p.probs == 0] = 0
+    _fill(t1, q.probs == 0, inf)
+    _fill(t1, p.probs == 0, 0)
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2[q.probs == 1] = inf
-    t2[p.probs == 1] = 0
+    _fill(t2, q.probs == 1, inf)
+    _fill(t2, p.probs == 1, 0)
     return t1 + t2
 
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     t = p.probs * (p.logits - q.logits)
-    t[(q.probs == 0).expand_as(t)] = inf
-    t[(p.probs == 0).expand_as(t)] = 0
+    _fill(t, (q.probs == 0).expand_as(t), inf)
+    _fill(t, (p.probs == 0).expand_as(t), 0)
     return t.sum(-1)
 
 
@@ -161,7 +168,7 @@ def _kl_normal_normal(p, q):
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
-    result[(q.low > p.low) | (q.high < p.high)] = inf
+    _fill(result, (q.low > p.low) | (q.high < p.high), inf)
     return result
 
 
@@ -218,7 +225,7 @@ def _kl_normal_laplace(p, q):
 @register_kl(Uniform, Exponential)
 def _kl_uniform_exponential(p, q):
     result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
-    result[p.low < q.support.lower_bound] = inf
+    _fill(result, p.low < q.support.lower_bound, inf)
     return result
 
 
