@@ -344,3 +344,11 @@ def test_import_forms_and_public_names():
         assert name in TD.__all__ and hasattr(PD, name)
     assert TD.constraints.positive.check(tg.tensor([1.0, -1.0])).tolist() == [True, False]
     assert repr(TD.constraints.unit_interval) == repr(PD.constraints.unit_interval)
+
+
+def test_every_public_name_has_an_example():
+    for module in (TD, TD.constraints):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj) and not isinstance(obj, TD.constraints.Constraint):
+                assert "Example:" in (obj.__doc__ or ""), name

@@ -41,6 +41,18 @@ class _Dependent(Constraint):
 
 
 class _DependentProperty(property, _Dependent):
+    """A property of a distribution that is also a dependent constraint: the support or a
+    parameter's constraint, computed from the instance's parameters.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> class D:
+        ...     @constraints.dependent_property(is_discrete=True, event_dim=0)
+        ...     def support(self):
+        ...         return constraints.integer_interval(0, 2)
+        >>> D().support
+        IntegerInterval(lower_bound=0, upper_bound=2)
+    """
     def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
         property.__init__(self, fn)
         _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
