@@ -57,6 +57,7 @@ CASES = {
     "Categorical_probs": (("pos",), lambda D, p: D.Categorical(probs=p), False),
     "Categorical_logits": (("real",), lambda D, l: D.Categorical(logits=l), False),
     "Independent": (("real", "pos"), lambda D, a, b: D.Independent(D.Normal(a, b), 1), False),
+    "OneHotCategorical": (("real",), lambda D, l: D.OneHotCategorical(logits=l), False),
 }
 
 
@@ -151,6 +152,8 @@ BAD = [
     lambda m, D: D.Categorical(probs=m.tensor([0.5, 0.5])).log_prob(m.tensor(2)),
     lambda m, D: D.Categorical(logits=m.tensor(1.0)),
     lambda m, D: D.Categorical(probs=m.tensor(1.0)),
+    lambda m, D: D.OneHotCategorical(probs=m.tensor([0.5, 0.5])).log_prob(m.tensor([1.0, 1.0])),
+    lambda m, D: D.OneHotCategorical(logits=m.zeros(2)).log_prob(m.tensor([1.0])),
     lambda m, D: D.Uniform(m.tensor([0.0]), m.tensor([-1.0])),
     lambda m, D: D.Uniform(0.0, 1.0).log_prob(m.tensor(3.0)),
     lambda m, D: D.Exponential(m.tensor([-1.0])),
@@ -194,6 +197,7 @@ def _pair(D, m, name, arrays):
         "Uniform": lambda i: D.Uniform(a[i], a[i] + a[i + 1]),
         "Bernoulli": lambda i: D.Bernoulli(logits=a[i]),
         "Categorical": lambda i: D.Categorical(logits=a[i]),
+        "OneHotCategorical": lambda i: D.OneHotCategorical(logits=a[i]),
         "Independent": lambda i: D.Independent(D.Normal(a[i], a[i + 1]), 1),
     }
     return a, ctor
@@ -201,7 +205,8 @@ def _pair(D, m, name, arrays):
 
 KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "Categorical"),
             ("Uniform", "Uniform"), ("Laplace", "Laplace"), ("Exponential", "Exponential"),
-            ("Independent", "Independent"), ("Exponential", "Normal"),
+            ("Independent", "Independent"), ("OneHotCategorical", "OneHotCategorical"),
+            ("Exponential", "Normal"),
             ("Laplace", "Normal"), ("Normal", "Laplace"), ("Uniform", "Normal"),
             ("Uniform", "Exponential"), ("Normal", "Uniform"), ("Normal", "Exponential"),
             ("Laplace", "Uniform"), ("Laplace", "Exponential"), ("Exponential", "Uniform")]

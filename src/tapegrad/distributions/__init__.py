@@ -12,11 +12,12 @@ Example:
 from . import constraints
 from .distribution import Distribution
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
-                          Laplace, Normal, Uniform)
+                          Laplace, Normal, OneHotCategorical, Uniform)
 from .kl import kl_divergence, register_kl
 
 __all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily",
-           "Independent", "Laplace", "Normal", "Uniform", "kl_divergence", "register_kl"]
+           "Independent", "Laplace", "Normal", "OneHotCategorical", "Uniform", "kl_divergence",
+           "register_kl"]
 
 from .._public import public_dir as _public_dir  # noqa: E402
 __dir__ = _public_dir(globals(), ("constraints",))

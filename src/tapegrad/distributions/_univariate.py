@@ -11,7 +11,7 @@ from .distribution import (Distribution, _sum_rightmost, broadcast_all, lazy_pro
                            logits_to_probs, probs_to_logits)
 
 __all__ = ["Bernoulli", "Categorical", "Exponential", "ExponentialFamily", "Independent", "Laplace", "Normal",
-           "Uniform"]
+           "OneHotCategorical", "Uniform"]
 
 
 class ExponentialFamily(Distribution):
@@ -562,3 +562,82 @@ class Independent(Distribution):
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
+
+
+class OneHotCategorical(Distribution):
+    """The categorical distribution with one-hot vectors as its values (event shape
+    ``(K,)``), given ``probs`` or ``logits``.
+
+    Example:
+        >>> from tapegrad.distributions import OneHotCategorical
+        >>> OneHotCategorical(probs=tg.tensor([0.0, 1.0])).sample()
+        tensor([0., 1.])
+    """
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(OneHotCategorical, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def mean(self):
+        return self._categorical.probs
+
+    @property
+    def mode(self):
+        probs = self._categorical.probs
+        mode = probs.argmax(dim=-1)
+        return tg.nn.functional.one_hot(mode, num_classes=probs.shape[-1]).to(probs)
+
+    @property
+    def variance(self):
+        return self._categorical.probs * (1 - self._categorical.probs)
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=tg.Size()):
+        probs = self._categorical.probs
+        indices = self._categorical.sample(tg.Size(sample_shape))
+        return tg.nn.functional.one_hot(indices, self._categorical._num_events).to(probs)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        indices = value.max(-1)[1]
+        return self._categorical.log_prob(indices)
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        n = self.event_shape[0]
+        values = tg.eye(n, dtype=self._param.dtype)
+        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
+        if expand:
+            values = values.expand((n,) + tuple(self.batch_shape) + (n,))
+        return values

@@ -86,6 +86,13 @@ class _Boolean(Constraint):
 
 
 class _GreaterThan(Constraint):
+    """The half line ``(lower_bound, inf]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.greater_than(1.0).check(tg.tensor([1.0, 2.0]))
+        tensor([False,  True])
+    """
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
 
@@ -97,11 +104,25 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(_GreaterThan):
+    """The half line ``[lower_bound, inf]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.greater_than_eq(1.0).check(tg.tensor([1.0, 0.0]))
+        tensor([ True, False])
+    """
     def check(self, value):
         return self.lower_bound <= value
 
 
 class _LessThan(Constraint):
+    """The half line ``[-inf, upper_bound)``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.less_than(1.0).check(tg.tensor([1.0, 0.0]))
+        tensor([False,  True])
+    """
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
 
@@ -113,6 +134,13 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """The closed interval ``[lower_bound, upper_bound]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.interval(0.0, 1.0).check(tg.tensor([1.0, 2.0]))
+        tensor([ True, False])
+    """
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -126,6 +154,13 @@ class _Interval(Constraint):
 
 
 class _IntegerInterval(_Interval):
+    """The integers of ``[lower_bound, upper_bound]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.integer_interval(0, 2).check(tg.tensor([1.0, 1.5]))
+        tensor([ True, False])
+    """
     is_discrete = True
 
     def check(self, value):
@@ -159,6 +194,13 @@ __dir__ = _public_dir(globals())
 
 
 class _IndependentConstraint(Constraint):
+    """A constraint on the rightmost ``reinterpreted_batch_ndims`` dims together.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.independent(constraints.real, 1).check(tg.tensor([[0.0, math.nan]]))
+        tensor([False])
+    """
     # a constraint on the rightmost dims taken together: every element must satisfy it
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint = base_constraint
@@ -181,3 +223,16 @@ class _IndependentConstraint(Constraint):
 independent = _IndependentConstraint
 real_vector = independent(real, 1)
 __all__ += ["independent", "real_vector"]
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        return is_boolean.all(-1) & value.sum(-1).eq(1)
+
+
+one_hot = _OneHot()
+__all__ += ["one_hot"]

@@ -8,7 +8,7 @@ import tapegrad as tg
 
 from .distribution import Distribution, _sum_rightmost
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
-                          Laplace, Normal, Uniform)
+                          Laplace, Normal, OneHotCategorical, Uniform)
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -128,6 +128,11 @@ def _kl_categorical_categorical(p, q):
     _fill(t, (q.probs == 0).expand_as(t), inf)
     _fill(t, (p.probs == 0).expand_as(t), 0)
     return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
 
 
 @register_kl(Exponential, Exponential)
