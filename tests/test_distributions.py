@@ -357,3 +357,80 @@ def test_every_public_name_has_an_example():
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, TD.constraints.Constraint):
                 assert "Example:" in (obj.__doc__ or ""), name
+
+
+@pytest.mark.parametrize("kind", ["covariance_matrix", "precision_matrix", "scale_tril"])
+@settings(max_examples=4, deadline=None)
+@given(batch=st.lists(st.integers(1, 3), max_size=2), n=st.integers(1, 3),
+       seed=st.integers(0, 2 ** 16), sample_shape=st.sampled_from([(), (2,)]))
+def test_multivariate_normal_matches_pytorch(kind, batch, n, seed, sample_shape):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal(tuple(batch[1:]) + (n, n))
+    C = A @ np.swapaxes(A, -1, -2) + np.eye(n)
+    matrix = np.linalg.cholesky(C) if kind == "scale_tril" else C
+    loc = rng.standard_normal(tuple(batch) + (n,))
+    Lq = np.tril(rng.standard_normal((n, n)), -1) + np.diag(1 + rng.random(n))
+    results = []
+    for m, D in ((tg, TD), (torch, PD)):
+        l, c = m.tensor(loc, requires_grad=True), m.tensor(matrix, requires_grad=True)
+        d = D.MultivariateNormal(l, **{kind: c})
+        m.manual_seed(seed)
+        x = d.rsample(sample_shape)
+        s = d.sample(sample_shape)
+        k = D.kl_divergence(d, D.MultivariateNormal(m.zeros(n), scale_tril=m.tensor(Lq)))
+        lp = d.log_prob(x)
+        loss = lp.sum() + d.entropy().sum() + k.sum() + x.sum()
+        loss.backward()
+        results.append(dict(repr=repr(d), shapes=(tuple(d.batch_shape), tuple(d.event_shape)),
+                            x=x, s=s, lp=lp, k=k, entropy=d.entropy(), mean=d.mean,
+                            variance=d.variance, cov=d.covariance_matrix,
+                            prec=d.precision_matrix, tril=d.scale_tril, gl=l.grad, gc=c.grad,
+                            names=(type(lp.grad_fn).__name__, type(k.grad_fn).__name__)))
+    ours, theirs = results
+    for key, a in ours.items():
+        b = theirs[key]
+        if isinstance(b, torch.Tensor):
+            # the draws' eps are PyTorch's bit for bit; L @ eps may round differently
+            close(a, b, atol=1e-10, what=key)
+        else:
+            assert same_text(a, b), (key, a, b)
+
+
+MVN_BAD = [
+    lambda m, D: D.MultivariateNormal(m.zeros(2), covariance_matrix=-m.eye(2)),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), covariance_matrix=m.tensor([[1.0, 2.0],
+                                                                              [0.0, 1.0]])),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), scale_tril=m.tensor([[1.0, 1.0],
+                                                                       [0.0, 1.0]])),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), scale_tril=m.tensor([[1.0, 0.0],
+                                                                       [0.5, -1.0]])),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), precision_matrix=m.zeros(2, 2)),
+    lambda m, D: D.MultivariateNormal(m.zeros(2)),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), m.eye(2), scale_tril=m.eye(2)),
+    lambda m, D: D.MultivariateNormal(m.tensor(0.0), m.eye(2)),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), m.ones(2)),
+    lambda m, D: D.MultivariateNormal(m.zeros(2), m.eye(2)).log_prob(m.zeros(3)),
+    lambda m, D: D.kl_divergence(D.MultivariateNormal(m.zeros(2), m.eye(2)),
+                                 D.MultivariateNormal(m.zeros(3), m.eye(3))),
+    lambda m, D: D.kl_divergence(D.MultivariateNormal(m.zeros(2), m.eye(2)),
+                                 D.Normal(0.0, 1.0)),
+]
+
+
+@pytest.mark.parametrize("index", range(len(MVN_BAD)))
+def test_multivariate_normal_bad_arguments(index):
+    theirs = _raising(lambda: MVN_BAD[index](torch, PD))
+    ours = _raising(lambda: MVN_BAD[index](tg, TD))
+    assert ours[0] is theirs[0]
+    assert same_text(ours[1], theirs[1]), (ours[1], theirs[1])
+
+
+def test_multivariate_normal_central_differences():
+    rng = np.random.default_rng(2)
+    loc = tg.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    L = tg.tensor(np.tril(rng.standard_normal((3, 3)), -1) + 2 * np.eye(3), requires_grad=True)
+    x = tg.tensor(rng.standard_normal((4, 2, 3)))
+    assert gradcheck(lambda l, s: TD.MultivariateNormal(l, scale_tril=s.tril()).log_prob(x).sum()
+                     + TD.kl_divergence(TD.MultivariateNormal(l, scale_tril=s.tril()),
+                                        TD.MultivariateNormal(tg.zeros(3), tg.eye(3))).sum(),
+                     loc, L)

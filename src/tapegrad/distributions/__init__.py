@@ -13,10 +13,11 @@ from . import constraints
 from .distribution import Distribution
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
+from ._multivariate import MultivariateNormal
 from .kl import kl_divergence, register_kl
 
 __all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily",
-           "Independent", "Laplace", "Normal", "OneHotCategorical", "Uniform", "kl_divergence",
+           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "kl_divergence",
            "register_kl"]
 
 from .._public import public_dir as _public_dir  # noqa: E402

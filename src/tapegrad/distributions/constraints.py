@@ -236,3 +236,55 @@ class _OneHot(Constraint):
 
 one_hot = _OneHot()
 __all__ += ["one_hot"]
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular square matrices with a positive diagonal.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.lower_cholesky.check(tg.eye(2))
+        tensor(True)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+        positive = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
+        return lower & positive
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric positive-definite matrices.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.positive_definite.check(-tg.eye(2))
+        tensor(False)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        import numpy as np
+        import tapegrad as tg
+        if value.shape[-2] != value.shape[-1]:
+            return tg.full(tuple(value.shape[:-2]), False, dtype=tg.bool)
+        symmetric = tg.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+        if not bool(symmetric.all()):
+            return symmetric
+        # PyTorch asks whether a Cholesky factorisation succeeds (cholesky_ex's info == 0)
+        a = value.detach().numpy()
+        flat = a.reshape((-1,) + a.shape[-2:])
+        ok = []
+        for m in flat:
+            try:
+                np.linalg.cholesky(m)
+                ok.append(True)
+            except np.linalg.LinAlgError:
+                ok.append(False)
+        return tg.tensor(np.array(ok, dtype=bool).reshape(a.shape[:-2]))
+
+
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
+__all__ += ["lower_cholesky", "positive_definite"]

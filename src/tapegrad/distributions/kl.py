@@ -7,6 +7,7 @@ import warnings
 import tapegrad as tg
 
 from .distribution import Distribution, _sum_rightmost
+from ._multivariate import MultivariateNormal, _batch_mahalanobis
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 
@@ -161,6 +162,24 @@ def _kl_laplace_laplace(p, q):
     t2 = loc_abs_diff / q.scale
     t3 = scale_ratio * tg.exp(-loc_abs_diff / p.scale)
     return t1 + t2 + t3 - 1
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with"
+            "                          different event shapes cannot be computed")
+    Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = (Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    batch = tuple(tg.broadcast_shapes(tuple(Lq.shape[:-2]), tuple(Lp.shape[:-2])))
+    n = p.event_shape[0]
+    X = tg.linalg.solve_triangular(Lq.expand(batch + (n, n)), Lp.expand(batch + (n, n)),
+                                   upper=False)
+    term2 = X.reshape(-1, n * n).pow(2).sum(-1).reshape(tuple(X.shape[:-2]))  # tr(X X^T)
+    term3 = _batch_mahalanobis(Lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
 
 
 @register_kl(Normal, Normal)
