@@ -17,8 +17,8 @@ from ._multivariate import MultivariateNormal
 from .kl import kl_divergence, register_kl
 
 __all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily",
-           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "kl_divergence",
-           "register_kl"]
+           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical",
+           "Uniform", "kl_divergence", "register_kl"]
 
 from .._public import public_dir as _public_dir  # noqa: E402
 __dir__ = _public_dir(globals(), ("constraints",))

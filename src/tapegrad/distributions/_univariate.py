@@ -10,8 +10,8 @@ from . import constraints
 from .distribution import (Distribution, _sum_rightmost, broadcast_all, lazy_property,
                            logits_to_probs, probs_to_logits)
 
-__all__ = ["Bernoulli", "Categorical", "Exponential", "ExponentialFamily", "Independent", "Laplace", "Normal",
-           "OneHotCategorical", "Uniform"]
+__all__ = ["Bernoulli", "Categorical", "Exponential", "ExponentialFamily", "Independent",
+           "Laplace", "Normal", "OneHotCategorical", "Uniform"]
 
 
 class ExponentialFamily(Distribution):

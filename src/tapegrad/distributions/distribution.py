@@ -247,6 +247,8 @@ class Distribution:
 
     def __repr__(self):
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
-                         for p in names)
+        # a one-element parameter prints as its tensor, any other as its size
+        shown = [self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()
+                 for p in names]
+        args = ", ".join(f"{p}: {v}" for p, v in zip(names, shown))
         return self.__class__.__name__ + "(" + args + ")"
