@@ -17,7 +17,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.distributed", "tapegrad.optimize", "tapegrad.colouring",
                   "tapegrad.special", "tapegrad.linalg", "tapegrad.backends",
                   "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
-                  "tapegrad.utils.checkpoint"]
+                  "tapegrad.utils.checkpoint", "tapegrad.distributions",
+                  "tapegrad.distributions.constraints"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

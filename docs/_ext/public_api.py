@@ -26,6 +26,8 @@ MODULES = [
     ("tapegrad.autograd.functional", "Jacobians, Hessians and their products of a function"),
     ("tapegrad.utils.data", "Datasets, samplers and the DataLoader"),
     ("tapegrad.distributed", "Many gradients on a Dask cluster"),
+    ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "
+                               "divergences"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
     ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "

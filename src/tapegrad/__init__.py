@@ -113,6 +113,7 @@ _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".autograd.anomaly_mode"] = autograd.anomaly_mode
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
+from . import distributions  # noqa: E402,F401
 
 __version__ = "0.1.0"
 
@@ -137,7 +138,8 @@ from ._public import defined_public_names as _defined_public_names  # noqa: E402
 from ._public import public_dir as _public_dir  # noqa: E402
 
 __all__ = _defined_public_names(globals())
-_PUBLIC_SUBMODULES = ("autograd", "backends", "colouring", "cuda", "func", "linalg", "nn",
+_PUBLIC_SUBMODULES = ("autograd", "backends", "colouring", "cuda", "distributions", "func",
+                      "linalg", "nn",
                       "optim",
                       "optimize", "special", "testing", "utils", "viz")
 __dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

@@ -176,12 +176,28 @@ def _remember(tape, r):
     per[r] = _user_stack()
 
 
+# The module namespaces whose ``_emit`` every op they record goes through (functional,
+# custom_ops): they hand themselves in as they load (``emits_through``), so that this module,
+# which they import, imports none of them.
+_EMITTERS = []
+# autograd.node_for, handed in by autograd as it loads (the same reason)
+node_for = None
+# (tape, r, g) -> [(input record, contribution array)] by record r's differentiable rule,
+# handed in by higher.py
+contributions = None
+
+
+def emits_through(namespace):
+    """Register a module's globals, whose ``_emit`` anomaly mode swaps for one that keeps the
+    forward stack of each record."""
+    _EMITTERS.append(namespace)
+
+
 def _swap_recorders(on):
     """Record stacks (on) or not: swap the two functions every record goes through."""
-    from . import custom_ops, functional
     Tape = _tape_module.Tape
     if on and not _originals:
-        push, emit = Tape.push, functional._emit
+        push, emit = Tape.push, _EMITTERS[0]["_emit"]
         _originals["push"], _originals["emit"] = push, emit
 
         def push_keeping_stack(self, *args, **kwargs):
@@ -196,10 +212,13 @@ def _swap_recorders(on):
             return out
 
         Tape.push = push_keeping_stack
-        functional._emit = custom_ops._emit = emit_keeping_stack
+        for namespace in _EMITTERS:
+            namespace["_emit"] = emit_keeping_stack
     elif not on and _originals:
         Tape.push = _originals.pop("push")
-        functional._emit = custom_ops._emit = _originals.pop("emit")
+        emit = _originals.pop("emit")
+        for namespace in _EMITTERS:
+            namespace["_emit"] = emit
 
 
 def warn_error_in(tape, r, name):
@@ -228,7 +247,6 @@ _HIDDEN = frozenset([K.BCAST, K.EXPAND_S, K.LEAF, K.CONST, K.EXTERN])
 
 def node_name(tape, r):
     """The name PyTorch's error gives record r's node."""
-    from .autograd import node_for
     custom = tape.custom.get(r)
     if custom is not None:
         return custom.backward_cls.__name__
@@ -314,14 +332,10 @@ class CheckedSweep:
         if len(same) < 2:
             return i
         try:
-            from . import higher
-            from .autograd import no_grad
-            from .tensor import Tensor
-            g = Tensor._make(grads[goff[r]:goff[r] + size[r]].copy())
-            with no_grad():
-                parts = [c for t, c in higher._rule(tape, r, g) if t == s]
+            parts = [c for t, c in contributions(tape, r, grads[goff[r]:goff[r] + size[r]])
+                     if t == s]
             for j, c in zip(same, parts):
-                if np.isnan(np.asarray(c._value)).any():
+                if np.isnan(c).any():
                     return j
         except Exception:   # noqa: BLE001 - the index is a detail of the message
             pass

@@ -289,6 +289,9 @@ def node_for(tape, r):
     return node
 
 
+_anomaly.node_for = node_for   # (which it cannot import: it sits below this module)
+
+
 def _composite_input(tape, ref):
     """The node of an input of a composite op (``functional._input_ref``)."""
     if type(ref) is int:

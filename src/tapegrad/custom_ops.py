@@ -53,6 +53,7 @@ import numbers
 import numba
 import numpy as np
 
+from . import _anomaly
 from . import functional as F
 from . import ops as K
 from ._public import public_dir
@@ -60,6 +61,8 @@ from .functional import _emit, _plain, _records, _ref
 from .ops import custom as _table
 from .tape import recording_tape
 from .tensor import Tensor
+
+_anomaly.emits_through(globals())   # (its ops' records go through _emit too)
 
 __all__ = ["custom_op", "elementwise_op", "CustomOp"]
 __dir__ = public_dir(globals())

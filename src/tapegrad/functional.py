@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import _dtype, _promote
+from . import _anomaly, _dtype, _promote
 from . import ops as K
 from .ops import activation as _activation
 from .ops import elementwise as _elementwise
@@ -430,6 +430,9 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     # (the older tapes its graph reaches, which it keeps alive: Tape.keep)
     t._keep = None if tape.first_extern < 0 else tape.keep(r)
     return t
+
+
+_anomaly.emits_through(globals())   # (anomaly mode swaps _emit: _anomaly._swap_recorders)
 
 
 def _unary(code, x, fn, ip=0, fp=0.0):

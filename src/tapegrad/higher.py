@@ -416,6 +416,17 @@ def _custom_rule(tape, r, custom_grads, acc):
             _add(acc, s, _flat(gi))
 
 
+def _contributions_of(tape, r, g):
+    """[(input record, contribution array)] of record r for gradient array g, by its
+    differentiable rule, unrecorded: anomaly mode's check tells apart two inputs that share
+    one gradient slot (``x / x``) by it."""
+    with autograd.no_grad():
+        return [(s, np.asarray(c._value)) for s, c in _rule(tape, r, Tensor._make(g.copy()))]
+
+
+_anomaly.contributions = _contributions_of
+
+
 def _add(store, key, g):
     prev = store.get(key)
     store[key] = g if prev is None else F.add(prev, g)

@@ -1,0 +1,24 @@
+"""Probability distributions, as ``torch.distributions``: parameters, ``sample`` and
+``rsample`` (PyTorch's draws after ``manual_seed``), ``log_prob``, ``entropy``, argument
+validation and ``kl_divergence``, built from differentiable tapegrad ops so gradients flow
+through ``rsample``, ``log_prob`` and the divergences.
+
+Example:
+    >>> import tapegrad.distributions as D
+    >>> q = D.Normal(tg.zeros(2), tg.ones(2))
+    >>> D.kl_divergence(q, D.Normal(0.0, 1.0))
+    tensor([0., 0.])
+"""
+from . import constraints
+from .distribution import Distribution
+from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
+                          Laplace, Normal, OneHotCategorical, Uniform)
+from ._multivariate import MultivariateNormal
+from .kl import kl_divergence, register_kl
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily",
+           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical",
+           "Uniform", "kl_divergence", "register_kl"]
+
+from .._public import public_dir as _public_dir  # noqa: E402
+__dir__ = _public_dir(globals(), ("constraints",))

@@ -1,0 +1,290 @@
+"""Constraints on a distribution's parameters and support, as ``torch.distributions.constraints``:
+``check(value)`` gives a boolean tensor, and ``repr`` is PyTorch's (it appears in the
+ValueError texts of argument validation).
+
+Example:
+    >>> from tapegrad.distributions import constraints
+    >>> constraints.positive.check(tg.tensor([1.0, -1.0]))
+    tensor([ True, False])
+"""
+__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "integer_interval", "interval", "less_than", "nonnegative",
+           "positive", "real", "simplex", "unit_interval", "is_dependent"]
+
+
+class Constraint:
+    """A region of values; ``check`` tells elementwise whether a value lies in it.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.unit_interval
+        Interval(lower_bound=0.0, upper_bound=1.0)
+    """
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return type(self).__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    # a parameter whose valid values depend on others: validation skips it
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+class _DependentProperty(property, _Dependent):
+    """A property of a distribution that is also a dependent constraint: the support or a
+    parameter's constraint, computed from the instance's parameters.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> class D:
+        ...     @constraints.dependent_property(is_discrete=True, event_dim=0)
+        ...     def support(self):
+        ...         return constraints.integer_interval(0, 2)
+        >>> D().support
+        IntegerInterval(lower_bound=0, upper_bound=2)
+    """
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn):
+        # the form with keywords: @dependent_property(is_discrete=True, event_dim=0)
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+def is_dependent(constraint):
+    """Whether ``constraint`` cannot be checked (its region depends on other parameters).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.is_dependent(constraints.dependent)
+        True
+    """
+    return isinstance(constraint, _Dependent)
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value          # False for NaN only
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _GreaterThan(Constraint):
+    """The half line ``(lower_bound, inf]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.greater_than(1.0).check(tg.tensor([1.0, 2.0]))
+        tensor([False,  True])
+    """
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return self.lower_bound < value
+
+    def __repr__(self):
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    """The half line ``[lower_bound, inf]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.greater_than_eq(1.0).check(tg.tensor([1.0, 0.0]))
+        tensor([ True, False])
+    """
+    def check(self, value):
+        return self.lower_bound <= value
+
+
+class _LessThan(Constraint):
+    """The half line ``[-inf, upper_bound)``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.less_than(1.0).check(tg.tensor([1.0, 0.0]))
+        tensor([False,  True])
+    """
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"{type(self).__name__[1:]}(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    """The closed interval ``[lower_bound, upper_bound]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.interval(0.0, 1.0).check(tg.tensor([1.0, 2.0]))
+        tensor([ True, False])
+    """
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return (f"{type(self).__name__[1:]}(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
+
+
+class _IntegerInterval(_Interval):
+    """The integers of ``[lower_bound, upper_bound]``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.integer_interval(0, 2).check(tg.tensor([1.0, 1.5]))
+        tensor([ True, False])
+    """
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        import tapegrad as tg
+        return tg.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+boolean = _Boolean()
+real = _Real()
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+interval = _Interval
+integer_interval = _IntegerInterval
+unit_interval = _Interval(0.0, 1.0)
+simplex = _Simplex()
+
+from .._public import public_dir as _public_dir  # noqa: E402
+__dir__ = _public_dir(globals())
+
+
+class _IndependentConstraint(Constraint):
+    """A constraint on the rightmost ``reinterpreted_batch_ndims`` dims together.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.independent(constraints.real, 1).check(tg.tensor([[0.0, math.nan]]))
+        tensor([False])
+    """
+    # a constraint on the rightmost dims taken together: every element must satisfy it
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        self.is_discrete = base_constraint.is_discrete
+        self.event_dim = base_constraint.event_dim + reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        n = self.reinterpreted_batch_ndims
+        if n:
+            result = result.reshape(result.shape[:result.dim() - n] + (-1,)).all(-1)
+        return result
+
+    def __repr__(self):
+        return (f"{type(self).__name__[1:]}({self.base_constraint!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+
+independent = _IndependentConstraint
+real_vector = independent(real, 1)
+__all__ += ["independent", "real_vector"]
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        return is_boolean.all(-1) & value.sum(-1).eq(1)
+
+
+one_hot = _OneHot()
+__all__ += ["one_hot"]
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular square matrices with a positive diagonal.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.lower_cholesky.check(tg.eye(2))
+        tensor(True)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+        positive = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
+        return lower & positive
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric positive-definite matrices.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.positive_definite.check(-tg.eye(2))
+        tensor(False)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        import numpy as np
+        import tapegrad as tg
+        if value.shape[-2] != value.shape[-1]:
+            return tg.full(tuple(value.shape[:-2]), False, dtype=tg.bool)
+        symmetric = tg.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+        if not bool(symmetric.all()):
+            return symmetric
+        # PyTorch asks whether a Cholesky factorisation succeeds (cholesky_ex's info == 0)
+        a = value.detach().numpy()
+        flat = a.reshape((-1,) + a.shape[-2:])
+        ok = []
+        for m in flat:
+            try:
+                np.linalg.cholesky(m)
+                ok.append(True)
+            except np.linalg.LinAlgError:
+                ok.append(False)
+        return tg.tensor(np.array(ok, dtype=bool).reshape(a.shape[:-2]))
+
+
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
+__all__ += ["lower_cholesky", "positive_definite"]
