@@ -1379,6 +1379,11 @@ def isnan(x):
         >>> tg.isnan(tg.tensor([1.0, float("nan")]))
         tensor([False,  True])
     """
+    x = as_tensor_arg(x)
+    if state.trace is not None and x._rg:
+        # recorded as x != x, which a replay recomputes: guarding x's values would record
+        # the call again whenever any of them changed (``if isnan(x).any(): ...``)
+        return _compare(np.not_equal, x, x)
     return _predicate(x, np.isnan, "isnan")
 
 
