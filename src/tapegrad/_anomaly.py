@@ -13,7 +13,6 @@ not per thread).  While it is on:
   whose contribution holds a nan raises PyTorch's error.  Without the mode the sweep is the
   one compiled call it always is.
 """
-import os
 import sys
 import traceback
 import warnings
@@ -22,6 +21,7 @@ import weakref
 import numpy as np
 
 from . import ops as K
+from ._frames import is_own_code
 from . import tape as _tape_module
 
 __all__ = ["detect_anomaly", "set_detect_anomaly"]
@@ -147,8 +147,6 @@ class set_detect_anomaly:
 # Forward stacks
 # ---------------------------------------------------------------------------------------------
 _originals = {}
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-_inside = {}   # code filename -> whether it is tapegrad's (abspath is slow: cached)
 
 
 def _user_stack():
@@ -157,12 +155,7 @@ def _user_stack():
     frames = []
     f = sys._getframe(2)
     while f is not None:
-        name = f.f_code.co_filename
-        inside = _inside.get(name)
-        if inside is None:
-            inside = _inside[name] = name.startswith("<tapegrad ") or \
-                os.path.abspath(name).startswith(_PKG_DIR + os.sep)
-        if not inside:
+        if not is_own_code(f.f_code.co_filename):
             frames.append((f, f.f_lineno))
         f = f.f_back
     frames.reverse()

@@ -11,7 +11,6 @@ Without recording (``no_grad``, or nothing requires grad) the op writes into the
 memory and bumps its version.
 """
 import builtins
-import os
 import re
 import signal
 import sys
@@ -27,33 +26,24 @@ from ._quiet import quiet_begin, quiet_end
 from .ops.table import DATA
 from . import tape as _tape_module
 from .tape import in_arena, state
+from ._frames import is_own_code
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
 from .tensor import multi_output_base_changed, multi_output_view_error, no_grad_view_error
 from .views import ViewOf, Views, exposed, family, history_base
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 # id(leaf) -> (weak ref, op name, "file:line") of its last change.  Not a WeakKeyDictionary:
 # that compares keys with ==, which is elementwise for tensors.
 _leaf_sites = {}
-
-
-_inside = {}  # code filename -> whether it belongs to tapegrad (abspath is slow: cache it)
 
 
 def user_site():
     """'file:line' of the innermost frame outside tapegrad."""
     f = sys._getframe(1)
     while f is not None:
-        name = f.f_code.co_filename
-        inside = _inside.get(name)
-        if inside is None:
-            # (code tapegrad generates, an argument check in front of a method, is inside)
-            inside = _inside[name] = name.startswith("<tapegrad ") or \
-                os.path.abspath(name).startswith(_PKG_DIR + os.sep)
-        if not inside:
-            return f"{name}:{f.f_lineno}"
+        if not is_own_code(f.f_code.co_filename):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"
 

@@ -42,14 +42,9 @@ def _expand_params(self, cls, names, batch_shape, _instance):
     return new
 
 
-class Normal(ExponentialFamily):
-    """The normal distribution with mean ``loc`` and standard deviation ``scale``.
-
-    Example:
-        >>> from tapegrad.distributions import Normal
-        >>> Normal(tg.zeros(3), tg.ones(3))
-        Normal(loc: tapegrad.Size([3]), scale: tapegrad.Size([3]))
-    """
+class _LocationScale:
+    """What Normal and Laplace share: real ``loc`` and positive ``scale`` broadcast together
+    (a 0-d batch when both are numbers), which are the mean and the mode."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -63,7 +58,10 @@ class Normal(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Normal, ("loc", "scale"), batch_shape, _instance)
+        # (as the class that mixes this in: a subclass with its own __init__ and no expand
+        # of its own gets PyTorch's error)
+        cls = next(c for c in type(self).__mro__ if _LocationScale in c.__bases__)
+        return _expand_params(self, cls, ("loc", "scale"), batch_shape, _instance)
 
     @property
     def mean(self):
@@ -73,6 +71,15 @@ class Normal(ExponentialFamily):
     def mode(self):
         return self.loc
 
+
+class Normal(_LocationScale, ExponentialFamily):
+    """The normal distribution with mean ``loc`` and standard deviation ``scale``.
+
+    Example:
+        >>> from tapegrad.distributions import Normal
+        >>> Normal(tg.zeros(3), tg.ones(3))
+        Normal(loc: tapegrad.Size([3]), scale: tapegrad.Size([3]))
+    """
     @property
     def stddev(self):
         return self.scale
@@ -110,7 +117,7 @@ class Normal(ExponentialFamily):
         return 0.5 + 0.5 * math.log(2 * math.pi) + tg.log(self.scale)
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale, Distribution):
     """The Laplace distribution with location ``loc`` and scale ``scale``.
 
     Example:
@@ -118,29 +125,6 @@ class Laplace(Distribution):
         >>> Laplace(0.0, 1.0).entropy()
         tensor(1.6931)
     """
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = tg.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Laplace, ("loc", "scale"), batch_shape, _instance)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
-
     @property
     def variance(self):
         return 2 * self.scale.pow(2)
@@ -384,8 +368,8 @@ class Bernoulli(ExponentialFamily):
 
 
 class Categorical(Distribution):
-    """The categorical distribution over ``0 .. K-1``, given ``probs`` or ``logits`` (not
-    both) whose last dimension has the K categories.
+    """The categorical distribution over the categories ``0`` to ``K - 1``, given ``probs``
+    or ``logits`` (not both) whose last dimension has the K categories.
 
     Example:
         >>> from tapegrad.distributions import Categorical
