@@ -425,6 +425,18 @@ ENTRIES = [
     lambda L: L.clip(L.tensor(X), -1, 1),
     lambda L: L.tensor(X).clamp_(min=0),
     lambda L: L.atan2(L.tensor(X), L.tensor(V)),
+    # 0-d inputs without grad stay 0-d (np.ascontiguousarray made them 1-d: erf of a
+    # number's tensor was shaped (1,), and so Normal(0, 1).cdf(tensor(1.96)))
+    lambda L: L.erf(L.tensor(0.3)),
+    lambda L: L.erfc(L.tensor(-0.3)),
+    lambda L: L.special.erfcx(L.tensor(0.3)),
+    lambda L: L.special.ndtr(L.tensor(0.3)),
+    lambda L: L.special.log_ndtr(L.tensor(0.3)),
+    lambda L: L.tensor(0.3) ** 2.5,
+    lambda L: L.pow(L.tensor(0.3), 0.7),
+    lambda L: 2.5 ** L.tensor(0.3),
+    lambda L: L.signbit(L.tensor(-0.3)),
+    lambda L: L.tensor(-0.3).masked_fill(L.tensor(True), 1.0),
     lambda L: L.hypot(L.tensor([4.0]), L.tensor([3.0, 4.0, 5.0])),
     lambda L: L.maximum(L.tensor((1, 2, -1)), L.tensor((3, 0, 4))),
     lambda L: L.minimum(L.tensor((1, 2, -1)), L.tensor((3, 0, 4))),

@@ -61,7 +61,7 @@ _tensor = F.as_tensor_arg     # a tensor as it is, anything else made one
 
 def _const_mask(mask):
     """A bool mask that depends only on shapes: a plain tensor (shapes are guarded)."""
-    return Tensor._make(np.ascontiguousarray(mask))
+    return Tensor._make(np.asarray(mask, order="C"))   # (0-d stays 0-d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2303,7 +2303,7 @@ def signbit(input):  # noqa: A002
     """
     x = _tensor(input)
     read_value(x, "signbit")
-    return Tensor._make(np.ascontiguousarray(np.signbit(x._value)))
+    return Tensor._make(np.asarray(np.signbit(x._value), order="C"))   # (0-d stays 0-d)
 
 
 def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002

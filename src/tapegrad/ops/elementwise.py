@@ -453,7 +453,7 @@ def _flat_result(shape, out):
 
 def power_array(x, c, out=None):
     """x ** c for float64 array ``x`` and a number ``c``, as ``power`` computes it."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64, order="C")   # (ascontiguousarray makes 0-d 1-d)
     result, flat = _flat_result(x.shape, out)
     _power_loop(x.reshape(-1), float(c), flat)
     return result
@@ -469,7 +469,7 @@ def pow_array(x, y, out=None):
 
 def rpow_array(c, x, out=None):
     """c ** x for a number ``c`` and float64 array ``x``, as the RPOW_S rule computes it."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64, order="C")
     result, flat = _flat_result(x.shape, out)
     _rpow_loop(float(c), x.reshape(-1), flat)
     return result
@@ -1121,7 +1121,9 @@ def _erf_loop(x, out, complement):
 def _erf_array(x, out, complement):
     # eager mode computes erf as the compiled rules do, with the C library's erf: SciPy's
     # differs in the last bit for a fifth of the inputs (and takes 0.4 s to import)
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    # (np.asarray, not ascontiguousarray, which makes a 0-d x 1-d: erf of tensor(0.3) was
+    # shaped (1,))
+    x = np.asarray(x, dtype=np.float64, order="C")
     result = np.empty(x.shape) if out is None else out
     _erf_loop(x.reshape(-1), result.reshape(-1), complement)
     return result
