@@ -30,7 +30,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.derived", "tapegrad.nn.activation", "tapegrad.nn.conv",
            "tapegrad.nn.layers", "tapegrad.nn.loss", "tapegrad.nn.normalization",
            "tapegrad.nn.rnn", "tapegrad.nn.transformer", "tapegrad.special", "tapegrad.linalg",
-           "tapegrad.more_ops", "tapegrad.toplevel", "tapegrad._anomaly", "tapegrad.distributions",
+           "tapegrad.more_ops", "tapegrad.toplevel", "tapegrad._anomaly", "tapegrad._format",
+           "tapegrad.distributions",
            "tapegrad.distributions.distribution", "tapegrad.distributions.constraints",
            "tapegrad.distributions._univariate", "tapegrad.distributions._multivariate",
            "tapegrad.distributions.kl"]

@@ -20,6 +20,7 @@ from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dty
 from ._methods import install as _install
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
+from ._format import set_printoptions
 from .creation import (arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy,
                        full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
                        randint, randint_like, randn, randn_like, randperm, tensor, zeros,

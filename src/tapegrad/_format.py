@@ -62,6 +62,12 @@ def set_printoptions(
     (default 80). profile: ``"default"``, ``"short"`` or ``"full"``, applied before
     the other arguments. sci_mode: force scientific notation on (True) or off
     (False); None chooses it from the values.
+
+    Example:
+        >>> tg.set_printoptions(precision=2)
+        >>> tg.tensor([1.23456, 2.0])
+        tensor([1.23, 2.00])
+        >>> tg.set_printoptions(profile="default")
     """
     # Unknown profile names are ignored rather than rejected, as PyTorch does.
     if profile is not None and profile in _PROFILES:
