@@ -260,7 +260,8 @@ def test_param_groups_use_their_own_hyperparameters():
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.01]
     assert [g["momentum"] for g in opt.param_groups] == [0.5, 0.9]
     assert set(opt.param_groups[1]) == {"params", "lr", "momentum", "dampening", "weight_decay",
-                                        "nesterov", "maximize"}
+                                        "nesterov", "maximize", "foreach", "differentiable",
+                                        "fused"}
     assert_same_trajectory(out, reference_sgd(lr=(0.1, 0.01), momentum=(0.5, 0.9), steps=40))
 
 
@@ -538,12 +539,36 @@ def test_repr_lists_group_hyperparameters_sorted():
         "SGD (\n"
         "Parameter Group 0\n"
         "    dampening: 0\n"
+        "    differentiable: False\n"
+        "    foreach: None\n"
+        "    fused: None\n"
         "    lr: 0.1\n"
         "    maximize: False\n"
         "    momentum: 0.9\n"
         "    nesterov: False\n"
         "    weight_decay: 0\n"
         ")")
+
+
+@requires_torch
+@pytest.mark.parametrize("name, kwargs", [
+    ("SGD", {"lr": 0.1}), ("SGD", {"lr": 0.1, "foreach": False, "fused": True}),
+    ("Adam", {}), ("Adam", {"fused": True}), ("AdamW", {"foreach": True}),
+    ("AdamW", {"fused": None, "amsgrad": True}),
+    ("SGD", {"lr": 0.1, "fused": True, "foreach": True}), ("Adam", {"fused": True,
+                                                                   "differentiable": True})])
+def test_kernel_choices_are_accepted_and_kept_as_pytorch(name, kwargs):
+    # programs pass foreach= and fused= (nanoGPT's AdamW(fused=...)): they stopped on an
+    # unexpected keyword; the groups keep them, and the refused combinations raise as PyTorch
+    def groups(lib, p):
+        try:
+            opt = getattr(lib.optim, name)([p], **kwargs)
+        except RuntimeError as e:
+            return str(e)
+        return repr(opt)
+    ours = groups(tg, tg.tensor([1.0], requires_grad=True))
+    theirs = groups(torch, torch.tensor([1.0], dtype=torch.float64, requires_grad=True))
+    assert ours == theirs
 
 
 def test_reference_transcriptions_agree_with_closed_forms():

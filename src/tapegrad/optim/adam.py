@@ -8,8 +8,8 @@ import tapegrad as tg
 
 from .._config import kernel
 from . import _kernels
-from .optimizer import (_EMPTY, Optimizer, _advance_step, _buffer, _check_flags, _check_lr,
-                        _fill_group_defaults, _flat, _flat_grad)
+from .optimizer import (_EMPTY, Optimizer, _advance_step, _buffer, _check_flags, _check_fused,
+                        _check_lr, _fill_group_defaults, _flat, _flat_grad)
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -96,15 +96,23 @@ class Adam(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, maximize=False, decoupled_weight_decay=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         _check_lr(lr)
         _check_betas_eps_decay(eps, betas, weight_decay)
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
+        # (foreach and fused choose PyTorch's kernels; tapegrad's one compiled update takes
+        # their place: the flags are kept in the groups and checked as PyTorch checks them)
+        _check_fused(fused, foreach, differentiable)
+        _check_flags(type(self).__name__, differentiable, capturable)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "capturable": capturable, "differentiable": differentiable, "fused": fused,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
+        _fill_group_defaults(self, foreach=None, capturable=False, differentiable=False,
+                             fused=None)
 
     def _init_state(self, p, amsgrad):
         state = self.state[p]
@@ -153,8 +161,11 @@ class AdamW(Adam):
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
     def __setstate__(self, state):

@@ -89,6 +89,15 @@ def _check_flags(name, differentiable=False, capturable=False):
             f"{name}(capturable=True) is for CUDA graphs; tapegrad runs on the CPU only")
 
 
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's refusals of ``fused`` with the other kernel choices."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 def _fill_group_defaults(optimizer, **defaults):
     """Give every group the options a state dict saved by an older version may lack."""
     for group in optimizer.param_groups:

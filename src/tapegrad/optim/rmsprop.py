@@ -5,8 +5,8 @@ import numpy as np
 import tapegrad as tg
 
 from . import _kernels
-from .optimizer import (_EMPTY, Optimizer, _advance_step, _buffer, _check_flags, _check_lr,
-                        _fill_group_defaults, _flat, _flat_grad)
+from .optimizer import (_EMPTY, Optimizer, _advance_step, _buffer, _check_flags, _check_fused,
+                        _check_lr, _fill_group_defaults, _flat, _flat_grad)
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta"]
 
@@ -119,11 +119,7 @@ class Adagrad(Optimizer):
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        _check_fused(fused, foreach, differentiable)
         _check_flags("Adagrad", differentiable)
         # every sum starts at the constructor's value, a group's own setting notwithstanding,
         # as in PyTorch

@@ -1,6 +1,7 @@
 """SGD, with PyTorch's update rule, hyperparameter checks and state layout."""
 from .._config import kernel
-from .optimizer import _EMPTY, Optimizer, _buffer, _flat, _flat_grad
+from .optimizer import (_EMPTY, Optimizer, _buffer, _check_flags, _check_fused,
+                        _fill_group_defaults, _flat, _flat_grad)
 
 __all__ = ["SGD"]
 
@@ -44,7 +45,8 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
-                 nesterov=False, *, maximize=False):
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -52,10 +54,15 @@ class SGD(Optimizer):
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
-                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        # (the kernel choices: tapegrad's compiled update takes their place; see Adam)
+        _check_fused(fused, foreach, differentiable)
+        _check_flags("SGD", differentiable)
         super().__init__(params, defaults)
+        _fill_group_defaults(self, foreach=None, differentiable=False, fused=None)
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)
