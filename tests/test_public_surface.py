@@ -18,7 +18,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.special", "tapegrad.linalg", "tapegrad.backends",
                   "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
                   "tapegrad.utils.checkpoint", "tapegrad.distributions",
-                  "tapegrad.distributions.constraints"]
+                  "tapegrad.distributions.constraints", "tapegrad.random",
+                  "tapegrad.nn.parameter"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

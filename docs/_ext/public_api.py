@@ -29,6 +29,7 @@ MODULES = [
     ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "
                                "divergences"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
+    ("tapegrad.random", "The random generator's seed and state, and fork_rng"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
     ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "
                           "compiled derivatives"),

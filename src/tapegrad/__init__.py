@@ -15,6 +15,8 @@ from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch spells it tapegrad.bool
 from ._blas import blas
 from ._device import device, layout, sparse_coo, sparse_csr, strided
+from ._device import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                      preserve_format)
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, set_default_dtype, uint8)
 from ._methods import install as _install
@@ -115,8 +117,10 @@ _sys.modules[__name__ + ".autograd.anomaly_mode"] = autograd.anomaly_mode
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 from . import distributions  # noqa: E402,F401
-
-__version__ = "0.1.0"
+from . import random, version  # noqa: E402,F401,A004 - torch.random, torch.version
+from .settings import *  # noqa: E402,F401,F403 - set_default_device, ... (its __all__)
+from .settings import e, inf, nan, newaxis, pi  # noqa: E402,F401 - PyTorch's constants
+from .version import __version__  # noqa: E402,F401
 
 # PyTorch's TypeError for a list, a number, None, ... where a function takes tensors only
 # (_argtypes.py): guards in front of the public functions and methods, put in last, once
@@ -142,5 +146,5 @@ __all__ = _defined_public_names(globals())
 _PUBLIC_SUBMODULES = ("autograd", "backends", "colouring", "cuda", "distributions", "func",
                       "linalg", "nn",
                       "optim",
-                      "optimize", "special", "testing", "utils", "viz")
+                      "optimize", "random", "special", "testing", "utils", "version", "viz")
 __dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

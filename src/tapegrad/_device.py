@@ -148,3 +148,55 @@ strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
 _LAYOUTS = {"strided": strided, "sparse_coo": sparse_coo, "sparse_csr": sparse_csr}
+
+
+class memory_format:
+    """How a tensor's elements are ordered in memory, as programs pass it to ``contiguous``,
+    ``clone`` and the ``*_like`` creators: ``contiguous_format``, ``channels_last`` (4-d),
+    ``channels_last_3d`` (5-d) and ``preserve_format``.  Every tapegrad tensor is stored in
+    row-major order, so a format changes no value, only what PyTorch checks: the
+    channels-last formats need a tensor of their rank, with PyTorch's error otherwise.
+
+    Example:
+        >>> x = tg.ones(2, 3, 4, 5)
+        >>> tg.channels_last, bool((x.contiguous(memory_format=tg.channels_last) == x).all())
+        (tapegrad.channels_last, True)
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"tapegrad.{self._name}"
+
+    def __reduce__(self):
+        return (_format_named, (self._name,))
+
+
+def _format_named(name):
+    return _FORMATS[name]
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+_FORMATS = {f._name: f for f in (contiguous_format, channels_last, channels_last_3d,
+                                 preserve_format)}
+# the rank each channels-last format is defined for (PyTorch refuses it on any other)
+_FORMAT_RANK = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def check_memory_format(fmt, ndim, fn):
+    """Validate ``memory_format=fmt`` given to ``fn`` for a tensor of ``ndim`` dims, with
+    PyTorch's errors; the values never depend on it (see ``memory_format``)."""
+    if fmt is None:
+        return
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be tapegrad.memory_format, "
+                        f"not {_typename(fmt)}")
+    rank = _FORMAT_RANK.get(fmt._name)
+    if rank is not None and ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")

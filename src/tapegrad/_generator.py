@@ -59,9 +59,13 @@ class Generator:
 
     def get_state(self):
         """A copy of the generator's state as a uint8 tensor, for ``set_state`` (its layout
-        is tapegrad's own: the twister's 624 words, its position and the kept normal)."""
+        is tapegrad's own: the twister's 624 words, its position, the kept normal and the
+        seed)."""
         from .tensor import Tensor
-        return Tensor._make(np.frombuffer(self._rng.to_bytes(), dtype=np.uint8).copy())
+        # and the seed, last, which PyTorch's state carries too (initial_seed() after
+        # set_state is the seed of the state restored)
+        raw = self._rng.to_bytes() + np.uint64(self._seed).tobytes()
+        return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
         """Restore a state from ``get_state()`` (this generator's or another's)."""
@@ -70,10 +74,14 @@ class Generator:
         if v is None or v.dtype != np.uint8 or v.ndim != 1:
             raise TypeError("expected a torch.ByteTensor, but got "
                             f"{type(new_state).__name__}".replace("torch.", "tapegrad."))
+        raw = v.tobytes()
         try:
-            self._rng.from_bytes(v.tobytes())
+            if len(raw) < 8:
+                raise ValueError(f"a generator state has more than 8 bytes, not {len(raw)}")
+            self._rng.from_bytes(raw[:-8])
         except ValueError as e:
             raise RuntimeError(f"Invalid mt19937 state: {e}") from None
+        self._seed = int(np.frombuffer(raw[-8:], dtype=np.uint64)[0])
         return self
 
     def __repr__(self):

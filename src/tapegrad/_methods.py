@@ -134,7 +134,8 @@ def parse_to(args, kwargs):
             or (isinstance(device, int) and not isinstance(device, bool))) \
             or not (dtype is None or _is_dtype(dtype)) \
             or not isinstance(non_blocking, bool) or not isinstance(copy, bool) \
-            or given.get("memory_format") is not None:
+            or not (given.get("memory_format") is None
+                    or isinstance(given["memory_format"], _device.memory_format)):
         raise _to_error(args, kwargs)
     return _device.check(device), _dtype.resolve(dtype), non_blocking, copy
 
@@ -143,6 +144,7 @@ def _to(self, *args, **kwargs):
     """This tensor as another dtype (``to(tapegrad.int32)``, ``to('cpu', tapegrad.int64)``,
     ``to(other)``); itself when nothing changes, unless ``copy=True``."""
     device, dt, _, copy = parse_to(args, kwargs)
+    _device.check_memory_format(kwargs.get("memory_format"), self._value.ndim, "to")
     # PyTorch copies for 'cpu:0': a device with an index is not the tensor's device ('cpu')
     copy = copy or device.index is not None
     if dt is None or dt.np == self._value.dtype:

@@ -329,43 +329,48 @@ def _like(x, fill, dtype, requires_grad, device):
     return _filled(x._value.shape, fill, dt, requires_grad)
 
 
-def zeros_like(x, dtype=None, requires_grad=False, device=None):
+def zeros_like(x, dtype=None, requires_grad=False, device=None, *, memory_format=None):
     """A new leaf tensor of zeros with ``x``'s shape and dtype (or ``dtype``).
 
     Example:
         >>> tg.zeros_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
+    _device.check_memory_format(memory_format, x.ndim, "zeros_like")
     return _like(x, 0, dtype, requires_grad, device)
 
 
-def ones_like(x, dtype=None, requires_grad=False, device=None):
+def ones_like(x, dtype=None, requires_grad=False, device=None, *, memory_format=None):
     """A new leaf tensor of ones with ``x``'s shape and dtype (or ``dtype``).
 
     Example:
         >>> tg.ones_like(tg.zeros(2))
         tensor([1., 1.])
     """
+    _device.check_memory_format(memory_format, x.ndim, "ones_like")
     return _like(x, 1, dtype, requires_grad, device)
 
 
-def empty_like(x, dtype=None, requires_grad=False, device=None):
+def empty_like(x, dtype=None, requires_grad=False, device=None, *, memory_format=None):
     """A new leaf tensor with ``x``'s shape and dtype, to be overwritten (filled with zeros).
 
     Example:
         >>> tg.empty_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
+    _device.check_memory_format(memory_format, x.ndim, "empty_like")
     return _like(x, 0, dtype, requires_grad, device)
 
 
-def full_like(x, fill_value, dtype=None, requires_grad=False, device=None):
+def full_like(x, fill_value, dtype=None, requires_grad=False, device=None, *,
+              memory_format=None):
     """A new leaf tensor with ``x``'s shape and dtype (or ``dtype``), filled with ``fill_value``.
 
     Example:
         >>> tg.full_like(tg.zeros(3), 0.5)
         tensor([0.5000, 0.5000, 0.5000])
     """
+    _device.check_memory_format(memory_format, x.ndim, "full_like")
     return _like(x, fill_value, dtype, requires_grad, device)
 
 
@@ -378,7 +383,7 @@ def _random_dtype(dtype, device, kernel, default=None):
     return dt
 
 
-def rand_like(x, dtype=None, requires_grad=False, device=None):
+def rand_like(x, dtype=None, requires_grad=False, device=None, *, memory_format=None):
     """Draws from U[0, 1) in a new leaf tensor of ``x``'s shape (float64).
 
     Example:
@@ -386,10 +391,11 @@ def rand_like(x, dtype=None, requires_grad=False, device=None):
         tapegrad.Size([2, 3])
     """
     _random_dtype(dtype, device, "check_uniform_bounds", x.dtype)
+    _device.check_memory_format(memory_format, x.ndim, "rand_like")
     return _leaf(_rng.random(x._value.shape), requires_grad)
 
 
-def randn_like(x, dtype=None, requires_grad=False, device=None):
+def randn_like(x, dtype=None, requires_grad=False, device=None, *, memory_format=None):
     """Draws from N(0, 1) in a new leaf tensor of ``x``'s shape (float64).
 
     Example:
@@ -397,6 +403,7 @@ def randn_like(x, dtype=None, requires_grad=False, device=None):
         tapegrad.Size([4])
     """
     _random_dtype(dtype, device, "normal_kernel_cpu", x.dtype)
+    _device.check_memory_format(memory_format, x.ndim, "randn_like")
     return _leaf(_rng.standard_normal(x._value.shape), requires_grad)
 
 

@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import _anomaly, _dtype, _promote
+from . import _anomaly, _device, _dtype, _promote
 from . import ops as K
 from .ops import activation as _activation
 from .ops import elementwise as _elementwise
@@ -2804,7 +2804,8 @@ def _strided(x):
     return offsets is not None and not bool((np.diff(offsets) == 1).all())
 
 
-def contiguous(x):
+def contiguous(x, memory_format=None):
+    _device.check_memory_format(memory_format, x._value.ndim, "contiguous")
     return clone(x) if _strided(x) else x
 
 
@@ -3507,9 +3508,9 @@ def expand_as(x, other):
     return expand(x, *other.shape)
 
 
-def clone(x):
+def clone(x, *, memory_format=None):
     """A copy of ``x`` that stays in the graph (``grad_fn``: ``<CloneBackward0>``), unlike
-    ``x.detach()``; same shape and dtype.
+    ``x.detach()``; same shape and dtype (``memory_format``: see ``tapegrad.memory_format``).
 
     Example:
         >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
@@ -3517,6 +3518,8 @@ def clone(x):
         >>> y
         tensor([1., 2.], grad_fn=<CloneBackward0>)
     """
+    if memory_format is not None:
+        _device.check_memory_format(memory_format, x._value.ndim, "clone")
     return _reshaped(x, x._value.shape, V_CLONE) if _records(x) else _plain(x._value.copy())
 
 

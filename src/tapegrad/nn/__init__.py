@@ -30,10 +30,11 @@ from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import utils
+from . import parameter, utils
+from .modules import Buffer
 
 __all__ = [
-    "functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+    "functional", "init", "parameter", "utils", "Module", "Parameter", "Buffer", "Sequential", "ModuleList",
     "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss",
     "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",

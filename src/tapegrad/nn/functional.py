@@ -19,6 +19,7 @@ from tapegrad.tensor import _wrap_dim, read_value
 _named = _elementwise.named_node
 
 __all__ = [
+    "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
     "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
     "rrelu", "rrelu_",
@@ -935,6 +936,83 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
         tensor([-0.2292,  2.0000])
     """
     return rrelu(input, lower, upper, training, inplace=True)
+
+
+def relu_(input):
+    """``relu`` in place: ``input`` is overwritten and returned (``ReluBackward0``).
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> F.relu_(x) is x, x
+        (True, tensor([0., 2.]))
+    """
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    """``elu`` in place: ``input`` is overwritten and returned (``EluBackward1``).
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> _ = F.elu_(x); x
+        tensor([-0.6321,  2.0000])
+    """
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """``selu`` in place: ``input`` is overwritten and returned (``EluBackward1``).
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> _ = F.selu_(x); x
+        tensor([-1.1113,  2.1014])
+    """
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """``celu`` in place: ``input`` is overwritten and returned (``CeluBackward1``).
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> _ = F.celu_(x, 2.0); x
+        tensor([-0.7869,  2.0000])
+    """
+    return celu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """``leaky_relu`` in place: ``input`` is overwritten and returned (``LeakyReluBackward1``).
+
+    Example:
+        >>> x = tg.tensor([-1.0, 2.0])
+        >>> _ = F.leaky_relu_(x, 0.1); x
+        tensor([-0.1000,  2.0000])
+    """
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """``hardtanh`` in place: ``input`` is overwritten and returned (``HardtanhBackward0``).
+
+    Example:
+        >>> x = tg.tensor([-3.0, 0.5, 2.0])
+        >>> _ = F.hardtanh_(x); x
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    """``threshold`` in place: ``input`` is overwritten and returned.
+
+    Example:
+        >>> x = tg.tensor([-1.0, 0.5, 2.0])
+        >>> _ = F.threshold_(x, 0.5, -9.0); x
+        tensor([-9., -9.,  2.])
+    """
+    return globals()["threshold"](input, threshold, value, inplace=True)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

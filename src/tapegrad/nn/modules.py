@@ -92,6 +92,47 @@ def _rebuild_parameter(value, requires_grad):
     return Parameter(tg.from_numpy(value), requires_grad)
 
 
+class Buffer(Tensor):
+    """A tensor that a ``Module`` registers as a buffer when it is assigned as an attribute
+    (``self.running = nn.Buffer(tg.zeros(3))``): state that is not a parameter, saved by
+    ``state_dict`` unless ``persistent=False``.  ``Buffer(data)`` is ``data.detach()``
+    requiring grad as ``data`` does; once registered it is a plain tensor, as in PyTorch.
+
+    Example:
+        >>> class Stats(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.mean = nn.Buffer(tg.zeros(2))
+        ...         self.scratch = nn.Buffer(tg.ones(1), persistent=False)
+        >>> m = Stats()
+        >>> list(m.state_dict()), type(m.mean).__name__, len(list(m.buffers()))
+        (['mean'], 'Tensor', 2)
+    """
+
+    __slots__ = ()
+    persistent = True
+
+    def __new__(cls, data, *, persistent=True):
+        if not isinstance(data, Tensor):
+            raise AttributeError(f"'{type(data).__name__}' object has no attribute 'detach'")
+        t = data.detach()
+        if data.requires_grad:
+            t.requires_grad_(True)
+        # the persistence is the class: a Tensor has no room for another attribute
+        t.__class__ = cls if persistent else _NonPersistentBuffer
+        return t
+
+    def __init__(self, data, *, persistent=True):
+        pass  # everything happens in __new__ (Tensor.__init__ refuses direct construction)
+
+
+class _NonPersistentBuffer(Buffer):
+    """A ``Buffer(..., persistent=False)``: left out of ``state_dict``."""
+
+    __slots__ = ()
+    persistent = False
+
+
 # ---------------------------------------------------------------------------------------------
 # Module
 # ---------------------------------------------------------------------------------------------
@@ -619,6 +660,15 @@ class Module:
             modules[name] = None
             return
         buffers = d.get("_buffers")
+        if isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            persistent = value.persistent
+            value.__class__ = Tensor     # registered, it is a plain tensor (as in PyTorch)
+            if name not in buffers:
+                self._forget(name, keep="_buffers")
+            self.register_buffer(name, value, persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
