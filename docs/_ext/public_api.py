@@ -58,6 +58,13 @@ def public_names(module_name):
                 names.append(name)
     # submodules listed in __all__ (tapegrad.nn's functional, init) have sections of their own
     names = [n for n in names if not isinstance(getattr(module, n), types.ModuleType)]
+    if module_name != "tapegrad":
+        # autodoc files a class under the module that defines it, so a class re-exported at
+        # the top level (tapegrad.random.Generator is tapegrad.Generator) would be described
+        # twice; it is documented once, in the top-level section
+        top = importlib.import_module("tapegrad")
+        names = [n for n in names if not (inspect.isclass(getattr(module, n))
+                                          and getattr(top, n, None) is getattr(module, n))]
     return sorted(names, key=lambda n: (n.lower(), n))
 
 
