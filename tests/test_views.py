@@ -565,6 +565,21 @@ def test_detached_values_do_not_keep_their_history_alive():
     assert npy(kept).tolist() == [7.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("reshape", ["view", "reshape", "contiguous", "flatten", "view_as"])
+def test_a_detached_result_whose_source_is_gone_reshapes(reshape):
+    # (x * 2) is gone as soon as detach() returns: reading the detached value's positions
+    # must not need it (view(-1) and contiguous() of it raised AttributeError)
+    def program(L):
+        x = L.tensor([[0.5, 1.5], [-0.3, 2.0]], dtype=L.float64, requires_grad=True)
+        ops = {"view": lambda t: t.view(-1), "reshape": lambda t: t.reshape(4, 1),
+               "contiguous": lambda t: t.contiguous(), "flatten": lambda t: t.flatten(),
+               "view_as": lambda t: t.view_as(L.zeros(4, dtype=L.float64))}
+        out = ops[reshape]((x * 2).detach())
+        out.add_(1)                 # a tensor of its own: the write stays in it
+        return [out]
+    assert_same_tensors(*both(program))
+
+
 @pytest.mark.parametrize("recorded", [True, False])
 def test_an_interrupt_while_a_write_is_carried_changes_every_alias_first(recorded,
                                                                         monkeypatch):

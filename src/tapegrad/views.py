@@ -9,6 +9,7 @@ then carried to every other member (inplace.py does it, and records it where gra
 so what PyTorch makes visible through shared memory is visible here too.  Nothing in this
 module does math on values: it only keeps the links.
 """
+import math
 import weakref
 
 import numpy as np
@@ -53,7 +54,9 @@ class ViewOf:
     def positions(self, shape):
         """The flat positions in the root's value, as an int64 array of ``shape``."""
         if self.index is None:
-            return np.arange(self.root._value.size, dtype=np.int64).reshape(shape)
+            # all the root's elements in order: as many as the view has, so the root itself
+            # is not needed (a detached tensor may outlive it: (x * 2).detach().view(-1))
+            return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
         return self.index
 
 
