@@ -19,7 +19,7 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
                   "tapegrad.utils.checkpoint", "tapegrad.distributions",
                   "tapegrad.distributions.constraints", "tapegrad.random",
-                  "tapegrad.nn.parameter"]
+                  "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

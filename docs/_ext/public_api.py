@@ -24,6 +24,8 @@ MODULES = [
     ("tapegrad.optim.lr_scheduler", "Learning-rate schedules"),
     ("tapegrad.func", "Function transforms: grad, vjp, jvp, jacobians, hessian, vmap"),
     ("tapegrad.autograd.functional", "Jacobians, Hessians and their products of a function"),
+    ("tapegrad.autograd.gradcheck", "Gradients checked against central differences, as "
+                                    "PyTorch's gradcheck checks them"),
     ("tapegrad.utils.data", "Datasets, samplers and the DataLoader"),
     ("tapegrad.distributed", "Many gradients on a Dask cluster"),
     ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "

@@ -114,6 +114,12 @@ from . import function as _function  # noqa: E402,F401 - tapegrad.autograd.Funct
 autograd.functional = _autograd_functional
 _sys.modules[__name__ + ".autograd.functional"] = _autograd_functional
 _sys.modules[__name__ + ".autograd.anomaly_mode"] = autograd.anomaly_mode
+# torch.autograd.gradcheck is the function, and the module of that name holds it and
+# GradcheckError: the same here (after func, whose jvp and vmap it uses)
+from . import _gradcheck  # noqa: E402
+
+autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gradgradcheck
+_sys.modules[__name__ + ".autograd.gradcheck"] = _gradcheck
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 from . import distributions  # noqa: E402,F401

@@ -273,6 +273,11 @@ class RandomStream:
         w = self.words(2 * n)
         return (w[0::2] << np.uint64(32)) | w[1::2]
 
+    def float32_uniforms(self, n):
+        """n draws of U[0, 1) as PyTorch makes float32 ones: a 32-bit word each, its low 24
+        bits scaled by 2**-24 (exact in float64)."""
+        return (self.words(n) & np.uint64(0xFFFFFF)).astype(np.float64) * 2.0 ** -24
+
     def _unit(self, n):
         return (self.words64(n) & _MASK53).astype(np.float64) * _TO_UNIT
 
