@@ -125,6 +125,7 @@ from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is dra
 from . import distributions  # noqa: E402,F401
 from . import random, version  # noqa: E402,F401,A004 - torch.random, torch.version
 from .settings import *  # noqa: E402,F401,F403 - set_default_device, ... (its __all__)
+from .legacy import *  # noqa: E402,F401,F403 - DoubleTensor, LongTensor, ... (its __all__)
 from .settings import e, inf, nan, newaxis, pi  # noqa: E402,F401 - PyTorch's constants
 from .version import __version__  # noqa: E402,F401
 

@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from . import _device, _dtype, _promote, autograd
+from . import _device, _dtype, _promote, autograd, legacy
 from . import comparison as _comparison
 from . import derived as D
 from . import functional as F
@@ -180,6 +180,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     """``x.type()``: the tensor type's name; ``x.type(dtype)``: ``x`` as ``dtype``."""
     if dtype is None:
         return "tapegrad." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, type(legacy.DoubleTensor)):       # x.type(tapegrad.LongTensor)
+        dtype = dtype.dtype
     if isinstance(dtype, str):
         names = {f"{lib}.{v}": k for k, v in _TYPE_NAMES.items() for lib in ("torch", "tapegrad")}
         if dtype not in names:

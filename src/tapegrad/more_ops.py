@@ -13,10 +13,10 @@ import itertools
 
 import numpy as np
 
-from . import _dtype, _promote
+from . import _dtype, _promote, legacy
 from . import functional as F
 from .derived import heaviside
-from .inplace import _C_TYPE, _recomputed_
+from .inplace import _recomputed_
 from .tape import state
 from .tensor import OUTPUT_NR, Size, Tensor, _ById, read_value
 from .views import Views
@@ -496,47 +496,16 @@ def _gradient_along(x, d, s, edge_order):
 
 
 # --- new, resize_, resize_as_ ----------------------------------------------------------------
-def _c_type(dt):
-    return "double" if dt.kind == "f" else _C_TYPE[dt.name]
-
-
-def _options(dt):
-    return (f"TensorOptions(dtype={_c_type(dt)}, device=cpu, layout=Strided, "
-            "requires_grad=false (default), pinned_memory=false (default), "
-            "memory_format=(nullopt))")
-
-
 def new(self, *args, device=None):
     """``x.new(...)``, PyTorch's legacy constructor in x's dtype: ``new()`` an empty vector,
     ``new(2, 3)`` or ``new(Size)`` a tensor of that shape (uninitialized, as PyTorch's),
-    ``new(list_or_tuple)`` one of that data; never requiring grad.
+    ``new(list_or_tuple)`` one of that data; never requiring grad (``legacy.construct``).
 
     Example:
         >>> x = tg.tensor([1.5]); x.new([1, 2]), x.new(2, 3).shape
         (tensor([1., 2.]), tapegrad.Size([2, 3]))
     """
-    from . import creation
-    dt = self._value.dtype
-    if not args:
-        return Tensor._make(np.zeros(0, dtype=dt))
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        if args[0]._value.dtype != dt:
-            raise TypeError(f"expected {_options(dt)} (got {_options(args[0]._value.dtype)})")
-        return args[0].detach()     # (PyTorch's shares the tensor's memory too)
-    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0],
-                                                                                 Size):
-        return creation.tensor(args[0], dtype=self.dtype)
-    shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
-    if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
-           for n in shape):
-        if len(args) == 1:
-            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
-        raise TypeError("new(): argument 'size' must be tuple of ints, but found element of "
-                        f"type {type(next(n for n in shape if not isinstance(n, int))).__name__}")
-    if any(n < 0 for n in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension "
-                           f"{next(n for n in shape if n < 0)}: {list(shape)}")
-    return creation.empty(*shape, dtype=self.dtype)
+    return legacy.construct(self.dtype, args, {"device": device})
 
 
 def resize_(self, *size):

@@ -54,14 +54,24 @@ class _AutogradSeam:
 AUTOGRAD = _AutogradSeam()
 
 
+class _LegacySeam:
+    """``Tensor(...)``'s legacy constructor, which needs the creation functions above this
+    module: legacy.py fills it in."""
+
+    new = None
+
+
+LEGACY = _LegacySeam()
+
+
 class Tensor:
     """An n-dimensional array of float64 (or integer or bool) values that can take part in
     autograd: ``requires_grad``, ``grad``, ``grad_fn``, ``backward()``, ``detach()``, and
     PyTorch's methods and operators (``x @ w``, ``x.sum(dim=1)``, ``x[:, 0]``, ...).
 
-    Make tensors with ``tg.tensor``, ``tg.zeros``, ``tg.randn``, ...: unlike
-    ``torch.Tensor``, calling ``tg.Tensor(...)`` itself raises a ``TypeError``;
-    ``isinstance(x, tg.Tensor)`` works as in PyTorch.
+    Make tensors with ``tg.tensor``, ``tg.zeros``, ``tg.randn``, ...; ``tg.Tensor(2, 3)`` and
+    ``tg.Tensor([1.0, 2.0])`` are PyTorch's legacy constructor (``legacy.py``), in the
+    default dtype.  ``isinstance(x, tg.Tensor)`` works as in PyTorch.
 
     Inside, it is a thin handle: ``_value`` (a NumPy array) and, for recorded results,
     ``(_tape, _r)``.  Leaves own their value; recorded results hold a view into their tape's
@@ -83,8 +93,13 @@ class Tensor:
     # NumPy defers to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
+    def __new__(cls, *args, **kwargs):
+        # Tensor(2, 3), Tensor([1, 2]): the legacy constructor, bound by legacy.py (above
+        # this module); the ops make their results with _make, which does not come here
+        return LEGACY.new(cls, *args, **kwargs)
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with tapegrad.tensor(...), tapegrad.zeros(...), ...")
+        pass        # everything happens in __new__
 
     # --- construction (internal) ---------------------------------------------------------
     @staticmethod

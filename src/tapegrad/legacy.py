@@ -1,0 +1,216 @@
+"""PyTorch's legacy constructors and tensor types: ``Tensor(2, 3)``, ``Tensor([1, 2])``,
+``x.new(...)``, and ``DoubleTensor``, ``LongTensor``, ... (``isinstance(x, LongTensor)``,
+``x.type(DoubleTensor)``, ``set_default_tensor_type``).
+
+One rule builds them all (``construct``): no argument gives an empty vector, integers or a
+``Size`` a tensor of that shape (uninitialized, as PyTorch's: here ``empty``'s), a sequence
+or array a tensor of that data, a tensor of the type's dtype an alias of it (a view that
+records ``AliasBackward0``); anything else is refused with PyTorch's message.
+``Tensor(...)`` makes the default dtype, float64 (PyTorch's is float32, which tapegrad does
+not have).  ``FloatTensor`` is float64 for the reason ``tapegrad.float`` and ``.float()``
+are: programs name it to mean "the floating type" (``x.type(FloatTensor)``,
+``FloatTensor(data)``), and keep running, in float64.  ``HalfTensor`` and
+``BFloat16Tensor`` exist, and making one raises tapegrad's unsupported-dtype error, as
+``.half()`` does.
+"""
+import warnings
+
+import numpy as np
+
+from . import _device, _dtype, settings
+from . import creation
+from . import tensor as _tensor_module
+from .tensor import Size, Tensor
+
+__all__ = ["DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+           "set_default_tensor_type"]
+
+_C_TYPE = {"float64": "double", "float32": "float", "float16": "c10::Half",
+           "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+           "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool"}
+
+_SIGNATURES = ("\n * (*, tapegrad.device device = None)\n * (tapegrad.Storage storage)\n"
+               " * (Tensor other)\n * (tuple of ints size, *, tapegrad.device device = None)\n"
+               " * (object data, *, tapegrad.device device = None)\n")
+
+
+def options(dt):
+    """PyTorch's text for the options of a tensor of dtype ``dt`` (its TypeErrors quote it)."""
+    return (f"TensorOptions(dtype={_C_TYPE[dt.name]}, device=cpu, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), "
+            "memory_format=(nullopt))")
+
+
+def _is_int(n):
+    return isinstance(n, (int, np.integer))     # (bool is an int here, as in PyTorch)
+
+
+def _described(a):
+    if isinstance(a, list):
+        return f"list of [{', '.join(type(v).__name__ for v in a)}]"
+    return "Tensor" if isinstance(a, Tensor) else type(a).__name__
+
+
+def _invalid_combination(args, kwargs):
+    got = [_described(a) if isinstance(a, Tensor) else type(a).__name__ for a in args]
+    got += [f"{k}=tapegrad.dtype" if isinstance(v, _dtype.dtype) else f"{k}={type(v).__name__}"
+            for k, v in kwargs.items()]
+    # PyTorch says why its first signature, (*, device=None), did not match
+    if kwargs:
+        why = f"some of the keywords were incorrect: {', '.join(kwargs)}"
+    else:
+        why = ("some of the arguments have invalid types: ("
+               + ", ".join(f"!{_described(a)}!" for a in args) + ")")
+    first, rest = _SIGNATURES.split("\n * (tapegrad.Storage", 1)
+    return TypeError(f"new() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:{first}\n"
+                     f"      didn't match because {why}\n * (tapegrad.Storage{rest}")
+
+
+def construct(dt, args, kwargs):
+    """A new tensor of dtype ``dt`` from the legacy constructor's arguments (the module
+    docstring has the rule)."""
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise _invalid_combination(args, kwargs)
+    _device.check(device)
+    if not args:
+        return creation.empty(0, dtype=dt)
+    first = args[0]
+    if len(args) == 1:
+        if isinstance(first, Tensor):
+            if first.dtype != dt:
+                raise TypeError(f"expected {options(dt)} (got {options(first.dtype)})")
+            return first[...]       # an alias (AliasBackward0 when recorded), as PyTorch's
+        if isinstance(first, Size):
+            return _shaped(dt, tuple(first))
+        if isinstance(first, (list, tuple, np.ndarray)):
+            return creation.tensor(first, dtype=dt)
+        if isinstance(first, str):
+            raise TypeError("new(): invalid data type 'str'")
+        if not _is_int(first) or isinstance(first, (bool, np.bool_)):
+            raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+        return _shaped(dt, (first,))
+    if not _is_int(first) or isinstance(first, (bool, np.bool_)):
+        raise _invalid_combination(args, {})
+    for pos, n in enumerate(args[1:], start=2):
+        if not _is_int(n):
+            raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {pos} "
+                            f"with error \"type must be tuple of ints,but got "
+                            f"{type(n).__name__}\"")
+    return _shaped(dt, args)
+
+
+def _shaped(dt, shape):
+    shape = tuple(int(n) for n in shape)
+    negative = [n for n in shape if n < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: "
+                           f"{list(shape)}")
+    return creation.empty(*shape, dtype=dt)
+
+
+def tensor_new(cls, *args, **kwargs):
+    """``Tensor(...)``: the legacy constructor in the default dtype; a subclass of Tensor gets
+    an instance of itself."""
+    made = construct(_dtype.get_default_dtype(), args, dict(kwargs))
+    if cls is Tensor:
+        return made
+    if args and isinstance(args[0], Tensor):
+        # an alias would have to be a view of args[0]; a subclass instance made here is not
+        raise TypeError(f"{cls.__name__}(tensor): make the subclass from data or a size")
+    return Tensor._make(made._value, cls=cls)
+
+
+# ---------------------------------------------------------------------------------------------
+# The typed classes
+# ---------------------------------------------------------------------------------------------
+class _LegacyType(type):
+    """The class of ``DoubleTensor`` and its kin: calling one is the legacy constructor in its
+    dtype, ``isinstance`` asks a tensor's dtype, and Tensor's methods are reachable through
+    it (``DoubleTensor.add``), as through PyTorch's."""
+
+    def __call__(cls, *args, **kwargs):
+        return construct(cls.dtype, args, dict(kwargs))
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+    def __subclasscheck__(cls, sub):
+        return sub is cls
+
+    def __getattr__(cls, name):
+        if name.startswith("__"):       # (what tools ask of any class is not forwarded)
+            raise AttributeError(name)
+        return getattr(Tensor, name)
+
+    def __repr__(cls):
+        return f"<class 'tapegrad.{cls.__name__}'>"
+
+
+def _legacy_type(name, dt):
+    doc = (f"``tapegrad.{name}``: the legacy constructor for {dt.name} tensors "
+           f"(``{name}(2, 3)``, ``{name}([1, 2])``), and ``isinstance(x, {name})`` asks "
+           f"whether x is one.")
+    return _LegacyType(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False,
+                                  "__module__": "tapegrad", "__doc__": doc})
+
+
+DoubleTensor = _legacy_type("DoubleTensor", _dtype.float64)
+FloatTensor = _legacy_type("FloatTensor", _dtype.float64)    # as tapegrad.float (above)
+HalfTensor = _legacy_type("HalfTensor", _dtype.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", _dtype.bfloat16)
+LongTensor = _legacy_type("LongTensor", _dtype.int64)
+IntTensor = _legacy_type("IntTensor", _dtype.int32)
+ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
+CharTensor = _legacy_type("CharTensor", _dtype.int8)
+ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
+BoolTensor = _legacy_type("BoolTensor", _dtype.bool_)
+
+TYPES = {t.__name__: t for t in (DoubleTensor, FloatTensor, HalfTensor, BFloat16Tensor,
+                                 LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor,
+                                 BoolTensor)}
+
+
+_warned = []
+
+
+def set_default_tensor_type(t):
+    """PyTorch's deprecated way to set the default dtype: ``t`` is a floating legacy type or
+    its name (``"torch.DoubleTensor"``).  Warns once, as PyTorch does (every time after
+    ``set_warn_always(True)``).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     tg.set_default_tensor_type(tg.DoubleTensor)
+        >>> tg.get_default_dtype()
+        tapegrad.float64
+    """
+    if isinstance(t, str):
+        module, _, name = t.rpartition(".")
+        if module not in ("torch", "tapegrad") or name not in TYPES:
+            raise ModuleNotFoundError(f"No module named '{module or t}'")
+        t = TYPES[name]
+    if not isinstance(t, _LegacyType):
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if not _warned or settings.is_warn_always_enabled():     # once, as PyTorch's
+        _warned.append(True)
+        warnings.warn("tapegrad.set_default_tensor_type() is deprecated as of PyTorch 2.1, "
+                      "please use tapegrad.set_default_dtype() and "
+                      "tapegrad.set_default_device() as alternatives.", UserWarning,
+                      stacklevel=2)
+    _dtype.set_default_dtype(t.dtype)
+
+
+_tensor_module.LEGACY.new = tensor_new
+
+from ._public import public_dir as _public_dir  # noqa: E402
+
+__dir__ = _public_dir(globals())
