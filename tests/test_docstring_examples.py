@@ -35,7 +35,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.distributions.distribution", "tapegrad.distributions.constraints",
            "tapegrad.distributions._univariate", "tapegrad.distributions._multivariate",
            "tapegrad.distributions.kl", "tapegrad.settings", "tapegrad.random",
-           "tapegrad.version", "tapegrad.nn.parameter", "tapegrad._gradcheck", "tapegrad.legacy"]
+           "tapegrad.version", "tapegrad.nn.parameter", "tapegrad._gradcheck", "tapegrad.legacy",
+           "tapegrad.nn.grid_sampling"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -84,9 +84,26 @@ def _fma_array(x, a, b):
         for i in range(0, flat.size, _FMA_CHUNK):
             out[i:i + _FMA_CHUNK] = _fma_array(flat[i:i + _FMA_CHUNK], a, b)
         return out.reshape(x.shape)
+    return _fma_exact(x, a, b)
+
+
+def fma_elementwise(x, a, b):
+    """x * a + b rounded once, element by element, for arrays (or numbers) that broadcast:
+    the contraction a compiled kernel makes of a product and a sum."""
+    x, a, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, a, b)))
+    flat = [v.reshape(-1) for v in (x, a, b)]
+    out = np.empty(x.size)
+    with np.errstate(all="ignore"):
+        for i in range(0, x.size, _FMA_CHUNK):
+            out[i:i + _FMA_CHUNK] = _fma_exact(*(v[i:i + _FMA_CHUNK] for v in flat))
+    return out.reshape(x.shape)
+
+
+def _fma_exact(x, a, b):
+    """The rounding argument of ``fma``, for x an array and a, b numbers or arrays like x."""
     p = x * a
     xh, xl = _split(x)
-    ah, al = _split(np.float64(a))
+    ah, al = _split(np.asarray(a, dtype=np.float64))
     e = ((xh * ah - p) + xh * al + xl * ah) + xl * al
     s, t = _two_sum(p, b)
     v, w = _two_sum(t, e)
@@ -96,8 +113,9 @@ def _fma_array(x, a, b):
         (w != 0.0) & ((w > 0.0) == (r > 0.0))
     if halfway.any():
         z = np.where(halfway, toward, z)
-    if not (math.isfinite(a) and math.isfinite(b)) or not np.isfinite(p).all():
-        z = np.where(np.isfinite(p) & math.isfinite(b), z, p + b)   # (inf and NaN as IEEE)
+    finite = np.isfinite(p) & np.isfinite(b)
+    if not (finite.all() and np.isfinite(a).all()):
+        z = np.where(finite, z, p + b)      # (inf and NaN as IEEE says)
     return z
 
 

@@ -18,6 +18,8 @@ from tapegrad.tensor import _wrap_dim, read_value
 
 _named = _elementwise.named_node
 
+from .grid_sampling import affine_grid, grid_sample  # noqa: E402,F401 - spatial transformers
+
 __all__ = [
     "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
@@ -37,7 +39,7 @@ __all__ = [
     "max_pool3d", "avg_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "adaptive_max_pool1d", "max_unpool1d", "max_unpool2d",
     "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_avg_pool3d",
-    "local_response_norm", "adaptive_max_pool3d",
+    "local_response_norm", "adaptive_max_pool3d", "affine_grid", "grid_sample",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle",
