@@ -578,13 +578,10 @@ def _write_in_place(base, positions, src):
 
 
 def _copy_slices(base, positions, src):
-    """base with the elements at flat ``positions`` replaced by src's, recorded as a gather
-    from [base, src] (``CopySlices``)."""
-    n = base._value.size
-    combined = F.cat([F.reshape(base, -1), F.reshape(src, -1)])
-    idx = np.arange(n, dtype=np.int64)
-    idx[positions.reshape(-1)] = n + np.arange(positions.size, dtype=np.int64)
-    return F._gathered(combined, idx.reshape(base._value.shape), V_COPY_SLICES)
+    """base with the elements at flat ``positions`` replaced by src's (``CopySlices``), as
+    one REPLACE record: of repeated positions the last write wins, and every source
+    element gets the gradient at its target, as in PyTorch (functional.replaced)."""
+    return F.replaced(base, src, positions, V_COPY_SLICES)
 
 
 def after_native_write(t, name):
