@@ -446,7 +446,9 @@ def _check_write(a, r, fail):
 # No curvature rule: records before it may read a0's tangent, which it overwrites, in the
 # reverse order of a curvature sweep; second order takes its other route (a recorded
 # gradient, where setitem records a copy instead: see inplace.setitem).
-WRITE = declare(97, "CopySlices", family=ARRAY, arity=2, check=_check_write,
+# (freed by a backward, as PyTorch's CopySlices, which drops the function it wraps: a second
+# backward without retain_graph fails)
+WRITE = declare(97, "CopySlices", family=ARRAY, arity=2, frees=True, check=_check_write,
                 backward=write_bwd, forward=write_fwd, tangent=write_tan, curvature=None)
 
 
@@ -536,9 +538,15 @@ def _check_replace(a, r, fail):
 
 
 # (175: away from the codes other branches add after 144)
+# (freed by a backward: PyTorch's nodes save their indices or mask, and CopySlices drops the
+# function it wraps, so a second backward without retain_graph fails; autograd spares the
+# variants of REPLACE_UNSAVED)
 REPLACE = declare(175, "IndexPutBackward0", family=ARRAY, arity=2, variants=_GATHER_NAMES,
-                  check=_check_replace, backward=replace_bwd, forward=replace_fwd,
+                  frees=True, check=_check_replace, backward=replace_bwd, forward=replace_fwd,
                   tangent=replace_tan, curvature=LINEAR, graph=replace_graph)
+# the variants of REPLACE whose PyTorch node saves no tensor (slice_scatter, select_scatter and
+# diagonal_scatter keep sizes and numbers): a second backward goes through them
+REPLACE_UNSAVED = frozenset({48, 49, 50})
 
 
 # --- expand by strides: implicit broadcasting of a binary op's operand.  aux[ip] = ndim, then
