@@ -105,9 +105,6 @@ def _weights(shape):
     return np.linspace(0.5, 3.0, int(np.prod(shape))).reshape(tuple(shape))
 
 
-# PyTorch's nodes are named as tapegrad's but for x[idx] = v into a non-leaf, where tapegrad
-# shows CopySlices (README: differences); its gradients match
-NAME_DIFFERS = {"setitem"}
 
 # index patterns with many repeats: few distinct targets, several writes each
 INDEX = st.lists(st.integers(0, 3), min_size=1, max_size=9)
@@ -121,8 +118,7 @@ def test_repeated_targets_match_pytorch(name, index, n):
     got = run(tg, name, x, s, i, _weights)
     want = run(torch, name, x, s, i, _weights)
     np.testing.assert_array_equal(got[0], want[0])      # the last write wins
-    if name not in NAME_DIFFERS:
-        assert got[1] == want[1]
+    assert got[1] == want[1]     # x[idx] = v too: IndexPutBackward0
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_array_equal(got[3], want[3])      # overwritten sources too
 
@@ -239,3 +235,30 @@ def test_central_differences_where_the_rule_is_a_derivative(name, index):
             if not is_x and abs(fd) < 1e-9:
                 continue    # an overwritten source: PyTorch's rule is no derivative there
             np.testing.assert_allclose(grad.reshape(-1)[k], fd, rtol=1e-6, atol=1e-8)
+
+
+def _second_backward_error(m, y):
+    y.sum().backward()
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        return str(e).replace("torch.", "tapegrad.")
+    return None
+
+
+@pytest.mark.parametrize("name", ["index_put", "scatter", "index_copy", "put"])
+def test_second_backward_fails_as_in_pytorch_also_compiled(name):
+    # PyTorch's nodes save their indices, which a backward without retain_graph frees; a
+    # replayed tape is freed as a recorded one
+    x, s, i = _arrays(name, 3, [0, 1, 0, 0])
+    compiled = tg.compile(lambda a, b: OPS[name](tg, a, b, i))
+    errors = []
+    for m, fn in ((torch, lambda a, b: OPS[name](torch, a, b, i)), (tg, OPS[name]),
+                  (tg, compiled), (tg, compiled)):
+        xt = m.tensor(x, requires_grad=True)
+        st_ = m.tensor(s, requires_grad=True)
+        y = fn(xt, st_) if fn is compiled or m is torch else fn(m, xt, st_, i)
+        errors.append(_second_backward_error(m, y))
+    assert errors[0] is not None and "second time" in errors[0]
+    assert errors[1:] == errors[:1] * 3
+    assert compiled.stats.replays == 1, compiled.stats.as_dict()
