@@ -10,6 +10,7 @@ import math
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import strategies as S
 from tapegrad import ops as K
@@ -1228,6 +1229,145 @@ def _all_set(m, a, b):
     buf = a * 1.5
     buf[...] = b * 2.0
     return buf
+
+
+# Writes of a source's elements into a tensor (REPLACE).  The targets are distinct: of a
+# repeated target the last write wins, and PyTorch gives the overwritten sources the gradient
+# at their target too, which is no derivative of the values (central differences see none);
+# tests/test_repeated_indices.py checks repeated targets against PyTorch.
+def _distinct(draw, n, k, negative=False):
+    """k distinct positions among n, in a drawn order (with ``negative``, some counted from
+    the end)."""
+    picked = draw(st.permutations(range(n)))[:k]
+    return [p - n if negative and draw(st.booleans()) else p for p in picked]
+
+
+@st.composite
+def _row_write_inputs(draw, negative=True):
+    """x of rows, distinct rows of it and values of the written rows' shape or one that
+    broadcasts to it."""
+    rows = draw(st.integers(1, 4))
+    tail = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    idx = _distinct(draw, rows, draw(st.integers(1, rows)), negative)
+    part = (len(idx),) + tail
+    part = part[draw(st.integers(0, len(part))):]
+    arrays = [draw(S.arrays((rows,) + tail)), draw(S.arrays(part))]
+    return arrays, draw(st.sampled_from(RG_BOTH)), {"rows": tuple(idx)}
+
+
+def _index_put_(m, x, v, rows):
+    y = x * 1.5
+    y.index_put_((m.tensor(rows),), v)
+    return y
+
+
+def _set_rows(m, x, v, rows):
+    y = x * 1.5
+    y[m.tensor(rows)] = v
+    return y
+
+
+@st.composite
+def _scatter_inputs(draw):
+    """x, a dim, an index whose entries along dim are distinct in every line (each element's
+    target is its position with that coordinate replaced), and a source of the index's
+    shape (PyTorch's backward fails for a larger one: its gradient is the index's shape)."""
+    shape = draw(S.shapes(min_dims=1))
+    nd = len(shape)
+    dim = draw(S.one_dim(nd))
+    d = dim % nd
+    ishape = tuple(draw(st.integers(1, shape[j])) for j in range(nd))
+    lines = int(np.prod(ishape)) // ishape[d]
+    index = np.moveaxis(np.array([_distinct(draw, shape[d], ishape[d])
+                                  for _ in range(lines)]).reshape(
+        ishape[:d] + ishape[d + 1:] + (ishape[d],)), -1, d)
+    arrays = [draw(S.arrays(shape)), draw(S.arrays(ishape))]
+    return arrays, draw(st.sampled_from(RG_BOTH)), {"dim": dim, "index": index.tolist()}
+
+
+def _scatter_(m, x, src, dim, index):
+    y = x * 1.5
+    y.scatter_(dim, m.tensor(index), src)
+    return y
+
+
+@st.composite
+def _index_copy_inputs(draw):
+    """x, a dim, distinct indices along it and a source of x's shape but for that dim."""
+    shape = draw(S.shapes(min_dims=1))
+    dim = draw(S.one_dim(len(shape)))
+    idx = _distinct(draw, shape[dim], draw(st.integers(1, shape[dim])))
+    sshape = tuple(len(idx) if j == dim % len(shape) else n for j, n in enumerate(shape))
+    arrays = [draw(S.arrays(shape)), draw(S.arrays(sshape))]
+    return arrays, draw(st.sampled_from(RG_BOTH)), {"dim": dim, "index": tuple(idx)}
+
+
+def _index_copy_(m, x, src, dim, index):
+    y = x * 1.5
+    y.index_copy_(dim, m.tensor(index), src)
+    return y
+
+
+@st.composite
+def _put_inputs(draw):
+    """x, distinct flat positions of it (negative ones count from the end) and a source of
+    as many elements."""
+    shape = draw(S.shapes())
+    n = int(np.prod(shape, dtype=np.int64))
+    idx = _distinct(draw, n, draw(st.integers(1, n)), negative=True)
+    arrays = [draw(S.arrays(shape)), draw(S.arrays((len(idx),)))]
+    return arrays, draw(st.sampled_from(RG_BOTH)), {"index": tuple(idx)}
+
+
+def _put_(m, x, src, index):
+    y = x * 1.5
+    y.put_(m.tensor(index), src)
+    return y
+
+
+@st.composite
+def _masked_scatter_inputs(draw):
+    """x, a mask of its shape and a source with at least as many elements as the mask
+    holds (the rest are not read)."""
+    shape = draw(S.shapes())
+    mask = draw(hnp.arrays(np.bool_, shape))
+    count = int(mask.sum())
+    arrays = [draw(S.arrays(shape)), draw(S.arrays((count + draw(st.integers(0, 2)),)))]
+    return arrays, draw(st.sampled_from(RG_BOTH)), {"mask": mask.tolist()}
+
+
+def _masked_scatter_(m, x, src, mask):
+    y = x * 1.5
+    y.masked_scatter_(m.tensor(mask), src)
+    return y
+
+
+add(
+    Case("index_put", K.REPLACE, _row_write_inputs(), {
+        "method": lambda m, x, v, rows: x.index_put((m.tensor(rows),), v),
+        "index_put_": _index_put_,
+        "setitem": _set_rows,
+    }),
+    Case("scatter", K.REPLACE, _scatter_inputs(), {
+        "method": lambda m, x, src, dim, index: x.scatter(dim, m.tensor(index), src),
+        "function": lambda m, x, src, dim, index: m.scatter(x, dim, m.tensor(index), src),
+        "scatter_": _scatter_,
+    }),
+    Case("index_copy", K.REPLACE, _index_copy_inputs(), {
+        "method": lambda m, x, src, dim, index: x.index_copy(dim, m.tensor(index), src),
+        "function": lambda m, x, src, dim, index: m.index_copy(x, dim, m.tensor(index), src),
+        "index_copy_": _index_copy_,
+    }),
+    Case("put", K.REPLACE, _put_inputs(), {
+        "method": lambda m, x, src, index: x.put(m.tensor(index), src),
+        "put_": _put_,
+    }),
+    Case("masked_scatter", K.REPLACE, _masked_scatter_inputs(), {
+        "method": lambda m, x, src, mask: x.masked_scatter(m.tensor(mask), src),
+        "function": lambda m, x, src, mask: m.masked_scatter(x, m.tensor(mask), src),
+        "masked_scatter_": _masked_scatter_,
+    }),
+)
 
 
 # (logit(x, eps=0.2) clamps x to [0.2, 0.8]: a kink at each end, where central differences

@@ -350,3 +350,41 @@ def test_adaptive_max_pool3d_rank_error_as_pytorch():
             lib.nn.functional.adaptive_max_pool3d(lib.ones(2, 3, 4), 1)
         texts.append(str(info.value))
     assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("shape,output_size", [
+    ((2, 3, 4, 5, 6), (2, 3, None)), ((3, 5, 4, 7), 2), ((1, 1, 5, 2, 7), (4, 2, 3)),
+    ((1, 2, 3, 3, 3), 1),
+])
+def test_adaptive_max_pool3d_return_indices_matches_pytorch(shape, output_size):
+    data = np.random.default_rng(13).normal(size=shape)
+    data[..., 0, 0, :2] = 3.0     # ties: the first maximum's index and gradient
+    data[..., -1, -1, -1] = np.nan
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y, i = lib.nn.functional.adaptive_max_pool3d(x, output_size, return_indices=True)
+        cot = np.random.default_rng(14).normal(size=tuple(y.shape))
+        (y * lib.tensor(cot)).sum().backward()
+        z, j = lib.nn.AdaptiveMaxPool3d(output_size, return_indices=True)(lib.tensor(data))
+        results.append((y.detach().numpy(), i.numpy(), str(i.dtype).split(".")[1], x.grad.numpy(),
+                        type(y.grad_fn).__name__, z.numpy(), j.numpy()))
+    for a, b in zip(*results):
+        if isinstance(a, np.ndarray):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        else:
+            assert a == b
+
+
+def test_adaptive_max_pool3d_return_indices_compiled():
+    pool = tg.compile(lambda t: tg.nn.functional.adaptive_max_pool3d(t, (2, 1, 2), True))
+    rng = np.random.default_rng(15)
+    for _ in range(3):
+        data = rng.normal(size=(2, 4, 3, 5))
+        got, index = pool(tg.tensor(data))
+        want, windex = torch.nn.functional.adaptive_max_pool3d(torch.tensor(data), (2, 1, 2),
+                                                               True)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(index.numpy(), windex.numpy())
+    assert pool.stats.replays > 0

@@ -317,6 +317,8 @@ FORWARD_EXAMPLES = {
     "broadcast": (lambda x, v: x * v, [(2, 3), (3,)]),
     "reduction over split dims": (lambda x: x.sum((0, 2)), [(2, 3, 2)]),
     "scatter (create_graph)": (_grad_of_gather, [(2, 3)]),
+    "replace (index_put, a repeated index)": (
+        lambda x, v: x.index_put((tg.tensor([1, 0, 1]),), v), [(2, 3), (3, 3)]),
     "guard": (lambda x: x * (2.0 if x.sum() > 0 else 3.0), [(2, 3)]),
     # linalg: entries in (0.5, 3) plus 4 on the diagonal are diagonally dominant
     "linalg inv": (lambda x: tg.linalg.inv(x + 4.0 * tg.eye(2)), [(2, 2)]),

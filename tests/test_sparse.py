@@ -564,3 +564,47 @@ def test_hessian_needs_a_scalar_and_jacobian_a_tensor():
         tg.sparse_hessian(lambda v: v * 2.0)(np.ones(3))
     with pytest.raises(TypeError, match="must return a tensor"):
         tg.jacobian_sparsity(lambda v: 3.0, np.ones(3))
+
+
+def _repeated_writes(m, v):
+    y = v * 1.0
+    y = y.index_put((m.tensor([1, 1, 3]),), v[2:5] * 2.0)
+    y[m.tensor([0, 0])] = v[3:5].exp()
+    return y.scatter(0, m.tensor([4, 4]), v[:2] * v[1])
+
+
+def test_writes_with_repeated_targets_cover_both_sweeps():
+    # an entry written twice keeps the last value, but PyTorch's gradient (a reverse sweep's
+    # Jacobian row) reaches both sources: the pattern holds both; an entry written to by
+    # none keeps the input's (index_put, x[idx] = v and scatter record REPLACE)
+    torch = pytest.importorskip("torch")
+    x = np.linspace(0.5, 1.0, 5)
+    expected = np.array([[0, 0, 0, 1, 1], [0, 0, 1, 1, 0], [0, 0, 1, 0, 0], [0, 0, 0, 0, 1],
+                         [1, 1, 0, 0, 0]], dtype=bool)
+    pattern = tg.jacobian_sparsity(lambda v: _repeated_writes(tg, v), x)
+    np.testing.assert_array_equal(pattern.toarray(), expected)
+    jacrev = torch.func.jacrev(lambda v: _repeated_writes(torch, v))(torch.tensor(x))
+    assert_covers(pattern, jacrev.numpy())
+    h = 1e-6
+    fd = np.stack([(_repeated_writes(tg, tg.tensor(x + h * e)).numpy()
+                    - _repeated_writes(tg, tg.tensor(x - h * e)).numpy()) / (2 * h)
+                   for e in np.eye(5)], 1)
+    assert_covers(pattern, np.abs(fd) > 1e-8)
+
+
+def test_reverse_sparse_jacobian_through_a_repeated_write_is_pytorchs():
+    # row 0 is the last of two writes (of v[1] and v[2]) and row 1 reads v[1] apart from it:
+    # had the pattern left out the overwritten v[1], both rows would share one reverse
+    # sweep, which adds row 0's gradient for v[1] into row 1's entry
+    torch = pytest.importorskip("torch")
+
+    def f(v, m=tg):
+        y = v[:3] * 1.0
+        y[m.tensor([0, 0])] = v[m.tensor([1, 2])]
+        return m.stack([y[0], v[1] * 2.0 + v[0] + v[3] + v[4] + v[5]])
+    x = np.linspace(0.5, 1.0, 6)
+    jac = tg.sparse_jacobian(f)
+    got = jac(x).toarray()
+    assert jac.last_plan.mode == "reverse"
+    want = torch.func.jacrev(lambda v: f(v, torch))(torch.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, want)

@@ -200,6 +200,69 @@ SECOND_PASS = {
 }
 
 
+def _set_rows(m, x):
+    y = x + 0.0
+    y[[0, 0]] = x[1:] + 1.0
+    return y
+
+
+def _set_slice(m, x):
+    y = x + 0.0
+    y[1:] = x[:2]
+    return y
+
+
+def _set_element(m, x):
+    y = x + 0.0
+    y[0, 1] = x[2, 2]
+    return y
+
+
+def _add_into_a_row(m, x):
+    y = x + 0.0
+    y[1].add_(x[0])
+    return y
+
+
+def _index_put_(m, x):
+    y = x + 0.0
+    y.index_put_((m.tensor([2, 2]),), x[0])
+    return y
+
+
+# Writes of sources into a tensor (the sources made by ops that save nothing): PyTorch's
+# nodes of index_put, scatter, index_copy, put, masked_scatter (and of their accumulating
+# kin) save their indices or mask, CopySlices drops the function it wraps, and
+# slice_scatter, select_scatter and diagonal_scatter save no tensor
+_ROWS = [1, 1]
+SECOND_PASS.update({
+    "index_put": lambda m, x: x.index_put((m.tensor(_ROWS),), x[0] + 1.0),
+    "index_put of the input only": lambda m, x: x.index_put((m.tensor(_ROWS),),
+                                                            x.detach()[0]),
+    "index_put of the values only": lambda m, x: x.detach().index_put((m.tensor(_ROWS),),
+                                                                      x[0] + 1.0),
+    "index_put accumulate": lambda m, x: x.index_put((m.tensor(_ROWS),), x[0] + 1.0,
+                                                     accumulate=True),
+    "index_put_": _index_put_,
+    "setitem int list": _set_rows,
+    "setitem slice": _set_slice,
+    "setitem element": _set_element,
+    "add_ into a row": _add_into_a_row,
+    "scatter": lambda m, x: x.scatter(0, m.tensor([[1, 1, 0]]), x[:1] + 1.0),
+    "scatter of the source only": lambda m, x: x.detach().scatter(
+        1, m.tensor([[2], [2], [0]]), x[:, :1] + 1.0),
+    "scatter_add": lambda m, x: x.scatter_add(0, m.tensor([[1, 1, 0]]), x[:1] + 1.0),
+    "index_copy": lambda m, x: x.index_copy(0, m.tensor([2, 0]), x[:2] + 1.0),
+    "index_add": lambda m, x: x.index_add(0, m.tensor([2, 2]), x[:2] + 1.0),
+    "put": lambda m, x: x.put(m.tensor([1, 7, 1]), x[0] + 1.0),
+    "put accumulate": lambda m, x: x.put(m.tensor([1, 7, 1]), x[0] + 1.0, accumulate=True),
+    "masked_scatter": lambda m, x: x.masked_scatter(x.detach() > 0, x.reshape(-1) + 1.0),
+    "slice_scatter": lambda m, x: x.slice_scatter(x[:1] + 1.0, 0, 1, 2),
+    "select_scatter": lambda m, x: x.select_scatter(x[0] + 1.0, 1, 2),
+    "diagonal_scatter": lambda m, x: x.diagonal_scatter(x[0] + 1.0, 0),
+})
+
+
 @pytest.mark.parametrize("name", sorted(SECOND_PASS))
 def test_second_backward_per_node_kind(name):
     v = np.random.default_rng(3).standard_normal((3, 3))

@@ -202,8 +202,16 @@ def _cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 def _logical(fn, self, dim, keepdim):
-    """all()/any(): bool results, no gradient (read like a comparison while tracing)."""
+    """all()/any(): bool results, no gradient.  While tracing, recorded as comparisons a
+    replay recomputes: the count of zeros (all) or nonzeros (any) compared with 0.  Reading
+    the input's values here instead would guard every one of them, and a compiled call
+    would record again whenever any of them changed; a Python ``if`` on the result guards
+    only its own value."""
     from .tensor import read_value
+    if state.trace is not None and self._rg and self._value.dtype != np.uint8:
+        hits = F._compare(np.not_equal if fn is np.any else np.equal, self, 0)
+        count = hits.sum() if dim is None else hits.sum(dim, keepdim)
+        return F._compare(np.greater if fn is np.any else np.equal, count, 0)
     read_value(self, f"{fn.__name__}()")
     axis = None if dim is None else F._dims(self, dim)
     value = np.asarray(fn(self._value, axis=axis, keepdims=keepdim))

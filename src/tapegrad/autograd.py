@@ -25,6 +25,9 @@ _SAVED_FREED = (
     "calling backward.")
 
 _V_INDEX = next(v for v, name in K.OPS[K.GATHER].variants.items() if name == "IndexBackward0")
+# the names of PyTorch's nodes that save their indices, where tapegrad composes the op
+_SAVES_INDICES = frozenset({"IndexPutBackward0", "PutBackward0", "ScatterAddBackward0",
+                            "IndexAddBackward0"})
 _FREES = np.array([K.OPS[c].frees if c in K.OPS else False for c in range(max(K.OPS) + 1)])
 
 
@@ -884,11 +887,22 @@ def _check_freed(tape, need, op):
         if r in tape.custom_out:
             # an autograd.Function's output: freed if its forward saved tensors
             frees[r] = bool(tape.custom[tape.custom_out[r]].ctx._saved)
+    # index_put, scatter, put, masked_scatter, x[idx] = v save their indices or mask, and
+    # CopySlices drops its function; slice_scatter and its kin save no tensor
+    for r in np.nonzero(hit & (op[:m] == K.REPLACE))[0]:
+        frees[r] = tape.aux[tape.ip[r]] not in K.REPLACE_UNSAVED
     for r in np.nonzero(hit & frees)[0]:
         per_input = K.OPS[int(op[r])].frees_for
         if per_input is not None:
             frees[r] = any(keep and s >= 0 and need[s]
                            for keep, s in zip(per_input, (tape.a0[r], tape.a1[r])))
+    # ops built from others whose PyTorch node saves its indices, whatever the rule of their
+    # last record (index_put and put with accumulate=True, scatter_add, index_add: a sum,
+    # named as PyTorch's node)
+    for r in np.nonzero(hit & ~frees)[0]:
+        entry = tape.composites.get(int(r))
+        if entry is not None and entry[0] in _SAVES_INDICES:
+            frees[r] = True
     if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
 

@@ -287,24 +287,18 @@ def index_fill(input, dim, index, value):  # noqa: A002
 
 
 def _scattered(x, positions, src):
-    """x with src's elements written at flat ``positions`` (the last write wins)."""
-    n = x._value.size
-    pick = np.zeros(n, np.int64)
-    hit = np.zeros(n, bool)
-    pos = positions.reshape(-1)
-    pick[pos] = np.arange(pos.size)     # NumPy keeps the last of repeated positions
-    hit[pos] = True
+    """x with src's elements written at flat ``positions`` (the last write wins; every
+    source element gets the gradient at its target, as in PyTorch)."""
     src = _tensor(src)
     if src._value.dtype != x._value.dtype and x._value.dtype.kind == "f":
         src = src.to(x.dtype)
-    taken = F.take(F.reshape(src, -1), Tensor._make(pick)) if pos.size else \
-        Tensor._make(np.zeros(n, x._value.dtype))
-    return F.where(_const_mask(hit.reshape(x._value.shape)),
-                   F.reshape(taken, *x._value.shape), x)
+    return F.replaced(x, src, positions, V_INDEX_PUT)
 
 
 def index_copy(input, dim, index, source):  # noqa: A002
-    """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s.
+    """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s (of a
+    repeated index the last slice wins; every slice of ``source`` gets the gradient at its
+    target, as in PyTorch).  ``grad_fn``: ``<IndexCopyBackward0>``.
 
     Example:
         >>> tg.index_copy(tg.zeros(3), 0, tg.tensor([2, 0]), tg.tensor([5.0, 6.0]))
@@ -312,7 +306,7 @@ def index_copy(input, dim, index, source):  # noqa: A002
     """
     x = _tensor(input)
     positions, _ = _index_positions(x, dim, index, "index_copy")
-    return _scattered(x, positions, source)
+    return F.named_node(_scattered(x, positions, source), "IndexCopyBackward0", x, source)
 
 
 def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
@@ -369,7 +363,8 @@ def _scatter_positions(x, dim, index, src_shape, name):
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A002
     """``input`` with ``src[i][j]`` written to ``out[i][index[i][j]]`` (``dim=1``; and so on
     for other dims), or the number ``value`` written there.  Of repeated targets, the last
-    write wins.
+    write wins; every element of ``src`` gets the gradient at its target, as in PyTorch
+    (``grad.gather(dim, index)``), overwritten or not.
 
     Example:
         >>> tg.scatter(tg.zeros(2, 3), 1, tg.tensor([[2], [0]]), tg.tensor([[1.0], [2.0]]))
@@ -2700,13 +2695,9 @@ V_MASKED_SCATTER, V_PUT, V_INDEX_PUT = 43, 44, 45   # structure._GATHER_NAMES
 
 def _replaced(x, positions, src, variant):
     """x with src's elements (flat, in order) at flat ``positions`` of x (the last write
-    wins), as one gather from the concatenation of x and src."""
-    n = x._value.size
-    pos = positions.reshape(-1)
-    combined = F.cat([F.reshape(x, -1), F.reshape(src, -1)])
-    idx = np.arange(n, dtype=np.int64)
-    idx[pos] = n + np.arange(pos.size, dtype=np.int64)   # NumPy keeps the last of repeats
-    return F._gathered(combined, idx.reshape(x._value.shape), variant)
+    wins), as one REPLACE record: each source element takes the gradient at its target,
+    also one a later write overwrote, as in PyTorch (functional.replaced)."""
+    return F.replaced(x, src, positions, variant)
 
 
 def _added(x, positions, src, variant):
@@ -2801,8 +2792,9 @@ def put(input, index, source, accumulate=False):  # noqa: A002
 
 def index_put(input, indices, values, accumulate=False):  # noqa: A002
     """``input`` with ``values`` (broadcast) written at ``input[indices]`` (a tuple of
-    integer or bool index tensors), or added there with ``accumulate`` (repeats add up).
-    ``grad_fn``: ``<IndexPutBackward0>``.
+    integer or bool index tensors), or added there with ``accumulate`` (repeats add up;
+    without it the last write of a repeated index wins, and every value gets the gradient
+    at its target, as PyTorch's ``grad[indices]``).  ``grad_fn``: ``<IndexPutBackward0>``.
 
     Example:
         >>> tg.index_put(tg.zeros(2, 2), (tg.tensor([0, 1]), tg.tensor([1, 1])),

@@ -243,6 +243,32 @@ def _gather_record(tape, r0, idx, shape, variant, code=K.GATHER):
     return tape.push(code, r0, -1, off, n, ip), out
 
 
+def replaced(x, src, positions, variant):
+    """x with src's values (flat, in order) written at x's flat ``positions``; of repeated
+    positions the last write wins, as PyTorch's serial CPU kernels.  One REPLACE record
+    (named as GATHER's ``variant``): every source element takes the gradient at its target,
+    overwritten or not, and x the gradient where nothing was written (PyTorch's formulas
+    for scatter, index_put, index_copy, put, masked_scatter)."""
+    pos = np.ascontiguousarray(positions, dtype=np.int64).reshape(-1)
+    value = np.array(x._value, copy=True)
+    if pos.size:
+        # (NumPy's assignment keeps the last of repeated positions)
+        value.reshape(-1)[pos] = np.asarray(src._value).reshape(-1).astype(value.dtype)
+    if not _records(x, src):
+        return _plain(value)
+    n = value.size
+    tape = recording_tape(2 * n + pos.size + x._value.size + src._value.size)
+    r0 = _ref(tape, x)
+    r1 = _ref(tape, src)
+    ip = tape.put_aux((variant, pos.size))
+    tape.aux.frombytes(pos.tobytes())
+    off, out = _out(tape, value.shape, n)
+    np.copyto(out, value)
+    # traced integer data keeps its eager dtype on the handle (the arena holds floats)
+    return _result(tape, tape.push(K.REPLACE, r0, r1, off, n, ip),
+                   out if value.dtype.kind == "f" else value)
+
+
 def scatter_add_flat(x, idx, n_out):
     """out (n_out,) with out[idx[k]] += x[k]; differentiable (its gradient is a gather)."""
     idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
@@ -1382,6 +1408,11 @@ def isnan(x):
         >>> tg.isnan(tg.tensor([1.0, float("nan")]))
         tensor([False,  True])
     """
+    x = as_tensor_arg(x)
+    if state.trace is not None and x._rg:
+        # recorded as x != x, which a replay recomputes: guarding x's values would record
+        # the call again whenever any of them changed (``if isnan(x).any(): ...``)
+        return _compare(np.not_equal, x, x)
     return _predicate(x, np.isnan, "isnan")
 
 

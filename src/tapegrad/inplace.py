@@ -577,14 +577,12 @@ def _write_in_place(base, positions, src):
     return F._result(tape, r, memory.reshape(base._value.shape))
 
 
-def _copy_slices(base, positions, src):
-    """base with the elements at flat ``positions`` replaced by src's, recorded as a gather
-    from [base, src] (``CopySlices``)."""
-    n = base._value.size
-    combined = F.cat([F.reshape(base, -1), F.reshape(src, -1)])
-    idx = np.arange(n, dtype=np.int64)
-    idx[positions.reshape(-1)] = n + np.arange(positions.size, dtype=np.int64)
-    return F._gathered(combined, idx.reshape(base._value.shape), V_COPY_SLICES)
+def _copy_slices(base, positions, src, variant=None):
+    """base with the elements at flat ``positions`` replaced by src's (``CopySlices``, or
+    the node ``variant`` names), as one REPLACE record: of repeated positions the last write
+    wins, and every source element gets the gradient at its target, as in PyTorch
+    (functional.replaced)."""
+    return F.replaced(base, src, positions, V_COPY_SLICES if variant is None else variant)
 
 
 def after_native_write(t, name):
@@ -802,14 +800,17 @@ def setitem(self, key, value):
             res = _write_in_place(self, picked, src)
             if res is not None:
                 return res
-        return _copy_slices(self, np.asarray(picked), src)
+        # (an advanced index writes with index_put_ into self, PyTorch's IndexPutBackward0;
+        # a basic one copies into a view of self, CopySlices)
+        return _copy_slices(self, np.asarray(picked), src,
+                            V_INDEX_PUT if variant == F.V_INDEX else V_COPY_SLICES)
 
     def write():
         self._value[np_key] = vv
     _apply(self, "__setitem__", _Compute(compute, value), write, region=np_key)
 
 
-V_COPY_SLICES = 14
+V_COPY_SLICES, V_INDEX_PUT = 14, 45    # structure._GATHER_NAMES
 
 
 def _makes_view(key, shape):

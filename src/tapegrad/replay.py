@@ -1465,6 +1465,8 @@ def _aux_len(tape, r):
     code = tape.op[r]
     if code in (K.GATHER, K.BCAST):
         return 2 + tape.size[r]
+    if code == K.REPLACE:
+        return 2 + tape.aux[tape.ip[r] + 1]   # variant, m, the m positions
     if code == K.EXPAND_S:
         return 1 + 2 * tape.aux[tape.ip[r]]
     if code == K.MATMUL:

@@ -8,7 +8,7 @@ each record is handled by a few vectorised NumPy steps, not a Python loop over i
 The sets are structural: they say which inputs an entry *may* depend on along the recorded
 path, whatever the values (a product with a zero still counts).  Ops are modelled exactly
 where their data flow is known from the record alone (elementwise ops, gathers, broadcasts,
-reshapes, concatenations, scatters, reductions and softmax over an axis, matrix products:
+reshapes, concatenations, scatters, writes, reductions and softmax over an axis, matrix products:
 output (i, j) reads row i of the left factor and column j of the right, whatever values a
 constant factor holds); every other op -- any opcode this module does not model -- makes
 every output entry depend on every input entry of the record, which can only add entries,
@@ -244,6 +244,8 @@ def _propagate(tape, x_records, y_record, n_cols, hessian):
             out = ins[0].take(_expand_source(aux, ip[r], n))
         elif o in K.MANY_INPUTS:
             out = _concatenated(aux, int(ip[r]), n, n_cols, ins)
+        elif o == K.REPLACE and len(ins) == 2:
+            out = _replaced(aux, int(ip[r]), n, n_cols, ins[0], ins[1])
         elif o == K.SCATTER and len(ins) == 1:
             n_in = int(aux[ip[r] + 1])
             out = _union_into(n, n_cols, [(ins[0], aux[ip[r] + 2: ip[r] + 2 + n_in])])
@@ -339,6 +341,24 @@ def _concatenated(aux, ip, n, n_cols, ins):
             return None
         parts.append((ins[j], target))
     return _union_into(n, n_cols, parts)
+
+
+def _replaced(aux, ip, n, n_cols, base, src):
+    """Rows of a REPLACE record (layout in structure.py): an entry a source element was
+    written to depends on every source element written there, and an entry nothing was
+    written to on the base's entry.  Of a repeated target only the last write's value is
+    kept, but PyTorch's gradient (which the reverse sweeps give) also reaches the earlier
+    ones: a pattern of the last write alone would miss those entries of a reverse-mode
+    Jacobian, and a reverse ``sparse_jacobian`` would add them into another row's entries
+    of the same colour."""
+    m = int(aux[ip + 1])
+    if base.n != n or src.n != m:
+        return None
+    pos = np.asarray(aux[ip + 2: ip + 2 + m], dtype=np.int64)
+    hit = np.zeros(n, dtype=bool)
+    hit[pos] = True
+    kept = np.flatnonzero(~hit)
+    return _union_into(n, n_cols, [(base.take(kept), kept), (src, pos)])
 
 
 def _product_sides(aux, ip, n, n_cols, ins):

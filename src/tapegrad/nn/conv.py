@@ -448,7 +448,7 @@ class AdaptiveMaxPool2d(Module):
 
 class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     """Max pooling into a fixed ``output_size`` volume of windows: ``F.adaptive_max_pool3d``
-    (``return_indices`` is not supported yet and raises NotImplementedError when called).
+    (``return_indices=True`` also returns each maximum's flat position in its volume).
 
     Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
 

@@ -3243,8 +3243,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Max pooling into an ``output_size`` volume of windows (PyTorch's adaptive window
     bounds; an int for a cube, ``None`` to keep a dimension); the gradient goes to the first
-    largest element of a window, as ``adaptive_max_pool2d``'s.  ``return_indices`` is not
-    supported yet (NotImplementedError).
+    largest element of a window, as ``adaptive_max_pool2d``'s.  ``return_indices`` also
+    returns each maximum's flat position in its ``(D, H, W)`` volume.
 
     Shape: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` -> ``(..., *output_size)``.
 
@@ -3252,8 +3252,6 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         >>> F.adaptive_max_pool3d(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)
         tensor([[[[[7.]]]]])
     """
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d: return_indices is not supported")
     if input.ndim not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
                            f"{list(input.shape)}")
@@ -3264,20 +3262,35 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
     def bounds(i, size, out):
         return (i * size) // out, -((-(i + 1) * size) // out)
-    planes = []
+    _, h, w = spatial
+    planes, index_planes = [], []
     for a in range(outs[0]):
         d0, d1 = bounds(a, spatial[0], outs[0])
-        rows = []
+        rows, index_rows = [], []
         for b in range(outs[1]):
             h0, h1 = bounds(b, spatial[1], outs[1])
-            cells = []
+            cells, index_cells = [], []
             for c in range(outs[2]):
                 w0, w1 = bounds(c, spatial[2], outs[2])
                 window = input[..., d0:d1, h0:h1, w0:w1]
-                cells.append(_first_maximum(window.reshape(*window.shape[:-3], -1))[0])
+                # flat positions of the window's elements in the (D, H, W) volume, in the
+                # order PyTorch's kernel scans them (depth, then rows, then columns)
+                flat = ((np.arange(d0, d1)[:, None, None] * h
+                         + np.arange(h0, h1)[None, :, None]) * w
+                        + np.arange(w0, w1)[None, None, :]).reshape(-1)
+                value, index = _first_maximum(window.reshape(*window.shape[:-3], -1), flat,
+                                              np.ones(flat.shape, dtype=bool), flat[0],
+                                              return_indices)
+                cells.append(value)
+                index_cells.append(index)
             rows.append(tg.stack(cells, -1))
+            if return_indices:
+                index_rows.append(tg.stack(index_cells, -1))
         planes.append(tg.stack(rows, -2))
-    return _named(tg.stack(planes, -3), "AdaptiveMaxPool3DBackward0", input)
+        if return_indices:
+            index_planes.append(tg.stack(index_rows, -2))
+    result = _named(tg.stack(planes, -3), "AdaptiveMaxPool3DBackward0", input)
+    return (result, tg.stack(index_planes, -3)) if return_indices else result
 
 
 _INTERPOLATE_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "

@@ -59,7 +59,8 @@ from .linalg import (FACTORISATIONS, LINALG_CHOLESKY, LINALG_CROSS, LINALG_DET, 
 from .linalg import (LINALG_LSTSQ, LINALG_MATRIX_EXP, LINALG_PINV,  # noqa: F401
                      LINALG_SOLVE_TRIANGULAR, expm_plain, float_bits)
 from .structure import (BCAST, CAT, CMP, CONST, EXPAND_S, EXTERN, GATHER, GUARD,  # noqa: F401
-                        LEAF, MANY_INPUTS, RESHAPE, SCATTER, STACK,
+                        LEAF, MANY_INPUTS, REPLACE, REPLACE_UNSAVED, RESHAPE, SCATTER,
+                        STACK,
                         VALUE_SELECTED, WRITE)
 from .scan import (CUMPROD, CUMSUM, LOGCUMSUMEXP, MEDIAN, NANMEDIAN,  # noqa: F401
                    SCANS)

@@ -446,8 +446,107 @@ def _check_write(a, r, fail):
 # No curvature rule: records before it may read a0's tangent, which it overwrites, in the
 # reverse order of a curvature sweep; second order takes its other route (a recorded
 # gradient, where setitem records a copy instead: see inplace.setitem).
-WRITE = declare(97, "CopySlices", family=ARRAY, arity=2, check=_check_write,
+# (freed by a backward, as PyTorch's CopySlices, which drops the function it wraps: a second
+# backward without retain_graph fails)
+WRITE = declare(97, "CopySlices", family=ARRAY, arity=2, frees=True, check=_check_write,
                 backward=write_bwd, forward=write_fwd, tangent=write_tan, curvature=None)
+
+
+# --- replace: out = a0 with a1's m values written, in order, at the flat positions
+# aux[ip+2 .. ip+2+m] (repeats allowed: the last write wins); aux[ip] = variant (names as for
+# GATHER), aux[ip+1] = m.  The scatter family (scatter, index_put, index_copy, put,
+# masked_scatter, ``x[idx] = v`` while tracing) records this instead of a gather from
+# [a0, a1]: PyTorch's formulas give every source element the gradient at its target, also
+# an element a later write overwrote (``grad.gather(dim, index)``, ``grad[indices]``), which
+# is no derivative of the values and so no composition of other records; a0 gets the
+# gradient of the elements nothing was written to. -------------------------------------------
+@rule
+def replace_bwd(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+                beta1):
+    n = size[r]
+    m = aux[ip[r] + 1]
+    g = _seg(grads, goff[r], n)
+    pos = aux[ip[r] + 2: ip[r] + 2 + m]
+    if need[a1[r]]:
+        g1 = _seg(grads, goff[a1[r]], m)
+        for k in range(m):
+            g1[k] += g[pos[k]]
+    if need[a0[r]]:
+        keep = np.ones(n, dtype=np.bool_)
+        for k in range(m):
+            keep[pos[k]] = False
+        g0 = _seg(grads, goff[a0[r]], n)
+        for i in range(n):
+            if keep[i]:
+                g0[i] += g[i]
+
+
+@rule
+def replace_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
+    n = size[r]
+    m = aux[ip[r] + 1]
+    out = _seg(vals, voff[r], n)
+    _copy(out, _seg(vals, voff[a0[r]], n))
+    src = _seg(vals, voff[a1[r]], m)
+    pos = aux[ip[r] + 2: ip[r] + 2 + m]
+    for k in range(m):
+        out[pos[k]] = src[k]
+
+
+@rule
+def replace_tan(r, a0, a1, voff, size, ip, fp, aux, faux, vals, tans, b, d0, d1, dep):
+    # the values' rule on the tangents (PyTorch's: the tangent of the written source wins)
+    n = size[r]
+    m = aux[ip[r] + 1]
+    tout = _seg(tans, b + voff[r], n)
+    if d0:
+        _copy(tout, _seg(tans, b + voff[a0[r]], n))
+    else:
+        tout[:] = 0.0
+    pos = aux[ip[r] + 2: ip[r] + 2 + m]
+    if d1:
+        t1 = _seg(tans, b + voff[a1[r]], m)
+        for k in range(m):
+            tout[pos[k]] = t1[k]
+    else:
+        for k in range(m):
+            tout[pos[k]] = 0.0
+
+
+def replace_graph(F, g, x0, x1, out, c):
+    # the same rule in recorded ops (create_graph): a gather for the source, a mask for a0
+    tape, r = out._tape, out._r
+    ip = tape.ip[r]
+    m = int(tape.aux[ip + 1])
+    pos = np.array(tape.aux[ip + 2: ip + 2 + m], dtype=np.int64)
+    keep = np.ones(tape.size[r])
+    keep[pos] = 0.0
+    gx0 = F.mul(g, F._plain(keep)) if x0 is not None else None
+    gx1 = F._gathered(g, pos, 0) if x1 is not None else None
+    return gx0, gx1
+
+
+def _check_replace(a, r, fail):
+    a.aux_span(r, a.ip[r], 2)
+    m = int(a.aux[a.ip[r] + 1])
+    a.aux_span(r, a.ip[r] + 2, m)
+    if a.size[a.a0[r]] != a.size[r] or a.a1[r] < 0 or a.size[a.a1[r]] != m:
+        fail(f"record {r}: replace sizes do not match")
+    pos = a.aux[a.ip[r] + 2: a.ip[r] + 2 + m]
+    if pos.size and (pos.min() < 0 or pos.max() >= a.size[r]):
+        fail(f"record {r}: index out of range")
+
+
+# (175: away from the codes other branches add after 144)
+# (freed by a backward: PyTorch's nodes save their indices or mask, and CopySlices drops the
+# function it wraps, so a second backward without retain_graph fails; autograd spares the
+# variants of REPLACE_UNSAVED)
+REPLACE = declare(175, "IndexPutBackward0", family=ARRAY, arity=2, variants=_GATHER_NAMES,
+                  frees=True, check=_check_replace, backward=replace_bwd, forward=replace_fwd,
+                  tangent=replace_tan, curvature=LINEAR, graph=replace_graph)
+# the variants of REPLACE whose PyTorch node saves no tensor (slice_scatter, select_scatter and
+# diagonal_scatter keep sizes and numbers): a second backward goes through them
+REPLACE_UNSAVED = frozenset({48, 49, 50})
 
 
 # --- expand by strides: implicit broadcasting of a binary op's operand.  aux[ip] = ndim, then
