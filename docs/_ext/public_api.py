@@ -29,6 +29,10 @@ MODULES = [
     ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "
                                "divergences"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
+    ("tapegrad.jit", "torch.jit's names, running eagerly (tapegrad.compile is the compiled "
+                     "path)"),
+    ("tapegrad.amp", "Mixed precision: autocast (no value changes in float64) and "
+                     "GradScaler"),
     ("tapegrad.random", "The random generator's seed and state, and fork_rng"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
     ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "
@@ -58,6 +62,12 @@ def public_names(module_name):
                 names.append(name)
     # submodules listed in __all__ (tapegrad.nn's functional, init) have sections of their own
     names = [n for n in names if not isinstance(getattr(module, n), types.ModuleType)]
+    if module_name != "tapegrad":
+        # a class the top level re-exports (tapegrad.autocast is tapegrad.amp.autocast) is
+        # documented there only: two pages would describe its one canonical name twice
+        top = importlib.import_module("tapegrad")
+        names = [n for n in names if not (inspect.isclass(getattr(module, n))
+                                          and getattr(top, n, None) is getattr(module, n))]
     return sorted(names, key=lambda n: (n.lower(), n))
 
 
