@@ -36,7 +36,9 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.distributions._univariate", "tapegrad.distributions._multivariate",
            "tapegrad.distributions.kl", "tapegrad.settings", "tapegrad.random",
            "tapegrad.version", "tapegrad.nn.parameter", "tapegrad._gradcheck", "tapegrad.legacy",
-           "tapegrad.nn.grid_sampling"]
+           "tapegrad.nn.grid_sampling", "tapegrad.jit",
+           "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler", "tapegrad.cuda.amp",
+           "tapegrad.cpu", "tapegrad.cpu.amp"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

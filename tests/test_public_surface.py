@@ -19,7 +19,9 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
                   "tapegrad.utils.checkpoint", "tapegrad.distributions",
                   "tapegrad.distributions.constraints", "tapegrad.random",
-                  "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck"]
+                  "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck", "tapegrad.jit",
+                  "tapegrad.amp", "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler",
+                  "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

@@ -31,6 +31,10 @@ MODULES = [
     ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "
                                "divergences"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
+    ("tapegrad.jit", "PyTorch's jit names, running eagerly (tapegrad.compile is the compiled "
+                     "path)"),
+    ("tapegrad.amp", "Mixed precision: autocast (no value changes in float64) and "
+                     "GradScaler"),
     ("tapegrad.random", "The random generator's seed and state, and fork_rng"),
     ("tapegrad.testing", "Gradient checks and hypothesis strategies for your own functions"),
     ("tapegrad.optimize", "SciPy's optimisers, root finders and stiff integrators with "

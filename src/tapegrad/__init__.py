@@ -127,6 +127,10 @@ from . import random, version  # noqa: E402,F401,A004 - torch.random, torch.vers
 from .settings import *  # noqa: E402,F401,F403 - set_default_device, ... (its __all__)
 from .legacy import *  # noqa: E402,F401,F403 - DoubleTensor, LongTensor, ... (its __all__)
 from .settings import e, inf, nan, newaxis, pi  # noqa: E402,F401 - PyTorch's constants
+from . import amp, cpu, jit  # noqa: E402,F401 - torch.amp, torch.cpu, torch.jit
+from .amp import GradScaler, autocast  # noqa: E402 - torch.autocast is torch.amp.autocast
+from .amp.autocast_mode import (get_autocast_dtype, is_autocast_cache_enabled,  # noqa: E402
+                                is_autocast_enabled)
 from .version import __version__  # noqa: E402,F401
 
 # PyTorch's TypeError for a list, a number, None, ... where a function takes tensors only
@@ -150,8 +154,8 @@ from ._public import defined_public_names as _defined_public_names  # noqa: E402
 from ._public import public_dir as _public_dir  # noqa: E402
 
 __all__ = _defined_public_names(globals())
-_PUBLIC_SUBMODULES = ("autograd", "backends", "colouring", "cuda", "distributions", "func",
-                      "linalg", "nn",
+_PUBLIC_SUBMODULES = ("amp", "autograd", "backends", "colouring", "cpu", "cuda",
+                      "distributions", "func", "jit", "linalg", "nn",
                       "optim",
                       "optimize", "random", "special", "testing", "utils", "version", "viz")
 __dir__ = _public_dir(globals(), _PUBLIC_SUBMODULES)

@@ -40,6 +40,7 @@ def manual_seed_all(seed):
 
 __all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
 
-from ._public import public_dir as _public_dir  # noqa: E402
+from . import amp  # noqa: E402,F401 - tapegrad.cuda.amp.autocast, GradScaler (deprecated)
+from .._public import public_dir as _public_dir  # noqa: E402
 
-__dir__ = _public_dir(globals())   # tab completion offers __all__, not the imports
+__dir__ = _public_dir(globals(), ("amp",))   # tab completion offers __all__, not the imports
