@@ -798,3 +798,17 @@ def test_optimizer_style_update_matches_torch(torch):
     assert got[1] == want[1]
     for a, b in zip(got[2:], want[2:]):
         np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+@pytest.mark.parametrize("dst, src", [((), (2,)), ((), (1, 1)), ((1,), (2,)), ((1,), (1, 1)),
+                                      ((2, 1), (3, 2, 1)), ((2, 1), (2, 3))])
+@pytest.mark.parametrize("recorded", [False, True])
+def test_copy_of_a_source_that_does_not_fit_raises_pytorchs_error(dst, src, recorded):
+    # (a plain copy_ raised NumPy's ValueError, a recorded one expand's text)
+    from oracle import outcome
+    torch = pytest.importorskip("torch")
+
+    def run(L):
+        target = L.zeros(dst, dtype=L.float64, requires_grad=recorded).clone()
+        return target.copy_(L.ones(src, dtype=L.float64))
+    assert outcome(tg, run) == outcome(torch, run)

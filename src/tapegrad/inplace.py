@@ -727,11 +727,12 @@ def fill_(self, value):
 
 def copy_(self, src):
     src = F.as_tensor_arg(src)
-    F.broadcast_shape(self._value.shape, src._value.shape)
+    shape = F.broadcast_shape(self._value.shape, src._value.shape)
+    if shape != self._value.shape:      # src must fit self, recorded or not
+        raise RuntimeError(f"output with shape {list(self._value.shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
 
     def compute():
-        if F.broadcast_shape(self._value.shape, src._value.shape) != self._value.shape:
-            F.expand(src, *self._value.shape)     # PyTorch's error: src must fit self
         return F.recorded_copy(self, src)
     return _apply(self, "copy_", _Compute(compute, src),
                   lambda: np.copyto(self._value, np.broadcast_to(src._value, self._value.shape),
