@@ -119,7 +119,29 @@ def check(where):
     return d
 
 
-class layout:
+class _NamedConstant:
+    """A constant known by its name (``tapegrad.strided``): printed as that name and
+    unpickled as the same object (each subclass keeps its constants in ``_by_name``)."""
+
+    __slots__ = ("_name",)
+    _by_name = None
+
+    def __init__(self, name):
+        self._name = name
+        type(self)._by_name[name] = self
+
+    def __repr__(self):
+        return f"tapegrad.{self._name}"
+
+    def __reduce__(self):
+        return (_constant_named, (type(self), self._name))
+
+
+def _constant_named(cls, name):
+    return cls._by_name[name]
+
+
+class layout(_NamedConstant):
     """How a tensor's elements are laid out: ``tapegrad.strided`` for every tapegrad tensor
     (``x.layout``); ``sparse_coo`` and ``sparse_csr`` exist to be compared with.
 
@@ -128,29 +150,20 @@ class layout:
         (tapegrad.strided, True)
     """
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"tapegrad.{self._name}"
-
-    def __reduce__(self):
-        return (_layout_named, (self._name,))
+    __slots__ = ()
+    _by_name = {}
 
 
-def _layout_named(name):
-    return _LAYOUTS[name]
+def _layout_named(name):      # (what pickles made before _NamedConstant name)
+    return layout._by_name[name]
 
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
-_LAYOUTS = {"strided": strided, "sparse_coo": sparse_coo, "sparse_csr": sparse_csr}
 
 
-class memory_format:
+class memory_format(_NamedConstant):
     """How a tensor's elements are ordered in memory, as programs pass it to ``contiguous``,
     ``clone`` and the ``*_like`` creators: ``contiguous_format``, ``channels_last`` (4-d),
     ``channels_last_3d`` (5-d) and ``preserve_format``.  Every tapegrad tensor is stored in
@@ -163,28 +176,14 @@ class memory_format:
         (tapegrad.channels_last, True)
     """
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"tapegrad.{self._name}"
-
-    def __reduce__(self):
-        return (_format_named, (self._name,))
-
-
-def _format_named(name):
-    return _FORMATS[name]
+    __slots__ = ()
+    _by_name = {}
 
 
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
-_FORMATS = {f._name: f for f in (contiguous_format, channels_last, channels_last_3d,
-                                 preserve_format)}
 # the rank each channels-last format is defined for (PyTorch refuses it on any other)
 _FORMAT_RANK = {"channels_last": 4, "channels_last_3d": 5}
 

@@ -424,15 +424,21 @@ def _check_batched_grad(inputs, output, output_idx):
         return tuple(_creation.zeros_like(t) if g is None else g
                      for g, t in zip(grads, targets))
     cotangents = [_creation.randn_like(output) for _ in range(2)]
-    expected = [_functional.stack(shards) for shards in zip(*[vjp(c) for c in cotangents])]
+    _one_by_one_as_batched(vjp, cotangents, _BATCHED_ADVICE,
+                           lambda i, res, exp: _batched_failure(output_idx, i, res, exp))
+
+
+def _one_by_one_as_batched(fn, samples, advice, failure):
+    """``fn`` of each sample, stacked, must equal ``vmap(fn)`` of the stacked samples."""
+    expected = [_functional.stack(shards) for shards in zip(*[fn(s) for s in samples])]
     try:
-        result = _func.vmap(vjp)(_functional.stack(cotangents))
+        result = _func.vmap(fn)(_functional.stack(samples))
     except RuntimeError as ex:
         raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n"
-                             f"{_BATCHED_ADVICE}") from ex
-    for input_idx, (res, exp) in enumerate(zip(result, expected)):
+                             f"{advice}") from ex
+    for i, (res, exp) in enumerate(zip(result, expected)):
         if not _comparison.allclose(res, exp):
-            raise GradcheckError(_batched_failure(output_idx, input_idx, res, exp))
+            raise GradcheckError(failure(i, res, exp))
 
 
 def _check_batched_forward_grad(func, inputs):
@@ -450,15 +456,9 @@ def _check_batched_forward_grad(func, inputs):
         if not _is_float(current):
             continue
         tangents = [_creation.randn_like(current) for _ in range(2)]
-        expected = [_functional.stack(shards) for shards in zip(*[jvp(t) for t in tangents])]
-        try:
-            result = _func.vmap(jvp)(_functional.stack(tangents))
-        except RuntimeError as ex:
-            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n"
-                                 f"{_BATCHED_FORWARD_ADVICE}") from ex
-        for idx, (res, exp) in enumerate(zip(result, expected)):
-            if not _comparison.allclose(res, exp):
-                raise GradcheckError(_batched_failure(idx, idx, res, exp, forward=True))
+        _one_by_one_as_batched(
+            jvp, tangents, _BATCHED_FORWARD_ADVICE,
+            lambda i, res, exp: _batched_failure(i, i, res, exp, forward=True))
 
 
 def _check_backward_scales_with_cotangent(outputs, inputs):
