@@ -34,7 +34,8 @@ from . import parameter, utils
 from .modules import Buffer
 
 __all__ = [
-    "functional", "init", "parameter", "utils", "Module", "Parameter", "Buffer", "Sequential", "ModuleList",
+    "functional", "init", "parameter", "utils", "Module", "Parameter", "Buffer", "Sequential",
+    "ModuleList",
     "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Flatten", "Unflatten",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "MSELoss",
     "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
