@@ -39,6 +39,8 @@ CASES = [
     "L.DoubleTensor.abs(L.tensor([-1.0]))",
     "L.tensor([1, 2]).type(L.DoubleTensor)", "L.tensor([1.5]).type(L.LongTensor)",
     "L.tensor([1.5]).type('torch.LongTensor')", "L.tensor([1.5]).type()",
+    "L.typename(L.tensor([1, 2]))", "L.typename(L.zeros(2, dtype=L.bool))", "L.typename(3)",
+    "L.typename(np.zeros(2))", "L.typename(None)", "L.is_storage(L.zeros(2))",
     # set_default_tensor_type
     "L.set_default_tensor_type(L.DoubleTensor)", "L.set_default_tensor_type('torch.DoubleTensor')",
     "L.set_default_tensor_type(L.LongTensor)", "L.set_default_tensor_type(L.float64)",

@@ -24,7 +24,7 @@ from .tensor import Size, Tensor
 
 __all__ = ["DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-           "set_default_tensor_type"]
+           "set_default_tensor_type", "typename", "is_storage"]
 
 _C_TYPE = {"float64": "double", "float32": "float", "float16": "c10::Half",
            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
@@ -207,6 +207,37 @@ def set_default_tensor_type(t):
                       "tapegrad.set_default_device() as alternatives.", UserWarning,
                       stacklevel=2)
     _dtype.set_default_dtype(t.dtype)
+
+
+def typename(obj, /):
+    """The type of ``obj`` as a string: a tensor's legacy type (``'tapegrad.LongTensor'``),
+    else its class's module and qualified name (a builtin's bare name), as PyTorch's.
+
+    Example:
+        >>> tg.typename(tg.tensor([1, 2])), tg.typename(3), tg.typename(np.zeros(2))
+        ('tapegrad.LongTensor', 'int', 'numpy.ndarray')
+    """
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module, qualname = type(obj).__module__ or "", type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def is_storage(obj, /):
+    """Whether ``obj`` is a storage object: tapegrad has none (a tensor's memory is its own
+    NumPy array), so False.
+
+    Example:
+        >>> tg.is_storage(tg.zeros(2))
+        False
+    """
+    return False
 
 
 _tensor_module.LEGACY.new = tensor_new
