@@ -41,6 +41,9 @@ EAGER_OPS = {K.MAX_DIM, K.MIN_DIM}
 # an in-place op in a compiled function runs it eagerly, saying so (buf[j] = v)
 IN_PLACE_OPS = {K.WRITE, K.ZERO, K.FILL, K.FILL_T, K.COPY, K.ELU_RESULT, K.CELU_RESULT,
                 K.LEAKY_RELU_RESULT}
+# ... and so do the in-place forms of the writes (REPLACE's index_put_, x[idx] = v, ...)
+IN_PLACE_FORMS = {"index_put_", "setitem", "scatter_", "index_copy_", "put_",
+                  "masked_scatter_"}
 # selections whose indices come from values: a compiled call guards the values they read, so
 # new values record afresh (a replay would reuse the old order)
 VALUE_SELECTIONS = {"cummax", "cummin", "sort", "topk", "kthvalue", "median_dim", "mode"}
@@ -150,7 +153,7 @@ def test_replay_matches_eager_for_every_case(case, data):
     if expected_op in EAGER_OPS:
         assert compiled.stats.eager == 1 and compiled.stats.replays == 0
         assert any("indices" in why for why, _ in compiled.stats.eager_reasons)
-    elif expected_op in IN_PLACE_OPS:
+    elif expected_op in IN_PLACE_OPS or drawn.form in IN_PLACE_FORMS:
         assert compiled.stats.eager == 1 and compiled.stats.replays == 0
         assert any("in-place" in why for why, _ in compiled.stats.eager_reasons)
     elif case.id in VALUE_SELECTIONS:
