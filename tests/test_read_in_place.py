@@ -1,6 +1,7 @@
 """A replay reads large arguments that only matrix products use where they are, instead of
 copying them into its arena (``replay._read_in_place``); anything else that reads the arena
-gets them copied in first.  The results must be those of eager mode in every case."""
+gets them copied in first.  So does eager mode with large constants of matrix products and
+elementwise ops.  The results must be those of copies in every case."""
 import contextlib
 
 import numpy as np
@@ -317,3 +318,163 @@ def test_eager_constants_numpy_may_write_into_are_copied():
         held[:] = 7.0
         loss.backward()
         np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 5_000.0))
+
+
+# --- eager mode: an elementwise op's large constant operand (functional._elementwise_ref) ---
+def _elementwise_program(lib, c, w, s):
+    """Constant c read by two-input elementwise ops in either position, beside a broadcast
+    parameter s; c's derived constants (c ** 2, c.abs()) are fresh arrays, read too."""
+    return ((w * c).sum() + (c / w).sum() + (w / c).sum() + (s * c).sum() + (c - w).sum()
+            + lib.atan2(w, c).sum() + lib.maximum(w, c).sum() + (w ** c.abs()).sum()
+            + (c ** 2 * s).sum() + lib.hypot(c, w).sum())
+
+
+# the constants each run reads in place: c in eight ops, c ** 2 and c.abs() in one each
+ELEMENTWISE_IN_PLACE = 10
+
+
+def _elementwise_run(lib, c_value, w_value, create_graph=False):
+    c = lib.tensor(c_value)
+    w = lib.tensor(w_value, requires_grad=True)
+    s = lib.tensor(0.75, requires_grad=True)
+    loss = _elementwise_program(lib, c, w, s)
+    in_place = len(loss._tape.ext_refs or ()) if lib is tg else None
+    if create_graph:
+        gw, = lib.autograd.grad(loss, w, create_graph=True)
+        ((gw * gw).sum() * s).backward()
+    else:
+        loss.backward()
+    return (loss.item(), w.grad.numpy().copy(), s.grad.numpy().copy()), in_place
+
+
+@given(n=st.integers(2, 40), seed=st.integers(0, 2**31 - 1), create_graph=st.booleans())
+def test_elementwise_ops_reading_constants_in_place_equal_copying_ones(n, seed, create_graph):
+    """Every elementwise op's constant operand read where it is gives the bits of the copy
+    the recorder makes otherwise, and PyTorch's values; a differentiable backward (which
+    fills the arena first) too."""
+    rng = np.random.default_rng(seed)
+    c_value = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    w_value = rng.uniform(0.5, 2.0, n)
+    with _in_place_from(10**12):
+        want, copied = _elementwise_run(tg, c_value, w_value, create_graph)
+    with _in_place_from(2):
+        got, in_place = _elementwise_run(tg, c_value, w_value, create_graph)
+    assert (copied, in_place) == (0, ELEMENTWISE_IN_PLACE)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).view(np.int64), np.asarray(w).view(np.int64))
+    theirs, _ = _elementwise_run(torch, c_value, w_value, create_graph)
+    for g, t in zip(got, theirs):
+        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+
+
+def test_a_one_value_constant_is_copied():
+    """The sweep's chains for one-element records read the arena only: a one-value
+    constant is copied whatever the threshold."""
+    with _in_place_from(1):
+        w = tg.tensor([2.0], requires_grad=True)
+        loss = (w * tg.tensor([3.0])).sum()
+        assert loss._tape.ext_refs is None
+        loss.backward()
+    assert w.grad.tolist() == [3.0]
+
+
+def _cubic_fit(lib, steps=8, n=100_000):
+    """The tutorial's cubic fit (W8) at the default threshold: x, x ** 2, x ** 3 and y are
+    read in place, step after step."""
+    x = lib.tensor(np.linspace(-np.pi, np.pi, n))
+    y = lib.tensor(np.sin(np.linspace(-np.pi, np.pi, n)))
+    params = [lib.tensor(v, requires_grad=True) for v in (0.1, 0.2, -0.1, 0.05)]
+    a, b, c, d = params
+    out = []
+    for _ in range(steps):
+        loss = (a + b * x + c * x ** 2 + d * x ** 3 - y).pow(2).sum()
+        in_place = len(loss._tape.ext_refs or ()) if lib is tg else None
+        loss.backward()
+        out.append((loss.item(), [p.grad.item() for p in params], in_place))
+        with lib.no_grad():
+            for p in params:
+                p -= 1e-8 * p.grad
+                p.grad = None
+    return out
+
+
+def test_a_hot_tape_reading_constants_in_place_equals_copying_ones():
+    """The generated backward of a hot tape (hot_tapes.py) reads the constants where ext
+    says, in place or copied: programs built from either kind of run, used by both."""
+    from tapegrad import hot_tapes
+    hot_tapes.forget()
+    built = hot_tapes.generated
+    in_place = _cubic_fit(tg)
+    assert hot_tapes.generated > built          # the loop ran generated code
+    with _in_place_from(10**12):
+        copied_with_that_program = _cubic_fit(tg)
+        hot_tapes.forget()
+        copied = _cubic_fit(tg)
+    # (the first step's graph spans two tapes: the first one was sized for one op)
+    assert [step[2] for step in in_place][1:] == [4] * 7
+    assert [step[2] for step in copied] == [0] * 8
+    for run in (copied_with_that_program, copied):
+        for (gl, gg, _), (wl, wg, _) in zip(in_place, run):
+            assert np.float64(gl).view(np.int64) == np.float64(wl).view(np.int64)
+            assert np.array(gg).view(np.int64).tolist() == np.array(wg).view(np.int64).tolist()
+    theirs = _cubic_fit(torch)
+    for (gl, gg, _), (tl, tgr, _) in zip(in_place, theirs):
+        np.testing.assert_allclose(gl, tl, rtol=1e-10)
+        np.testing.assert_allclose(gg, tgr, rtol=1e-9)
+
+
+@pytest.mark.parametrize("op, refused", [("mul", True), ("div", True), ("sub", False),
+                                         ("add", False)])
+def test_an_elementwise_constant_changed_before_backward_as_pytorch(op, refused):
+    """Changed in place before the backward, a constant the backward reads is refused as
+    PyTorch refuses its saved operand; one no rule reads (``w - c``) is not."""
+    def run(lib):
+        c = lib.tensor(np.linspace(1.0, 2.0, 20_000))
+        w = lib.tensor(np.full(20_000, 0.5), requires_grad=True)
+        loss = getattr(w, op)(c).sum()
+        c.mul_(2.0)
+        loss.backward()
+        return w.grad.numpy().copy()
+
+    outcomes = []
+    for lib in (tg, torch):
+        try:
+            outcomes.append(run(lib))
+        except RuntimeError as e:
+            outcomes.append(str(e).replace("torch.", "tapegrad.").split(" instead.")[0])
+    assert isinstance(outcomes[0], str) == refused
+    if refused:
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
+
+
+# (torch.func's first use warns that torch.jit.script is deprecated)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_forward_mode_and_hessians_of_an_eager_call_fill_the_arena():
+    """A compiled function that runs eagerly (an in-place op) hands the transforms an eager
+    tape whose constants may be read in place: the tangent and curvature sweeps read the
+    arena as it is, so it is filled first (they gave zeros before)."""
+    c_value = np.linspace(0.5, 2.0, 5)
+
+    def program(lib, c):
+        def g(w):
+            h = w * 1.0
+            if lib is tg:
+                h.add_(0.0)   # (PyTorch's func transforms take it too; the value is the same)
+            return (h * c).sin().sum()
+        return g
+
+    w_value = np.linspace(-1.0, 1.0, 5)
+    with _in_place_from(2):
+        f = tg.compile(program(tg, tg.tensor(c_value)))
+        w = tg.tensor(w_value)
+        hess = tg.hessian(f)(w)
+        _, jv = tg.jvp(f, w, tg.ones(5))
+        assert f.stats.eager > 0
+    tc = torch.tensor(c_value)
+    tw = torch.tensor(w_value)
+    np.testing.assert_allclose(hess.numpy(), torch.func.hessian(program(torch, tc))(tw).numpy(),
+                               rtol=1e-12, atol=1e-15)
+    _, tjv = torch.func.jvp(program(torch, tc), (tw,), (torch.ones(5),))
+    np.testing.assert_allclose(jv.item(), tjv.item(), rtol=1e-12)

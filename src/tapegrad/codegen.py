@@ -1336,7 +1336,10 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
     summed = {int(cols[1][r]) for r in range(len(op)) if _numpy_sum(vt, r, numpy_from)}
     # (a call reads an argument where it is only through value_at: the matrix product's)
     called = _called_inputs(vt, read_in_place=(K.MATMUL,))
-    vt.direct = frozenset() if numpy_forward else frozenset(direct) - summed - called
+    # (an interpreted forward reads the arena, so a replay copies its arguments in; the
+    # backward alone of an eager tape reads where ext says: hot_tapes' large constants)
+    vt.direct = frozenset() if numpy_forward and forward else \
+        frozenset(direct) - summed - called
     _compile_entries(vt, need, forward=not numpy_forward)
     stages = [([], [])] if numpy_forward else _vector_forward(vt, stored, numpy_from)
     bwd, par = [], None

@@ -207,12 +207,12 @@ def _input_ref(tape, t):
 
 
 def _constant_in_place(tape, x):
-    """A record on ``tape`` for tensor x, an operand of a matrix product, that the product's
-    rules read where x is (``Tape.read_in_place``), or -1: x is then copied as ``_ref``
-    copies it.  Only a large eager constant of memory that only tapegrad writes (a data
-    matrix: copying W8's (10^5, 16) took 1.2 ms of a 3.8 ms step), which PyTorch would keep by
-    reference.  The record is not offered to later readers (``const_rec``): those read the
-    arena."""
+    """A record on ``tape`` for tensor x, an operand of a matrix product or of an elementwise
+    op (``_elementwise_ref``), that the op's rules read where x is (``Tape.read_in_place``),
+    or -1: x is then copied as ``_ref`` copies it.  Only a large eager constant of memory
+    that only tapegrad writes (a data matrix: copying W8's (10^5, 16) took 1.2 ms of a 3.8 ms
+    step), which PyTorch would keep by reference.  The record is not offered to later
+    readers (``const_rec``): those read the arena."""
     v = x._value
     if (x._tape is not None or x._rg or v.size < _tape_module.IN_PLACE_MIN
             or state.trace is not None or x._alias is not None or v.dtype is not _FLOAT64
@@ -222,6 +222,22 @@ def _constant_in_place(tape, x):
     r = tape.push(K.CONST, -1, -1, off, v.size)
     tape.read_in_place(r, x)
     return r
+
+
+def _elementwise_ref(tape, x, code):
+    """The record for operand x (of the output's shape) of a recorded op ``code``: a large
+    eager constant of an elementwise op is read where it is (``_constant_in_place``), as the
+    family's backward reads such a record (``elementwise._operand``) -- copying the data
+    of the tutorial's cubic fit (x, x**2, x**3, y at 10^5 points) onto the tape took a
+    fifth of its forward; anything else as ``_ref``.  Never one value: the sweep's chains
+    for one-element records read the arena only."""
+    n = x._value.size
+    if x._tape is None and not x._rg and n >= _tape_module.IN_PLACE_MIN and n > 1 \
+            and K.OPS[code].family == K.ELEMENTWISE:
+        r = _constant_in_place(tape, x)
+        if r >= 0:
+            return r
+    return _ref(tape, x)
 
 
 def _out(tape, shape, n):
@@ -527,15 +543,17 @@ def _binary(code, a, b, fn):
     if tape is None or tape.finished or tape.top + 3 * n + va.size + vb.size > tape.cap:
         tape = recording_tape(3 * n + va.size + vb.size)
     if same:
-        r0 = a._r if a._tape is tape else _ref(tape, a)
-        r1 = b._r if b._tape is tape else _ref(tape, b)
+        r0 = a._r if a._tape is tape else _elementwise_ref(tape, a, code)
+        r1 = b._r if b._tape is tape else _elementwise_ref(tape, b, code)
     else:
         # (_expanded_ref written out: a parameter times data is the common broadcast)
-        r0 = a._r if a._tape is tape else _ref(tape, a)
+        r0 = a._r if a._tape is tape else \
+            _elementwise_ref(tape, a, code) if va.shape == shape else _ref(tape, a)
         if va.shape != shape:
             r0 = _expansion(tape, r0, va, shape, n,
                             n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 0))
-        r1 = b._r if b._tape is tape else _ref(tape, b)
+        r1 = b._r if b._tape is tape else \
+            _elementwise_ref(tape, b, code) if vb.shape == shape else _ref(tape, b)
         if vb.shape != shape:
             r1 = _expansion(tape, r1, vb, shape, n,
                             n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 1))

@@ -668,6 +668,15 @@ def _leaf_records(tape, x):
     return [r for r, leaf in tape.leaves.items() if leaf is x]
 
 
+def _filled(tape):
+    """``tape``'s value arena with every value in it: the passes here read the arena as it
+    is, while an eager tape may read large constants where they are or leave broadcasts
+    unfilled (``Tape.fill_arena``) -- a compiled function that ran eagerly hands one here."""
+    if tape.ext_refs is not None or tape.unfilled is not None:
+        tape.fill_arena()
+    return tape.vals
+
+
 def _function_tangents(call, c, rows, dep, voff, size):
     """Write the tangents of an autograd.Function's outputs (``call``, custom record c, whose
     value is its inputs' values side by side) from ``jvp(ctx, *input tangents)``, per seed."""
@@ -740,13 +749,13 @@ def _tangents(tape, seeds, outs, n_seeds, tans=None):
         outputs = [r for r in call.outputs if r is not None]
         if not outputs:
             continue
-        bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, n_seeds,
+        bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, _filled(tape), tans, n_seeds,
                         stride, dep, lo, min(outputs))
         if bad >= 0:
             raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
         _function_tangents(call, c, rows, dep, voff, size)
         lo = min(outputs)
-    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, n_seeds,
+    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, _filled(tape), tans, n_seeds,
                     stride, dep, lo, len(op))
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
@@ -808,7 +817,7 @@ def _unit_rows(tape, x, out):
     for i in range(m):
         grads[:total] = 0.0
         grads[goff[r_out] + i] = 1.0
-        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT,
+        bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, _filled(tape), NO_EXT,
                       grads, need, r_out + 1, 0, 0)
         if bad >= 0:
             raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
@@ -923,7 +932,7 @@ def _curvature(tape, x, y, seeds, tans=None):
         return np.zeros((k, n))
     grads = np.zeros(total)
     grads[goff[r_out]] = 1.0
-    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT, grads,
+    bad = K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, _filled(tape), NO_EXT, grads,
                   need, r_out + 1, 0, 0)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no backward rule")
@@ -935,16 +944,16 @@ def _curvature(tape, x, y, seeds, tans=None):
     for r in leaves:
         dep[r] = 1
         rows[:, voff[r]:voff[r] + n] = seeds
-    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, tape.vals, tans, k, stride,
+    bad = K.tangent(op, a0, a1, voff, size, ip, fp, aux, faux, _filled(tape), tans, k, stride,
                     dep, 0, r_out + 1)
     if bad >= 0:
         raise RuntimeError(f"internal error: opcode {op[bad]} has no tangent rule")
     dgrads = np.zeros((k, total))
-    bad = K.curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, grads, tans,
+    bad = K.curvature(op, a0, a1, voff, goff, size, ip, fp, aux, faux, _filled(tape), grads, tans,
                       stride, dgrads, need, r_out + 1, 0)
     if bad < 0:
         for s in range(k):
-            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, tape.vals, NO_EXT,
+            K.sweep(op, a0, a1, voff, goff, size, ip, fp, aux, faux, _filled(tape), NO_EXT,
                     dgrads[s], need, r_out + 1, 0, 0)
     del cols, op, a0, a1, voff, size, ip, fp, aux, faux
     if bad >= 0:

@@ -15,7 +15,10 @@ the interpreter's (codegen's contract, up to the sign of a zero gradient).
 """
 from collections import OrderedDict
 
+import numpy as np
+
 from . import ops as K
+from .tape import IN_PLACE_MIN
 
 # A tape gets generated loops from this many values (replay._GENERATE_MIN_VALUES): below it
 # the interpreter's passes are cheap, and the key costs a few microseconds a backward.
@@ -152,7 +155,11 @@ def _build(cols, seeds, plan):
     if not (size[cols[0] > K.EXTERN] > 1).any():
         return "a tape of numbers: the interpreter's chains sweep it"
     try:
-        prog = codegen.build(cols, None, seeds, plan, backward_only=True)
+        # (a large constant an elementwise op reads may be read where it is, in this sweep
+        # or a later one of the same columns: the loops look at ext, functional._binary)
+        op = cols[0]
+        direct = frozenset(np.flatnonzero((op == K.CONST) & (size >= IN_PLACE_MIN)).tolist())
+        prog = codegen.build(cols, None, seeds, plan, direct=direct, backward_only=True)
     except codegen.Unsupported as e:
         return str(e)
     # its own copies of the side columns: the tape's are views of arrays that tape owns,

@@ -42,13 +42,15 @@ def aligned_empty(n):
 
 # The ``ext`` of a tape whose values are all in its arena: the kernels read a value in place
 # only where a replay (its arguments) or the eager recorder (large constants of matrix
-# products) says so, and only matrix products read through it (ops.value_at).
+# products and elementwise ops) says so, and only those ops' backward rules and generated
+# loops read through it (ops.value_at, elementwise._operand, codegen's ``direct``).
 NO_EXT = np.zeros(0, dtype=np.int64)
-# Values of at least this many elements that only matrix products read are read where they
-# are, not copied into the arena: a replay's arguments (replay.Variant.read_in_place; W3's
-# data and first weights are 3.8 MB, a quarter of a millisecond of copying per step) and an
-# eager product's constant operand (``Tape.read_in_place``: W8's (10^5, 16) feature matrix,
-# 1.2 ms of a 3.8 ms step).  Below it the copy is cheaper than looking up the address.
+# Values of at least this many elements that only such ops read are read where they are,
+# not copied into the arena: a replay's arguments (replay.Variant.read_in_place; W3's data
+# and first weights are 3.8 MB, a quarter of a millisecond of copying per step) and an eager
+# op's constant operand (``Tape.read_in_place``: W8's (10^5, 16) feature matrix, 1.2 ms of a
+# 3.8 ms step; the cubic fit's x, x**2, x**3 and y, a fifth of its forward at 10^5 points).
+# Below it the copy is cheaper than looking up the address.
 IN_PLACE_MIN = 16384
 _NONE = frozenset()
 
@@ -252,8 +254,8 @@ class Tape:
 
     def read_in_place(self, r, x):
         """Record r, a constant just pushed with its arena slot left unfilled, is tensor x's
-        value, which matrix products read where it is (``ext``): as PyTorch keeps a product's
-        operand, by reference and version -- a backward that reads it after an in-place
+        value, which the op reading it (a matrix product, an elementwise op) reads where it
+        is (``ext``): as PyTorch keeps a saved operand, by reference and version -- a backward that reads it after an in-place
         change raises (``autograd._check_versions``).  Anything else that reads the arena as
         it is calls ``fill_arena`` first."""
         v = x._value

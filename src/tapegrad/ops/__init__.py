@@ -28,7 +28,7 @@ import threading as _threading
 
 import numpy as _np
 
-from .table import LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
+from .table import ELEMENTWISE, LINEAR, OPS, READS_OUT, READS_X0, READS_X1, OpInfo  # noqa: F401
 from .elementwise import (ABS, ACOS, ACOSH, ADD, ADD_S, ASIN, ASINH, ATAN,  # noqa: F401
                           ATANH, CEIL, CLAMP, CLAMP_MAX, CLAMP_MIN, COS, COSH, DIV, DIV_S, ERF,
                           ERFC, EXP, EXP2, EXPM1, FLOOR, FRAC, LOG, LOG10, LOG1P, LOG2,

@@ -39,7 +39,7 @@ _UNPACKED = {
 }
 # the elementwise family's loops (elementwise.py) take fewer
 _EW = {
-    "backward": "a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, x, y",
+    "backward": "a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, x, y",
     "forward": "a0, a1, voff, size, ip, fp, faux, vals",
     "tangent": "a0, a1, voff, size, ip, fp, faux, vals, tans, b, d0, d1",
     "curvature": "a0, voff, goff, size, ip, fp, faux, vals, grads, tans, b, dg",

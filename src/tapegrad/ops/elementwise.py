@@ -27,6 +27,7 @@ import operator
 import numpy as np
 
 from .._config import inline, kernel, rule
+from .memory import view_f64
 from .table import (ELEMENTWISE, LINEAR, READS_OUT, READS_X0, READS_X1, constants, declare)
 
 
@@ -73,9 +74,19 @@ def _accumulate(gx, keep, g, x0, x1, x2, out, c, p0, p1, vjp):
         gx[i] = (gx[i] if keep else -0.0) + vjp(g[i], x0[i], x1[i], x2[i], out[i], c, p0, p1)
 
 
+@inline
+def _operand(vals, voff, ext, s, n):
+    """Record s's n values: in the arena, or, where ``ext[s]`` holds an address, where they
+    are -- a large eager constant an op reads in place (``functional._binary``; only such an
+    op's record reads it, and every reader of the arena as it is fills it first)."""
+    if s < ext.size and ext[s] != 0:
+        return view_f64(ext[s], n)
+    return _seg(vals, voff[s], n)
+
+
 @rule
-def backward1(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0, beta1,
-              vjp0, params):
+def backward1(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1, vjp0, params):
     """A one-input op's backward: gx0 += vjp0(...) (written where beta0 is 0)."""
     n = size[r]
     p0, p1 = _params(r, ip, faux, params)
@@ -85,11 +96,14 @@ def backward1(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need,
 
 
 @rule
-def backward2(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, grads, need, beta0, beta1,
-              vjp0, vjp1, cond):
+def backward2(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
+              beta1, vjp0, vjp1, cond):
     """A two-input op's backward, for each input that needs a gradient."""
     n = size[r]
-    out, x0, x1, x2 = _operands(r, a0, a1, voff, size, ip, vals, True, cond)
+    out = _seg(vals, voff[r], n)
+    x0 = _operand(vals, voff, ext, a0[r], n)
+    x1 = _operand(vals, voff, ext, a1[r], n)
+    x2 = _seg(vals, voff[ip[r]], n) if cond else x0
     g = _seg(grads, goff[r], n)
     c = fp[r]
     s0, s1 = a0[r], a1[r]

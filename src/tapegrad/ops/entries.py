@@ -18,14 +18,14 @@ tangent's input-dependence bits.
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import cgutils, types
+from numba.core import types
 from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
 
 from .. import _config
 from .._config import inline
 from . import table as T
+from .memory import view_f64, view_i64, view_u8  # noqa: F401  (generated entries use them)
 
 # the passes, rows of TABLE
 BACKWARD, FORWARD, TANGENT, CURVATURE = range(4)
@@ -62,41 +62,12 @@ def _call_address(typingctx, address, r, context, x, y, b, flags):
     return sig, codegen
 
 
-def _view_of(dtype):
-    """An intrinsic ``view(address, length)``: ``length`` values of ``dtype`` at ``address``
-    as a C-contiguous 1-D array that owns nothing (the caller keeps the memory alive).
-    ``numba.carray`` does the same through an overload that numba types and compiles anew at
-    every call site: 13 such views, alone in a function, compiled in 0.55 s, this intrinsic's
-    in 0.15 s (in an entry, whose rule takes most of its compile, 0-0.15 s less a compile)."""
-    array_type = types.Array(dtype, 1, "C")
-
-    @intrinsic
-    def view(typingctx, address, length):
-        sig = array_type(types.int64, types.int64)
-
-        def codegen(context, builder, signature, args):
-            data_type = context.get_data_type(dtype)
-            itemsize = cgutils.intp_t(context.get_abi_sizeof(data_type))
-            array = make_array(array_type)(context, builder)
-            populate_array(array, data=builder.inttoptr(args[0], data_type.as_pointer()),
-                           shape=[args[1]], strides=[itemsize], itemsize=itemsize,
-                           meminfo=None)
-            return array._getvalue()
-        return sig, codegen
-    return view
-
-
 @inline
 def call(entry, r, context, x, y, b, flags):
     """Call ``entry`` (an address from TABLE) for record r with the context array itself:
     passing the array, not its address, keeps it alive until the last call (numba frees an
     array after its last use, and an entry reading a freed context reads garbage)."""
     return _call_address(entry, r, context.ctypes.data, x, y, b, flags)
-
-
-view_i64 = _view_of(types.int64)
-view_f64 = _view_of(types.float64)
-view_u8 = _view_of(types.uint8)
 
 
 @inline
