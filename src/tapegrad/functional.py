@@ -211,16 +211,21 @@ def _constant_in_place(tape, x):
     op (``_elementwise_ref``), that the op's rules read where x is (``Tape.read_in_place``),
     or -1: x is then copied as ``_ref`` copies it.  Only a large eager constant of memory
     that only tapegrad writes (a data matrix: copying W8's (10^5, 16) took 1.2 ms of a 3.8 ms
-    step), which PyTorch would keep by reference.  The record is not offered to later
-    readers (``const_rec``): those read the arena."""
+    step), which PyTorch would keep by reference.  The record is offered to later readers of
+    the same kinds only (under its own key in ``const_rec``): others read the arena."""
     v = x._value
     if (x._tape is not None or x._rg or v.size < _tape_module.IN_PLACE_MIN
             or state.trace is not None or x._alias is not None or v.dtype is not _FLOAT64
             or not v.flags.c_contiguous or (_EXPOSED and numpy_holds(x))):
         return -1
+    key = (id(x), "in place")
+    hit = tape.const_rec.get(key)
+    if hit is not None and hit[1] == x._version and hit[2]() is v:
+        return hit[0]   # (a loop of ops reading the same data: one record, not one each)
     off = tape.alloc(v.size)   # (its slot: Tape.fill_arena fills it for readers of the arena)
     r = tape.push(K.CONST, -1, -1, off, v.size)
     tape.read_in_place(r, x)
+    tape.const_rec[key] = (r, x._version, _value_ref(v))
     return r
 
 

@@ -189,7 +189,9 @@ class Tape:
         self.freed = None        # bool mask of records whose saved values a backward released
         self.leaves = {}         # record -> leaf Tensor
         self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
-        self.const_rec = {}      # id(constant) -> the same, for tensors without grad (eager)
+        # id(constant) -> the same, for tensors without grad (eager); (id, "in place") for
+        # the records that read one where it is (functional._constant_in_place)
+        self.const_rec = {}
         self.externs = {}        # record -> (older tape's id, its record)
         self.extern_rec = {}     # (older tape id, its record) -> (record, version copied)
         # Older tapes are reached by id and weak reference only.  A tape that held them
