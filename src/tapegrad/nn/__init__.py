@@ -32,6 +32,10 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
                           TransformerEncoder, TransformerEncoderLayer)
 from . import parameter, utils
 from .modules import Buffer
+from .parameter import UninitializedBuffer, UninitializedParameter
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
 
 __all__ = [
     "functional", "init", "parameter", "utils", "Module", "Parameter", "Buffer", "Sequential",
@@ -62,6 +66,10 @@ __all__ = [
     "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
     "Transformer",
     "TransformerDecoderLayer", "TransformerDecoder", "UpsamplingBilinear2d", "PixelUnshuffle",
+    "UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d",
+    "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+    "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d",
 ]
 
 
