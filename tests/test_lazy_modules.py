@@ -294,3 +294,19 @@ def test_an_unbatched_instance_norm_reads_its_features_from_dimension_1_as_pytor
         outcomes.append(_outcome(lambda: norm(lib.ones(3, 5))))
         outcomes.append(norm.num_features)
     assert outcomes[0] == outcomes[2] and outcomes[1] == outcomes[3]
+
+
+def test_an_uninitialized_state_dict_saves_and_loads_as_pytorchs_pickle_does(tmp_path):
+    results = []
+    for lib in (tg, torch):
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save(lib.nn.LazyBatchNorm2d().state_dict(), path)
+        # (PyTorch's default weights_only=True refuses the class; tapegrad's file is data
+        # either way and loads it with or without)
+        loaded = lib.load(path, weights_only=False)
+        fresh = lib.nn.LazyBatchNorm2d()
+        fresh.load_state_dict(loaded)
+        results.append(([(k, repr(v)) for k, v in loaded.items()],
+                        [v.requires_grad for v in loaded.values()],
+                        fresh.has_uninitialized_params()))
+    assert results[0] == results[1]
