@@ -18,7 +18,7 @@ from .conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, Adap
                    MaxUnpool2d, MaxUnpool3d, LPPool1d, LPPool2d, LPPool3d)
 from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
                      MultiheadAttention, PairwiseDistance, Unfold)
-from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
+from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
@@ -69,7 +69,7 @@ __all__ = [
     "UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d",
     "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
     "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
-    "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "CTCLoss",
 ]
 
 
