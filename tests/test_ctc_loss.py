@@ -211,6 +211,10 @@ BAD = [
     "F.ctc_loss(lp, t > 1, (5, 4), (3, 2))",
     "F.ctc_loss(lp, t, [5, 4], [3, 2])",
     "F.ctc_loss(lp, t, lib.tensor([5, 4], dtype=lib.int32), lib.tensor([3, 2]))",
+    "F.ctc_loss(lp.long(), t, (5, 4), (3, 2))",
+    "F.ctc_loss(lp.bool(), t, (5,), (3, 2))",
+    "F.ctc_loss(lp[:0], t, (5, 4), (3, 2))",
+    "F.ctc_loss(lp[:, :, :0], t, (5, 4), (3, 2), blank=3)",
     "F.ctc_loss(lp, t, (0, 4), (0, 2))",
     "F.ctc_loss(lp, t, (5, 4), (0, 0), reduction='none')",
 ]

@@ -382,6 +382,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tl = _lengths(target_lengths, "target_lengths")
     batched = log_probs.dim() == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)
+    if lp._value.dtype.kind != "f":
+        raise NotImplementedError(
+            f"\"ctc_loss_cpu\" not implemented for '{lp.dtype.scalar_name}'")
+    if lp._value.size == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
     flat, offsets, il, tl, blank = _plan(lp, targets, il, tl, blank)
     plan = (flat, offsets, il, tl, blank, bool(zero_infinity))
     if lp.requires_grad and tg.is_grad_enabled():
