@@ -310,3 +310,29 @@ def test_an_uninitialized_state_dict_saves_and_loads_as_pytorchs_pickle_does(tmp
                         [v.requires_grad for v in loaded.values()],
                         fresh.has_uninitialized_params()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("optimizer,options", [("SGD", dict(lr=0.1, momentum=0.9)),
+                                               ("Adam", dict(lr=0.1)),
+                                               ("RMSprop", dict(lr=0.01))])
+def test_an_optimizer_made_before_the_first_call_trains_as_pytorchs(optimizer, options):
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    trained = []
+    for lib in (tg, torch):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.LazyLinear(4), lib.nn.Tanh(), lib.nn.LazyLinear(1))
+        opt = getattr(lib.optim, optimizer)(model.parameters(), **options)
+        for _ in range(3):
+            opt.zero_grad()
+            model(lib.tensor(x)).pow(2).sum().backward()
+            opt.step()
+        trained.append([p.detach().numpy().copy() for p in model.parameters()])
+    for a, b in zip(*trained):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_the_modules_offer_pytorchs_names():
+    assert sorted(tg.nn.parameter.__all__) == sorted(torch.nn.parameter.__all__)
+    assert tg.nn.modules.lazy.__all__[0] == "LazyModuleMixin"
+    lazy_names = [n for n in dir(torch.nn) if n.startswith("Lazy")]
+    assert [n for n in lazy_names if not hasattr(tg.nn, n)] == []

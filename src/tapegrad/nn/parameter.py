@@ -12,7 +12,8 @@ from tapegrad.tensor import Tensor
 
 from .modules import Buffer, Parameter
 
-__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy",
+           "UninitializedTensorMixin"]
 
 # The methods PyTorch lets an uninitialized tensor call (its _allowed_methods); properties
 # (dtype, requires_grad, grad, data, ...) are allowed too, and read the empty value
