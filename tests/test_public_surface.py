@@ -21,7 +21,7 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.distributions.constraints", "tapegrad.random",
                   "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck", "tapegrad.jit",
                   "tapegrad.amp", "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler",
-                  "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp"]
+                  "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp", "tapegrad.nn.lazy"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

@@ -7,8 +7,8 @@ of plain data instead:
 - ``tapegrad_save/structure.json`` -- the object as JSON: numbers, strings, booleans and None
   as themselves; everything else as a one-key object naming what it is (``{"list": [...]}``,
   ``{"tuple": [...]}``, ``{"dict": [[key, value], ...]}``, ``{"tensor": 0, "requires_grad":
-  false}``, ...), so that tuples, integer dict keys, ``OrderedDict`` and ``Parameter`` come
-  back as they went in;
+  false}``, ...), so that tuples, integer dict keys, ``OrderedDict``, ``Parameter`` and the
+  uninitialized parameters and buffers of lazy modules come back as they went in;
 - ``tapegrad_save/arrays/<n>.npy`` -- the values of the tensors (and NumPy arrays), read back
   with ``allow_pickle=False``.
 
@@ -105,8 +105,13 @@ class _Writer:
         if isinstance(x, Tensor):
             value = x._value
             from .nn import Parameter
-            node = {"parameter" if isinstance(x, Parameter) else "tensor": len(self.arrays),
-                    "requires_grad": bool(x.requires_grad)}
+            from .nn.parameter import UninitializedBuffer, UninitializedParameter
+            # (an uninitialized one, a lazy module's before its first call, keeps its class
+            # and dtype, as PyTorch's pickle keeps them)
+            kind = "uninitialized_parameter" if isinstance(x, UninitializedParameter) else \
+                "uninitialized_buffer" if isinstance(x, UninitializedBuffer) else \
+                "parameter" if isinstance(x, Parameter) else "tensor"
+            node = {kind: len(self.arrays), "requires_grad": bool(x.requires_grad)}
         else:
             value = x
             node = {"ndarray": len(self.arrays)}
@@ -203,7 +208,7 @@ class _Reader:
                     _fail(f"an unhashable dict key of type {type(key).__name__}")
                 out[key] = self.node(pair[1])
             return out
-        if kind in ("tensor", "parameter"):
+        if kind in ("tensor", "parameter", "uninitialized_parameter", "uninitialized_buffer"):
             if set(n) != {kind, "requires_grad"} or not isinstance(n["requires_grad"], bool):
                 _fail(f"a malformed {kind} node")
             return self._array(n[kind], kind, n["requires_grad"])
@@ -263,6 +268,13 @@ class _Reader:
         elif kind == "parameter":
             from .nn import Parameter
             obj = Parameter(Tensor._make(value), requires_grad)
+        elif kind.startswith("uninitialized_"):
+            from .nn.parameter import UninitializedBuffer, UninitializedParameter
+            if value.size or value.dtype.kind != "f":
+                _fail(f"array {index} of an uninitialized tensor holds values")
+            made = UninitializedParameter if kind == "uninitialized_parameter" else \
+                UninitializedBuffer
+            obj = made(requires_grad, dtype=_dtype.from_numpy_dtype(value.dtype))
         else:
             if requires_grad and value.dtype.kind != "f":
                 _fail(f"an integer tensor (array {index}) marked as requiring grad")

@@ -19,6 +19,7 @@ from tapegrad.tensor import _wrap_dim, read_value
 _named = _elementwise.named_node
 
 from .grid_sampling import affine_grid, grid_sample  # noqa: E402,F401 - spatial transformers
+from .ctc import ctc_loss  # noqa: E402,F401 - the CTC loss, one op with its own backward
 
 __all__ = [
     "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
@@ -42,7 +43,7 @@ __all__ = [
     "local_response_norm", "adaptive_max_pool3d", "affine_grid", "grid_sample",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax", "pixel_unshuffle",
+    "gumbel_softmax", "pixel_unshuffle", "ctc_loss",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -6,7 +6,7 @@ from .modules import _Loss
 __all__ = [
     "HuberLoss", "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
-    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss", "CTCLoss",
 ]
 
 
@@ -16,6 +16,31 @@ class _LegacyLoss(_Loss):
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss: ``F.ctc_loss`` with this module's
+    ``blank``, ``reduction`` and ``zero_infinity``.
+
+    Shape: ``log_probs`` (T, N, C) or (T, C), ``targets`` (N, S) or the samples' labels
+    concatenated, one input and one target length per sample -> ``()`` ((N,) with
+    ``"none"``).
+
+    Example:
+        >>> loss = nn.CTCLoss()
+        >>> log_probs = tg.full((3, 1, 2), 0.5).log()
+        >>> loss(log_probs, tg.tensor([[1]]), tg.tensor([3]), tg.tensor([1]))
+        tensor(0.2877)
+    """
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
 
 
 class HuberLoss(_Loss):

@@ -843,17 +843,22 @@ class Module:
         ``keep_vars``)."""
         if destination is None:
             destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own parameters and persistent buffers into ``destination`` (a lazy
+        module overrides it to keep its uninitialized ones as they are)."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
-        return destination
 
     def _local_state(self):
         state = OrderedDict((k, v) for k, v in self._parameters.items() if v is not None)
@@ -869,6 +874,9 @@ class Module:
                 missing.append(key)
                 continue
             source = state_dict[key]
+            if getattr(source, "cls_to_become", None) is not None and \
+                    getattr(target, "cls_to_become", None) is None:
+                source.shape    # an uninitialized source has no shape: PyTorch's error
             if isinstance(source, Tensor):
                 value = source._value
             elif isinstance(source, np.ndarray):
