@@ -203,11 +203,13 @@ def _eager_products(lib, X, w, s):
             + (lib.stack([X, X]) @ w).sum() + (s * X).sum())
 
 
-def _eager_run(lib, X_value, w_value, create_graph=False):
+def _eager_run(lib, X_value, w_value, create_graph=False, program=_eager_products, s=0.5):
+    """(loss, w's and s's gradients) of ``program(lib, X, w, s)`` with constant X, and how
+    many records read a constant in place."""
     X = lib.tensor(X_value)
     w = lib.tensor(w_value, requires_grad=True)
-    s = lib.tensor(0.5, requires_grad=True)
-    loss = _eager_products(lib, X, w, s)
+    s = lib.tensor(s, requires_grad=True)
+    loss = program(lib, X, w, s)
     in_place = len(loss._tape.ext_refs or ()) if lib is tg else None
     if create_graph:
         gw, = lib.autograd.grad(loss, w, create_graph=True)
@@ -335,17 +337,7 @@ ELEMENTWISE_IN_PLACE = 3
 
 
 def _elementwise_run(lib, c_value, w_value, create_graph=False):
-    c = lib.tensor(c_value)
-    w = lib.tensor(w_value, requires_grad=True)
-    s = lib.tensor(0.75, requires_grad=True)
-    loss = _elementwise_program(lib, c, w, s)
-    in_place = len(loss._tape.ext_refs or ()) if lib is tg else None
-    if create_graph:
-        gw, = lib.autograd.grad(loss, w, create_graph=True)
-        ((gw * gw).sum() * s).backward()
-    else:
-        loss.backward()
-    return (loss.item(), w.grad.numpy().copy(), s.grad.numpy().copy()), in_place
+    return _eager_run(lib, c_value, w_value, create_graph, _elementwise_program, 0.75)
 
 
 @given(n=st.integers(2, 40), seed=st.integers(0, 2**31 - 1), create_graph=st.booleans())
