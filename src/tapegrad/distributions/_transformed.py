@@ -192,7 +192,7 @@ class LogNormal(TransformedDistribution):
 
 
 class HalfNormal(TransformedDistribution):
-    """The distribution of |X| for X normal with mean 0 and deviation ``scale``.
+    """The distribution of ``abs(X)`` for X normal with mean 0 and deviation ``scale``.
 
     Example:
         >>> from tapegrad.distributions import HalfNormal

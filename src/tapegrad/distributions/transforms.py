@@ -575,7 +575,7 @@ class TanhTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """y = |x| (not injective: its inverse is the identity).
+    """y = ``abs(x)`` (not injective: its inverse is the identity).
 
     Example:
         >>> from tapegrad.distributions.transforms import AbsTransform
