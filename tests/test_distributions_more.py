@@ -502,3 +502,25 @@ def test_regularised_incomplete_gamma_and_gamma_cdf(fn, seed, large):
             close(u, v, rtol=rtol)
         else:
             assert same_text(u, v), (u, v)
+
+
+def test_the_top_level_samplers_are_pytorchs():
+    conc = np.array([[0.3, 2.0, 7.5], [1.0, 0.05, 40.0]])
+    out = []
+    for m in (tg, torch):
+        c = m.tensor(conc, requires_grad=True)
+        m.manual_seed(11)
+        g = m._standard_gamma(c)
+        d = m._sample_dirichlet(c.detach())
+        b = m.binomial(m.tensor([[3.0, 40.0, 200.0]] * 2), m.tensor([[0.2] * 3, [0.7] * 3]))
+        gg = m._standard_gamma_grad(c.detach(), g.detach())
+        dg = m._dirichlet_grad(d, c.detach(), c.detach().sum(-1, True).expand(2, 3))
+        ig = (m.igamma(c.detach(), g.detach() + 0.5), m.igammac(c.detach(), g.detach()))
+        grad = m.autograd.grad(g.sum(), [c])[0]
+        out.append((g, d, b, gg, dg, grad) + ig + (type(g.grad_fn).__name__,))
+    ours, theirs = out
+    for u, v in zip(ours[:6], theirs[:6]):
+        same_bits(u, v)
+    for u, v in zip(ours[6:8], theirs[6:8]):
+        close(u, v, rtol=1e-8)                  # (a = 40: see the test above)
+    assert ours[8] == theirs[8] == "StandardGammaBackward0"

@@ -59,7 +59,8 @@ def standard_gamma(alpha, generator=None):
 
 
 def standard_gamma_grad(alpha, x):
-    """d x / d alpha of Gamma(alpha, 1) draws ``x`` at a fixed CDF value (no gradient)."""
+    """d x / d alpha of Gamma(alpha, 1) draws ``x`` at a fixed CDF value (no gradient), as
+    ``torch._standard_gamma_grad``."""
     return tg.tensor(S.standard_gamma_grad_array(_values(alpha), _values(x)), dtype=x.dtype)
 
 
@@ -100,7 +101,12 @@ Dirichlet = _Dirichlet
 
 def binomial(count, prob, generator=None):
     """Binomial draws with ``count`` trials of success probability ``prob`` (broadcast),
-    as ``torch.binomial``: PyTorch's numbers after the same seed, no gradient."""
+    as ``torch.binomial``: PyTorch's numbers after the same seed, no gradient.
+
+    Example:
+        >>> tg.binomial(tg.tensor([0.0, 5.0, 5.0]), tg.tensor([0.5, 0.0, 1.0]))
+        tensor([0., 0., 5.])
+    """
     _float_only(count, "binomial_cpu")
     shape = tg.broadcast_shapes(tuple(count.shape), tuple(prob.shape))
     c = np.broadcast_to(_values(count), shape)
