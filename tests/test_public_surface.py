@@ -18,7 +18,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.special", "tapegrad.linalg", "tapegrad.backends",
                   "tapegrad.backends.cudnn", "tapegrad.backends.cuda",
                   "tapegrad.utils.checkpoint", "tapegrad.distributions",
-                  "tapegrad.distributions.constraints", "tapegrad.random",
+                  "tapegrad.distributions.constraints", "tapegrad.distributions.transforms",
+                  "tapegrad.distributions.constraint_registry", "tapegrad.random",
                   "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck", "tapegrad.jit",
                   "tapegrad.amp", "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler",
                   "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp", "tapegrad.nn.lazy"]

@@ -123,6 +123,13 @@ _sys.modules[__name__ + ".autograd.gradcheck"] = _gradcheck
 from . import testing  # noqa: E402,F401
 from . import viz  # noqa: E402,F401 - imports graphviz only when a graph is drawn
 from . import distributions  # noqa: E402,F401
+# torch.binomial, torch.igamma/igammac and the private samplers torch.distributions calls
+from .distributions._ops import binomial  # noqa: E402,F401
+from .distributions._ops import dirichlet_grad as _dirichlet_grad  # noqa: E402,F401
+from .distributions._ops import sample_dirichlet as _sample_dirichlet  # noqa: E402,F401
+from .distributions._ops import standard_gamma as _standard_gamma  # noqa: E402,F401
+from .distributions._ops import standard_gamma_grad as _standard_gamma_grad  # noqa: E402,F401
+from .special import gammainc as igamma, gammaincc as igammac  # noqa: E402,F401
 from . import random, version  # noqa: E402,F401,A004 - torch.random, torch.version
 from .settings import *  # noqa: E402,F401,F403 - set_default_device, ... (its __all__)
 from .legacy import *  # noqa: E402,F401,F403 - DoubleTensor, LongTensor, ... (its __all__)

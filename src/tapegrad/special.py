@@ -14,7 +14,7 @@ from ._public import public_dir
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "expit", "logit", "exp2", "expm1", "log1p",
            "gammaln", "digamma", "psi", "polygamma", "multigammaln", "xlogy", "xlog1py",
            "sinc", "entr", "ndtr", "ndtri", "log_ndtr", "logsumexp", "softmax",
-           "log_softmax", "round", "i0", "i0e", "i1", "i1e"]
+           "log_softmax", "round", "i0", "i0e", "i1", "i1e", "gammainc", "gammaincc"]
 
 erf = F.erf
 erfc = F.erfc
@@ -144,6 +144,80 @@ def erfcx(input):  # noqa: A002
     direct = F.mul(F.exp(F.mul(x_direct, x_direct)), F.erfc(x_direct))
     tail = F.div(_tail_series(x_tail), F.mul(x_tail, math.sqrt(math.pi)))
     return F.where(high, tail, direct)
+
+
+def _regularised_gamma(upper):
+    # P(a, x) (Q(a, x) for upper) by SciPy's Cephes-derived igam/igamc, with PyTorch's
+    # gradient for x: the gamma density (its negative for Q).  PyTorch has none for a and
+    # raises when a sweep needs it; a custom backward here cannot tell which inputs the
+    # sweep needs, so it raises PyTorch's error when x needs no gradient (a's is then what
+    # was asked for) and otherwise leaves a without one
+    from scipy import special as scipy_special
+
+    from .function import BackwardCFunction, Function
+    from .tensor import Tensor
+
+    name = "igammac" if upper else "igamma"
+    evaluate = scipy_special.gammaincc if upper else scipy_special.gammainc
+
+    class _Regularised(Function):
+        @staticmethod
+        def forward(ctx, a, x):
+            ctx.save_for_backward(a, x)
+            va, vx = a.detach().numpy(), x.detach().numpy()
+            with np.errstate(all="ignore"):
+                return Tensor._make(np.asarray(evaluate(va, vx), dtype=np.result_type(va, vx)))
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, x = ctx.saved_tensors
+            if ctx.needs_input_grad[0] and not ctx.needs_input_grad[1]:
+                raise NotImplementedError(f"the derivative for '{name}: input' is not "
+                                          "implemented.")
+            density = F.exp(F.sub(F.sub(F.mul(F.sub(a, 1.0), F.log(x)), x), F.lgamma(a)))
+            g = F.mul(grad, density)
+            return None, (F.neg(g) if upper else g)
+
+    _Regularised._backward_cls = type(
+        ("Igammac" if upper else "Igamma") + "Backward0", (BackwardCFunction,),
+        {"__slots__": (), "__module__": "tapegrad.autograd.function",
+         "__repr__": lambda self: f"<{type(self).__name__} object at {hex(id(self))}>"})
+    return _Regularised
+
+
+_REGULARISED = {}
+
+
+def _regularised(upper, input, other):  # noqa: A002
+    if upper not in _REGULARISED:
+        _REGULARISED[upper] = _regularised_gamma(upper)
+    a, x = _tensor(input), _tensor(other)
+    shape = D.broadcast_shapes(tuple(a.shape), tuple(x.shape))
+    a, x = (t if tuple(t.shape) == shape else t.expand(shape) for t in (a, x))
+    return _REGULARISED[upper].apply(a, x)
+
+
+def gammainc(input, other):  # noqa: A002
+    """The regularised lower incomplete gamma function P(a, x) (``torch.special.gammainc``,
+    ``torch.igamma``); differentiable in x only, as in PyTorch.  Within about 1e-14 of
+    PyTorch's for a < 20, about 2e-9 above (where the two use different expansions).
+
+    Example:
+        >>> tg.special.gammainc(tg.tensor([1.0]), tg.tensor([1.0]))
+        tensor([0.6321])
+    """
+    return _regularised(False, input, other)
+
+
+def gammaincc(input, other):  # noqa: A002
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x)
+    (``torch.special.gammaincc``, ``torch.igammac``); differentiable in x only.
+
+    Example:
+        >>> tg.special.gammaincc(tg.tensor([1.0]), tg.tensor([1.0]))
+        tensor([0.3679])
+    """
+    return _regularised(True, input, other)
 
 
 __dir__ = public_dir(globals())   # tab completion offers __all__, not the imports

@@ -9,16 +9,22 @@ Example:
     >>> D.kl_divergence(q, D.Normal(0.0, 1.0))
     tensor([0., 0.])
 """
-from . import constraints
+from . import constraints, transforms
 from .distribution import Distribution
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._multivariate import MultivariateNormal
+from ._gamma import Beta, Chi2, Dirichlet, Gamma
+from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, LogNormal, Poisson,
+                           StudentT, TransformedDistribution)
+from .constraint_registry import biject_to, transform_to
 from .kl import kl_divergence, register_kl
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily",
-           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical",
-           "Uniform", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "StudentT", "TransformedDistribution", "Uniform",
+           "biject_to", "kl_divergence", "register_kl", "transform_to"]
 
 from .._public import public_dir as _public_dir  # noqa: E402
-__dir__ = _public_dir(globals(), ("constraints",))
+__dir__ = _public_dir(globals(), ("constraints", "constraint_registry", "transforms"))

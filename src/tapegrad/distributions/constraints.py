@@ -288,3 +288,49 @@ class _PositiveDefinite(Constraint):
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 __all__ += ["lower_cholesky", "positive_definite"]
+
+
+class _IntegerGreaterThan(Constraint):
+    """The integers from ``lower_bound`` on.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.nonnegative_integer.check(tg.tensor([0.0, 1.5, -1.0]))
+        tensor([ True, False, False])
+    """
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _HalfOpenInterval(Constraint):
+    """The half-open interval ``[lower_bound, upper_bound)``.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.half_open_interval(0.0, 1.0).check(tg.tensor([0.0, 1.0]))
+        tensor([ True, False])
+    """
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+    def __repr__(self):
+        return (f"{type(self).__name__[1:]}(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
+
+
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+half_open_interval = _HalfOpenInterval
+__all__ += ["half_open_interval", "nonnegative_integer", "positive_integer"]
