@@ -42,7 +42,7 @@ __all__ = [
     "local_response_norm", "adaptive_max_pool3d", "affine_grid", "grid_sample",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax", "pixel_unshuffle",
+    "gumbel_softmax", "pixel_unshuffle", "pdist",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -1501,6 +1501,18 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     diff = x1 - x2
     shifted = _named(diff + eps, "AddBackward1", diff)
     return _named(tg.norm(shifted, p, dim, keepdim), "NormBackward1", shifted)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The ``p``-norm distance between each pair of rows ``i < j`` of an ``(N, M)`` matrix,
+    as a flat ``(N (N - 1) / 2,)`` tensor in row order (``tapegrad.pdist``; one node,
+    ``PdistBackward0``).
+
+    Example:
+        >>> F.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]), p=1)
+        tensor([7., 1., 6.])
+    """
+    return tg.pdist(input, p)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
