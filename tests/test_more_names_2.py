@@ -52,3 +52,53 @@ def test_pdist_zero_norm_of_infinite_rows_has_zero_gradient():
 ])
 def test_pdist_edges_and_errors(case):
     same(case, torch)
+
+
+def warned(fn):
+    """``fn`` run with warnings recorded: its outcome and the (category, text) of each."""
+    def run(m):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = outcome(m, fn)
+        return result, [(w.category.__name__, str(w.message)) for w in seen]
+    return run
+
+
+UPSAMPLES = [
+    lambda m, x: m.nn.functional.upsample(x, scale_factor=2),
+    lambda m, x: m.nn.functional.upsample(x, size=(5, 7), mode="bilinear"),
+    lambda m, x: m.nn.functional.upsample(x, scale_factor=(1.5, 2), mode="bicubic",
+                                          align_corners=True),
+    lambda m, x: m.nn.functional.upsample_nearest(x, size=(6, 9)),
+    lambda m, x: m.nn.functional.upsample_nearest(x, scale_factor=3),
+    lambda m, x: m.nn.functional.upsample_bilinear(x, size=(7, 6)),
+    lambda m, x: m.nn.functional.upsample_bilinear(x, scale_factor=2),
+]
+
+
+@pytest.mark.parametrize("fn", UPSAMPLES)
+def test_upsample_aliases_match_and_warn(fn):
+    ours = warned(with_grad(fn, IMG))(tg)
+    theirs = warned(with_grad(fn, IMG))(torch)
+    assert ours == theirs
+    assert len(ours[1]) == 1 and ours[1][0][0] == "UserWarning"
+    assert "is deprecated. Use `nn.functional.interpolate` instead." in ours[1][0][1]
+
+
+def test_upsample_warning_points_at_the_caller():
+    for m in (tg, torch):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            m.nn.functional.upsample_bilinear(m.ones(1, 1, 2, 2), scale_factor=2)
+        assert seen[0].filename == __file__
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.upsample(m.ones(1, 1, 2, 2), scale_factor=2, align_corners=True),
+    lambda m: m.nn.functional.upsample_bilinear(m.ones(1, 2, 2), scale_factor=2),
+    lambda m: m.nn.functional.upsample_nearest(m.ones(1, 1, 2, 2)),
+])
+def test_upsample_alias_errors(case):
+    ours, theirs = warned(case)(tg), warned(case)(torch)
+    assert ours == theirs
+    assert ours[0][0] == "error"

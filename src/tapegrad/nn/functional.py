@@ -42,7 +42,8 @@ __all__ = [
     "local_response_norm", "adaptive_max_pool3d", "affine_grid", "grid_sample",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax", "pixel_unshuffle", "pdist",
+    "gumbel_softmax", "pixel_unshuffle", "pdist", "upsample", "upsample_nearest",
+    "upsample_bilinear",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -3524,6 +3525,57 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         name = f"{_INTERPOLATE_NODE[mode]}Backward0"
     return _named(out, name, input)
+
+
+def _deprecated_upsample(name):
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode, align_corners)``, after
+    PyTorch's ``UserWarning`` that says so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample(tg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    _deprecated_upsample("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="nearest")``, after
+    PyTorch's ``UserWarning`` that says so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample_nearest(tg.tensor([[[[1.0, 2.0]]]]), size=(1, 4))
+        tensor([[[[1., 1., 2., 2.]]]])
+    """
+    _deprecated_upsample("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="bilinear",
+    align_corners=True)`` (corner pixels aligned), after PyTorch's ``UserWarning`` that says
+    so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample_bilinear(tg.tensor([[[[1.0, 2.0]]]]), size=(1, 3))
+        tensor([[[[1.0000, 1.5000, 2.0000]]]])
+    """
+    _deprecated_upsample("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _unpool_output_size(input, kernel, stride, padding, output_size):
