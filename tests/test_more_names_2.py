@@ -102,3 +102,40 @@ def test_upsample_alias_errors(case):
     ours, theirs = warned(case)(tg), warned(case)(torch)
     assert ours == theirs
     assert ours[0][0] == "error"
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.range(1, 4),
+    lambda m: m.range(0, 1, 0.1),
+    lambda m: m.range(0, 1, 0.3),
+    lambda m: m.range(4, 1, -1),
+    lambda m: m.range(1, 4, 2),
+    lambda m: m.range(-2.5, 3.5, 0.7),
+    lambda m: m.range(2, 2),
+    lambda m: m.range(1, 3, dtype=m.int64),
+    lambda m: m.range(m.tensor(1), m.tensor(3)),
+    lambda m: m.range(0, 1, 0.25, requires_grad=True),
+    lambda m: m.range(1, 4, 0),
+    lambda m: m.range(1, 4, -1),
+    lambda m: m.range(4, 1),
+    lambda m: m.range(1, float("inf")),
+    lambda m: m.range(0.5, float("nan")),
+    lambda m: m.range(1, 3, dtype=m.int64, requires_grad=True),
+    lambda m: m.range(5),
+])
+def test_range_inclusive_end_warning_and_errors(case):
+    ours, theirs = warned(case)(tg), warned(case)(torch)
+    assert ours == theirs
+    if ours[0][0] != "error" or ours[0][1] == "RuntimeError":
+        assert ours[1] == [("UserWarning", "torch.range is deprecated and will be removed in "
+                            "a future release because its behavior is inconsistent with "
+                            "Python's range builtin. Instead, use torch.arange, which produces "
+                            "values in [start, end).")]
+
+
+def test_range_warning_points_at_the_caller():
+    for m in (tg, torch):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            m.range(0, 3)
+        assert seen[0].filename == __file__
