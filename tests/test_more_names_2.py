@@ -139,3 +139,46 @@ def test_range_warning_points_at_the_caller():
             warnings.simplefilter("always")
             m.range(0, 3)
         assert seen[0].filename == __file__
+
+
+SHUFFLES = [
+    lambda m, x: m.channel_shuffle(x, 3),
+    lambda m, x: m.nn.functional.channel_shuffle(x.reshape(2, 6, 10), 2),
+    lambda m, x: m.nn.functional.channel_shuffle(x.reshape(1, 12, 5, 2), 4),
+    lambda m, x: m.nn.ChannelShuffle(6)(x.reshape(2, 6, 10)),
+    lambda m, x: m.nn.ChannelShuffle(1)(x),
+]
+
+
+@pytest.mark.parametrize("fn", SHUFFLES)
+def test_channel_shuffle_values_gradients_and_node(fn):
+    ours = same(with_grad(fn, IMG.reshape(2, 6, 2, 5)), torch)
+    assert ours[1][0][5] == "ChannelShuffleBackward0"
+
+
+def test_native_channel_shuffle_values_node_and_refused_backward():
+    x = IMG.reshape(2, 6, 10)
+    for fn in (lambda m: m.native_channel_shuffle(m.tensor(x, requires_grad=True), 3),
+               lambda m: m.nn.functional.native_channel_shuffle(m.tensor(x), 2),
+               lambda m: m.native_channel_shuffle(m.tensor(x, requires_grad=True), 3)
+               .sum().backward()):
+        same(fn, torch)
+    assert outcome(tg, lambda m: m.native_channel_shuffle(
+        m.tensor(x, requires_grad=True), 3))[5] == "torch::autograd::NotImplemented"
+    assert tg.equal(tg.native_channel_shuffle(tg.tensor(x), 3),
+                    tg.channel_shuffle(tg.tensor(x), 3))
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.channel_shuffle(m.ones(2, 4), 2),
+    lambda m: m.nn.functional.channel_shuffle(m.ones(2, 4, 3), 3),
+    lambda m: m.nn.functional.channel_shuffle(m.ones(2, 4, 3), 0),
+    lambda m: m.native_channel_shuffle(m.ones(2, 4), 1),
+    lambda m: m.native_channel_shuffle(m.ones(2, 4, 3), 3),
+    lambda m: m.native_channel_shuffle(m.ones(2, 4, 3), -2),
+    lambda m: m.nn.ChannelShuffle(3)(m.ones(2, 4, 3)),
+    lambda m: repr(m.nn.ChannelShuffle(3)),
+    lambda m: m.nn.ChannelShuffle(2).groups,
+])
+def test_channel_shuffle_errors_and_module(case):
+    same(case, torch)

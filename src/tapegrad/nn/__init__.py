@@ -3,7 +3,8 @@ containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.in
 ``tapegrad.nn.utils`` alongside."""
 from . import functional, init
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
-from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout,
+from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, ChannelShuffle,
+                      CrossEntropyLoss, Dropout,
                       Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
                       PixelShuffle, PixelUnshuffle, Sequential, Sigmoid, Softmax, Tanh,
@@ -62,6 +63,7 @@ __all__ = [
     "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
     "Transformer",
     "TransformerDecoderLayer", "TransformerDecoder", "UpsamplingBilinear2d", "PixelUnshuffle",
+    "ChannelShuffle",
 ]
 
 

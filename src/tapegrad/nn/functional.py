@@ -43,7 +43,7 @@ __all__ = [
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle", "pdist", "upsample", "upsample_nearest",
-    "upsample_bilinear",
+    "upsample_bilinear", "channel_shuffle", "native_channel_shuffle",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -3163,6 +3163,28 @@ def pixel_unshuffle(input, downscale_factor):
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     out = x.reshape(*batch, c * r * r, h // r, w // r)
     return _named(out, "PixelUnshuffleBackward0", input)
+
+
+def channel_shuffle(input, groups):
+    """The channels (dim 1) of ``(N, C, *)`` split into ``groups`` groups and interleaved
+    (``tapegrad.channel_shuffle``; one node, ``ChannelShuffleBackward0``).
+
+    Example:
+        >>> F.channel_shuffle(tg.arange(6.0).reshape(1, 6, 1), 3).reshape(-1)
+        tensor([0., 2., 4., 1., 3., 5.])
+    """
+    return tg.channel_shuffle(input, groups)
+
+
+def native_channel_shuffle(input, groups):
+    """``channel_shuffle``'s values without a derivative (``tapegrad.native_channel_shuffle``:
+    a backward through it raises, as PyTorch's does).
+
+    Example:
+        >>> F.native_channel_shuffle(tg.arange(6.0).reshape(1, 6, 1), 2).reshape(-1)
+        tensor([0., 3., 1., 4., 2., 5.])
+    """
+    return tg.native_channel_shuffle(input, groups)
 
 
 def pixel_shuffle(input, upscale_factor):
