@@ -182,3 +182,53 @@ def test_native_channel_shuffle_values_node_and_refused_backward():
 ])
 def test_channel_shuffle_errors_and_module(case):
     same(case, torch)
+
+
+VOLUME = GEN.standard_normal((2, 2, 3, 4, 5))
+PADS_3D = [
+    lambda m, x: m.nn.ReflectionPad3d((1, 2, 0, 3, 2, 1))(x),
+    lambda m, x: m.nn.ReflectionPad3d(2)(x[0]),
+    lambda m, x: m.nn.ReplicationPad3d((2, 0, 1, 3, 0, 4))(x),
+    lambda m, x: m.nn.ReplicationPad3d(1)(x[1]),
+    lambda m, x: m.nn.ZeroPad3d((1, 2, 0, 1, 2, 0))(x),
+    lambda m, x: m.nn.ZeroPad3d(1)(x[0]),
+    lambda m, x: m.nn.ZeroPad3d((-1, 1, 0, -1, 1, 0))(x),
+]
+CIRCULAR_3D = [
+    lambda m, x: m.nn.CircularPad3d((1, 2, 0, 3, 2, 1))(x),
+    lambda m, x: m.nn.CircularPad3d(1)(x[0]),
+    lambda m, x: m.nn.CircularPad3d((0, 5, 4, 0, 0, 3))(x),
+]
+
+
+@pytest.mark.parametrize("fn", PADS_3D)
+def test_3d_padding_modules(fn):
+    same(with_grad(fn, VOLUME), torch)
+
+
+@pytest.mark.parametrize("fn", CIRCULAR_3D)
+def test_3d_circular_padding_values_and_gradients(fn):
+    # F.pad's circular mode is built from index_select here: its node is not PyTorch's
+    # CopySlices, so the grad_fn name is left out of the comparison
+    def unnamed(m):
+        out, grad = with_grad(fn, VOLUME)(m)
+        return out.detach(), grad
+    same(unnamed, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: repr(m.nn.ReflectionPad3d((1, 2, 3, 4, 5, 6))),
+    lambda m: repr(m.nn.ReplicationPad3d(2)),
+    lambda m: repr(m.nn.ZeroPad3d(1)),
+    lambda m: repr(m.nn.CircularPad3d(3)),
+    lambda m: m.nn.ZeroPad3d(2).value,
+    lambda m: isinstance(m.nn.ZeroPad3d(2), m.nn.ConstantPad3d),
+    lambda m: m.nn.CircularPad3d(1)(m.ones(2, 3, 4)),
+    lambda m: m.nn.CircularPad3d(1)(m.ones(1, 1, 1, 2, 3, 4)),
+    lambda m: m.nn.CircularPad3d(5)(m.ones(1, 3, 3, 3)),
+    lambda m: m.nn.ReflectionPad3d(3)(m.ones(1, 1, 3, 3, 3)),
+    lambda m: m.nn.ReflectionPad3d(1)(m.ones(3, 3)),
+    lambda m: m.nn.ReplicationPad3d((1, 2))(m.ones(1, 1, 3, 3, 3)),
+])
+def test_3d_padding_reprs_and_errors(case):
+    same(case, torch)

@@ -25,9 +25,10 @@ from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, Hub
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
                             RMSNorm)
-from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
-                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
-                      ZeroPad1d)
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
+                      ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
+                      ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                      ZeroPad1d, ZeroPad3d)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
@@ -63,7 +64,7 @@ __all__ = [
     "MultiMarginLoss", "HingeEmbeddingLoss", "UpsamplingNearest2d", "TransformerEncoder",
     "Transformer",
     "TransformerDecoderLayer", "TransformerDecoder", "UpsamplingBilinear2d", "PixelUnshuffle",
-    "ChannelShuffle",
+    "ChannelShuffle", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d",
 ]
 
 
