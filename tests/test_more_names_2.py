@@ -232,3 +232,63 @@ def test_3d_circular_padding_values_and_gradients(fn):
 ])
 def test_3d_padding_reprs_and_errors(case):
     same(case, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: [isinstance(c(3, 4), m.nn.RNNCellBase) for c in
+               (m.nn.RNNCell, m.nn.GRUCell, m.nn.LSTMCell)],
+    lambda m: [isinstance(c(3, 4), m.nn.RNNBase) for c in (m.nn.RNN, m.nn.GRU, m.nn.LSTM)],
+    lambda m: [issubclass(c, m.nn.RNNBase) for c in
+               (m.nn.RNNCell, m.nn.GRUCell, m.nn.LSTMCell)],
+    lambda m: [(n, tuple(p.shape)) for n, p in m.nn.RNNCellBase(3, 4, True, 2)
+               .named_parameters()],
+    lambda m: [(n, tuple(p.shape)) for n, p in m.nn.RNNCellBase(5, 2, False, 3)
+               .named_parameters()],
+    lambda m: repr(m.nn.RNNCellBase(3, 4, False, 1)),
+    lambda m: [(n, tuple(p.shape)) for n, p in m.nn.RNNBase("LSTM", 3, 4, 2, True, False,
+                                                              0.0, True).named_parameters()],
+    lambda m: [(n, tuple(p.shape)) for n, p in m.nn.RNNBase("RNN_RELU", 3, 5, bias=False)
+               .named_parameters()],
+    lambda m: repr(m.nn.RNNBase("GRU", 3, 4, num_layers=2, batch_first=True)),
+    lambda m: m.nn.RNNBase("GRU", 3, 4).mode,
+    lambda m: m.nn.RNNBase("FOO", 3, 4),
+    lambda m: [tuple(p.shape) for p in m.nn.GRUCell(3, 4, False).parameters()],
+    lambda m: m.nn.RNNCell(3, 4, nonlinearity="relu").nonlinearity,
+])
+def test_rnn_base_classes(case):
+    same(case, torch)
+
+
+@pytest.mark.parametrize("kind", ["cell", "layer"])
+def test_rnn_subclass_of_the_bases_runs_like_pytorchs(kind):
+    """A subclass written against the base classes, as user code does: same parameters in
+    both libraries (copied from PyTorch's), then a forward and backward compared."""
+    x = GEN.standard_normal((4, 2, 3))
+
+    def build(m):
+        if kind == "cell":
+            class Cell(m.nn.RNNCellBase):
+                def __init__(self):
+                    super().__init__(3, 5, True, 1)
+
+                def forward(self, inp):
+                    return m.tanh(inp @ self.weight_ih.T + self.bias_ih + self.bias_hh)
+            return Cell()
+
+        class Stack(m.nn.LSTM):
+            pass
+        return Stack(3, 5)
+
+    theirs = build(torch)
+    ours = build(tg)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        p.data.copy_(tg.tensor(q.detach().numpy()))
+
+    def run(m, module):
+        inp = m.tensor(x, requires_grad=True)
+        out = module(inp[0] if kind == "cell" else inp)
+        out = out if kind == "cell" else out[0]
+        (out * m.arange(1.0, out.numel() + 1).reshape(out.shape)).sum().backward()
+        return out.detach(), inp.grad, [p.grad for p in module.parameters()]
+    assert summary(run(tg, ours)) == summary(run(torch, theirs))
+    assert isinstance(ours, tg.nn.RNNCellBase if kind == "cell" else tg.nn.RNNBase)
