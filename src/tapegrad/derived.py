@@ -2088,7 +2088,8 @@ def chain_matmul(*matrices):
 
 
 def pdist(input, p=2):  # noqa: A002
-    """The ``p``-norm distance between each pair of rows ``i < j`` of a matrix, in row order.
+    """The ``p``-norm distance between each pair of rows ``i < j`` of a matrix, in row order
+    (``p >= 0``; ``p = 0`` counts the differing coordinates).  One node, ``PdistBackward0``.
 
     Example:
         >>> tg.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
@@ -2097,10 +2098,23 @@ def pdist(input, p=2):  # noqa: A002
     x = _tensor(input)
     if x._value.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x._value.ndim}D")
+    if x._value.dtype.kind != "f":
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    p = float(p)
+    if not p >= 0:
+        raise RuntimeError("pdist only supports non-negative p values")
     i, j = np.triu_indices(x._value.shape[0], 1)
     diff = F.sub(F.index_select(x, 0, Tensor._make(i.astype(np.int64))),
                  F.index_select(x, 0, Tensor._make(j.astype(np.int64))))
-    return F.norm(diff, float(p), dim=1)
+    if p == 0.0:
+        # the count of differing coordinates: flat, so its gradient is zero; the empty column
+        # slice keeps the result on the tape without touching the (maybe infinite) differences
+        count = np.count_nonzero(diff._value, axis=1).astype(x._value.dtype)
+        out = F.add(F.sum(F.getitem(diff, (slice(None), slice(0, 0))), 1),
+                    Tensor._make(count))
+    else:
+        out = F.norm(diff, p, dim=1)
+    return F.named_node(out, "PdistBackward0", x)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002

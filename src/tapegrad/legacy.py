@@ -24,7 +24,7 @@ from .tensor import Size, Tensor
 
 __all__ = ["DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-           "set_default_tensor_type", "typename", "is_storage"]
+           "set_default_tensor_type", "typename", "is_storage", "range"]
 
 _C_TYPE = {"float64": "double", "float32": "float", "float16": "c10::Half",
            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
@@ -238,6 +238,44 @@ def is_storage(obj, /):
         False
     """
     return False
+
+
+def _c_number(v):
+    """A double as C++'s stream prints it (six significant digits, ``inf``, ``nan``)."""
+    return "%g" % v
+
+
+def range(start=0, end=None, step=1, *, dtype=None, requires_grad=False,  # noqa: A001
+          device=None):
+    """Deprecated: the values ``start, start + step, ...`` up to and *including* ``end``,
+    ``floor((end - start) / step) + 1`` of them, of the default dtype (float64) unless
+    ``dtype`` says otherwise, after PyTorch's ``UserWarning`` pointing at ``arange``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     tg.range(1, 2, 0.25)
+        tensor([1.0000, 1.2500, 1.5000, 1.7500, 2.0000])
+    """
+    if end is None:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    dt = _dtype.resolve(dtype) or _dtype.get_default_dtype()
+    _device.check(device)
+    first, last, stride = (float(v) for v in (start, end, step))
+    if not (stride > 0 or stride < 0):
+        raise RuntimeError("step must be nonzero")
+    if not (np.isfinite(first) and np.isfinite(last)):
+        raise RuntimeError(f"unsupported range: {_c_number(first)} -> {_c_number(last)}")
+    if not ((stride > 0 and last >= first) or (stride < 0 and last <= first)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    size = int((last - first) / stride + 1)
+    values = first + stride * np.arange(size, dtype=np.float64)
+    return creation._leaf(values.astype(dt.np), requires_grad)
 
 
 _tensor_module.LEGACY.new = tensor_new

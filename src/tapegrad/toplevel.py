@@ -21,6 +21,7 @@ import numpy as np
 from . import _dtype
 from . import _device
 from . import creation as _creation
+from . import function as _function
 from . import functional as _functional
 from ._argtypes import not_tensor as _not_tensor
 from ._argtypes import type_name as _type_name
@@ -41,7 +42,8 @@ __all__ = ["alpha_dropout", "celu", "celu_", "dropout", "feature_alpha_dropout",
            "bartlett_window", "blackman_window", "hamming_window", "hann_window",
            "kaiser_window", "channel_shuffle", "pixel_unshuffle", "unravel_index", "asarray",
            "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d", "max_pool3d",
-           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "native_channel_shuffle"]
 
 _MISSING = object()
 
@@ -870,6 +872,46 @@ def channel_shuffle(input, groups):
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
     return _functional.named_node(x.reshape(n, c, *rest), "ChannelShuffleBackward0", input)
+
+
+class _NativeChannelShuffle(_function.Function):
+    """``channel_shuffle``'s values under a node whose backward refuses, as PyTorch's
+    ``native_channel_shuffle`` has no derivative."""
+
+    @staticmethod
+    def forward(ctx, input, groups):  # noqa: A002
+        return channel_shuffle(input, groups)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("derivative for aten::native_channel_shuffle is not implemented")
+
+
+@_tensors("input")
+def native_channel_shuffle(input, groups):
+    """``channel_shuffle``'s values and errors; as in PyTorch, the result has no derivative:
+    a backward through it raises ``derivative for aten::native_channel_shuffle is not
+    implemented``, and its node is named ``torch::autograd::NotImplemented``.
+
+    Example:
+        >>> tg.native_channel_shuffle(tg.arange(4.0).reshape(1, 4, 1), 2).reshape(-1)
+        tensor([0., 2., 1., 3.])
+    """
+    if not (_state.grad_enabled and input.requires_grad):
+        return channel_shuffle(input, groups)
+    return _NativeChannelShuffle.apply(input, groups)
+
+
+def _not_implemented_name(self):
+    return "torch::autograd::NotImplemented"
+
+
+# PyTorch's node for an op without a derivative: class NotImplemented, named with its C++
+# namespace
+_NativeChannelShuffle._backward_cls = type(
+    "NotImplemented", (_NativeChannelShuffle._backward_cls,),
+    {"__slots__": (), "__module__": "tapegrad.autograd.function",
+     "name": _not_implemented_name})
 
 
 def unravel_index(indices, shape):

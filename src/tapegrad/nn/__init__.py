@@ -3,7 +3,8 @@ containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.in
 ``tapegrad.nn.utils`` alongside."""
 from . import functional, init
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
-from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout,
+from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, ChannelShuffle,
+                      CrossEntropyLoss, Dropout,
                       Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Flatten, Identity,
                       L1Loss, Linear, LogSoftmax, Module, MSELoss, NLLLoss, Parameter, ReLU,
                       PixelShuffle, PixelUnshuffle, Sequential, Sigmoid, Softmax, Tanh,
@@ -24,10 +25,11 @@ from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbedding
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
                             RMSNorm)
-from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
-                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
-                      ZeroPad1d)
-from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
+                      ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
+                      ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                      ZeroPad1d, ZeroPad3d)
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import parameter, utils
@@ -70,6 +72,8 @@ __all__ = [
     "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
     "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "CTCLoss",
+    "ChannelShuffle", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d",
+    "RNNBase", "RNNCellBase",
 ]
 
 

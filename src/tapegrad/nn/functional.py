@@ -43,7 +43,8 @@ __all__ = [
     "local_response_norm", "adaptive_max_pool3d", "affine_grid", "grid_sample",
     "instance_norm", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
-    "gumbel_softmax", "pixel_unshuffle", "ctc_loss",
+    "gumbel_softmax", "pixel_unshuffle", "ctc_loss", "pdist", "upsample", "upsample_nearest",
+    "upsample_bilinear", "channel_shuffle", "native_channel_shuffle",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -1502,6 +1503,18 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     diff = x1 - x2
     shifted = _named(diff + eps, "AddBackward1", diff)
     return _named(tg.norm(shifted, p, dim, keepdim), "NormBackward1", shifted)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The ``p``-norm distance between each pair of rows ``i < j`` of an ``(N, M)`` matrix,
+    as a flat ``(N (N - 1) / 2,)`` tensor in row order (``tapegrad.pdist``; one node,
+    ``PdistBackward0``).
+
+    Example:
+        >>> F.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]), p=1)
+        tensor([7., 1., 6.])
+    """
+    return tg.pdist(input, p)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
@@ -3153,6 +3166,28 @@ def pixel_unshuffle(input, downscale_factor):
     return _named(out, "PixelUnshuffleBackward0", input)
 
 
+def channel_shuffle(input, groups):
+    """The channels (dim 1) of ``(N, C, *)`` split into ``groups`` groups and interleaved
+    (``tapegrad.channel_shuffle``; one node, ``ChannelShuffleBackward0``).
+
+    Example:
+        >>> F.channel_shuffle(tg.arange(6.0).reshape(1, 6, 1), 3).reshape(-1)
+        tensor([0., 2., 4., 1., 3., 5.])
+    """
+    return tg.channel_shuffle(input, groups)
+
+
+def native_channel_shuffle(input, groups):
+    """``channel_shuffle``'s values without a derivative (``tapegrad.native_channel_shuffle``:
+    a backward through it raises, as PyTorch's does).
+
+    Example:
+        >>> F.native_channel_shuffle(tg.arange(6.0).reshape(1, 6, 1), 2).reshape(-1)
+        tensor([0., 3., 1., 4., 2., 5.])
+    """
+    return tg.native_channel_shuffle(input, groups)
+
+
 def pixel_shuffle(input, upscale_factor):
     """``(*, C r^2, H, W)`` rearranged to ``(*, C, H r, W r)``.
 
@@ -3513,6 +3548,57 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         name = f"{_INTERPOLATE_NODE[mode]}Backward0"
     return _named(out, name, input)
+
+
+def _deprecated_upsample(name):
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode, align_corners)``, after
+    PyTorch's ``UserWarning`` that says so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample(tg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    _deprecated_upsample("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="nearest")``, after
+    PyTorch's ``UserWarning`` that says so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample_nearest(tg.tensor([[[[1.0, 2.0]]]]), size=(1, 4))
+        tensor([[[[1., 1., 2., 2.]]]])
+    """
+    _deprecated_upsample("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="bilinear",
+    align_corners=True)`` (corner pixels aligned), after PyTorch's ``UserWarning`` that says
+    so.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     F.upsample_bilinear(tg.tensor([[[[1.0, 2.0]]]]), size=(1, 3))
+        tensor([[[[1.0000, 1.5000, 2.0000]]]])
+    """
+    _deprecated_upsample("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _unpool_output_size(input, kernel, stride, padding, output_size):

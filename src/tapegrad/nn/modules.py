@@ -1568,6 +1568,29 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
+class ChannelShuffle(Module):
+    """Splits the channels (dim 1) of ``(N, C, *)`` into ``groups`` groups and interleaves
+    them: ``F.channel_shuffle(input, groups)``, ShuffleNet's mixing of grouped convolutions.
+
+    Example:
+        >>> shuffle = nn.ChannelShuffle(2)
+        >>> shuffle
+        ChannelShuffle(groups=2)
+        >>> shuffle(tg.arange(4.0).reshape(1, 4, 1)).reshape(-1)
+        tensor([0., 2., 1., 3.])
+    """
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
+
+
 class ZeroPad2d(Module):
     """Pads the last two dimensions with zeros: ``padding`` is one int for all four sides or
     ``(left, right, top, bottom)``.

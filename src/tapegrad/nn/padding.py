@@ -6,7 +6,7 @@ from .modules import Module
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+           "CircularPad2d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
 
 
 def _amounts(padding, dims):
@@ -88,6 +88,22 @@ class ZeroPad1d(ConstantPad1d):
         return f"{self.padding}"
 
 
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last three dimensions with zeros: ``padding`` is one int or
+    ``(left, right, top, bottom, front, back)``.
+
+    Example:
+        >>> nn.ZeroPad3d((1, 0, 0, 0, 0, 2))(tg.ones(1, 1, 1, 1)).shape
+        tapegrad.Size([1, 3, 1, 2])
+    """
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
 class _ModePadNd(Module):
     _dims = 0
     _mode = ""
@@ -131,6 +147,21 @@ class ReflectionPad2d(_ModePadNd):
     _dims, _mode = 2, "reflect"
 
 
+class ReflectionPad3d(_ModePadNd):
+    """Pads the last three dimensions with their mirror images: ``padding`` is one int or
+    ``(left, right, top, bottom, front, back)``, each less than its dimension's size.
+
+    Example:
+        >>> nn.ReflectionPad3d((1, 0, 0, 0, 0, 1))(tg.arange(4.0).reshape(1, 2, 1, 2))
+        tensor([[[[1., 0., 1.]],
+        <BLANKLINE>
+                 [[3., 2., 3.]],
+        <BLANKLINE>
+                 [[1., 0., 1.]]]])
+    """
+    _dims, _mode = 3, "reflect"
+
+
 class ReplicationPad1d(_ModePadNd):
     """Pads the last dimension by repeating its edge values: ``padding`` is one int or
     ``(left, right)``.
@@ -155,6 +186,21 @@ class ReplicationPad2d(_ModePadNd):
     _dims, _mode = 2, "replicate"
 
 
+class ReplicationPad3d(_ModePadNd):
+    """Pads the last three dimensions by repeating their edge values: ``padding`` is one
+    int or ``(left, right, top, bottom, front, back)``.
+
+    Example:
+        >>> nn.ReplicationPad3d((0, 1, 0, 0, 1, 0))(tg.arange(4.0).reshape(1, 2, 1, 2))
+        tensor([[[[0., 1., 1.]],
+        <BLANKLINE>
+                 [[0., 1., 1.]],
+        <BLANKLINE>
+                 [[2., 3., 3.]]]])
+    """
+    _dims, _mode = 3, "replicate"
+
+
 class CircularPad1d(_ModePadNd):
     """Pads the last dimension by wrapping around: ``padding`` is one int or
     ``(left, right)``, neither more than the dimension's size.
@@ -177,6 +223,22 @@ class CircularPad2d(_ModePadNd):
                  [3., 4., 3.]]])
     """
     _dims, _mode = 2, "circular"
+
+
+class CircularPad3d(_ModePadNd):
+    """Pads the last three dimensions by wrapping around: ``padding`` is one int or
+    ``(left, right, top, bottom, front, back)``, none more than its dimension's size;
+    input ``(C, D, H, W)`` or ``(N, C, D, H, W)``.
+
+    Example:
+        >>> nn.CircularPad3d((1, 0, 0, 0, 0, 1))(tg.arange(4.0).reshape(1, 2, 1, 2))
+        tensor([[[[1., 0., 1.]],
+        <BLANKLINE>
+                 [[3., 2., 3.]],
+        <BLANKLINE>
+                 [[1., 0., 1.]]]])
+    """
+    _dims, _mode = 3, "circular"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -14,7 +14,7 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM"]
+__all__ = ["RNNCellBase", "RNNCell", "GRUCell", "LSTMCell", "RNNBase", "RNN", "GRU", "LSTM"]
 
 # how many stacked gate blocks each kind of cell has in its weights
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "GRU": 3, "LSTM": 4}
@@ -58,15 +58,26 @@ def _init_uniform(module, hidden_size):
 # ---------------------------------------------------------------------------------------------
 
 
-class _CellBase(Module):
-    _gates = 1
+class RNNCellBase(Module):
+    """The base class of ``RNNCell``, ``GRUCell`` and ``LSTMCell``, as PyTorch's:
+    ``weight_ih`` ``(num_chunks * hidden_size, input_size)``, ``weight_hh``
+    ``(num_chunks * hidden_size, hidden_size)`` and, with ``bias``, ``bias_ih`` and
+    ``bias_hh``, all U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)); the subclasses give the
+    step (``num_chunks`` is the number of gates: 1, 3, 4).
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    Example:
+        >>> isinstance(nn.GRUCell(3, 4), nn.RNNCellBase)
+        True
+        >>> nn.RNNCellBase(3, 4, True, 2).weight_ih.shape
+        tapegrad.Size([8, 3])
+    """
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        rows = self._gates * hidden_size
+        rows = num_chunks * hidden_size
         self.weight_ih = Parameter(tg.empty(rows, input_size, dtype=dtype))
         self.weight_hh = Parameter(tg.empty(rows, hidden_size, dtype=dtype))
         if bias:
@@ -120,7 +131,7 @@ class _CellBase(Module):
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
 
-class RNNCell(_CellBase):
+class RNNCell(RNNCellBase):
     """One Elman step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (``relu`` with
     ``nonlinearity="relu"``). Weights and biases start as U(-1/sqrt(hidden), 1/sqrt(hidden)).
 
@@ -140,7 +151,7 @@ class RNNCell(_CellBase):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 1, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
         input, (h,), unbatched = self._batched(input, [hx])
@@ -148,7 +159,7 @@ class RNNCell(_CellBase):
         return h.squeeze(0) if unbatched else h
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     """One GRU step (gates reset, update, new in PyTorch's order and formulas).
 
     Shape: as for ``RNNCell``; weights ``(3 * hidden_size, *)``.
@@ -158,7 +169,8 @@ class GRUCell(_CellBase):
         >>> cell(tg.ones(3), tg.zeros(4)).shape
         tapegrad.Size([4])
     """
-    _gates = 3
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
         input, (h,), unbatched = self._batched(input, [hx])
@@ -166,7 +178,7 @@ class GRUCell(_CellBase):
         return h.squeeze(0) if unbatched else h
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     """One LSTM step (gates input, forget, cell, output in PyTorch's order); returns
     ``(h', c')``.
 
@@ -179,7 +191,8 @@ class LSTMCell(_CellBase):
         >>> h.shape, c.shape
         (tapegrad.Size([2, 4]), tapegrad.Size([2, 4]))
     """
-    _gates = 4
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
         h0, c0 = (None, None) if hx is None else hx
@@ -193,14 +206,23 @@ class LSTMCell(_CellBase):
 # ---------------------------------------------------------------------------------------------
 
 
-class _RNNBase(Module):
-    """Stacked (and optionally bidirectional) recurrent layers over a sequence, PyTorch's
-    ``RNNBase``: parameters ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``,
-    ``bias_hh_l{k}`` (``_reverse`` for the backward direction), dropout between layers while
-    training."""
+class RNNBase(Module):
+    """The base class of ``RNN``, ``GRU`` and ``LSTM``, as PyTorch's: stacked (and optionally
+    bidirectional) recurrent layers over a sequence of kind ``mode`` (``"RNN_TANH"``,
+    ``"RNN_RELU"``, ``"GRU"``, ``"LSTM"``), parameters ``weight_ih_l{k}``,
+    ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}`` (``_reverse`` for the backward
+    direction), dropout between layers while training.  ``proj_size`` must be 0.
+
+    Example:
+        >>> isinstance(nn.LSTM(3, 4), nn.RNNBase)
+        True
+        >>> [name for name, _ in nn.RNNBase("GRU", 3, 4, bias=False).named_parameters()]
+        ['weight_ih_l0', 'weight_hh_l0']
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
         super().__init__()
         if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) \
                 or not 0 <= dropout <= 1:
@@ -215,6 +237,10 @@ class _RNNBase(Module):
             raise ValueError("hidden_size must be an integer greater than zero")
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError("num_layers must be an integer greater than zero")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if proj_size:
+            raise NotImplementedError(f"{type(self).__name__}: proj_size is not supported")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -436,7 +462,7 @@ class _RNNBase(Module):
         return output, final
 
 
-class RNN(_RNNBase):
+class RNN(RNNBase):
     """Stacked Elman layers over a sequence (``nonlinearity`` "tanh" or "relu"); returns the
     last layer's outputs at every step and the final hidden state of every layer.
 
@@ -460,11 +486,11 @@ class RNN(_RNNBase):
                              "'relu'.")
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
                          hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device, dtype)
+                         device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
 
-class GRU(_RNNBase):
+class GRU(RNNBase):
     """Stacked GRU layers over a sequence; see ``RNN`` for shapes.
 
     Example:
@@ -476,10 +502,10 @@ class GRU(_RNNBase):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device, dtype)
+                         dropout, bidirectional, device=device, dtype=dtype)
 
 
-class LSTM(_RNNBase):
+class LSTM(RNNBase):
     """Stacked LSTM layers over a sequence; returns the outputs and ``(h_n, c_n)``; see
     ``RNN`` for shapes (``proj_size`` is not supported).
 
@@ -494,7 +520,7 @@ class LSTM(_RNNBase):
         if proj_size:
             raise NotImplementedError("LSTM: proj_size is not supported")
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device, dtype)
+                         dropout, bidirectional, device=device, dtype=dtype)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
