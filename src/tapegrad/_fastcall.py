@@ -62,7 +62,8 @@ def replayer(variant, take, run, failed):
             # (a number's test reads ndim: no shape tuple is made)
             tests.append(f"v{a}.shape != {tuple(int(d) for d in shape)!r}" if shape != ()
                          else f"v{a}.ndim")
-            tests.append(f"not {a}._rg" if rg else f"{a}._rg")
+            # (one with a history runs eagerly: replay.Compiled.__call__)
+            tests.append(f"not {a}._rg or {a}._tape is not None" if rg else f"{a}._rg")
             tests.append(f"v{a}.dtype is not FLOAT64")
     namespace = {"Tensor": Tensor, "FLOAT64": _FLOAT64, "take": take, "run": run,
                  "failed": failed, "result": _result, "RECORDS": variant.arg_spec_records}

@@ -824,6 +824,21 @@ def _unflatten(treedef, leaves):
     return kind(out)
 
 
+_HISTORY_REASON = ("an argument has a history (it was computed from tensors that require "
+                   "grad): those calls run eagerly, so that its gradient reaches them")
+
+
+def _has_history(a):
+    """Whether a recorded tensor is among ``a`` (also inside lists, tuples and dicts)."""
+    if isinstance(a, Tensor):
+        return a._tape is not None
+    if _is_sequence(a):
+        return any([_has_history(x) for x in a])
+    if type(a) is dict:
+        return any([_has_history(x) for x in a.values()])
+    return False
+
+
 def _traced_inputs(a, path, found):
     """``a`` with each float tensor in it (also inside lists, tuples and dicts) replaced by a
     proxy that records as a LEAF; ``found`` collects (path, proxy, tensor)."""
@@ -1144,6 +1159,13 @@ class Compiled:
                     st.replays += 1
                     return res
                 missed = res    # a guard failed: the loop below takes the other variants
+        if _has_history(args) or (kwargs and _has_history(kwargs)):
+            # a recording's arguments are its leaves, where its gradients stop: an argument
+            # computed from tensors that require grad would keep its gradient from them
+            if _HISTORY_REASON not in st.eager_reasons:
+                st.eager_reasons.append(_HISTORY_REASON)
+            st.eager += 1
+            return self.fn(*args, **kwargs)
         sig = _signature(args, kwargs)
         cache = self._cache
         variants = cache.get(sig)

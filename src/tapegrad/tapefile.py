@@ -479,6 +479,12 @@ class LoadedTape:
             if not isinstance(a, Tensor) or a._value.shape != shape or \
                     a._value.dtype.kind != "f":
                 raise ValueError(f"argument {i} must be a float tensor of shape {list(shape)}")
+            if a._tape is not None:
+                # its record here is a leaf: the gradient would stop there, silently
+                raise ValueError(
+                    f"argument {i} has a history (it was computed from tensors that require "
+                    "grad), and a loaded tape's gradients stop at its arguments: pass a "
+                    "leaf (t.detach().requires_grad_()) and carry its .grad on yourself")
         _Miss = replay._Miss
         res = self._variant.replay(args)
         if type(res) is _Miss:
