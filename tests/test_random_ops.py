@@ -177,6 +177,24 @@ def test_rrelu(data, bounds, training):
     draws_match(make)
     assert names[0] == names[1] == "RreluWithNoiseBackward0"
     assert tg.nn.functional.rrelu(tg.tensor(x), *bounds).grad_fn is None
+    # in place on a value with a history: PyTorch's RreluWithNoiseBackward1 after its input's
+    # node, the same draws and gradient; on a view, the view's AsStridedBackward0
+    for view in (False, True):
+        names.clear()
+
+        def make_in_place(lib):
+            inp = lib.tensor(x, requires_grad=True)
+            y = inp * 1.0
+            out = lib.nn.functional.rrelu_(y[..., 1:] if view else y, *bounds,
+                                          training=training)
+            names.append((grad_fn_name(out),
+                          [n.name().split("::")[-1] for n, _ in out.grad_fn.next_functions]))
+            y.backward(lib.ones(x.shape) * 1.5)
+            return y, inp.grad
+        if not view or x.ndim:
+            draws_match(make_in_place)
+            assert names[0] == names[1]
+            assert names[0][0] == ("AsStridedBackward0" if view else "RreluWithNoiseBackward1")
 
 
 @pytest.mark.parametrize("training", [True, False])

@@ -208,9 +208,11 @@ def test_threshold_in_place_values_and_gradient():
         x = m.tensor(data, dtype=m.float64, requires_grad=True)
         y = x * 2.0
         assert f.threshold_(y, 0.5, -3.0) is y
+        node = (y.grad_fn.name(), [n.name() for n, _ in y.grad_fn.next_functions])
         (y * y).sum().backward()
-        out[m.__name__] = (y.tolist(), x.grad.tolist())
+        out[m.__name__] = (y.tolist(), x.grad.tolist(), node)
     assert out["tapegrad"] == out["torch"]
+    assert out["torch"][2] == ("ThresholdBackward1", ["MulBackward0"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         F.relu_(tg.ones(2))

@@ -276,10 +276,6 @@ PROGRAMS = {
 # their forward's node (or the copy back), not PyTorch's fused in-place node, and its
 # bilinear ends in a squeeze where PyTorch's ends in a view.  Values and gradients agree.
 KNOWN_NAMES = {
-    "rrelu_": (["LeakyReluBackward1"], ["RreluWithNoiseBackward1"]),
-    "rrelu__train": (["MulBackward0"], ["RreluWithNoiseBackward1"]),
-    "threshold_": (["tapegrad::autograd::CopyBackwards"], ["ThresholdBackward1"]),
-    "bilinear": (["SqueezeBackward1"], ["ViewBackward0"]),
 }
 
 

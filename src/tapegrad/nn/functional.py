@@ -15,6 +15,7 @@ from tapegrad import ops as _ops
 from tapegrad.creation import generator as _generator
 from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
+from tapegrad.views import ViewOf as _ViewOf
 
 _named = _elementwise.named_node
 
@@ -94,12 +95,36 @@ def linear(input, weight, bias=None):
         >>> F.linear(x, w, tg.tensor([0.0, 1.0]))
         tensor([[ 1.0000, -0.5000]])
     """
-    if bias is not None and input.ndim == 2 and weight.ndim == 2:
-        # PyTorch's one addmm of bias, input and weight.t()
-        transposed = weight.t()
-        return _named(input @ transposed + bias, "AddmmBackward0", bias, input, transposed)
-    out = input @ weight.T
-    return out if bias is None else out + bias
+    # PyTorch's decomposition, which its graph shows: weight.t() (TBackward0); a 2-D input
+    # with a bias is one addmm; a contiguous input of other rank, with a bias of one row,
+    # is flattened to rows for that addmm and viewed back (ViewBackward0); anything else is
+    # a matmul, then the bias added (AddBackward0)
+    transposed = weight.t() if weight.ndim == 2 else weight.T
+    if bias is None or weight.ndim != 2:
+        out = input @ transposed
+        return out if bias is None else out + bias
+    if input.ndim == 2:
+        return _addmm(bias, input, transposed)
+    if bias.ndim >= 1 and bias.numel() == bias.shape[-1] and input.is_contiguous():
+        rows = input.reshape(-1, input.shape[-1]) if input.ndim else input
+        return _addmm(bias, rows, transposed).view(*input.shape[:-1], weight.shape[0])
+    out = input @ transposed
+    if bias.ndim > out.ndim or any(b not in (1, o) for b, o in zip(bias.shape[::-1],
+                                                                 out.shape[::-1])):
+        # PyTorch adds the bias in place (output.add_(bias)): it cannot grow the output
+        grown = _elementwise.broadcast_shape(tuple(out.shape), tuple(bias.shape))
+        raise RuntimeError(f"output with shape {list(out.shape)} doesn't match the "
+                           f"broadcast shape {list(grown)}")
+    return out + bias
+
+
+def _addmm(bias, rows, transposed):
+    """``rows @ transposed + bias`` as PyTorch's one addmm, which expands the bias to the
+    product's shape first (and raises expand's errors where it cannot)."""
+    target = (rows.shape[0], transposed.shape[-1])
+    if bias.ndim > 2 or any(b not in (1, t) for b, t in zip(bias.shape[::-1], target[::-1])):
+        bias.expand(*target)
+    return _named(rows @ transposed + bias, "AddmmBackward0", bias, rows, transposed)
 
 
 def relu(input, inplace=False):
@@ -778,6 +803,24 @@ def _activate(input, inplace, formula):
     return input.copy_(formula(input.clone() if input.requires_grad else input))
 
 
+def _as_it_is(t):
+    """A handle on t's value and node as they are now, which an in-place change of t then
+    leaves alone: what the node of that change lists as its input."""
+    if t._tape is None:
+        return t
+    return _elementwise._new_result(t._tape, t._r, t._value)
+
+
+def _named_in_place(out, name, before):
+    """``out``, a tensor an op built from other ops changed in place, shown as PyTorch's one
+    node for that op (``ThresholdBackward1``), listing ``before``'s node (``_as_it_is``).  A
+    view changed in place keeps the node its base's change gives it (AsStridedBackward0),
+    as in PyTorch."""
+    if type(out._alias) is _ViewOf:
+        return out
+    return _named(out, name, before)
+
+
 def _activation(input, inplace, name, code, c=0.0, params=None, in_place_code=None):
     """One activation op of the table (``ops/activation.py``); with ``inplace=True``
     written into ``input`` and recorded as op ``in_place_code`` (by default ``code``
@@ -910,6 +953,7 @@ def _rrelu(input, lower, upper, training, inplace, stream):
     lower, upper = float(lower), float(upper)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    before = _as_it_is(input) if inplace else input
     if not training:
         out = leaky_relu(input, (lower + upper) / 2, inplace)
     else:
@@ -927,7 +971,8 @@ def _rrelu(input, lower, upper, training, inplace, stream):
         noise[hit] = u * (upper - lower) + lower
         noise = _constant(noise)
         out = input.mul_(noise) if inplace else input * noise
-    return out if inplace else _named(out, "RreluWithNoiseBackward0", input)
+    return _named_in_place(out, "RreluWithNoiseBackward1", before) if inplace else \
+        _named(out, "RreluWithNoiseBackward0", input)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
@@ -1176,8 +1221,10 @@ def threshold(input, threshold, value, inplace=False):
         >>> F.threshold(tg.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
         tensor([-9., -9.,  2.])
     """
+    before = _as_it_is(input) if inplace else input
     out = _activate(input, inplace, lambda x: tg.where(x <= threshold, float(value), x))
-    return out if inplace else _named(out, "ThresholdBackward0", input)
+    return _named_in_place(out, "ThresholdBackward1", before) if inplace else \
+        _named(out, "ThresholdBackward0", input)
 
 
 def prelu(input, weight):
@@ -2132,9 +2179,15 @@ def bilinear(input1, input2, weight, bias=None):
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
                            f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
-    # (*, 1, 1, in1) @ (out, in1, in2) -> (*, out, 1, in2); then the dot with input2
-    left = input1.unsqueeze(-2).unsqueeze(-2) @ weight
-    out = (left * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    # PyTorch's decomposition, which its graph shows: the inputs viewed as rows, one
+    # trilinear product of (rows, out), viewed back to (*, out), then the bias added
+    rows1 = input1.reshape(-1, input1.shape[-1])
+    rows2 = input2.reshape(-1, input2.shape[-1])
+    # (rows, 1, 1, in1) @ (out, in1, in2) -> (rows, out, 1, in2); then the dot with rows2
+    left = rows1.unsqueeze(-2).unsqueeze(-2) @ weight
+    product = (left * rows2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    product = _named(product, "TrilinearBackward0", rows1, weight, rows2)
+    out = product.view(*input1.shape[:-1], weight.shape[0])
     return out if bias is None else out + bias
 
 
