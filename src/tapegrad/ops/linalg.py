@@ -355,11 +355,39 @@ LINALG_SOLVE = declare(83, "LinalgSolveExBackward0", family=ARRAY, arity=2,
 # --- determinant: out (B,); aux = B, n ------------------------------------------------------------
 @inline
 def _cofactor(a, det, n):
-    """The cofactor matrix, d det / dA: det A^-T where A is invertible (PyTorch's formula),
-    and where it is not, its continuous extension from the SVD A = U diag(s) V^T,
+    """The cofactor matrix, d det / dA = det A^-T.  Where A is invertible, solved with the LU
+    factors det itself came from (PyTorch's formula): near a singular A, det is a rounding
+    error times the cofactors, and only the same factors cancel it exactly (A^-T from
+    another factorisation gave a quarter of the cofactors of a rank-2 3x3 matrix).  Where a
+    pivot is 0, the continuous extension from the SVD A = U diag(s) V^T,
     det(U) det(V) U diag(prod of the other s) V^T (a rank n-1 matrix has a nonzero one)."""
-    if det != 0.0 or not _finite(a):
+    if not _finite(a):
         return det * np.ascontiguousarray(_inv(a).T)
+    m, swapped, d = _lu_of_transpose(a, n)
+    if d != 0.0:
+        # m = P A^T = L U: solve A^T X = d I, so X = d A^-T
+        x = np.zeros((n, n))
+        for j in range(n):
+            x[j, j] = d
+        for k in range(n):
+            p = swapped[k]
+            if p != k:
+                for c in range(n):
+                    x[k, c], x[p, c] = x[p, c], x[k, c]
+        for k in range(n):
+            for i in range(k + 1, n):
+                f = m[i, k]
+                for c in range(n):
+                    x[i, c] -= f * x[k, c]
+        for k in range(n - 1, -1, -1):
+            inv = 1.0 / m[k, k]
+            for c in range(n):
+                x[k, c] *= inv
+            for i in range(k):
+                f = m[i, k]
+                for c in range(n):
+                    x[i, c] -= f * x[k, c]
+        return x
     u, s, vt = np.linalg.svd(a)
     others = np.ones(n)
     for i in range(n):
@@ -370,22 +398,19 @@ def _cofactor(a, det, n):
 
 
 @inline
-def lu_det(a, n):
-    """det(a) as PyTorch takes it: the product of the diagonal of a's LU factors (partial
-    pivoting, LAPACK's getf2 order: the column below a pivot scaled by its reciprocal, then
-    the trailing update), its sign flipped by each row swap.  NumPy's and numba's det go
-    through log|det| and exp and miss exact values: det(2 I) was 7.999999999999998, not 8.
-    PyTorch hands LAPACK the row-major values, which it reads as column-major: it factors
-    a's transpose (det of [[2, 5, 1], [0, -3, 7], [0, 0, 0.5]] is -3.0000000000000004)."""
-    if not _finite(a):
-        return np.nan
+def _lu_of_transpose(a, n):
+    """The LU factors of a's transpose, partial pivoting in LAPACK's getf2 order (see
+    lu_det), in place of one matrix (L's unit diagonal implied); the row each step swapped
+    in; and det(a) from them."""
     m = np.ascontiguousarray(a.T)
+    swapped = np.arange(n)
     det = 1.0
     for j in range(n):
         p = j
         for i in range(j + 1, n):
             if abs(m[i, j]) > abs(m[p, j]):
                 p = i
+        swapped[j] = p
         if p != j:
             for k in range(n):
                 m[j, k], m[p, k] = m[p, k], m[j, k]
@@ -400,7 +425,20 @@ def lu_det(a, n):
                     m[i, k] -= f * m[j, k]
     for j in range(n):
         det *= m[j, j]
-    return det
+    return m, swapped, det
+
+
+@inline
+def lu_det(a, n):
+    """det(a) as PyTorch takes it: the product of the diagonal of a's LU factors (partial
+    pivoting, LAPACK's getf2 order: the column below a pivot scaled by its reciprocal, then
+    the trailing update), its sign flipped by each row swap.  NumPy's and numba's det go
+    through log|det| and exp and miss exact values: det(2 I) was 7.999999999999998, not 8.
+    PyTorch hands LAPACK the row-major values, which it reads as column-major: it factors
+    a's transpose (det of [[2, 5, 1], [0, -3, 7], [0, 0, 0.5]] is -3.0000000000000004)."""
+    if not _finite(a):
+        return np.nan
+    return _lu_of_transpose(a, n)[2]
 
 
 @kernel
