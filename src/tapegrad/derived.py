@@ -10,6 +10,7 @@ on the side (an index set, a count) is read through ``read_value``, so a compile
 it instead of keeping it as a constant.
 """
 import builtins
+import operator
 import math
 
 import numpy as np
@@ -1342,10 +1343,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def _trapezoid_rule(y, x, dx, dim, d, accumulate):
-    """``accumulate`` (sum or cumsum along d) of the trapezoids' areas: neighbour sums times
-    the steps of x (a tensor), or the spacing dx (or a number x), halved."""
+    """The trapezoid rule along d, ``accumulate`` being sum (the integral) or cumsum (the
+    running integral), written as ATen writes it, for its rounding and the nodes its graph
+    shows: at a spacing dx (a number) ``(sum(y) - (y[0] + y[-1]) * 0.5) * dx`` and
+    ``cumsum(dx / 2 * (y[1:] + y[:-1]))``; at sample points x, whose steps dx are a tensor,
+    ``accumulate(dx * (y[1:] + y[:-1])) / 2``."""
     n = y._value.shape[d]
-    pair = F.add(F.narrow(y, d, 0, n - 1), F.narrow(y, d, 1, n - 1))
+    pair = F.add(F.narrow(y, d, 1, n - 1), F.narrow(y, d, 0, n - 1))
     if x is not None and isinstance(x, Tensor):
         xd = F._wrap_dim(dim, builtins.max(x._value.ndim, 1)) if x._value.ndim > 1 else 0
         m = x._value.shape[xd]
@@ -1354,9 +1358,15 @@ def _trapezoid_rule(y, x, dx, dim, d, accumulate):
             shape = [1] * y._value.ndim
             shape[d] = m - 1
             step = F.reshape(step, *shape)
-        return F.div(accumulate(F.mul(pair, step), d), 2.0)
+        total = accumulate(F.mul(step, pair), d)
+        return F.named_node(F.div(total, 2.0), "DivBackward1", total)
     step = 1.0 if dx is None and x is None else float(dx if dx is not None else x)
-    return F.mul(accumulate(pair, d), step / 2.0)
+    if accumulate is F.cumsum:
+        return F.cumsum(F.named_node(F.mul(pair, step / 2.0), "MulBackward1", pair), d)
+    ends = F.add(F.select(y, d, 0), F.select(y, d, -1))
+    inner = F.sub(F.sum(y, d), F.named_node(F.mul(ends, 0.5), "MulBackward1", ends))
+    return F.named_node(F.mul(inner, step), "MulBackward1", inner)
+
 
 trapz = trapezoid
 
@@ -2136,6 +2146,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         return Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
     x = _tensor(input)
+    if not isinstance(repeats, Tensor):
+        return _repeat_each(x, repeats, dim, output_size)
     if dim is None:
         x = F.reshape(x, -1)
         d = 0
@@ -2154,7 +2166,29 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     if np.any(counts < 0):
         raise RuntimeError("repeats can not be negative")
     idx = np.repeat(np.arange(n, dtype=np.int64), counts)
+    if output_size is not None and output_size != idx.size:
+        raise RuntimeError("allocated size does not match required size")
     return F.index_select(x, d, Tensor._make(idx))
+
+
+def _repeat_each(x, repeats, dim, output_size):
+    """repeat_interleave by a number, as ATen writes it (the nodes its graph shows, and no
+    saved index): each slice along dim made a new axis, expanded ``repeats`` times, copied,
+    and the two axes flattened into one."""
+    repeats = operator.index(repeats)
+    d = F._wrap_dim(0 if dim is None else dim, x._value.ndim)
+    if dim is None:
+        x = x.flatten()
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    spread = x.unsqueeze(d + 1)
+    shape = list(spread.shape)
+    shape[d + 1] = repeats
+    out = spread.expand(*shape).clone().flatten(d, d + 1)
+    if output_size is not None and output_size != out._value.shape[d]:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{out._value.shape[d]} but got {output_size}")
+    return out
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
