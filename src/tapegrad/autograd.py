@@ -25,9 +25,27 @@ _SAVED_FREED = (
     "calling backward.")
 
 _V_INDEX = next(v for v, name in K.OPS[K.GATHER].variants.items() if name == "IndexBackward0")
-# the names of PyTorch's nodes that save their indices, where tapegrad composes the op
-_SAVES_INDICES = frozenset({"IndexPutBackward0", "PutBackward0", "ScatterAddBackward0",
-                            "IndexAddBackward0"})
+# the gathers whose PyTorch node saves its indices: an advanced index, index_select, gather,
+# take (a slice, a view, a flip save none)
+_GATHERS_SAVING = frozenset({_V_INDEX} | {v for v, name in K.OPS[K.GATHER].variants.items()
+                                         if name in ("IndexSelectBackward0", "GatherBackward0",
+                                                     "TakeBackward0")})
+# What a second backward without retain_graph meets at an op built from other ops is decided
+# by PyTorch's one node for it (Tape.composites), not by the records it is made of:
+# - nodes that save a tensor (indices, a mask, the input) whatever their records save;
+_SAVES_INDICES = frozenset({"IndexPutBackward0", "PutBackward0", "AddcdivBackward0"} | {
+    f"{kind}Pad{n}DBackward0" for kind in ("Reflection", "Replication") for n in (1, 2, 3)})
+# - nodes that save a tensor only while their input at this position requires grad (the
+#   index, read by the source's rule; self's rule is the identity);
+_SAVES_FOR_INPUT = {"IndexAddBackward0": 1, "ScatterAddBackward0": 1}
+# - nodes that save no tensor at all (a triangle, a number weight or factor, an upsampling's
+#   sizes): their records, inside and last, are passed again as PyTorch's node is.
+_SAVES_NO_TENSOR = frozenset(
+    {"TrilBackward0", "TriuBackward0", "LerpBackward0", "MulBackward1", "DivBackward1",
+     "Im2ColBackward0", "Col2ImBackward0"}
+    | {f"Upsample{kind}Backward0" for kind in (
+        "Linear1D", "Bilinear2D", "Trilinear3D", "Bicubic2D", "Nearest1D", "Nearest2D",
+        "Nearest3D", "NearestExact1D", "NearestExact2D", "NearestExact3D")})
 _FREES = np.array([K.OPS[c].frees if c in K.OPS else False for c in range(max(K.OPS) + 1)])
 
 
@@ -883,7 +901,7 @@ def _check_freed(tape, need, op):
     for r in np.nonzero(hit & (op[:m] == K.GATHER))[0]:
         variant = tape.aux[tape.ip[r]]
         # (sort, topk, ... save their indices too)
-        frees[r] = variant == _V_INDEX or variant in K.VALUE_SELECTED
+        frees[r] = variant in _GATHERS_SAVING or variant in K.VALUE_SELECTED
         if r in tape.custom_out:
             # an autograd.Function's output: freed if its forward saved tensors
             frees[r] = bool(tape.custom[tape.custom_out[r]].ctx._saved)
@@ -896,15 +914,58 @@ def _check_freed(tape, need, op):
         if per_input is not None:
             frees[r] = any(keep and s >= 0 and need[s]
                            for keep, s in zip(per_input, (tape.a0[r], tape.a1[r])))
-    # ops built from others whose PyTorch node saves its indices, whatever the rule of their
-    # last record (index_put and put with accumulate=True, scatter_add, index_add: a sum,
-    # named as PyTorch's node)
-    for r in np.nonzero(hit & ~frees)[0]:
-        entry = tape.composites.get(int(r))
-        if entry is not None and entry[0] in _SAVES_INDICES:
-            frees[r] = True
+    # ops built from others: as their PyTorch node (see _SAVES_INDICES)
+    if tape.composites:
+        for r in np.nonzero(hit & ~frees)[0]:
+            entry = tape.composites.get(int(r))
+            if entry is not None and _node_saves(entry) is True:
+                frees[r] = True
+        culprits = np.nonzero(hit & frees)[0]
+        if culprits.size and not _composed_saving_nothing(tape, culprits.tolist()):
+            raise RuntimeError(_SAVED_FREED)
+        return
     if (hit & frees).any():
         raise RuntimeError(_SAVED_FREED)
+
+
+def _node_saves(entry):
+    """Whether the PyTorch node of a composite (its ``Tape.composites`` entry) saves a
+    tensor: True, False, or None where its records decide."""
+    name, refs = entry[0], entry[1]
+    if name in _SAVES_INDICES:
+        return True
+    if name in _SAVES_NO_TENSOR:
+        return False
+    position = _SAVES_FOR_INPUT.get(name)
+    if position is not None:
+        return len(refs) > position and refs[position] != -1
+    return None
+
+
+def _composed_saving_nothing(tape, culprits):
+    """Whether each of ``culprits`` (records whose saved values a backward released) is one
+    of the records of an op built from others whose PyTorch node saves no tensor: the op's
+    last record, or one that record reaches without passing the op's inputs (those after
+    its latest input's record).  Only a second backward that would raise walks this."""
+    left = set(culprits)
+    for c in sorted(tape.composites, reverse=True):
+        if c < min(left):
+            break
+        entry = tape.composites[c]
+        if _node_saves(entry) is not False:
+            continue
+        floor = max([ref for ref in entry[1] if type(ref) is int] + [-1])
+        stack, seen = [c], {c}
+        while stack:
+            r = stack.pop()
+            left.discard(r)
+            for s, _ in _anomaly.input_positions(tape, r):
+                if s > floor and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        if not left:
+            return True
+    return not left
 
 
 def _check_refused(tape, need, op):
