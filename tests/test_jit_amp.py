@@ -365,7 +365,11 @@ def test_script_and_trace_run_eagerly_with_pytorchs_numbers():
         t = lib.tensor(x, dtype=lib.float64)
         return (scripted(t).tolist(), traced(t).tolist(), f(t).tolist(), g(t * 3).tolist(),
                 dict(lib.jit.script({"a": 1}).items()), list(lib.jit.script([1, 2])))
-    same(run)
+
+    def rounded(results):
+        # the layer's product rounds as the BLAS kernel for this CPU adds: a last bit apart
+        return [np.round(np.asarray(r), 14).tolist() for r in results[:4]] + list(results[4:])
+    same(run, rounded)
     same(lambda lib: lib.jit.script(_fn, optimize=True)(lib.ones(1)).tolist())
 
 
