@@ -9,8 +9,8 @@ import tapegrad as tg
 from . import constraints
 from ._gamma import Chi2
 from ._ops import binomial
-from ._univariate import (ExponentialFamily, Independent, Normal, Uniform, _expand_params,
-                          _standard_normal)
+from ._univariate import (ExponentialFamily, Independent, Normal, Uniform,
+                          _BinaryProbsOrLogits, _expand_params, _standard_normal)
 from .distribution import (Distribution, _sum_rightmost, broadcast_all, lazy_property,
                            logits_to_probs, probs_to_logits)
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
@@ -558,7 +558,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryProbsOrLogits, Distribution):
     """The number of successes in ``total_count`` Bernoulli trials with success
     probability ``probs`` (or ``logits``).
 
@@ -584,10 +584,8 @@ class Binomial(Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_params(self, Binomial, ("total_count", "probs", "logits"), batch_shape,
-                             _instance)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expand_keeping_param(Binomial, ("total_count", "probs", "logits"),
+                                          batch_shape, _instance)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -607,18 +605,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)

@@ -287,7 +287,30 @@ class Uniform(Distribution):
         return tg.log(self.high - self.low)
 
 
-class Bernoulli(ExponentialFamily):
+class _BinaryProbsOrLogits:
+    """What Bernoulli and Binomial share: the success probability given as ``probs`` or as
+    ``logits`` (not both), the other made from it on first use; ``_param`` is the one given,
+    and its size is ``param_shape``."""
+
+    def _expand_keeping_param(self, cls, names, batch_shape, _instance):
+        new = _expand_params(self, cls, names, batch_shape, _instance)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        return new
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+
+class Bernoulli(_BinaryProbsOrLogits, ExponentialFamily):
     """The Bernoulli distribution, given ``probs`` or ``logits`` (not both).
 
     Example:
@@ -313,9 +336,8 @@ class Bernoulli(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_params(self, Bernoulli, ("probs", "logits"), batch_shape, _instance)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expand_keeping_param(Bernoulli, ("probs", "logits"), batch_shape,
+                                          _instance)
 
     @property
     def mean(self):
@@ -330,18 +352,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)
