@@ -26,6 +26,15 @@ def _fill(t, mask, value):
     t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
 
 
+def _base_dist_parameter(name):
+    # a parameter kept only by the base distribution (LogNormal's loc and scale are its
+    # Normal's), so that expand, which expands base_dist, expands it too
+    def parameter(self):
+        return getattr(self.base_dist, name)
+    parameter.__name__ = name
+    return property(parameter)
+
+
 class TransformedDistribution(Distribution):
     """A base distribution pushed through a list of transforms: ``sample`` applies them,
     ``log_prob`` inverts them and subtracts their log-determinants.
@@ -166,13 +175,8 @@ class LogNormal(TransformedDistribution):
         new = self._get_checked_instance(LogNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def loc(self):
-        return self.base_dist.loc
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    loc = _base_dist_parameter("loc")
+    scale = _base_dist_parameter("scale")
 
     @property
     def mean(self):
@@ -211,9 +215,7 @@ class HalfNormal(TransformedDistribution):
         new = self._get_checked_instance(HalfNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = _base_dist_parameter("scale")
 
     @property
     def mean(self):
