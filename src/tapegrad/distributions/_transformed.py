@@ -11,7 +11,7 @@ from ._gamma import Chi2
 from ._ops import binomial
 from ._univariate import (ExponentialFamily, Independent, Normal, Uniform,
                           _BinaryProbsOrLogits, _expand_params, _standard_normal)
-from .distribution import (Distribution, _sum_rightmost, broadcast_all, lazy_property,
+from .distribution import (Distribution, _fill, _sum_rightmost, broadcast_all, lazy_property,
                            logits_to_probs, probs_to_logits)
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
 
@@ -19,11 +19,6 @@ __all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfNormal", "LogNormal
            "StudentT", "TransformedDistribution"]
 
 _EULER = 0.57721566490153286060
-
-
-def _fill(t, mask, value):
-    # ``t[mask] = value`` as PyTorch records it (an index_put_)
-    t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
 
 
 def _base_dist_parameter(name):
