@@ -10,7 +10,8 @@ from . import constraints
 from ._gamma import Chi2
 from ._ops import binomial
 from ._univariate import (ExponentialFamily, Independent, Normal, Uniform,
-                          _BinaryProbsOrLogits, _expand_params, _standard_normal)
+                          _BinaryProbsOrLogits, _expand_params, _LocationScale,
+                          _standard_normal)
 from .distribution import (Distribution, _fill, _sum_rightmost, broadcast_all, lazy_property,
                            logits_to_probs, probs_to_logits)
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
@@ -301,7 +302,7 @@ class Gumbel(TransformedDistribution):
         return self.scale.log() + (1 + _EULER)
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocationScale, Distribution):
     """The Cauchy (Lorentz) distribution with median ``loc`` and half width ``scale``.
 
     Example:
@@ -309,28 +310,9 @@ class Cauchy(Distribution):
         >>> Cauchy(0.0, 1.0).cdf(tg.tensor(0.0))
         tensor(0.5000)
     """
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = tg.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Cauchy, ("loc", "scale"), batch_shape, _instance)
-
     @property
     def mean(self):
         return tg.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype)
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -43,8 +43,9 @@ def _expand_params(self, cls, names, batch_shape, _instance):
 
 
 class _LocationScale:
-    """What Normal and Laplace share: real ``loc`` and positive ``scale`` broadcast together
-    (a 0-d batch when both are numbers), which are the mean and the mode."""
+    """What Normal, Laplace and Cauchy share: real ``loc`` and positive ``scale`` broadcast
+    together (a 0-d batch when both are numbers), ``loc`` the mode and (but for Cauchy's,
+    which has none) the mean."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
