@@ -10,7 +10,7 @@ from . import constraints
 from ._gamma import Chi2
 from ._ops import binomial
 from ._univariate import (ExponentialFamily, Independent, Normal, Uniform,
-                          _BinaryProbsOrLogits, _expand_params, _LocationScale,
+                          _BinaryProbsOrLogits, _expand_params, _LocationScale, _Rate,
                           _standard_normal)
 from .distribution import (Distribution, _fill, _sum_rightmost, broadcast_all, lazy_property,
                            logits_to_probs, probs_to_logits)
@@ -408,7 +408,7 @@ class StudentT(Distribution):
                 + 0.5 * self.df.log() + lbeta)
 
 
-class Poisson(ExponentialFamily):
+class Poisson(_Rate, ExponentialFamily):
     """The Poisson distribution with rate ``rate``.
 
     Example:
@@ -418,14 +418,6 @@ class Poisson(ExponentialFamily):
     """
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
-
-    def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Poisson, ("rate",), batch_shape, _instance)
 
     @property
     def mean(self):

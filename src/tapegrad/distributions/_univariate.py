@@ -42,6 +42,13 @@ def _expand_params(self, cls, names, batch_shape, _instance):
     return new
 
 
+def _class_mixing_in(self, mixin):
+    # the class that lists ``mixin`` among its bases (Normal for _LocationScale), which its
+    # expand makes: a subclass with its own __init__ and no expand of its own gets PyTorch's
+    # error naming that class
+    return next(c for c in type(self).__mro__ if mixin in c.__bases__)
+
+
 class _LocationScale:
     """What Normal, Laplace and Cauchy share: real ``loc`` and positive ``scale`` broadcast
     together (a 0-d batch when both are numbers), ``loc`` the mode and (but for Cauchy's,
@@ -59,10 +66,8 @@ class _LocationScale:
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        # (as the class that mixes this in: a subclass with its own __init__ and no expand
-        # of its own gets PyTorch's error)
-        cls = next(c for c in type(self).__mro__ if _LocationScale in c.__bases__)
-        return _expand_params(self, cls, ("loc", "scale"), batch_shape, _instance)
+        return _expand_params(self, _class_mixing_in(self, _LocationScale), ("loc", "scale"),
+                              batch_shape, _instance)
 
     @property
     def mean(self):
@@ -160,7 +165,21 @@ class Laplace(_LocationScale, Distribution):
         return 1 + tg.log(2 * self.scale)
 
 
-class Exponential(ExponentialFamily):
+class _Rate:
+    """What Exponential and Poisson share: their one parameter, ``rate`` (a 0-d batch when it
+    is a number)."""
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expand_params(self, _class_mixing_in(self, _Rate), ("rate",), batch_shape,
+                              _instance)
+
+
+class Exponential(_Rate, ExponentialFamily):
     """The exponential distribution with rate ``rate``.
 
     Example:
@@ -171,14 +190,6 @@ class Exponential(ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
-
-    def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Exponential, ("rate",), batch_shape, _instance)
 
     @property
     def mean(self):
