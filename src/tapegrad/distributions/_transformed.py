@@ -9,11 +9,10 @@ import tapegrad as tg
 from . import constraints
 from ._gamma import Chi2
 from ._ops import binomial
-from ._univariate import (ExponentialFamily, Independent, Normal, Uniform,
+from ._univariate import (ExponentialFamily, Independent, Normal, Uniform, _BinaryParam,
                           _BinaryProbsOrLogits, _expand_params, _LocationScale, _Rate,
                           _standard_normal)
-from .distribution import (Distribution, _fill, _sum_rightmost, broadcast_all, lazy_property,
-                           logits_to_probs, probs_to_logits)
+from .distribution import Distribution, _fill, _sum_rightmost, broadcast_all
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
 
 __all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfNormal", "LogNormal", "Poisson",
@@ -450,7 +449,7 @@ class Poisson(_Rate, ExponentialFamily):
         return tg.exp(x)
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryProbsOrLogits, Distribution):
     """The number of failures before the first success of Bernoulli trials with success
     probability ``probs`` (or ``logits``).
 
@@ -497,14 +496,6 @@ class Geometric(Distribution):
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)
         tiny = tg.finfo(self.probs.dtype).tiny
@@ -529,7 +520,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(_BinaryProbsOrLogits, Distribution):
+class Binomial(_BinaryParam, Distribution):
     """The number of successes in ``total_count`` Bernoulli trials with success
     probability ``probs`` (or ``logits``).
 

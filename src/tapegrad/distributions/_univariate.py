@@ -300,14 +300,8 @@ class Uniform(Distribution):
 
 
 class _BinaryProbsOrLogits:
-    """What Bernoulli and Binomial share: the success probability given as ``probs`` or as
-    ``logits`` (not both), the other made from it on first use; ``_param`` is the one given,
-    and its size is ``param_shape``."""
-
-    def _expand_keeping_param(self, cls, names, batch_shape, _instance):
-        new = _expand_params(self, cls, names, batch_shape, _instance)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+    """What Bernoulli, Binomial and Geometric share: the success probability given as
+    ``probs`` or as ``logits`` (not both), the other made from it on first use."""
 
     @lazy_property
     def logits(self):
@@ -317,12 +311,22 @@ class _BinaryProbsOrLogits:
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
 
+
+class _BinaryParam(_BinaryProbsOrLogits):
+    """Bernoulli's and Binomial's part beyond that: ``_param``, the one of ``probs`` and
+    ``logits`` given, whose size is ``param_shape``, and kept by ``expand``."""
+
+    def _expand_keeping_param(self, cls, names, batch_shape, _instance):
+        new = _expand_params(self, cls, names, batch_shape, _instance)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        return new
+
     @property
     def param_shape(self):
         return self._param.size()
 
 
-class Bernoulli(_BinaryProbsOrLogits, ExponentialFamily):
+class Bernoulli(_BinaryParam, ExponentialFamily):
     """The Bernoulli distribution, given ``probs`` or ``logits`` (not both).
 
     Example:
