@@ -85,3 +85,16 @@ def same(fn, torch):
     ours, theirs = outcome(tg, fn), outcome(torch, fn)
     assert ours == theirs, f"\ntapegrad: {ours}\nPyTorch:  {theirs}"
     return ours
+
+
+def same_bits(ours, theirs, what=""):
+    """Assert that two tensors (tapegrad's and PyTorch's) have the same dtype, shape and
+    bytes: a draw after ``manual_seed`` is compared bit for bit."""
+    a, b = ours.detach().numpy(), theirs.detach().numpy()
+    assert a.dtype == b.dtype and a.shape == b.shape, (what, a.shape, b.shape)
+    assert a.tobytes() == b.tobytes(), (what, a, b)
+
+
+def same_text(ours, theirs):
+    """Whether tapegrad's object prints as PyTorch's, ``tapegrad`` read as ``torch``."""
+    return str(ours).replace("tapegrad", "torch") == str(theirs)

@@ -219,6 +219,15 @@ def _eager_run(lib, X_value, w_value, create_graph=False, program=_eager_product
     return (loss.item(), w.grad.numpy().copy(), s.grad.numpy().copy()), in_place
 
 
+def _assert_copy_bits_and_pytorch_values(got, want, theirs):
+    """The (loss, gradients) of the run that read constants in place, ``got``, are bit for
+    bit those of the run that copied them, ``want``, and PyTorch's, ``theirs``, in value."""
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).view(np.int64), np.asarray(w).view(np.int64))
+    for g, t in zip(got, theirs):
+        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+
+
 @given(m=st.integers(1, 6), k=st.integers(1, 5), seed=st.integers(0, 2**31 - 1),
        create_graph=st.booleans())
 def test_eager_products_reading_constants_in_place_equal_copying_ones(m, k, seed, create_graph):
@@ -233,11 +242,8 @@ def test_eager_products_reading_constants_in_place_equal_copying_ones(m, k, seed
         got, in_place = _eager_run(tg, X_value, w_value, create_graph)
     # X in the first product, and stack([X, X]); once X has views (X.T), it is copied
     assert (copied, in_place) == (0, 2)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.asarray(g).view(np.int64), np.asarray(w).view(np.int64))
     theirs, _ = _eager_run(torch, X_value, w_value, create_graph)
-    for g, t in zip(got, theirs):
-        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+    _assert_copy_bits_and_pytorch_values(got, want, theirs)
 
 
 def test_a_large_eager_constant_is_read_in_place_by_default():
@@ -353,11 +359,8 @@ def test_elementwise_ops_reading_constants_in_place_equal_copying_ones(n, seed, 
     with _in_place_from(2):
         got, in_place = _elementwise_run(tg, c_value, w_value, create_graph)
     assert (copied, in_place) == (0, ELEMENTWISE_IN_PLACE)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.asarray(g).view(np.int64), np.asarray(w).view(np.int64))
     theirs, _ = _elementwise_run(torch, c_value, w_value, create_graph)
-    for g, t in zip(got, theirs):
-        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+    _assert_copy_bits_and_pytorch_values(got, want, theirs)
 
 
 def test_a_one_value_constant_is_copied():

@@ -30,6 +30,9 @@ MODULES = [
     ("tapegrad.distributed", "Many gradients on a Dask cluster"),
     ("tapegrad.distributions", "Probability distributions: sampling, log densities and KL "
                                "divergences"),
+    ("tapegrad.distributions.transforms", "Transforms of random variables (exp, affine, "
+                                          "sigmoid, stick breaking, ...), for "
+                                          "TransformedDistribution and biject_to"),
     ("tapegrad.cuda", "What a program asks before choosing a device"),
     ("tapegrad.jit", "PyTorch's jit names, running eagerly (tapegrad.compile is the compiled "
                      "path)"),

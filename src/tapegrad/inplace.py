@@ -27,6 +27,7 @@ from .ops.table import DATA
 from . import tape as _tape_module
 from .tape import in_arena, state
 from ._frames import is_own_code
+from .legacy import _C_TYPE
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
 from .tensor import multi_output_base_changed, multi_output_view_error, no_grad_view_error
@@ -1081,9 +1082,6 @@ def _draw_exponential(t, lambd=1.0, *, generator=None):
     return stream_for(generator).exponential(lambd, t._value.shape)
 
 
-# the C++ names PyTorch's bounds errors give the integer types
-_C_TYPE = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-           "int32": "int", "int64": "long int", "bool": "bool"}
 _RANDOM_SIGNATURES = (
     "random_() received an invalid combination of arguments - got ({}), but expected one "
     "of:\n * (*, torch.Generator generator = None)\n"

@@ -26,6 +26,8 @@ __all__ = ["DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongT
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
            "set_default_tensor_type", "typename", "is_storage", "range"]
 
+# the C++ names PyTorch's messages give the dtypes (its TensorOptions text here, random_'s
+# bounds and the continuous draws' dtype errors in inplace.py)
 _C_TYPE = {"float64": "double", "float32": "float", "float16": "c10::Half",
            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",

@@ -452,6 +452,24 @@ class GradScaler:
         self.__dict__.update(state)
 
 
+class _DeprecatedDeviceGradScaler(GradScaler):
+    """What ``tapegrad.cpu.amp.GradScaler`` and ``tapegrad.cuda.amp.GradScaler`` share: PyTorch's
+    deprecated per-device spellings, which warn (a ``FutureWarning`` naming the
+    ``tapegrad.amp`` form) and then are ``GradScaler(device, ...)`` for the subclass's
+    ``_deprecated_device``."""
+    _deprecated_device = None
+
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        device = self._deprecated_device
+        warnings.warn(f"`tapegrad.{device}.amp.GradScaler(args...)` is deprecated. Please use "
+                      f"`tapegrad.amp.GradScaler('{device}', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(device, init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)
+
+
 from .._public import public_dir as _public_dir  # noqa: E402
 
 __dir__ = _public_dir(globals())

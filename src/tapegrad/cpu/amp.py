@@ -33,7 +33,7 @@ class autocast(_autocast_mode.autocast):
         super().__init__("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
-class GradScaler(_grad_scaler.GradScaler):
+class GradScaler(_grad_scaler._DeprecatedDeviceGradScaler):
     """Deprecated: ``tapegrad.amp.GradScaler('cpu', ...)`` after a ``FutureWarning``, as in
     PyTorch; it scales as that one does.
 
@@ -46,14 +46,7 @@ class GradScaler(_grad_scaler.GradScaler):
         tensor(6.)
     """
 
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True):
-        warnings.warn("`tapegrad.cpu.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`tapegrad.amp.GradScaler('cpu', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+    _deprecated_device = "cpu"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

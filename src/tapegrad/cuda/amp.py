@@ -85,7 +85,7 @@ def custom_bwd(bwd):
     return functools.partial(_autocast_mode.custom_bwd, device_type="cuda")(bwd)
 
 
-class GradScaler(_grad_scaler.GradScaler):
+class GradScaler(_grad_scaler._DeprecatedDeviceGradScaler):
     """Deprecated: ``tapegrad.amp.GradScaler('cuda', ...)`` after a ``FutureWarning``, as in
     PyTorch; enabled, it then warns that CUDA is not available and does nothing.
 
@@ -98,14 +98,7 @@ class GradScaler(_grad_scaler.GradScaler):
         (False, 1.0)
     """
 
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True):
-        warnings.warn("`tapegrad.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`tapegrad.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+    _deprecated_device = "cuda"
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -9,10 +9,10 @@ import tapegrad as tg
 from . import constraints
 from ._gamma import Chi2
 from ._ops import binomial
-from ._univariate import (ExponentialFamily, Independent, Normal, Uniform, _expand_params,
+from ._univariate import (ExponentialFamily, Independent, Normal, Uniform, _BinaryParam,
+                          _BinaryProbsOrLogits, _expand_params, _LocationScale, _Rate,
                           _standard_normal)
-from .distribution import (Distribution, _sum_rightmost, broadcast_all, lazy_property,
-                           logits_to_probs, probs_to_logits)
+from .distribution import Distribution, _fill, _sum_rightmost, broadcast_all
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
 
 __all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfNormal", "LogNormal", "Poisson",
@@ -21,9 +21,13 @@ __all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfNormal", "LogNormal
 _EULER = 0.57721566490153286060
 
 
-def _fill(t, mask, value):
-    # ``t[mask] = value`` as PyTorch records it (an index_put_)
-    t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
+def _base_dist_parameter(name):
+    # a parameter kept only by the base distribution (LogNormal's loc and scale are its
+    # Normal's), so that expand, which expands base_dist, expands it too
+    def parameter(self):
+        return getattr(self.base_dist, name)
+    parameter.__name__ = name
+    return property(parameter)
 
 
 class TransformedDistribution(Distribution):
@@ -166,13 +170,8 @@ class LogNormal(TransformedDistribution):
         new = self._get_checked_instance(LogNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def loc(self):
-        return self.base_dist.loc
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    loc = _base_dist_parameter("loc")
+    scale = _base_dist_parameter("scale")
 
     @property
     def mean(self):
@@ -211,9 +210,7 @@ class HalfNormal(TransformedDistribution):
         new = self._get_checked_instance(HalfNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = _base_dist_parameter("scale")
 
     @property
     def mean(self):
@@ -304,7 +301,7 @@ class Gumbel(TransformedDistribution):
         return self.scale.log() + (1 + _EULER)
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocationScale, Distribution):
     """The Cauchy (Lorentz) distribution with median ``loc`` and half width ``scale``.
 
     Example:
@@ -312,28 +309,9 @@ class Cauchy(Distribution):
         >>> Cauchy(0.0, 1.0).cdf(tg.tensor(0.0))
         tensor(0.5000)
     """
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = tg.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Cauchy, ("loc", "scale"), batch_shape, _instance)
-
     @property
     def mean(self):
         return tg.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype)
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -429,7 +407,7 @@ class StudentT(Distribution):
                 + 0.5 * self.df.log() + lbeta)
 
 
-class Poisson(ExponentialFamily):
+class Poisson(_Rate, ExponentialFamily):
     """The Poisson distribution with rate ``rate``.
 
     Example:
@@ -439,14 +417,6 @@ class Poisson(ExponentialFamily):
     """
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
-
-    def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Poisson, ("rate",), batch_shape, _instance)
 
     @property
     def mean(self):
@@ -479,7 +449,7 @@ class Poisson(ExponentialFamily):
         return tg.exp(x)
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryProbsOrLogits, Distribution):
     """The number of failures before the first success of Bernoulli trials with success
     probability ``probs`` (or ``logits``).
 
@@ -526,14 +496,6 @@ class Geometric(Distribution):
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)
         tiny = tg.finfo(self.probs.dtype).tiny
@@ -558,7 +520,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParam, Distribution):
     """The number of successes in ``total_count`` Bernoulli trials with success
     probability ``probs`` (or ``logits``).
 
@@ -584,10 +546,8 @@ class Binomial(Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_params(self, Binomial, ("total_count", "probs", "logits"), batch_shape,
-                             _instance)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expand_keeping_param(Binomial, ("total_count", "probs", "logits"),
+                                          batch_shape, _instance)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -607,18 +567,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)

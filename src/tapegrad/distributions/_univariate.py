@@ -42,9 +42,17 @@ def _expand_params(self, cls, names, batch_shape, _instance):
     return new
 
 
+def _class_mixing_in(self, mixin):
+    # the class that lists ``mixin`` among its bases (Normal for _LocationScale), which its
+    # expand makes: a subclass with its own __init__ and no expand of its own gets PyTorch's
+    # error naming that class
+    return next(c for c in type(self).__mro__ if mixin in c.__bases__)
+
+
 class _LocationScale:
-    """What Normal and Laplace share: real ``loc`` and positive ``scale`` broadcast together
-    (a 0-d batch when both are numbers), which are the mean and the mode."""
+    """What Normal, Laplace and Cauchy share: real ``loc`` and positive ``scale`` broadcast
+    together (a 0-d batch when both are numbers), ``loc`` the mode and (but for Cauchy's,
+    which has none) the mean."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -58,10 +66,8 @@ class _LocationScale:
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        # (as the class that mixes this in: a subclass with its own __init__ and no expand
-        # of its own gets PyTorch's error)
-        cls = next(c for c in type(self).__mro__ if _LocationScale in c.__bases__)
-        return _expand_params(self, cls, ("loc", "scale"), batch_shape, _instance)
+        return _expand_params(self, _class_mixing_in(self, _LocationScale), ("loc", "scale"),
+                              batch_shape, _instance)
 
     @property
     def mean(self):
@@ -159,7 +165,21 @@ class Laplace(_LocationScale, Distribution):
         return 1 + tg.log(2 * self.scale)
 
 
-class Exponential(ExponentialFamily):
+class _Rate:
+    """What Exponential and Poisson share: their one parameter, ``rate`` (a 0-d batch when it
+    is a number)."""
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expand_params(self, _class_mixing_in(self, _Rate), ("rate",), batch_shape,
+                              _instance)
+
+
+class Exponential(_Rate, ExponentialFamily):
     """The exponential distribution with rate ``rate``.
 
     Example:
@@ -170,14 +190,6 @@ class Exponential(ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
-
-    def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = tg.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return _expand_params(self, Exponential, ("rate",), batch_shape, _instance)
 
     @property
     def mean(self):
@@ -287,7 +299,34 @@ class Uniform(Distribution):
         return tg.log(self.high - self.low)
 
 
-class Bernoulli(ExponentialFamily):
+class _BinaryProbsOrLogits:
+    """What Bernoulli, Binomial and Geometric share: the success probability given as
+    ``probs`` or as ``logits`` (not both), the other made from it on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class _BinaryParam(_BinaryProbsOrLogits):
+    """Bernoulli's and Binomial's part beyond that: ``_param``, the one of ``probs`` and
+    ``logits`` given, whose size is ``param_shape``, and kept by ``expand``."""
+
+    def _expand_keeping_param(self, cls, names, batch_shape, _instance):
+        new = _expand_params(self, cls, names, batch_shape, _instance)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        return new
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+
+class Bernoulli(_BinaryParam, ExponentialFamily):
     """The Bernoulli distribution, given ``probs`` or ``logits`` (not both).
 
     Example:
@@ -313,9 +352,8 @@ class Bernoulli(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_params(self, Bernoulli, ("probs", "logits"), batch_shape, _instance)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expand_keeping_param(Bernoulli, ("probs", "logits"), batch_shape,
+                                          _instance)
 
     @property
     def mean(self):
@@ -330,18 +368,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=tg.Size()):
         shape = self._extended_shape(sample_shape)

@@ -34,6 +34,13 @@ def broadcast_all(*values):
     return tg.broadcast_tensors(*values)
 
 
+def _fill(t, mask, value):
+    # PyTorch writes ``t[mask] = value``, an index_put_ on a tensor that is no view (its
+    # grad_fn IndexPutBackward0); tapegrad's masked __setitem__ records CopySlices, so the
+    # write is spelled as the index_put_ it is
+    t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
+
+
 def _sum_rightmost(value, dim):
     if dim == 0:
         return value

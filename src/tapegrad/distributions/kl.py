@@ -6,7 +6,7 @@ import warnings
 
 import tapegrad as tg
 
-from .distribution import Distribution, _sum_rightmost
+from .distribution import Distribution, _fill, _sum_rightmost
 from ._multivariate import MultivariateNormal, _batch_mahalanobis
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
@@ -101,13 +101,6 @@ def kl_divergence(p, q):
         raise NotImplementedError(f"No KL(p || q) is implemented for p type "
                                   f"{p.__class__.__name__} and q type {q.__class__.__name__}")
     return fun(p, q)
-
-
-def _fill(t, mask, value):
-    # PyTorch writes ``t[mask] = value``, an index_put_ on a tensor that is no view (its
-    # grad_fn IndexPutBackward0); tapegrad's masked __setitem__ records CopySlices, so the
-    # write is spelled as the index_put_ it is
-    t.index_put_((mask,), tg.tensor(value, dtype=t.dtype))
 
 
 def _infinite_like(tensor):

@@ -87,7 +87,6 @@ class Transform:
     def __ne__(self, other):
         return not self.__eq__(other)
 
-
     def __call__(self, x):
         if self._cache_size == 0:
             return self._call(x)
@@ -161,7 +160,6 @@ class _InverseTransform(Transform):
             return False
         return self._inv == other._inv
 
-
     def __repr__(self):
         return f"{type(self).__name__}({self._inv!r})"
 
@@ -197,7 +195,6 @@ class ComposeTransform(Transform):
         if not isinstance(other, ComposeTransform):
             return False
         return self.parts == other.parts
-
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
@@ -428,7 +425,6 @@ class ExpTransform(Transform):
     def __eq__(self, other):
         return isinstance(other, ExpTransform)
 
-
     def _call(self, x):
         return x.exp()
 
@@ -469,7 +465,6 @@ class PowerTransform(Transform):
             return False
         return self.exponent.eq(other.exponent).all().item()
 
-
     def _call(self, x):
         return x.pow(self.exponent)
 
@@ -507,7 +502,6 @@ class SigmoidTransform(Transform):
     def __eq__(self, other):
         return isinstance(other, SigmoidTransform)
 
-
     def _call(self, x):
         return _clipped_sigmoid(x)
 
@@ -536,7 +530,6 @@ class SoftplusTransform(Transform):
     def __eq__(self, other):
         return isinstance(other, SoftplusTransform)
 
-
     def _call(self, x):
         return _softplus(x)
 
@@ -563,7 +556,6 @@ class TanhTransform(Transform):
     def __eq__(self, other):
         return isinstance(other, TanhTransform)
 
-
     def _call(self, x):
         return x.tanh()
 
@@ -587,7 +579,6 @@ class AbsTransform(Transform):
 
     def __eq__(self, other):
         return isinstance(other, AbsTransform)
-
 
     def _call(self, x):
         return x.abs()
@@ -644,7 +635,6 @@ class AffineTransform(Transform):
                 return False
         return True
 
-
     @property
     def sign(self):
         if isinstance(self.scale, Number):
@@ -670,13 +660,16 @@ class AffineTransform(Transform):
             shape = shape[:-self.event_dim]
         return result.expand(shape)
 
-    def forward_shape(self, shape):
+    def _broadcast_with_params(self, shape):
+        # loc and scale (numbers or tensors) broadcast with x and y alike
         return tg.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
                                    getattr(self.scale, "shape", ()))
 
+    def forward_shape(self, shape):
+        return self._broadcast_with_params(shape)
+
     def inverse_shape(self, shape):
-        return tg.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
-                                   getattr(self.scale, "shape", ()))
+        return self._broadcast_with_params(shape)
 
 
 def _needs_a_dim(shape):
@@ -697,7 +690,6 @@ class SoftmaxTransform(Transform):
 
     def __eq__(self, other):
         return isinstance(other, SoftmaxTransform)
-
 
     def _call(self, x):
         probs = (x - x.max(-1, True)[0]).exp()
@@ -729,7 +721,6 @@ class StickBreakingTransform(Transform):
 
     def __eq__(self, other):
         return isinstance(other, StickBreakingTransform)
-
 
     def _call(self, x):
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)

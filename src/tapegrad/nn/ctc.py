@@ -35,15 +35,33 @@ _NEG_INF = -math.inf
 
 
 @kernel
+def _sample(b, input_lengths, target_lengths, offsets, log_alpha):
+    """Sample ``b``'s input and target lengths, where its labels start in the flat targets,
+    and its ``log_alpha`` (T, 2 * S_max + 1): what both kernels read first for each sample."""
+    return input_lengths[b], target_lengths[b], offsets[b], log_alpha[b]
+
+
+@kernel
+def _log_sum_exp3(x1, x2, x3):
+    """``log(exp(x1) + exp(x2) + exp(x3))`` taken about the largest term (about 0 when all
+    are -inf, so there is no -inf - -inf): one step of the alpha and of the beta recursion,
+    PyTorch's arithmetic in its order; an absent term is passed as -inf."""
+    xmax = x1
+    if x2 > xmax:
+        xmax = x2
+    if x3 > xmax:
+        xmax = x3
+    if xmax == _NEG_INF:
+        xmax = 0.0
+    return math.log(math.exp(x1 - xmax) + math.exp(x2 - xmax) + math.exp(x3 - xmax)) + xmax
+
+
+@kernel
 def _alpha(lp, targets, offsets, input_lengths, target_lengths, blank, log_alpha, nll):
     """The forward pass: ``log_alpha`` (N, T, 2 * S_max + 1) and ``nll`` (N,) from ``lp``
     (T, N, C) and the targets (flat, sample b's labels from ``offsets[b]``)."""
-    n_batch = lp.shape[1]
-    for b in range(n_batch):
-        t_len = input_lengths[b]
-        s_len = target_lengths[b]
-        off = offsets[b]
-        la = log_alpha[b]
+    for b in range(lp.shape[1]):
+        t_len, s_len, off, la = _sample(b, input_lengths, target_lengths, offsets, log_alpha)
         if t_len == 0:
             # no frame: only the empty target has a path (of probability 1)
             nll[b] = 0.0 if s_len == 0 else math.inf
@@ -56,24 +74,12 @@ def _alpha(lp, targets, offsets, input_lengths, target_lengths, blank, log_alpha
         for t in range(1, t_len):
             for s in range(2 * s_len + 1):
                 current = blank if s % 2 == 0 else targets[off + s // 2]
-                la1 = la[t - 1, s]
-                lamax = la1
-                if s > 0:
-                    la2 = la[t - 1, s - 1]
-                    if la2 > lamax:
-                        lamax = la2
-                else:
-                    la2 = _NEG_INF
+                la2 = la[t - 1, s - 1] if s > 0 else _NEG_INF
                 if s > 1 and (blank if s % 2 == 0 else targets[off + (s - 2) // 2]) != current:
                     la3 = la[t - 1, s - 2]
-                    if la3 > lamax:
-                        lamax = la3
                 else:
                     la3 = _NEG_INF
-                if lamax == _NEG_INF:    # (no -inf - -inf)
-                    lamax = 0.0
-                la[t, s] = (math.log(math.exp(la1 - lamax) + math.exp(la2 - lamax)
-                                     + math.exp(la3 - lamax)) + lamax + lp[t, b, current])
+                la[t, s] = _log_sum_exp3(la[t - 1, s], la2, la3) + lp[t, b, current]
         last = t_len - 1
         if s_len == 0:
             # no label: the one path stays on the blank, with no last label to merge
@@ -92,14 +98,10 @@ def _gradient(lp, targets, offsets, input_lengths, target_lengths, blank, log_al
               grad_out, zero_infinity, log_beta, grad):
     """The backward pass: ``grad`` (T, N, C) of the losses weighted by ``grad_out`` (N,);
     ``log_beta`` is scratch of ``log_alpha``'s shape."""
-    n_batch = lp.shape[1]
     n_labels = lp.shape[2]
     t_max = lp.shape[0]
-    for b in range(n_batch):
-        t_len = input_lengths[b]
-        s_len = target_lengths[b]
-        off = offsets[b]
-        la = log_alpha[b]
+    for b in range(lp.shape[1]):
+        t_len, s_len, off, la = _sample(b, input_lengths, target_lengths, offsets, log_alpha)
         lb = log_beta[b]
         if zero_infinity and nll[b] == math.inf:
             for t in range(t_max):
@@ -125,25 +127,13 @@ def _gradient(lp, targets, offsets, input_lengths, target_lengths, blank, log_al
         for t in range(t_len - 2, -1, -1):
             for s in range(2 * s_len, -1, -1):
                 current = blank if s % 2 == 0 else targets[off + s // 2]
-                lb1 = lb[t + 1, s]
-                lbmax = lb1
-                if s < 2 * s_len:
-                    lb2 = lb[t + 1, s + 1]
-                    if lb2 > lbmax:
-                        lbmax = lb2
-                else:
-                    lb2 = _NEG_INF
+                lb2 = lb[t + 1, s + 1] if s < 2 * s_len else _NEG_INF
                 if s < 2 * s_len - 1 and \
                         (blank if s % 2 == 0 else targets[off + (s + 2) // 2]) != current:
                     lb3 = lb[t + 1, s + 2]
-                    if lb3 > lbmax:
-                        lbmax = lb3
                 else:
                     lb3 = _NEG_INF
-                if lbmax == _NEG_INF:
-                    lbmax = 0.0
-                lb[t, s] = (math.log(math.exp(lb1 - lbmax) + math.exp(lb2 - lbmax)
-                                     + math.exp(lb3 - lbmax)) + lbmax + lp[t, b, current])
+                lb[t, s] = _log_sum_exp3(lb[t + 1, s], lb2, lb3) + lp[t, b, current]
                 log_alpha_beta = la[t, s] + lb[t, s]
                 lcab = grad[t, b, current]
                 if lcab == _NEG_INF:
