@@ -16,7 +16,7 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.optim.optimizer", "tapegrad.optim.sgd", "tapegrad.optim.adam",
            "tapegrad.testing", "tapegrad.viz", "tapegrad.backends.cudnn",
            "tapegrad.backends.cuda", "tapegrad.backends.mps", "tapegrad.backends.mkldnn",
-           "tapegrad.backends.mkl", "tapegrad.backends.openmp", "tapegrad.utils.checkpoint", "tapegrad._blas", "tapegrad._dtype",
+           "tapegrad.backends.mkl", "tapegrad.backends.openmp", "tapegrad.backends.opt_einsum", "tapegrad.utils.checkpoint", "tapegrad._blas", "tapegrad._dtype",
            "tapegrad.replay", "tapegrad.function", "tapegrad.functional", "tapegrad.comparison",
            "tapegrad.autograd", "tapegrad._generator", "tapegrad._device", "tapegrad.tensor",
            "tapegrad.serialization", "tapegrad.func", "tapegrad.nn.containers",

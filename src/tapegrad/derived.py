@@ -534,6 +534,18 @@ def _contract(a, ta, b, tb, keep):
     return F.reshape(prod, *[size[c] for c in letters]), "".join(letters)
 
 
+def _path_finding_error(equation, operands):
+    """Raise what opt_einsum's contraction-path search raises for these operands, where
+    PyTorch would have asked it (three or more operands, the package installed and enabled):
+    its ValueError comes before PyTorch's own checks."""
+    from .backends import opt_einsum
+    package = opt_einsum.get_opt_einsum()
+    if len(operands) <= 2 or not opt_einsum.enabled or package is None:
+        return
+    package.contract_path(equation, *[x._value.shape for x in operands], shapes=True,
+                          optimize=opt_einsum.strategy)
+
+
 def einsum(equation, *operands):
     """Sums of products of the operands' elements, as named by ``equation`` in Einstein's
     notation (``"ij,jk->ik"``; ``...`` for leading dims; without ``->`` the output has the
@@ -551,15 +563,19 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = [_tensor(x) for x in operands]
-    terms, out = _einsum_parse(equation, operands)
-    for c in out:
-        if out.count(c) > 1:
-            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
-                               "the output")
-        if not builtins.any(c in t for t in terms):
-            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
-                               "equation for any input operand")
-    _check_einsum_sizes(operands, terms)
+    try:
+        terms, out = _einsum_parse(equation, operands)
+        for c in out:
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once "
+                                   "in the output")
+            if not builtins.any(c in t for t in terms):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+        _check_einsum_sizes(operands, terms)
+    except RuntimeError:
+        _path_finding_error(equation, operands)
+        raise
     xs = []
     for x, t in zip(operands, terms):
         x, t = _take_diagonals(x, t)
