@@ -33,7 +33,7 @@ _GATHERS_SAVING = frozenset({_V_INDEX} | {v for v, name in K.OPS[K.GATHER].varia
 # What a second backward without retain_graph meets at an op built from other ops is decided
 # by PyTorch's one node for it (Tape.composites), not by the records it is made of:
 # - nodes that save a tensor (indices, a mask, the input) whatever their records save;
-_SAVES_INDICES = frozenset({"IndexPutBackward0", "PutBackward0", "AddcdivBackward0"} | {
+_SAVES_A_TENSOR = frozenset({"IndexPutBackward0", "PutBackward0", "AddcdivBackward0"} | {
     f"{kind}Pad{n}DBackward0" for kind in ("Reflection", "Replication") for n in (1, 2, 3)})
 # - nodes that save a tensor only while their input at this position requires grad (the
 #   index, read by the source's rule; self's rule is the identity);
@@ -914,7 +914,7 @@ def _check_freed(tape, need, op):
         if per_input is not None:
             frees[r] = any(keep and s >= 0 and need[s]
                            for keep, s in zip(per_input, (tape.a0[r], tape.a1[r])))
-    # ops built from others: as their PyTorch node (see _SAVES_INDICES)
+    # ops built from others: as their PyTorch node (see _SAVES_A_TENSOR)
     if tape.composites:
         for r in np.nonzero(hit & ~frees)[0]:
             entry = tape.composites.get(int(r))
@@ -932,7 +932,7 @@ def _node_saves(entry):
     """Whether the PyTorch node of a composite (its ``Tape.composites`` entry) saves a
     tensor: True, False, or None where its records decide."""
     name, refs = entry[0], entry[1]
-    if name in _SAVES_INDICES:
+    if name in _SAVES_A_TENSOR:
         return True
     if name in _SAVES_NO_TENSOR:
         return False
