@@ -932,13 +932,15 @@ def _node_saves(entry):
     """Whether the PyTorch node of a composite (its ``Tape.composites`` entry) saves a
     tensor: True, False, or None where its records decide."""
     name, refs = entry[0], entry[1]
+    if len(entry) == 4 and not refs:
+        return None     # a view shown as another record's node (higher._shown_as): its own
     if name in _SAVES_A_TENSOR:
         return True
     if name in _SAVES_NO_TENSOR:
         return False
     position = _SAVES_FOR_INPUT.get(name)
     if position is not None:
-        return len(refs) > position and refs[position] != -1
+        return len(refs) <= position or refs[position] != -1
     return None
 
 
