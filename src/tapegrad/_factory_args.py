@@ -159,8 +159,7 @@ _ACCEPTS = {
     "object": lambda o: True,
     # Python's float, int and bool stand for dtypes too: zeros(2, dtype=float)
     "tapegrad.dtype": lambda o: isinstance(o, _dtype.dtype) or o in (float, int, bool),
-    "tapegrad.device": lambda o: (isinstance(o, (_device.device, str))
-                                  or isinstance(o, int) and not isinstance(o, bool)),
+    "tapegrad.device": _device.is_device,
     "tapegrad.layout": lambda o: isinstance(o, _device.layout),
     "tapegrad.memory_format": lambda o: isinstance(o, _device.memory_format),
     "tapegrad.Generator": lambda o: isinstance(o, Generator),
