@@ -463,12 +463,6 @@ _ones_like = _maker_of_like(1, "ones_like")
 _empty_like = _maker_of_like(0, "empty_like")
 
 
-def _plain_like(args, dtype, device, requires_grad, rare):
-    """Whether a ``*_like`` call is the common one: a tensor and the common keywords."""
-    return (len(args) == 1 and isinstance(args[0], Tensor) and not rare
-            and _plain(dtype, device, requires_grad))
-
-
 def zeros_like(*args, dtype=None, device=None, requires_grad=False, **rare):
     """A new leaf tensor of zeros with ``input``'s shape and dtype (or ``dtype``):
     ``zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
@@ -478,7 +472,8 @@ def zeros_like(*args, dtype=None, device=None, requires_grad=False, **rare):
         >>> tg.zeros_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
-    if not _plain_like(args, dtype, device, requires_grad, rare):
+    if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
+            or not _plain(dtype, device, requires_grad)):
         return _general("zeros_like", _zeros_like, args,
                         _called(rare, dtype, device, requires_grad))
     return _zeros_like(args[0], dtype, requires_grad)
@@ -492,7 +487,8 @@ def ones_like(*args, dtype=None, device=None, requires_grad=False, **rare):
         >>> tg.ones_like(tg.zeros(2))
         tensor([1., 1.])
     """
-    if not _plain_like(args, dtype, device, requires_grad, rare):
+    if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
+            or not _plain(dtype, device, requires_grad)):
         return _general("ones_like", _ones_like, args,
                         _called(rare, dtype, device, requires_grad))
     return _ones_like(args[0], dtype, requires_grad)
@@ -506,7 +502,8 @@ def empty_like(*args, dtype=None, device=None, requires_grad=False, **rare):
         >>> tg.empty_like(tg.ones(2, 3)).shape
         tapegrad.Size([2, 3])
     """
-    if not _plain_like(args, dtype, device, requires_grad, rare):
+    if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
+            or not _plain(dtype, device, requires_grad)):
         return _general("empty_like", _empty_like, args,
                         _called(rare, dtype, device, requires_grad))
     return _empty_like(args[0], dtype, requires_grad)
@@ -622,8 +619,8 @@ def rand_like(*args, generator=None, dtype=None, device=None, requires_grad=Fals
         >>> tg.rand_like(tg.zeros(2, 3)).shape
         tapegrad.Size([2, 3])
     """
-    if (not _plain_like(args, dtype, device, requires_grad, rare)
-            or not _plain_generator(generator)):
+    if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
+            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
         return _general("rand_like", _rand_like, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _rand_like(args[0], dtype, requires_grad, generator)
@@ -637,8 +634,8 @@ def randn_like(*args, generator=None, dtype=None, device=None, requires_grad=Fal
         >>> tg.randn_like(tg.zeros(4)).shape
         tapegrad.Size([4])
     """
-    if (not _plain_like(args, dtype, device, requires_grad, rare)
-            or not _plain_generator(generator)):
+    if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
+            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
         return _general("randn_like", _randn_like, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randn_like(args[0], dtype, requires_grad, generator)
