@@ -131,22 +131,23 @@ def _unwrap(data):
 
 def _to_array(data, dtype):
     """NumPy array for ``data`` with PyTorch's dtype inference (float64 default float)."""
-    if isinstance(data, np.generic):   # a NumPy number keeps its type, as an array would
-        data = np.asarray(data)
-    if isinstance(data, np.ndarray):
-        if data.dtype.kind in "cOSUV":
-            raise TypeError(
-                f"can't convert np.ndarray of type numpy.{data.dtype}. The only supported "
-                "types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
-                "and bool.")
-        dt = dtype or _dtype.from_numpy_dtype(data.dtype)
-        return np.array(_cast(data, dt), copy=True, order="C")
-    if isinstance(data, Tensor):
-        read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
-        dt = dtype or data.dtype
-        return np.array(_cast(data._value, dt), copy=True, order="C")
-    if isinstance(data, str) or isinstance(data, bytes):
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if type(data) is not list:     # (a list, the common case, needs none of these)
+        if isinstance(data, np.generic):   # a NumPy number keeps its type, as an array would
+            data = np.asarray(data)
+        if isinstance(data, np.ndarray):
+            if data.dtype.kind in "cOSUV":
+                raise TypeError(
+                    f"can't convert np.ndarray of type numpy.{data.dtype}. The only supported "
+                    "types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
+                    "and bool.")
+            dt = dtype or _dtype.from_numpy_dtype(data.dtype)
+            return np.array(_cast(data, dt), copy=True, order="C")
+        if isinstance(data, Tensor):
+            read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
+            dt = dtype or data.dtype
+            return np.array(_cast(data._value, dt), copy=True, order="C")
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     _nested_shape(data)
     found = set()
     _scan_dtypes(data, found)
@@ -270,12 +271,13 @@ def _plain_shape(size):
     return tuple(size)
 
 
-def _plain(dtype, device, requires_grad):
+def _plain(dtype, device, requires_grad, generator=None):
     """Whether the common keywords hold what the fast path takes as it is."""
     return ((dtype is None or type(dtype) is _dtype.dtype)
             and (device is None or type(device) is str and device == "cpu"
                  or type(device) is _device.device and device.type == "cpu")
-            and (requires_grad is False or requires_grad is True))
+            and (requires_grad is False or requires_grad is True)
+            and (generator is None or type(generator) is Generator))
 
 
 def _called(rare, dtype, device, requires_grad, **others):
@@ -350,7 +352,8 @@ def _filled(shape, fill, dt, requires_grad):
 def _maker_of_filled(fill, fname):
     """The maker of ``zeros``, ``ones`` or ``empty``: ``fill`` in every element."""
     def make(size, dtype, requires_grad, memory_format=None):
-        _device.check_memory_format(memory_format, len(size), fname)
+        if memory_format is not None:   # (empty's only)
+            _device.check_memory_format(memory_format, len(size), fname)
         return _filled(_checked_shape(size, fname), fill, _dtype.resolve(dtype) or
                        _dtype.float64, requires_grad)
     return make
@@ -452,7 +455,8 @@ def full(*args, dtype=None, device=None, requires_grad=False, **rare):
 def _maker_of_like(fill, fname):
     """The maker of ``zeros_like``, ``ones_like`` or ``empty_like``."""
     def make(input, dtype, requires_grad, memory_format=None):  # noqa: A002 - PyTorch's name
-        _device.check_memory_format(memory_format, input.ndim, fname)
+        if memory_format is not None:   # (input.ndim costs a call)
+            _device.check_memory_format(memory_format, input.ndim, fname)
         return _filled(input._value.shape, fill, _dtype.resolve(dtype) or input.dtype,
                        requires_grad)
     return make
@@ -510,7 +514,8 @@ def empty_like(*args, dtype=None, device=None, requires_grad=False, **rare):
 
 
 def _full_like(input, fill_value, dtype, requires_grad, memory_format=None):  # noqa: A002
-    _device.check_memory_format(memory_format, input.ndim, "full_like")
+    if memory_format is not None:
+        _device.check_memory_format(memory_format, input.ndim, "full_like")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     return _filled(input._value.shape, fill_value, _dtype.resolve(dtype) or input.dtype,
@@ -542,10 +547,6 @@ def _random_dtype(dtype, kernel, default=None):
     return dt
 
 
-def _plain_generator(generator):
-    return generator is None or type(generator) is Generator
-
-
 def _rand(size, dtype, requires_grad, generator=None):
     _random_dtype(dtype, "check_uniform_bounds")
     return _leaf(stream_for(generator).random(_checked_shape(size, "rand")), requires_grad)
@@ -570,8 +571,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
         (tapegrad.Size([2, 3]), True)
     """
     shape = _plain_shape(size)
-    if (shape is None or rare or not _plain(dtype, device, requires_grad)
-            or not _plain_generator(generator)):
+    if shape is None or rare or not _plain(dtype, device, requires_grad, generator):
         return _general("rand", _rand, size,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _rand(shape, dtype, requires_grad, generator)
@@ -589,8 +589,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
         tapegrad.Size([3, 2])
     """
     shape = _plain_shape(size)
-    if (shape is None or rare or not _plain(dtype, device, requires_grad)
-            or not _plain_generator(generator)):
+    if shape is None or rare or not _plain(dtype, device, requires_grad, generator):
         return _general("randn", _randn, size,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randn(shape, dtype, requires_grad, generator)
@@ -599,14 +598,16 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
 def _rand_like(input, dtype, requires_grad, generator=None,  # noqa: A002 - PyTorch's name
                memory_format=None):
     dt = _random_dtype(dtype, "check_uniform_bounds", input.dtype)
-    _device.check_memory_format(memory_format, input.ndim, "rand_like")
+    if memory_format is not None:
+        _device.check_memory_format(memory_format, input.ndim, "rand_like")
     return _leaf(_cast(stream_for(generator).random(input._value.shape), dt), requires_grad)
 
 
 def _randn_like(input, dtype, requires_grad, generator=None,  # noqa: A002 - PyTorch's name
                 memory_format=None):
     dt = _random_dtype(dtype, "normal_kernel_cpu", input.dtype)
-    _device.check_memory_format(memory_format, input.ndim, "randn_like")
+    if memory_format is not None:
+        _device.check_memory_format(memory_format, input.ndim, "randn_like")
     return _leaf(_cast(stream_for(generator).standard_normal(input._value.shape), dt),
                  requires_grad)
 
@@ -620,7 +621,7 @@ def rand_like(*args, generator=None, dtype=None, device=None, requires_grad=Fals
         tapegrad.Size([2, 3])
     """
     if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
-            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
+            or not _plain(dtype, device, requires_grad, generator)):
         return _general("rand_like", _rand_like, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _rand_like(args[0], dtype, requires_grad, generator)
@@ -635,7 +636,7 @@ def randn_like(*args, generator=None, dtype=None, device=None, requires_grad=Fal
         tapegrad.Size([4])
     """
     if (len(args) != 1 or not isinstance(args[0], Tensor) or rare
-            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
+            or not _plain(dtype, device, requires_grad, generator)):
         return _general("randn_like", _randn_like, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randn_like(args[0], dtype, requires_grad, generator)
@@ -645,7 +646,6 @@ def _randint(high, size, dtype, requires_grad, low=0, generator=None):
     dt = _dtype.resolve(dtype) or _dtype.int64
     if dt is _dtype.bool_:
         raise RuntimeError("to - 1 is out of bounds for bool")
-    low, high = int(low), int(high)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
@@ -669,8 +669,7 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
     n = len(args)
     shape = (_plain_shape(args[-1:]) if n in (2, 3) and type(args[-1]) is not int
              and type(args[0]) is int and type(args[-2]) is int else None)
-    if (shape is None or rare or not _plain(dtype, device, requires_grad)
-            or not _plain_generator(generator)):
+    if shape is None or rare or not _plain(dtype, device, requires_grad, generator):
         return _general("randint", _randint, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randint(args[-2], shape, dtype, requires_grad, args[0] if n == 3 else 0, generator)
@@ -678,7 +677,8 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
 
 def _randint_like(input, high, dtype, requires_grad, low=0,  # noqa: A002 - PyTorch's name
                   generator=None, memory_format=None):
-    _device.check_memory_format(memory_format, input.ndim, "randint_like")
+    if memory_format is not None:
+        _device.check_memory_format(memory_format, input.ndim, "randint_like")
     if isinstance(high, Tensor):
         high = high.item()
     return _randint(high, input._value.shape, dtype or input.dtype, requires_grad, low,
@@ -698,7 +698,7 @@ def randint_like(*args, generator=None, dtype=None, device=None, requires_grad=F
     n = len(args)
     if (n not in (2, 3) or not isinstance(args[0], Tensor)
             or type(args[1]) is not int or type(args[-1]) is not int or rare
-            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
+            or not _plain(dtype, device, requires_grad, generator)):
         return _general("randint_like", _randint_like, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randint_like(args[0], args[-1], dtype, requires_grad, args[1] if n == 3 else 0,
@@ -723,7 +723,7 @@ def randperm(*args, generator=None, dtype=None, device=None, requires_grad=False
         [0, 1, 2, 3]
     """
     if (len(args) != 1 or type(args[0]) is not int or rare
-            or not _plain(dtype, device, requires_grad) or not _plain_generator(generator)):
+            or not _plain(dtype, device, requires_grad, generator)):
         return _general("randperm", _randperm, args,
                         _called(rare, dtype, device, requires_grad, generator=generator))
     return _randperm(args[0], dtype, requires_grad, generator)
@@ -801,12 +801,18 @@ _PY_NUMBERS = frozenset((int, float))
 
 
 def _linspace(start, end, steps, dtype, requires_grad):
+    """``linspace``'s maker for any Numbers (0-d tensors among them)."""
+    return _spaced(_number(start), _number(end), steps, dtype, requires_grad)
+
+
+def _spaced(start, end, steps, dtype, requires_grad):
+    """The values of ``linspace`` from Python numbers."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype.resolve(dtype) or _dtype.float64
     if dt is _dtype.bool_:
         _no_bool(dt, "linspace_cpu")
-    values = np.linspace(_number(start), _number(end), int(steps), dtype=np.float64)
+    values = np.linspace(start, end, steps, dtype=np.float64)
     return _leaf(values if dt is _dtype.float64 else _cast(values, dt), requires_grad)
 
 
@@ -825,7 +831,7 @@ def linspace(*args, dtype=None, device=None, requires_grad=False, **rare):
             or type(args[0]) not in _PY_NUMBERS or type(args[1]) not in _PY_NUMBERS):
         return _general("linspace", _linspace, args,
                         _called(rare, dtype, device, requires_grad))
-    return _linspace(*args, dtype, requires_grad)
+    return _spaced(*args, dtype, requires_grad)
 
 
 def _logspace(start, end, steps, dtype, requires_grad, base=10.0):
