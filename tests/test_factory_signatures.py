@@ -369,3 +369,36 @@ def test_keywords_in_any_combination(sizes, keywords):
 def test_a_torch_device_is_taken(make):
     # a program that uses both libraries may hand tapegrad PyTorch's device object
     same(make)
+
+
+# each factory's common call, and keywords of the wrong type for it
+_COMMON_CALLS = {
+    "zeros": "L.zeros(2, 3", "ones": "L.ones((2,)", "empty": "L.empty([2]",
+    "full": "L.full((2,), 1.5", "rand": "L.rand(2", "randn": "L.randn(2, 2",
+    "randint": "L.randint(0, 5, (3,)", "randperm": "L.randperm(4", "arange": "L.arange(4",
+    "linspace": "L.linspace(0, 1, 3", "logspace": "L.logspace(0, 1, 3", "eye": "L.eye(2",
+    "zeros_like": "L.zeros_like(x", "full_like": "L.full_like(x, 2.0",
+    "rand_like": "L.rand_like(x", "randint_like": "L.randint_like(x, 4",
+    "tensor": "L.tensor([1.0, 2.0]", "as_tensor": "L.as_tensor([1, 2]",
+    "new_zeros": "x.new_zeros(2", "new_full": "x.new_full((2,), 3", "new_tensor": "x.new_tensor([1]",
+}
+_WRONG_KEYWORDS = ["dtype='a'", "dtype=1", "device=1.5", "device=[0]", "requires_grad=1",
+                   "requires_grad='yes'", "requires_grad=None", "pin_memory=None",
+                   "layout='strided'", "layout=L.strided", "pin_memory=1", "out=5",
+                   "generator=5", "memory_format='a'", "memory_format=None", "names=1"]
+
+
+def _closed(fname, call):
+    # (PyTorch's empty holds what its memory held: the shape is what compares)
+    return call + (").shape" if fname == "empty" else ")")
+
+
+@given(fname=st.sampled_from(sorted(_COMMON_CALLS)), keyword=st.sampled_from(_WRONG_KEYWORDS))
+def test_a_wrong_keyword_is_refused_as_pytorch_refuses_it(fname, keyword):
+    same(evaluated(_closed(fname, f"{_COMMON_CALLS[fname]}, {keyword}")))
+
+
+@pytest.mark.parametrize("fname", sorted(_COMMON_CALLS))
+def test_the_common_call(fname):
+    # (the random ones after the same seed: the same numbers)
+    same(evaluated(_closed(fname, _COMMON_CALLS[fname])))

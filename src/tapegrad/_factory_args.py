@@ -22,12 +22,14 @@ from ._argtypes import type_name
 from ._generator import Generator
 from .tensor import Tensor
 
-# the keywords every factory takes after its own arguments
+# the keywords every factory takes after its own arguments.  A ``?`` marks a parameter that
+# takes None for "not given" besides its default (PyTorch's schemas' ``bool?``); PyTorch's
+# messages print the type without it
 _OPTIONS = ("tapegrad.dtype dtype = None, tapegrad.layout layout = None, tapegrad.device "
-            "device = None, bool pin_memory = False, bool requires_grad = False")
+            "device = None, bool? pin_memory = False, bool? requires_grad = False")
 _OUT = "Tensor out = None, " + _OPTIONS
 _LIKE = "tapegrad.memory_format memory_format = None, " + _OPTIONS
-_GEN = "tapegrad.Generator generator, "
+_GEN = "tapegrad.Generator? generator, "
 
 # PyTorch 2.13's overloads of each factory, in the order it tries them
 SIGNATURES = {
@@ -73,7 +75,8 @@ SIGNATURES = {
     "new_ones": [f"(tuple of ints size, *, {_OPTIONS})"],
     "new_empty": [f"(tuple of ints size, *, {_OPTIONS})"],
     "new_full": [f"(tuple of ints size, Number fill_value, *, {_OPTIONS})"],
-    "new_tensor": [f"(object data, *, {_OPTIONS})"],
+    "new_tensor": ["(object data, *, tapegrad.dtype dtype = None, tapegrad.device device = "
+                   "None, bool requires_grad = False)"],
 }
 
 
@@ -84,13 +87,13 @@ class _Param:
 
     def __init__(self, text, keyword_only):
         declared, _, default = text.partition(" = ")
-        self.type, _, self.name = declared.rpartition(" ")
+        kind, _, self.name = declared.rpartition(" ")
+        self.type = kind.rstrip("?")
         self.optional = bool(default)
         self.default = None if default in ("", "None") else _DEFAULTS[default]
-        # PyTorch's optional keywords (``Tensor? out``, ``bool? pin_memory``, ``Generator?``)
-        # take None as "not given"; a positional default (``Number step = 1``) does not
-        self.allow_none = default == "None" or keyword_only and self.type in (
-            "bool", "tapegrad.Generator")
+        # a default of None takes None; so does a ``?`` type (see _OPTIONS); a positional
+        # default (``Number step = 1``) does not
+        self.allow_none = default == "None" or kind.endswith("?")
         self.keyword_only = keyword_only
 
 
@@ -101,7 +104,7 @@ class _Signature:
     __slots__ = ("text", "params", "min_args", "max_args", "max_pos_args", "varargs")
 
     def __init__(self, text):
-        self.text = text
+        self.text = text.replace("?", "")     # as PyTorch prints it
         params, keyword_only = [], False
         for part in text[1:-1].split(", "):
             if part == "*":
