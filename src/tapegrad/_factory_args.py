@@ -178,6 +178,9 @@ def _tp_name(obj):
     return _C_NAMES.get(type(obj)) or type_name(obj)
 
 
+_ABSENT = object()
+
+
 class _Mismatch(Exception):
     """A signature that does not take the call (when another one may)."""
 
@@ -215,25 +218,19 @@ def _bind(sig, fname, args, kwargs, raising):
                 pos = nargs
                 continue
             elif is_kwd:
-                fail(f"{fname}(): argument '{param.name}' must be {param.type}, not "
-                     f"{_tp_name(obj)}")
+                fail(_wrong_type(fname, param, obj, None))
             elif nargs > sig.max_pos_args:     # zeros(2.0, 3): not a size in numbers
                 fail(_extra_args(sig, fname, nargs))
             elif bad_at == 0:
                 fail(f"{fname}(): argument '{param.name}' (position {pos + 1}) must be "
                      f"{param.type}, but found element of type {_tp_name(obj[0])} at pos 0")
             else:
-                fail(f"{fname}(): argument '{param.name}' (position {pos + 1}) must be "
-                     f"{param.type}, not {_tp_name(obj)}")
+                fail(_wrong_type(fname, param, obj, pos + 1))
         elif _ACCEPTS[param.type](obj):
             # (an int as a Python int: a 0-d tensor or a NumPy integer may stand for one)
             bound[param.name] = _python_int(obj) if param.type == "int" else obj
-        elif is_kwd:
-            fail(f"{fname}(): argument '{param.name}' must be {param.type}, not "
-                 f"{_tp_name(obj)}")
         else:
-            fail(f"{fname}(): argument '{param.name}' (position {pos + 1}) must be "
-                 f"{param.type}, not {_tp_name(obj)}")
+            fail(_wrong_type(fname, param, obj, None if is_kwd else pos + 1))
         if not is_kwd:
             pos += 1
     if used_kwargs < len(kwargs):
@@ -246,7 +243,12 @@ def _bind(sig, fname, args, kwargs, raising):
     return bound
 
 
-_ABSENT = object()
+def _wrong_type(fname, param, obj, position):
+    """PyTorch's text for ``obj`` given for ``param`` at ``position`` (counted from 1; None
+    for a keyword)."""
+    where = "" if position is None else f" (position {position})"
+    return (f"{fname}(): argument '{param.name}'{where} must be {param.type}, not "
+            f"{_tp_name(obj)}")
 
 
 def _unpacked(fname, param, seq):
