@@ -24,9 +24,9 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from ._format import set_printoptions
 from .creation import (arange, as_tensor, default_generator, empty, empty_like, eye, from_numpy,
-                       full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
-                       randint, randint_like, randn, randn_like, randperm, tensor, zeros,
-                       zeros_like)
+                       full, full_like, linspace, logspace, manual_seed, ones, ones_like, rand,
+                       rand_like, randint, randint_like, randn, randn_like, randperm, tensor,
+                       zeros, zeros_like)
 from .functional import (abs, amax, amin, argmax, argmin, broadcast_to, cat, clamp, clamp_max,
                          clamp_min, clone, cos, exp, expm1, flatten, log, log1p, log_softmax,
                          logsumexp, matmul, max, maximum, mean, min, minimum, neg, norm,

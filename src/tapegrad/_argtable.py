@@ -123,7 +123,7 @@ dist input other
 div a>input/fi b>other/fi
 divide a>input/fi b/fi
 dot input tensor
-empty_like x>input
+empty_like ->input
 eq input other/fi
 equal input other
 erf x>input
@@ -144,7 +144,7 @@ fmin input other
 fmod input other/fi
 frac x>input
 frexp input
-full_like x>input
+full_like ->input
 ge input other/fi
 ger a>input b>vec2
 get_device input
@@ -228,7 +228,7 @@ nonzero input
 normal mean/fi
 not_equal input other/fi
 numel input
-ones_like x>input
+ones_like ->input
 outer a>input b>vec2
 pdist input
 pinverse input
@@ -239,9 +239,9 @@ prod x>input
 qr input
 quantile input q/fi
 rad2deg input
-rand_like x>input
-randn_like x>input
-randint_like x>input
+rand_like ->input
+randn_like ->input
+randint_like ->input
 ravel input
 real input
 reciprocal x>input
@@ -302,7 +302,7 @@ vdot input other
 vsplit input
 where condition
 xlogy input/fi other/fi
-zeros_like x>input
+zeros_like ->input
 """, 0, 1, ''),
     'linalg': _rows("""
 cross input other

@@ -104,12 +104,31 @@ class device:
 CPU = device("cpu")
 
 
+def _foreign(where):
+    """Whether ``where`` is another library's device object (a ``torch.device`` in a program
+    that uses both): a ``type`` name and an ``index``, taken as tapegrad's device of them."""
+    return (isinstance(getattr(where, "type", None), str) and hasattr(where, "index")
+            and not isinstance(where, str))
+
+
+def is_device(where):
+    """Whether ``where`` names a device as PyTorch's ``device=`` takes one: a device, a
+    device string, an index, or another library's device object."""
+    return (isinstance(where, (device, str)) or _foreign(where)
+            or isinstance(where, int) and not isinstance(where, bool))
+
+
 def check(where):
     """The device a tensor is to live on, given as PyTorch takes it (None, 'cpu', 'cpu:0',
     a device); raises for any device but the CPU."""
     if where is None:
         return CPU
-    d = where if isinstance(where, device) else device(where)
+    if isinstance(where, device):
+        d = where
+    elif _foreign(where):
+        d = device(where.type, where.index)
+    else:
+        d = device(where)
     if d.type == "cuda":
         # PyTorch's own error on a machine without CUDA
         raise AssertionError("tapegrad not compiled with CUDA enabled (tapegrad runs on the "

@@ -9,7 +9,6 @@ from . import derived as D
 from . import functional as F
 from ._promote import cast as _cast
 from . import creation as _creation
-from .creation import tensor as _tensor
 from .tape import state
 from .tensor import Tensor
 
@@ -251,22 +250,12 @@ def _bitwise_not(self):
     return _invert(self)
 
 
-def _new_tensor(self, data, dtype=None, requires_grad=False):
-    return _tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
-
-
-def _new_made_by(make):
-    """x.new_zeros(size) and its kin: ``make``'s tensor with x's dtype unless told another."""
-    def method(self, *size, dtype=None, device=None, requires_grad=False):
-        return make(*size, dtype=dtype or self.dtype, device=device,
-                    requires_grad=requires_grad)
-    method.__name__ = "new_" + make.__name__
+def _new_made_by(fname):
+    """x.new_zeros(*size, ...) and its kin (``creation.new_filled``)."""
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **rare):
+        return _creation.new_filled(self, fname, size, dtype, device, requires_grad, rare)
+    method.__name__ = fname
     return method
-
-
-def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-    return _creation.full(size, fill_value, dtype=dtype or self.dtype, device=device,
-                          requires_grad=requires_grad)
 
 
 METHODS = {
@@ -380,9 +369,9 @@ METHODS = {
     "short": _converter(_dtype.int16), "char": _converter(_dtype.int8),
     "byte": _converter(_dtype.uint8), "bool": _converter(_dtype.bool_),
     "contiguous": F.contiguous, "cpu": lambda self, memory_format=None: self, "cuda": _cuda,
-    "new_tensor": _new_tensor, "new_zeros": _new_made_by(_creation.zeros),
-    "new_ones": _new_made_by(_creation.ones), "new_empty": _new_made_by(_creation.empty),
-    "new_full": _new_full,
+    "new_tensor": _creation.new_tensor, "new_zeros": _new_made_by("new_zeros"),
+    "new_ones": _new_made_by("new_ones"), "new_empty": _new_made_by("new_empty"),
+    "new_full": _creation.new_full,
     "index_select": F.index_select, "flip": F.flip, "fliplr": F.fliplr, "flipud": F.flipud,
     "roll": F.roll, "repeat": F.repeat, "tile": F.tile, "gather": F.gather, "take": F.take,
     "movedim": F.movedim, "moveaxis": F.movedim, "swapaxes": F.swapaxes,

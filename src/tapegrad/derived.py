@@ -32,7 +32,7 @@ __all__ = [
     "addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "lerp", "cdist",
     "dist", "meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d",
     "hstack", "vstack", "dstack", "column_stack", "row_stack", "cartesian_product",
-    "block_diag", "tril_indices", "triu_indices", "vander", "logspace", "any", "all",
+    "block_diag", "tril_indices", "triu_indices", "vander", "any", "all",
     "nonzero", "argwhere", "count_nonzero", "sgn", "deg2rad", "rad2deg", "sinc",
     "nan_to_num", "std_mean", "var_mean", "trapezoid", "trapz", "unflatten", "finfo",
     "iinfo", "inference_mode", "is_inference_mode_enabled", "normal", "bernoulli",
@@ -1082,18 +1082,6 @@ def vander(x, N=None, increasing=False):
     if not cols:
         return Tensor._make(np.zeros((x._value.shape[0], 0), x._value.dtype))
     return F.stack(cols, 1)
-
-
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    """``steps`` numbers ``base ** t`` for t evenly spaced from ``start`` to ``end``.
-
-    Example:
-        >>> tg.logspace(0, 2, 3)
-        tensor([  1.,  10., 100.])
-    """
-    from .creation import tensor as make
-    value = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
-    return make(value, dtype=dtype, requires_grad=requires_grad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -989,18 +989,18 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         else:
             out = obj.clone() if copy else obj
     elif isinstance(obj, np.ndarray):
-        out = None if copy else _creation.as_tensor(obj, dt)
+        out = None if copy else _creation.as_tensor(obj, dtype=dt)
         if out is not None and not np.shares_memory(out._value, obj):
             if copy is False:
                 raise _cannot_alias(_dtype.from_numpy_dtype(obj.dtype), out.dtype)
             out = None
         if out is None:
-            out = _creation.tensor(obj, dt)
+            out = _creation.tensor(obj, dtype=dt)
     else:
         if copy is False:
             raise ValueError("can't alias arbitrary sequence into a tensor.")
         # (the factory's requires_grad: its error for an integer tensor is PyTorch's here)
-        return _creation.tensor(obj, dt, requires_grad=bool(requires_grad))
+        return _creation.tensor(obj, dtype=dt, requires_grad=bool(requires_grad))
     if requires_grad is not None and out.requires_grad != bool(requires_grad):
         out.requires_grad_(bool(requires_grad))
     return out
