@@ -101,6 +101,7 @@ from .nn.utils import _weight_norm  # noqa: E402 - torch._weight_norm, weight_no
 # torch.selu, torch.dropout, torch.conv2d, ...: nn.functional's, under their top-level
 # signatures (toplevel.__all__ names them); after nn, which they call
 from .toplevel import *  # noqa: E402,F401,F403
+from .inplace_toplevel import *  # noqa: E402,F401,F403 - torch.exp_(x), torch.clamp_(x, ...)
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402
 from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap

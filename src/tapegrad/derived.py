@@ -1256,7 +1256,8 @@ def deg2rad(input):  # noqa: A002
         >>> tg.deg2rad(tg.tensor([180.0]))
         tensor([3.1416])
     """
-    return F.mul(_tensor(input), math.pi / 180.0)
+    x = _tensor(input)
+    return F.named_node(F.mul(x, math.pi / 180.0), "Deg2RadBackward0", x)
 
 
 def rad2deg(input):  # noqa: A002
@@ -1266,7 +1267,8 @@ def rad2deg(input):  # noqa: A002
         >>> tg.rad2deg(tg.tensor([math.pi]))
         tensor([180.])
     """
-    return F.mul(_tensor(input), 180.0 / math.pi)
+    x = _tensor(input)
+    return F.named_node(F.mul(x, 180.0 / math.pi), "Rad2DegBackward0", x)
 
 
 def sinc(input):  # noqa: A002

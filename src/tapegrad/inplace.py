@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from . import autograd
+from . import _dtype, autograd
 from . import functional as F
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
@@ -682,8 +682,14 @@ div_ = _arith_("div_", F.div, np.true_divide)
 pow_ = _arith_("pow_", F.pow, np.power)
 
 
-def _unary_(name, out_of_place, write_fn, fills=False):
+def _unary_(name, out_of_place, write_fn, fills=False, floating=False):
+    """``floating``: the op gives floating values, which an integer or bool tensor cannot
+    hold (PyTorch refuses before writing, as _same_shape does for the recomputed forms)."""
     def method(self, *args, **kwargs):
+        if floating and self._value.dtype.kind in "iub":
+            raise RuntimeError(f"result type {_dtype.get_default_dtype().scalar_name} can't be "
+                               f"cast to the desired output type {self.dtype.scalar_name}")
+
         def write():
             write_fn(self._value, *args, **kwargs)
         return _apply(self, name, _Compute(lambda: out_of_place(self, *args, **kwargs), None),
@@ -698,9 +704,9 @@ def _clamp_write(v, min=None, max=None):
 
 clamp_ = _unary_("clamp_", F.clamp, _clamp_write)
 relu_ = _unary_("relu_", F.relu, lambda v: np.maximum(v, 0, out=v))
-exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v))
-tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v))
-sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v))
+exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v), floating=True)
+tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v), floating=True)
+sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v), floating=True)
 neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
 zero_ = _unary_("zero_", F.recorded_zero, lambda v: v.fill(0), fills=True)
 
@@ -989,8 +995,9 @@ def _same_shape(t, res, name):
         raise RuntimeError(f"output with shape {list(t._value.shape)} doesn't match the "
                            f"broadcast shape {list(res._value.shape)}")
     if t._value.dtype.kind in "iub" and res._value.dtype.kind == "f":
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{t.dtype.scalar_name}")
+        # (the floating result has the default dtype, which PyTorch's message names)
+        raise RuntimeError(f"result type {res.dtype.scalar_name} can't be cast to the desired "
+                           f"output type {t.dtype.scalar_name}")
     if t._value.dtype.kind == "b" and res._value.dtype.kind != "b":
         raise RuntimeError(f"result type {res.dtype.scalar_name} can't be cast to the desired "
                            "output type Bool")

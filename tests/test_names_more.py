@@ -1,0 +1,245 @@
+"""Names PyTorch programs use that tapegrad lacked: ``as_strided`` (function and method) and
+``empty_strided``, the top-level in-place forms (``torch.exp_(x)``), the ``*_copy``
+functions, ``histogram``/``histogramdd``, and the losses and pools of ``nn.functional``
+added with them.  Each compared with PyTorch: values, gradients, grad_fn names and error
+texts."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tapegrad as tg
+from oracle import same
+
+torch = pytest.importorskip("torch")
+
+GEN = np.random.default_rng(11)
+CUBE = GEN.standard_normal((2, 3, 4))
+
+
+def with_grad(fn, value):
+    """``fn(lib, x)`` for a float64 leaf ``x`` holding ``value``: the result(s), and x's
+    gradient of the results weighted by 1, 2, 3, ... (so a wrong place shows)."""
+    def run(m):
+        x = m.tensor(value, dtype=m.float64, requires_grad=True)
+        out = fn(m, x)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        total, start = 0, 1.0
+        for o in outs:
+            weights = m.arange(start, start + o.numel(), dtype=m.float64).reshape(o.shape)
+            total = total + (o * weights).sum()
+            start += o.numel()
+        total.backward()
+        return out, x.grad
+    return run
+
+
+# --- as_strided, empty_strided ----------------------------------------------------------------
+@st.composite
+def strided_requests(draw):
+    """A size, strides and an offset, and a memory long enough for them (or not: the
+    out-of-bounds error is compared too)."""
+    nd = draw(st.integers(0, 3))
+    size = draw(st.lists(st.integers(0, 3), min_size=nd, max_size=nd))
+    stride = draw(st.lists(st.integers(0, 4), min_size=nd, max_size=nd))
+    offset = draw(st.integers(0, 3))
+    needed = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride) if n)
+    length = max(needed + draw(st.integers(-1, 2)), 1)
+    return length, size, stride, offset
+
+
+@given(strided_requests())
+def test_as_strided_values_gradients_and_node(request):
+    length, size, stride, offset = request
+    values = GEN.standard_normal(length)
+    ours = same(with_grad(lambda m, x: m.as_strided(x, size, stride, offset), values), torch)
+    if ours[0] == "tuple":
+        assert ours[1][0][5] == "AsStridedBackward0"
+    same(with_grad(lambda m, x: x.as_strided(size, stride, offset).mul(2), values), torch)
+
+
+def test_as_strided_of_a_view_starts_at_its_offset_and_writes_reach_the_base():
+    def run(m):
+        base = m.arange(12.0, dtype=m.float64)
+        view = base[2:].as_strided((2, 3), (1, 2))
+        view.mul_(10)
+        return view, view.storage_offset(), view.stride(), base, view._base is base
+    same(run, torch)
+
+
+def test_as_strided_of_a_transposed_view_reads_the_base_layout():
+    def run(m):
+        x = m.tensor(CUBE[0], dtype=m.float64, requires_grad=True)
+        y = x.t().as_strided((2, 2), (4, 1), 1)
+        (y * m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)).sum().backward()
+        return y, x.grad
+    same(run, torch)
+
+
+def test_as_strided_through_a_leaf_view_keeps_the_history():
+    def run(m):
+        x = m.tensor(CUBE, dtype=m.float64, requires_grad=True)
+        y = x * 1.0
+        v = y.as_strided((3,), (5,))
+        v.mul_(3)
+        y.sum().backward()
+        # (y's node is CopySlices, which each library names in its own namespace)
+        return y.detach(), y.grad_fn.name().endswith("::autograd::CopySlices"), v, x.grad
+    same(run, torch)
+
+
+def test_as_strided_with_repeated_elements_refuses_writes():
+    same(lambda m: m.as_strided(m.zeros(6), (2, 2), (0, 1)).add_(1), torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.as_strided(m.arange(6.0), [3, 3], [1, 1], 4),
+    lambda m: m.as_strided(m.arange(6.0), [3], [1, 1]),
+    lambda m: m.as_strided(m.arange(6.0), [3], [-1]),
+    lambda m: m.as_strided(m.arange(6.0), [-3], [1]),
+    lambda m: m.as_strided(m.arange(6.0), [3], [1], -1),
+    lambda m: m.as_strided([1.0, 2.0], [1], [1]),
+    lambda m: m.as_strided(m.arange(6.0), [0, 3], [9, 9], 6),
+])
+def test_as_strided_errors_and_edges(case):
+    same(case, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: (m.empty_strided((2, 3), (1, 2)).shape, m.empty_strided((2, 3), (3, 1)).dtype),
+    lambda m: m.empty_strided((2, 3), (3, 1), dtype=m.float64, requires_grad=True).requires_grad,
+    lambda m: m.empty_strided((2, -3), (1, 2)),
+    lambda m: m.empty_strided((2, 3), (1,)),
+])
+def test_empty_strided(case):
+    same(case, torch)
+
+
+# --- top-level in-place forms -------------------------------------------------------------------
+POSITIVE = [0.25, 0.5, 0.75]
+UNARY_IN_PLACE = ["abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+                  "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "cos_",
+                  "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_",
+                  "floor_", "frac_", "i0_", "log10_", "log1p_", "log2_", "log_", "neg_",
+                  "negative_", "rad2deg_", "reciprocal_", "rsqrt_", "sigmoid_", "sin_",
+                  "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_"]
+
+NO_IN_PLACE_DERIVATIVE = {"acosh_", "arccosh_", "asinh_", "arcsinh_", "atanh_", "arctanh_"}
+
+
+@pytest.mark.parametrize("name", UNARY_IN_PLACE)
+def test_unary_in_place_forms_write_into_their_input(name):
+    value = [1.5, 2.5, 3.5] if name in ("acosh_", "arccosh_") else POSITIVE
+    # (PyTorch's in-place inverse hyperbolics have no derivative: compared without one)
+    differentiable = name not in NO_IN_PLACE_DERIVATIVE
+
+    def run(m):
+        x = m.tensor(value, dtype=m.float64, requires_grad=differentiable)
+        y = x * 1.0
+        out = getattr(m, name)(y)
+        if differentiable:
+            (y * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+        return out is y, y, x.grad
+    same(run, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.exp_(m.tensor([1, 2])),
+    lambda m: m.exp_(3.0),
+    lambda m: m.exp_(input=[1.0]),
+    lambda m: m.exp_(m.ones(2), 2, 3),
+    lambda m: m.exp_(m.ones(2), foo=2),
+    lambda m: m.exp_(),
+    lambda m: m.sqrt_(m.ones(2, requires_grad=True)),
+    lambda m: m.abs_(m.tensor([True])),
+    lambda m: m.tanh_(m.tensor([True])),
+    lambda m: m.sigmoid_(m.tensor([1, 2])),
+    lambda m: m.acos_(m.tensor([1, 2])),
+    lambda m: m.frac_(m.tensor([1, 2])),
+])
+def test_in_place_form_errors(case):
+    same(case, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.clamp_(m.tensor([-1.0, 0.5, 2.0], dtype=m.float64), min=0, max=1),
+    lambda m: m.clamp_min_(m.tensor([-1.0, 0.5], dtype=m.float64), 0),
+    lambda m: m.clamp_max_(m.tensor([-1.0, 0.5], dtype=m.float64), 0),
+    lambda m: m.clip_(m.tensor([-1.0, 0.5], dtype=m.float64), -0.5, 0.25),
+    lambda m: m.fill_(m.zeros(2, dtype=m.float64), 3),
+    lambda m: m.ldexp_(m.tensor([0.5, 2.0], dtype=m.float64), m.tensor([1, 2])),
+    lambda m: m.logit_(m.tensor([0.05, 0.5], dtype=m.float64), 0.1),
+    lambda m: m.nan_to_num_(m.tensor([float("nan"), float("inf")], dtype=m.float64), 1.0),
+    lambda m: m.xlogy_(m.tensor([0.5, 2.0], dtype=m.float64), 2),
+    lambda m: m.round_(m.tensor([0.123, 2.55], dtype=m.float64), decimals=1),
+    lambda m: m.addmv_(m.zeros(2, dtype=m.float64), m.ones(2, 3, dtype=m.float64),
+                       m.ones(3, dtype=m.float64)),
+    lambda m: m.resize_as_(m.zeros(2, dtype=m.float64), m.ones(2, 3)).shape,
+    lambda m: m.detach_(m.ones(2, dtype=m.float64) * 2),
+])
+def test_in_place_forms_with_arguments(case):
+    same(case, torch)
+
+
+# --- the *_copy functions -------------------------------------------------------------------
+COPIES = [
+    ("view_copy", lambda m, x: m.view_copy(x, [6, 4])),
+    ("transpose_copy", lambda m, x: m.transpose_copy(x, 0, 2)),
+    ("permute_copy", lambda m, x: m.permute_copy(x, [2, 0, 1])),
+    ("expand_copy", lambda m, x: m.expand_copy(x[:, :1], [2, 5, 4])),
+    ("squeeze_copy", lambda m, x: m.squeeze_copy(x[:, :1])),
+    ("squeeze_copy", lambda m, x: m.squeeze_copy(x[:, :1], 1)),
+    ("squeeze_copy", lambda m, x: m.squeeze_copy(x[:, :1], (0, 1))),
+    ("unsqueeze_copy", lambda m, x: m.unsqueeze_copy(x, 1)),
+    ("diagonal_copy", lambda m, x: m.diagonal_copy(x, 1, 1, 2)),
+    ("select_copy", lambda m, x: m.select_copy(x, 1, -1)),
+    ("slice_copy", lambda m, x: m.slice_copy(x, 2, 1, 10, 2)),
+    ("t_copy", lambda m, x: m.t_copy(x[0])),
+    ("alias_copy", lambda m, x: m.alias_copy(x)),
+    ("as_strided_copy", lambda m, x: m.as_strided_copy(x, [2, 3], [1, 4], 2)),
+    ("unfold_copy", lambda m, x: m.unfold_copy(x, 2, 2, 1)),
+    ("unbind_copy", lambda m, x: m.unbind_copy(x, 1)),
+    ("split_copy", lambda m, x: m.split_copy(x, 3, 2)),
+    ("split_with_sizes_copy", lambda m, x: m.split_with_sizes_copy(x, [1, 2], 1)),
+    ("narrow_copy", lambda m, x: m.narrow_copy(x, 1, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("name, fn", COPIES)
+def test_copies_match_values_gradients_and_nodes(name, fn):
+    ours = same(with_grad(fn, CUBE), torch)
+    result = ours[1][0]
+    first = result[1][0] if result[0] == "tuple" else result
+    assert first[5].endswith("_copy") or first[5] == "NarrowCopyBackward0", first
+
+    def fresh(m):
+        x = m.tensor(CUBE, dtype=m.float64)
+        out = fn(m, x)
+        out = out[0] if isinstance(out, tuple) else out
+        out.add_(100.0)                 # a copy of its own: x is unchanged
+        return out._base is None, x
+    same(fresh, torch)
+
+
+def test_detach_copy_requires_grad_but_has_no_derivative():
+    def run(m):
+        x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        y = m.detach_copy(x)
+        return y, y._base is None, m.detach_copy(x.detach()), y.sum().backward()
+    same(run, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.view_copy(m.ones(2, 3), [4]),
+    lambda m: m.transpose_copy(m.ones(2, 3), 0, 2),
+    lambda m: m.permute_copy(m.ones(2, 3), [0]),
+    lambda m: m.expand_copy(m.ones(2, 3), [3, 3]),
+    lambda m: m.select_copy(m.ones(2, 3), 0, 5),
+    lambda m: m.diagonal_copy(m.ones(2, 3), 0, 1, 1),
+    lambda m: m.slice_copy(m.ones(2, 3), 0, 0, 2, 0),
+    lambda m: m.t_copy(m.ones(2, 3, 4)),
+    lambda m: m.unbind_copy(m.ones(2, 3), 2),
+    lambda m: m.t_copy([1.0]),
+])
+def test_copy_errors(case):
+    same(case, torch)
