@@ -243,3 +243,56 @@ def test_detach_copy_requires_grad_but_has_no_derivative():
 ])
 def test_copy_errors(case):
     same(case, torch)
+
+
+# --- histogram, histogramdd ---------------------------------------------------------------------
+DATA = [0.1, 0.5, 0.5, 0.9, 1.0, -0.2, 0.3]
+
+
+@pytest.mark.parametrize("case", [
+    lambda m, x: m.histogram(x, 4),
+    lambda m, x: m.histogram(x, 4, range=(0.0, 1.0), density=True),
+    lambda m, x: m.histogram(x, m.tensor([0.0, 0.3, 1.0], dtype=m.float64),
+                             weight=m.arange(7.0, dtype=m.float64)),
+    lambda m, x: x.histogram(3, density=True),
+    lambda m, x: m.histogram(x.reshape(7, 1) * 0 + 2, 3),
+    lambda m, x: m.histogramdd(x[:6].reshape(3, 2), [2, 3]),
+    lambda m, x: m.histogramdd(x[:6].reshape(3, 2), 2, range=[0.0, 1.0, 0.0, 1.0],
+                               density=True),
+    lambda m, x: m.histogramdd(x[:6].reshape(3, 2), [m.tensor([-1.0, 0.0, 1.0]),
+                                                     m.tensor([-2.0, 0.6, 2.0])],
+                               weight=m.tensor([1.0, 2.0, 3.0])),
+])
+def test_histograms_match_and_have_no_derivative(case):
+    def run(m):
+        x = m.tensor(DATA, dtype=m.float64, requires_grad=True)
+        result = case(m, x)
+        hist = result.hist
+        try:
+            hist.sum().backward()
+        except RuntimeError as e:
+            refused = str(e)
+        return type(result).__name__, result, hist.grad_fn.name(), refused
+    same(run, torch)
+
+
+@given(st.lists(st.floats(-3, 3), max_size=12), st.integers(1, 5),
+       st.booleans())
+def test_histogram_bins_agree(values, bins, density):
+    same(lambda m: m.histogram(m.tensor(values, dtype=m.float64), bins, density=density),
+         torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.histogram(m.tensor([1, 2]), 3),
+    lambda m: m.histogram(m.ones(3), 0),
+    lambda m: m.histogram(m.ones(3), 3, range=(1.0, 0.0)),
+    lambda m: m.histogram(m.ones(3), 3, weight=m.ones(2)),
+    lambda m: m.histogram(m.tensor([]), 3),
+    lambda m: m.histogramdd(m.ones(5, 2), [2]),
+    lambda m: m.histogramdd(m.ones(5), 2),
+    lambda m: m.histogramdd(m.ones(5, 2), 2, range=[0.0, 1.0]),
+    lambda m: m.histogram(m.tensor([1.0, float("inf")]), 2),
+])
+def test_histogram_errors_and_edges(case):
+    same(case, torch)

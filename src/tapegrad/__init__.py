@@ -48,6 +48,7 @@ from .functional import digamma, erfinv, i0, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
 from .more_ops import *  # noqa: F401,F403 - gcd, nextafter, angle, gradient, ... (its __all__)
 from .strided_views import *  # noqa: F401,F403 - as_strided, empty_strided, the *_copy names
+from .histograms import *  # noqa: F401,F403 - histogram, histogramdd
 from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
                          kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor
