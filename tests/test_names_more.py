@@ -296,3 +296,176 @@ def test_histogram_bins_agree(values, bins, density):
 ])
 def test_histogram_errors_and_edges(case):
     same(case, torch)
+
+
+# --- multilabel_margin_loss, triplet_margin_with_distance_loss -------------------------------
+SCORES = GEN.standard_normal((3, 4))
+LABELS = [[3, 0, -1, 1], [1, 2, 3, -1], [2, 2, 0, -1]]     # (a class listed twice counts twice)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_margin_loss_matches(reduction):
+    ours = same(with_grad(lambda m, x: m.nn.functional.multilabel_margin_loss(
+        x, m.tensor(LABELS), reduction=reduction), SCORES), torch)
+    assert ours[1][0][5] == "MultilabelMarginLossBackward0"
+    same(with_grad(lambda m, x: m.nn.MultiLabelMarginLoss(reduction=reduction)(
+        x[1], m.tensor(LABELS[1])), SCORES), torch)
+
+
+@given(st.lists(st.integers(-1, 3), min_size=4, max_size=4),
+       st.lists(st.floats(-2, 2), min_size=4, max_size=4))
+def test_multilabel_margin_loss_any_targets(labels, scores):
+    same(with_grad(lambda m, x: m.nn.functional.multilabel_margin_loss(
+        x, m.tensor(labels), reduction="none"), scores), torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(2, 4), m.tensor([[3, 0, -1, 1]])),
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(2, 4), m.tensor([[4, 0, -1, 1]] * 2)),
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(1, 4), m.tensor([[-2, 0, 1, 1]])),
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(2, 3, 4),
+                                                     m.zeros(2, 3, 4, dtype=m.int64)),
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(2, 4), m.zeros(2, 4)),
+    lambda m: m.nn.functional.multilabel_margin_loss(m.ones(2, 4), m.zeros(2, 4, dtype=m.int64),
+                                                     reduction="bad"),
+])
+def test_multilabel_margin_loss_errors(case):
+    same(case, torch)
+
+
+TRIPLETS = GEN.standard_normal((3, 4, 5))
+
+
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("distance", [None, "cosine"])
+def test_triplet_margin_with_distance_loss_matches(swap, reduction, distance):
+    def fn(m, x):
+        d = None if distance is None else (
+            lambda a, b: 1.0 - m.nn.functional.cosine_similarity(a, b))
+        loss = m.nn.functional.triplet_margin_with_distance_loss(
+            x[0], x[1], x[2], distance_function=d, margin=0.7, swap=swap, reduction=reduction)
+        module = m.nn.TripletMarginWithDistanceLoss(distance_function=d, margin=0.7, swap=swap,
+                                                    reduction=reduction)
+        return loss, module(x[0], x[1], x[2])
+    same(with_grad(fn, TRIPLETS), torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.triplet_margin_with_distance_loss(m.ones(2), m.ones(2),
+                                                                m.ones(1, 2)),
+    lambda m: m.nn.functional.triplet_margin_with_distance_loss(m.ones(2), m.ones(2),
+                                                                m.ones(2), margin=0),
+    lambda m: m.nn.functional.triplet_margin_with_distance_loss(m.ones(2), m.ones(2),
+                                                                m.ones(2), reduction="x"),
+    lambda m: m.nn.TripletMarginWithDistanceLoss(margin=-1.0),
+])
+def test_triplet_margin_with_distance_loss_errors(case):
+    same(case, torch)
+
+
+# --- adaptive pools' *_with_indices, fractional max pooling -----------------------------------
+IMAGE = GEN.standard_normal((2, 3, 7, 6))
+IMAGE[0, 0, 1, 1] = np.nan                 # a window with a nan picks it
+VOLUME = GEN.standard_normal((2, 3, 5, 6, 7))
+SAMPLES_2D = GEN.random((2, 3, 2))
+SAMPLES_3D = GEN.random((2, 3, 3))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: m.nn.functional.adaptive_max_pool1d_with_indices(x[0], 4),
+    lambda m, x: m.nn.functional.adaptive_max_pool2d_with_indices(x, (3, 4)),
+    lambda m, x: m.nn.functional.adaptive_max_pool3d_with_indices(x.unsqueeze(2), (1, 2, 2)),
+])
+def test_adaptive_max_pools_with_indices(fn):
+    same(with_grad(lambda m, x: fn(m, x)[0], IMAGE[:, :, 2:]), torch)
+    same(lambda m: fn(m, m.tensor(IMAGE[:, :, 2:], dtype=m.float64))[1], torch)
+
+
+def pooled_with_grad(fn, value, samples):
+    def run(m):
+        x = m.tensor(value, dtype=m.float64, requires_grad=True)
+        out, idx = fn(m, x, m.tensor(samples, dtype=m.float64))
+        weights = m.arange(1.0, out.numel() + 1, dtype=m.float64).reshape(out.shape)
+        (out.nan_to_num(0.0) * weights).sum().backward()
+        return out, idx, x.grad
+    return run
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x, s: m.nn.functional.fractional_max_pool2d(x, 2, output_size=(3, 4),
+                                                          return_indices=True,
+                                                          _random_samples=s),
+    lambda m, x, s: m.nn.functional.fractional_max_pool2d_with_indices(
+        x, (3, 2), output_ratio=(0.5, 0.7), _random_samples=s),
+    lambda m, x, s: m.nn.functional.fractional_max_pool2d_with_indices(
+        x[1], 2, output_size=(6, 5), _random_samples=s),
+    lambda m, x, s: m.nn.FractionalMaxPool2d(3, output_size=2, return_indices=True,
+                                             _random_samples=s)(x),
+])
+def test_fractional_max_pool2d_with_given_samples(fn):
+    ours = same(pooled_with_grad(fn, IMAGE, SAMPLES_2D), torch)
+    assert ours[1][0][5] == "FractionalMaxPool2DBackward0"
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x, s: m.nn.functional.fractional_max_pool3d(x, (2, 3, 2), output_size=(3, 2, 4),
+                                                          return_indices=True,
+                                                          _random_samples=s),
+    lambda m, x, s: m.nn.functional.fractional_max_pool3d_with_indices(
+        x[0], 2, output_ratio=0.5, _random_samples=s),
+    lambda m, x, s: m.nn.FractionalMaxPool3d(2, output_ratio=(0.5, 0.5, 0.6),
+                                             return_indices=True, _random_samples=s)(x),
+])
+def test_fractional_max_pool3d_with_given_samples(fn):
+    ours = same(pooled_with_grad(fn, VOLUME, SAMPLES_3D), torch)
+    assert ours[1][0][5] == "FractionalMaxPool3DBackward0"
+
+
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4),
+       st.floats(0, 0.999), st.floats(0, 0.999))
+def test_fractional_max_pool2d_any_windows(kernel, out_h, out_w, u, v):
+    samples = np.array([[[u, v]] * 3] * 2)
+    size = (min(out_h, 7 - kernel + 1), min(out_w, 6 - kernel + 1))
+    same(pooled_with_grad(lambda m, x, s: m.nn.functional.fractional_max_pool2d(
+        x, kernel, output_size=size, return_indices=True, _random_samples=s),
+        IMAGE, samples), torch)
+
+
+def test_fractional_max_pool_draws_samples_from_the_generator():
+    def run(m):
+        m.manual_seed(5)
+        x = m.tensor(IMAGE[:, :, 1:], dtype=m.float64)
+        return (m.nn.functional.fractional_max_pool2d(x, 2, output_size=3),
+                m.nn.FractionalMaxPool3d(2, output_size=2)(m.tensor(VOLUME)))
+    same(run, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 5, output_size=(4, 4),
+                                                    _random_samples=m.rand(2, 3, 2)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), (2, 2, 2),
+                                                    output_size=(3, 3)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2, output_size=(3, 3),
+                                                    _random_samples=m.rand(1, 3, 2)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2, output_size=(3, 3),
+                                                    _random_samples=m.rand(2, 3)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2, output_size=(3, 3),
+                                                    _random_samples=m.rand(2, 3, 3)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2, output_size=(3, 3),
+                                                    _random_samples=m.rand(2, 2, 2)),
+    lambda m: m.nn.functional.fractional_max_pool2d(m.ones(2, 3, 7, 6), 2, output_ratio=0.5,
+                                                    _random_samples=m.rand(2, 3, 2)),
+    lambda m: m.nn.functional.fractional_max_pool3d(m.ones(2, 3, 5, 6, 7), 4,
+                                                    output_size=(2, 3, 3),
+                                                    _random_samples=m.rand(2, 3, 3)),
+    lambda m: m.nn.functional.fractional_max_pool3d(m.ones(2, 3, 5, 6, 7), 2,
+                                                    output_size=(3, 3, 6),
+                                                    _random_samples=m.rand(2, 3, 3)),
+    lambda m: m.nn.FractionalMaxPool2d(2),
+    lambda m: m.nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5),
+    lambda m: m.nn.FractionalMaxPool3d(2, output_ratio=1.5),
+])
+def test_fractional_max_pool_errors(case):
+    same(case, torch)

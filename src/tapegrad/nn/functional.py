@@ -45,6 +45,10 @@ __all__ = [
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle", "ctc_loss", "pdist", "upsample", "upsample_nearest",
     "upsample_bilinear", "channel_shuffle", "native_channel_shuffle",
+    "multilabel_margin_loss", "triplet_margin_with_distance_loss",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "fractional_max_pool2d", "fractional_max_pool3d",
+    "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -3869,3 +3873,13 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
         tensor([[[[[7]]]]])
     """
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# the multi-label and distance-function margin losses, fractional max pooling and the
+# adaptive pools' *_with_indices names (their modules import this one: last)
+from .margin_losses import (multilabel_margin_loss,  # noqa: E402,F401
+                            triplet_margin_with_distance_loss)
+from .fractional_pool import (adaptive_max_pool1d_with_indices,  # noqa: E402,F401
+                              adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices,
+                              fractional_max_pool2d, fractional_max_pool2d_with_indices,
+                              fractional_max_pool3d, fractional_max_pool3d_with_indices)
