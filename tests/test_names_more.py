@@ -469,3 +469,35 @@ def test_fractional_max_pool_draws_samples_from_the_generator():
 ])
 def test_fractional_max_pool_errors(case):
     same(case, torch)
+
+
+# --- the in-place forms without a Tensor method ----------------------------------------------
+@pytest.mark.parametrize("name", ["dropout_", "alpha_dropout_", "feature_dropout_",
+                                  "feature_alpha_dropout_"])
+def test_dropout_in_place_forms_draw_as_pytorch(name):
+    def run(m):
+        m.manual_seed(3)
+        x = m.tensor(CUBE, dtype=m.float64, requires_grad=True)
+        y = x * 1.0
+        out = getattr(m, name)(y, 0.4, True)
+        (y * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
+        return out is y, y, x.grad, getattr(m, name)(m.ones(2, 2), 0.5, False)
+    same(run, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.dropout_(m.ones(3), 2.0, True),
+    lambda m: m.dropout_(m.ones(3), 0.5, 1),
+    lambda m: m.dropout_([1.0], 0.5, True),
+    lambda m: m.feature_dropout_(m.ones(3), 0.5, True),
+    lambda m: m.embedding_renorm_(m.tensor(CUBE[0], dtype=m.float64),
+                                  m.tensor([0, 2, 2]), 1.0, 2.0),
+    lambda m: m.embedding_renorm_(m.tensor(CUBE[0], dtype=m.float64, requires_grad=True),
+                                  m.tensor([0]), 1.0, 2.0),
+    lambda m: m.embedding_renorm_(m.ones(2, 2), m.tensor([0.0]), 1.0, 2.0),
+    lambda m: m.embedding_renorm_(m.ones(2, 2), [0], 1.0, 2.0),
+    lambda m: m.conj_physical_(m.tensor([1.0, -2.0])),
+    lambda m: m.conj_physical_(3.0),
+])
+def test_other_in_place_forms(case):
+    same(case, torch)
