@@ -501,3 +501,29 @@ def test_dropout_in_place_forms_draw_as_pytorch(name):
 ])
 def test_other_in_place_forms(case):
     same(case, torch)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.as_strided(m.arange(6.0)[::2], (3,), (1,), 0),
+    lambda m: m.as_strided(m.arange(6.0), (2, 2), (1.5, 1)),
+    lambda m: m.as_strided(m.arange(6.0), 2, 1),
+    lambda m: m.as_strided(m.arange(6.0), [2], [1], 1.5),
+    lambda m: m.as_strided(m.arange(6.0), m.Size([2, 2]), (1, 2), 1),
+    lambda m: m.empty_strided(2, (1,)),
+    lambda m: m.view_copy(m.arange(4.0), m.int64),
+    lambda m: m.view_copy(m.arange(4.0), m.tensor([2, 2])),
+    lambda m: m.view_copy(m.arange(4.0), 2, 2),
+    lambda m: m.split_copy(m.arange(5.0), [2, 3]),
+    lambda m: m.slice_copy(m.arange(5.0), 0, -10, 100),
+    lambda m: m.slice_copy(m.arange(5.0), 0, 4, 2),
+])
+def test_strided_argument_errors_and_reads_outside_a_view(case):
+    same(case, torch)
+
+
+def test_as_strided_outside_a_view_with_gradients_is_refused():
+    x = tg.arange(6.0, requires_grad=True) * 1.0
+    with pytest.raises(RuntimeError, match="reads a view's own elements only"):
+        tg.as_strided(x[::2], (3,), (1,), 0)
+    with tg.no_grad():
+        assert tg.as_strided(x[::2], (3,), (1,), 0).tolist() == [0.0, 1.0, 2.0]

@@ -15,6 +15,8 @@ from . import creation as _creation
 from . import function as _function
 from . import functional as F
 from ._argtypes import not_tensor as _not_tensor
+from ._argtypes import type_name as _type_name
+from ._dtype import dtype as _dtype_class
 from .tape import state as _state
 from .tensor import Tensor
 from .views import ViewOf
@@ -26,8 +28,23 @@ __all__ = ["as_strided", "empty_strided", "view_copy",
            "unsqueeze_copy"]
 
 
-def _int_list(values):
-    return [F._int_arg(v) for v in values]
+def _int_list(fname, name, position, values):
+    """``values`` as a list of ints, or PyTorch's parser's TypeError for a tuple of ints."""
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be tuple of "
+                        f"ints, not {_type_name(values)}")
+    for k, v in enumerate(values):
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be tuple "
+                            f"of ints, but found element of type {_type_name(v)} at pos {k}")
+    return [int(v) for v in values]
+
+
+def _int(fname, name, position, value):
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be int, not "
+                        f"{_type_name(value)}")
+    return int(value)
 
 
 def _storage_positions(root_size, itemsize, size, stride, offset):
@@ -78,10 +95,12 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002 - PyTorc
     """
     if not isinstance(input, Tensor):
         raise _not_tensor("as_strided", "input", 1, input)
-    size, stride = _int_list(size), _int_list(stride)
+    size = _int_list("as_strided", "size", 2, size)
+    stride = _int_list("as_strided", "stride", 3, stride)
     link = input._alias
     root = link.root if type(link) is ViewOf else None
-    offset = input.storage_offset() if storage_offset is None else F._int_arg(storage_offset)
+    offset = (input.storage_offset() if storage_offset is None
+              else _int("as_strided", "storage_offset", 4, storage_offset))
     memory = root._value.size if root is not None else input._value.size
     positions = _storage_positions(memory, input._value.dtype.itemsize, size, stride, offset)
     overlaps = np.unique(positions).size < positions.size
@@ -92,10 +111,18 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002 - PyTorc
     among = np.full(memory, -1, dtype=np.int64)
     among[own] = np.arange(own.size, dtype=np.int64)
     index = among[positions]
-    if (index < 0).any():
-        raise RuntimeError("as_strided: tapegrad reads a view's own elements only; position "
+    if not (index < 0).any():
+        return F._gathered(input, index, F.V_AS_STRIDED, overlaps)
+    if _state.grad_enabled and input.requires_grad:
+        # PyTorch's gradient would reach the view's own elements only, through the view's
+        # node; a gather from the root cannot say that
+        raise RuntimeError("as_strided: tapegrad reads a view's own elements only where "
+                           "gradients flow; position "
                            f"{int(positions[index < 0][0])} of its base is not one of them")
-    return F._gathered(input, index, F.V_AS_STRIDED, overlaps)
+    # no gradient to carry: the elements of the base's memory, as a view of the base (one
+    # that takes no history from it, as input has none)
+    base = root.detach() if root.requires_grad else root
+    return F._gathered(base, positions, F.V_AS_STRIDED, overlaps)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -108,7 +135,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         >>> tg.empty_strided((2, 3), (1, 2)).shape
         tapegrad.Size([2, 3])
     """
-    size, stride = _int_list(size), _int_list(stride)
+    size = _int_list("empty_strided", "size", 1, size)
+    stride = _int_list("empty_strided", "stride", 2, stride)
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality "
                            f"of strides ({len(stride)})")
@@ -134,8 +162,9 @@ def _tensor_input(name, input):  # noqa: A002
         raise _not_tensor(name, "input", 1, input)
 
 
-def view_copy(input, size):  # noqa: A002
-    """``input.view(size)`` as a new tensor (``ViewBackward0_copy``).
+def view_copy(input, *size_or_dtype):  # noqa: A002
+    """``input.view(size)`` as a new tensor (``ViewBackward0_copy``); given a dtype, input's
+    bytes read as that dtype, a new tensor without history, as PyTorch's.
 
     Example:
         >>> tg.view_copy(tg.arange(4.0), [2, 2])
@@ -143,9 +172,17 @@ def view_copy(input, size):  # noqa: A002
                 [2., 3.]])
     """
     _tensor_input("view_copy", input)
-    if isinstance(size, Tensor) or hasattr(size, "is_floating_point"):
-        raise TypeError("view_copy(): argument 'size' must be tuple of ints, not Tensor")
-    return _copied(input.view(size), "ViewBackward0_copy", input)
+    arg = size_or_dtype[0] if len(size_or_dtype) == 1 else None
+    if isinstance(arg, _dtype_class):
+        return Tensor._make(np.ascontiguousarray(input._value).view(arg.np).copy())
+    if not isinstance(arg, (tuple, list)) or not all(
+            hasattr(n, "__index__") and not isinstance(n, bool) for n in arg):
+        got = ", ".join(_type_name(a) for a in (input, *size_or_dtype))
+        raise TypeError(f"view_copy() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of:\n"
+                        " * (Tensor input, tapegrad.dtype dtype, *, Tensor out = None)\n"
+                        " * (Tensor input, tuple of ints size, *, Tensor out = None)\n")
+    return _copied(input.view(arg), "ViewBackward0_copy", input)
 
 
 def transpose_copy(input, dim0, dim1):  # noqa: A002
@@ -319,6 +356,7 @@ def split_copy(input, split_size, dim=0):  # noqa: A002
         (tensor([0., 1.]), tensor([2.]))
     """
     _tensor_input("split_copy", input)
+    _int("split_copy", "split_size", 2, split_size)
     return _copies(input.split(split_size, dim), "SplitBackward0_copy", input)
 
 
