@@ -1193,10 +1193,44 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "absolute", "log", "log1p", "expm1", "sin", "c
                    "logical_and", "logical_or", "logical_xor", "logical_not")
 
 
+# the in-place forms PyTorch has no derivative for: their node (``AsinhBackward1``, named
+# after the op they alias) refuses the backward
+_NO_IN_PLACE_DERIVATIVE = {"asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+                           "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh"}
+
+
+def _without_derivative(out_of_place, op):
+    """``out_of_place`` whose result, where it would have a history, has PyTorch's node
+    ``<op>Backward1`` instead, whose backward raises PyTorch's NotImplementedError."""
+    from .function import Function
+
+    class InPlaceWithoutDerivative(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return out_of_place(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise NotImplementedError(f"the derivative for 'inplace version of {op.lower()}' "
+                                      "is not implemented.")
+    InPlaceWithoutDerivative._backward_cls = type(
+        f"{op}Backward1", (InPlaceWithoutDerivative._backward_cls,),
+        {"__slots__": (), "__module__": "tapegrad.autograd.function",
+         "name": lambda self: f"{op}Backward1"})
+
+    def fn(self):
+        if state.grad_enabled and self.requires_grad:
+            return InPlaceWithoutDerivative.apply(self)
+        return out_of_place(self)
+    return fn
+
+
 def _in_place_methods(functions):
     """``name_`` for each out-of-place function ``name`` (a Tensor method) above."""
     out = {f"{n}_": _recomputed_(f"{n}_", functions[n]) for n in _UNARY_IN_PLACE
            if n in functions}
+    for n, op in _NO_IN_PLACE_DERIVATIVE.items():
+        out[f"{n}_"] = _recomputed_(f"{n}_", _without_derivative(functions[n], op))
     out["__imod__"] = out["remainder_"]
     out["__ifloordiv__"] = out["floor_divide_"]
     out["uniform_"] = _filled_("uniform_", _draw_uniform)
