@@ -16,48 +16,12 @@ from . import function as _function
 from . import functional as F
 from ._argtypes import not_tensor as _not_tensor
 from .return_types import return_type
-from .tape import state as _state
 from .tensor import Tensor
 
 __all__ = ["histogram", "histogramdd"]
 
 _HISTOGRAM = return_type("histogram", ["hist", "bin_edges"])
 _HISTOGRAMDD = return_type("histogramdd", ["hist", "bin_edges"])
-
-
-class _WithoutDerivative(_function.Function):
-    """The node of an op PyTorch has no derivative for: the outputs of ``compute()`` require
-    grad when an input does, and a backward through them raises ``derivative for aten::<op>
-    is not implemented``."""
-
-    @staticmethod
-    def forward(ctx, aten_name, compute, *tensors):
-        ctx.aten_name = aten_name
-        return compute()
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError(f"derivative for aten::{ctx.aten_name} is not implemented")
-
-
-def _not_implemented_name(self):
-    return "torch::autograd::NotImplemented"
-
-
-# PyTorch's node for an op without a derivative: class NotImplemented, named with its C++
-# namespace
-_WithoutDerivative._backward_cls = type(
-    "NotImplemented", (_WithoutDerivative._backward_cls,),
-    {"__slots__": (), "__module__": "tapegrad.autograd.function",
-     "name": _not_implemented_name})
-
-
-def _without_derivative(aten_name, compute, *tensors):
-    """``compute()`` (a tuple of tensors), under PyTorch's NotImplemented node when one of
-    ``tensors`` requires grad."""
-    if _state.grad_enabled and any(isinstance(t, Tensor) and t.requires_grad for t in tensors):
-        return _WithoutDerivative.apply(aten_name, compute, *tensors)
-    return compute()
 
 
 def _cxx(v):
@@ -164,7 +128,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: 
             edges = _edges_of_count(points, 0, count, lo_hi)
         hist = _counted(points, [edges], w, density)
         return Tensor._make(hist), Tensor._make(np.array(edges))
-    hist, edges = _without_derivative("histogram", compute, input, weight, edges_tensor)
+    hist, edges = _function._without_derivative("histogram", compute, input, weight,
+                                                edges_tensor)
     return _HISTOGRAM(hist, edges)
 
 
@@ -209,7 +174,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
     if edge_tensors:
         # (the given edges are handed back as they are, outside the node)
         edges = [e._value.astype(points.dtype).reshape(-1) for e in edge_tensors]
-        hist, = _without_derivative(
+        hist, = _function._without_derivative(
             aten_name, lambda: (Tensor._make(_counted(points, edges, w, density)),),
             input, weight, *edge_tensors)
         return _HISTOGRAMDD(hist, edge_tensors)
@@ -221,5 +186,5 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
                  for d, c in enumerate(counts)]
         hist = _counted(points, edges, w, density)
         return (Tensor._make(hist),) + tuple(Tensor._make(np.array(e)) for e in edges)
-    hist, *edges = _without_derivative(aten_name, compute, input, weight)
+    hist, *edges = _function._without_derivative(aten_name, compute, input, weight)
     return _HISTOGRAMDD(hist, tuple(edges))

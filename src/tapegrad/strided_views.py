@@ -372,31 +372,6 @@ def split_with_sizes_copy(input, split_sizes, dim=0):  # noqa: A002
     return _copies(input.split(list(split_sizes), dim), "SplitWithSizesBackward0_copy", input)
 
 
-class _DetachCopy(_function.Function):
-    """``detach_copy``'s node: PyTorch's op has no derivative, so its result requires grad
-    but a backward through it refuses."""
-
-    @staticmethod
-    def forward(ctx, input):  # noqa: A002
-        return F.clone(input.detach())
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise RuntimeError("derivative for aten::detach_copy is not implemented")
-
-
-def _not_implemented_name(self):
-    return "torch::autograd::NotImplemented"
-
-
-# PyTorch's node for an op without a derivative: class NotImplemented, named with its C++
-# namespace
-_DetachCopy._backward_cls = type(
-    "NotImplemented", (_DetachCopy._backward_cls,),
-    {"__slots__": (), "__module__": "tapegrad.autograd.function",
-     "name": _not_implemented_name})
-
-
 def detach_copy(input):  # noqa: A002
     """``input``'s values as a new tensor.  As in PyTorch, where the op has no derivative,
     the result of a tensor that requires grad requires grad too, under a node named
@@ -407,7 +382,7 @@ def detach_copy(input):  # noqa: A002
         tensor([1., 2.])
     """
     _tensor_input("detach_copy", input)
-    if not (_state.grad_enabled and input.requires_grad):
-        return F.clone(input.detach())
-    return _DetachCopy.apply(input)
+    copy, = _function._without_derivative("detach_copy",
+                                          lambda: (F.clone(input.detach()),), input)
+    return copy
 

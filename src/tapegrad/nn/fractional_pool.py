@@ -17,6 +17,9 @@ import tapegrad as tg
 from tapegrad.functional import named_node as _named
 from tapegrad.tape import state as _state
 
+# (nn.functional imports this module at its end, when its adaptive pools are defined)
+from . import functional as F
+
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
@@ -231,7 +234,6 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False): 
         >>> F.adaptive_max_pool1d_with_indices(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)[1]
         tensor([[[1, 2]]])
     """
-    from . import functional as F
     return F.adaptive_max_pool1d(input, output_size, True)
 
 
@@ -243,7 +245,6 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False): 
         >>> F.adaptive_max_pool2d_with_indices(tg.arange(16.0).reshape(1, 1, 4, 4), 1)[1]
         tensor([[[[15]]]])
     """
-    from . import functional as F
     return F.adaptive_max_pool2d(input, output_size, True)
 
 
@@ -255,5 +256,4 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False): 
         >>> F.adaptive_max_pool3d_with_indices(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)[1]
         tensor([[[[[7]]]]])
     """
-    from . import functional as F
     return F.adaptive_max_pool3d(input, output_size, True)

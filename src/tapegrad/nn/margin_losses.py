@@ -13,19 +13,12 @@ import tapegrad as tg
 from tapegrad.functional import named_node as _named
 from tapegrad.tape import state as _state
 
-
-def _check_reduction(reduction):
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+# (nn.functional imports this module at its end, when these are defined)
+from .functional import _check_reduction, _legacy_reduction, _reduce
 
 
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    return loss.mean() if reduction == "mean" else loss.sum()
-
-
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                           reduction="mean"):
     """The multi-label hinge loss of ``(N, C)`` (or ``(C,)``) scores and class indices of the
     same shape, each row's classes ending at its first -1: per sample, the sum over its
     target classes ``j`` and the other classes ``i`` of ``max(0, 1 - x[j] + x[i])``, over C.
@@ -35,8 +28,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         ...                          tg.tensor([[3, 0, -1, 1]]))
         tensor(0.8500)
     """
-    from . import functional as F
-    reduction = F._legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     shape = tuple(input.shape)
     if not (len(shape) == 1 and shape[0] or len(shape) == 2 and shape[1]):
