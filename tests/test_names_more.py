@@ -524,3 +524,32 @@ def test_as_strided_outside_a_view_with_gradients_is_refused():
         tg.as_strided(x[::2], (3,), (1,), 0)
     with tg.no_grad():
         assert tg.as_strided(x[::2], (3,), (1,), 0).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_as_strided_view_is_read_again_after_its_base_changes():
+    def run(m):
+        x = m.arange(6.0, dtype=m.float64, requires_grad=True)
+        y = x * 2
+        v = y.as_strided((2, 2), (1, 2))
+        y.add_(1)                       # v shows the change, and its node is AsStrided again
+        w = v * 3
+        w.sum().backward()
+        return v, w, x.grad
+    same(run, torch)
+
+
+def test_as_strided_of_expanded_and_stacked_views():
+    def expanded(m):
+        x = m.arange(3.0, dtype=m.float64, requires_grad=True)
+        v = x.expand(2, 3).as_strided((3,), (1,))
+        (v * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+        return v, x.grad
+
+    def stacked(m):
+        x = m.arange(12.0, dtype=m.float64, requires_grad=True)
+        v = x.reshape(3, 4).t().as_strided((2, 3), (4, 1), 1)
+        u = v.as_strided((2,), (5,), 1)
+        (u * m.tensor([1.0, 2.0], dtype=m.float64)).sum().backward()
+        return v, u, x.grad
+    same(expanded, torch)
+    same(stacked, torch)
