@@ -553,3 +553,24 @@ def test_as_strided_of_expanded_and_stacked_views():
         return v, u, x.grad
     same(expanded, torch)
     same(stacked, torch)
+
+
+# --- histc: PyTorch's bins by linear interpolation alone ------------------------------------
+SPREAD = GEN.standard_normal(500)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.histc(m.tensor(SPREAD), bins=7),
+    lambda m: m.histc(m.tensor(SPREAD), bins=13, min=-1, max=1.5),
+    lambda m: m.histc(m.tensor([0.1, 0.3, 0.7, 1.0]), bins=10, min=0, max=1),
+    lambda m: m.histc(m.tensor([[1.0, 5.0], [2.5, -1.0]]), bins=4, min=0, max=2.5),
+    lambda m: m.histc(m.tensor([2.0, 2.0]), bins=3),
+    lambda m: m.histc(m.tensor([]), bins=3),
+    lambda m: m.histc(m.tensor([1, 2]), bins=3),
+    lambda m: m.histc(m.tensor([1.0, 2.0]), bins=0),
+    lambda m: m.histc(m.tensor([1.0, 2.0]), bins=3, min=2, max=1),
+    lambda m: m.histc(m.tensor([1.0, float("nan")]), bins=3),
+    lambda m: m.histc(m.tensor([1.0, float("inf")]), bins=3),
+])
+def test_histc_matches(case):
+    same(case, torch)
