@@ -574,3 +574,24 @@ SPREAD = GEN.standard_normal(500)
 ])
 def test_histc_matches(case):
     same(case, torch)
+
+
+@given(st.lists(st.integers(-30, 30), min_size=1, max_size=20), st.integers(1, 9),
+       st.integers(1, 9), st.booleans())
+def test_histograms_on_tenths_agree(tenths, bins, other_bins, density):
+    """Values on a grid of tenths lie on bin edges often: the edges must be PyTorch's to the
+    last bit (its linspace), and so must the bin each element falls in."""
+    values = [t / 10 for t in tenths]
+    points = [[v, -v / 3] for v in values]
+    same(lambda m: m.histogram(m.tensor(values, dtype=m.float64), bins, density=density),
+         torch)
+    same(lambda m: m.histc(m.tensor(values, dtype=m.float64), bins), torch)
+    same(lambda m: m.histogramdd(m.tensor(points, dtype=m.float64), [bins, other_bins],
+                                 density=density), torch)
+    same(lambda m: m.histogram(m.tensor([], dtype=m.float64), bins, density=True), torch)
+
+
+@given(st.floats(-100, 100), st.floats(-100, 100), st.integers(0, 300))
+def test_linspace_is_pytorchs_to_the_last_bit(start, end, steps):
+    ours = tg.linspace(start, end, steps).numpy()
+    assert np.array_equal(ours, torch.linspace(start, end, steps, dtype=torch.float64).numpy())

@@ -461,8 +461,51 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     dt = _dtype.resolve(dtype) or _dtype.float64
     _device.check(device)
     _no_bool(dt, "linspace_cpu")
-    return _leaf(_cast(np.linspace(start, end, int(steps), dtype=np.float64), dt),
-                 requires_grad)
+    values = (_linspace_as_pytorch(float(start), float(end), int(steps))
+              if dt is _dtype.float64 else np.linspace(start, end, int(steps), dtype=np.float64))
+    return _leaf(_cast(values, dt), requires_grad)
+
+
+def _fused_multiply_add(a, b, c):
+    """``a * b + c`` rounded once, as an FMA instruction gives it (NumPy has no fma):
+    Dekker's exact product and Knuth's exact sum make it ``total + sum_err + product_err``
+    exactly; the two errors are added rounding to odd, so that adding them to ``total``
+    rounds once (Boldo and Melquiond), not twice at a tie."""
+    split = 134217729.0                 # 2**27 + 1: halves of a double's 53 bits
+    t = split * a
+    a_hi = t - (t - a)
+    a_lo = a - a_hi
+    t = split * b
+    b_hi = t - (t - b)
+    b_lo = b - b_hi
+    product = a * b
+    product_err = ((a_hi * b_hi - product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    total = product + c
+    back = total - product
+    sum_err = (product - (total - back)) + (c - back)
+    err = sum_err + product_err
+    back = err - sum_err
+    err_err = (sum_err - (err - back)) + (product_err - back)
+    # round to odd: an inexact even sum moves to its odd neighbour toward the exact one
+    to_odd = (err_err != 0) & ((err.view(np.int64) & 1) == 0)
+    err = np.where(to_odd, np.nextafter(err, np.where(err_err > 0, np.inf, -np.inf)), err)
+    return total + err
+
+
+def _linspace_as_pytorch(start, end, steps):
+    """PyTorch's CPU linspace in float64: the first half ``start + step * i``, the second
+    ``end - step * (steps - 1 - i)``, each a fused multiply-add as its compiled kernel
+    computes it (NumPy's ``start + i * step`` differs in the last bit, which moves
+    histogram elements that lie on an edge to the neighbouring bin)."""
+    if steps <= 1:
+        return np.full(steps, start, dtype=np.float64)
+    step = (end - start) / (steps - 1)
+    half = steps // 2
+    i = np.arange(steps, dtype=np.float64)
+    values = np.empty(steps, dtype=np.float64)
+    values[:half] = _fused_multiply_add(step, i[:half], start)
+    values[half:] = _fused_multiply_add(-step, steps - 1 - i[half:], end)
+    return values
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):

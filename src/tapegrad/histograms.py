@@ -72,10 +72,12 @@ def _counted(points, edges, weight, density):
         w = np.ones(points.shape[0], points.dtype) if weight is None else weight
         np.add.at(hist.reshape(-1), flat[keep], w[keep])
     if density:
-        hist = hist / hist.sum()
-        for d, e in enumerate(edges):
-            widths = np.diff(e)
-            hist = hist / widths.reshape([-1 if k == d else 1 for k in range(len(edges))])
+        # (no element in any bin: 0 / 0, nan as in PyTorch, without NumPy's warning)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hist = hist / hist.sum()
+            for d, e in enumerate(edges):
+                widths = np.diff(e)
+                hist = hist / widths.reshape([-1 if k == d else 1 for k in range(len(edges))])
     return hist
 
 
