@@ -47,6 +47,8 @@ from .functional import (arctan2, atan2, copysign, floor_divide, fmod, hypot, lo
 from .functional import digamma, erfinv, i0, lgamma, mvlgamma, polygamma
 from .derived import *  # noqa: F401,F403 - ops built from others; derived.__all__ names them
 from .more_ops import *  # noqa: F401,F403 - gcd, nextafter, angle, gradient, ... (its __all__)
+from .strided_views import *  # noqa: F401,F403 - as_strided, empty_strided, the *_copy names
+from .histograms import *  # noqa: F401,F403 - histogram, histogramdd
 from .functional import (argsort, cummax, cummin, cumprod, cumsum, diff,  # scans, sorts
                          kthvalue, logcumsumexp, median, mode, msort, nanmedian, sort, topk)
 from .tensor import Size, Tensor
@@ -100,6 +102,7 @@ from .nn.utils import _weight_norm  # noqa: E402 - torch._weight_norm, weight_no
 # torch.selu, torch.dropout, torch.conv2d, ...: nn.functional's, under their top-level
 # signatures (toplevel.__all__ names them); after nn, which they call
 from .toplevel import *  # noqa: E402,F401,F403
+from .inplace_toplevel import *  # noqa: E402,F401,F403 - torch.exp_(x), torch.clamp_(x, ...)
 from ._generator import Generator  # noqa: E402
 from . import func  # noqa: E402
 from .func import vmap  # noqa: E402 - torch.vmap is torch.func.vmap

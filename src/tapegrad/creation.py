@@ -1,5 +1,6 @@
 """Making tensors: from data, filled, ranges, random."""
 import functools
+import math
 import numbers
 
 import numpy as np
@@ -7,6 +8,7 @@ import numpy as np
 from . import _device, _dtype, _factory_args
 from ._generator import Generator
 from ._promote import cast as _cast
+from ._quiet import quiet_begin, quiet_end
 from ._promote import checked_cast
 from .tensor import Size, Tensor, read_value
 from .views import expose
@@ -812,8 +814,11 @@ def _spaced(start, end, steps, dtype, requires_grad):
     dt = _dtype.resolve(dtype) or _dtype.float64
     if dt is _dtype.bool_:
         _no_bool(dt, "linspace_cpu")
-    values = np.linspace(start, end, steps, dtype=np.float64)
-    return _leaf(values if dt is _dtype.float64 else _cast(values, dt), requires_grad)
+    if dt is _dtype.float64:
+        values = _linspace_as_pytorch(float(start), float(end), steps)
+    else:
+        values = _cast(np.linspace(start, end, steps, dtype=np.float64), dt)
+    return _leaf(values, requires_grad)
 
 
 def linspace(*args, dtype=None, device=None, requires_grad=False, **rare):
@@ -841,6 +846,63 @@ def _logspace(start, end, steps, dtype, requires_grad, base=10.0):
     _no_bool(dt, "logspace_cpu")
     exponents = np.linspace(float(_number(start)), float(_number(end)), int(steps))
     return _leaf(_cast(np.power(float(base), exponents), dt), requires_grad)
+
+
+def _fused_multiply_add(a, b, c):
+    """``a * b + c`` rounded once, as an FMA instruction gives it (NumPy has no fma):
+    Dekker's exact product and Knuth's exact sum make it ``total + sum_err + product_err``
+    exactly; the two errors are added rounding to odd, so that adding them to ``total``
+    rounds once (Boldo and Melquiond), not twice at a tie."""
+    split = 134217729.0                 # 2**27 + 1: halves of a double's 53 bits
+    t = split * a
+    a_hi = t - (t - a)
+    a_lo = a - a_hi
+    t = split * b
+    b_hi = t - (t - b)
+    b_lo = b - b_hi
+    product = a * b
+    product_err = ((a_hi * b_hi - product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    total = product + c
+    back = total - product
+    sum_err = (product - (total - back)) + (c - back)
+    err = sum_err + product_err
+    back = err - sum_err
+    err_err = (sum_err - (err - back)) + (product_err - back)
+    # round to odd: an inexact even sum moves to its odd neighbour toward the exact one
+    to_odd = (err_err != 0) & ((err.view(np.int64) & 1) == 0)
+    err = np.where(to_odd, np.nextafter(err, np.where(err_err > 0, np.inf, -np.inf)), err)
+    return total + err
+
+
+def _linspace_as_pytorch(start, end, steps):
+    """PyTorch's CPU linspace in float64: the first half ``start + step * i``, the second
+    ``end - step * (steps - 1 - i)``, each a fused multiply-add as its compiled kernel
+    computes it (NumPy's ``start + i * step`` differs in the last bit, which moves
+    histogram elements that lie on an edge to the neighbouring bin)."""
+    if steps <= 1:
+        return np.full(steps, start, dtype=np.float64)
+    token = quiet_begin()   # (np.errstate costs more than the rest for a few values)
+    try:
+        step = np.float64(end) - start
+        step = step / (steps - 1)
+        half = steps // 2
+        i = np.arange(steps, dtype=np.float64)
+        values = np.empty(steps, dtype=np.float64)
+        if math.isfinite(start) and math.isfinite(end) and abs(step) < 1e290:
+            # both halves in one pass: step * i + start, then -step * (steps - 1 - i) + end
+            first = i < half
+            values = _fused_multiply_add(np.where(first, step, -step),
+                                         np.where(first, i, steps - 1 - i),
+                                         np.where(first, start, end))
+        else:
+            # infinities and nan propagate through the plain formula as through the fused
+            # one; a step past 1e290 would overflow the exact product's halves (its values
+            # may then be a rounding off PyTorch's)
+            values[:half] = start + step * i[:half]
+            values[half:] = end - step * (steps - 1 - i[half:])
+    finally:
+        quiet_end(token)
+    return values
 
 
 def logspace(*args, dtype=None, device=None, requires_grad=False, **rare):

@@ -1232,13 +1232,32 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A001,A002
         tensor([0., 2., 1., 0.])
     """
     v = _values(input, "histc()")
+    if v.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{_tensor(input).dtype.scalar_name}'")
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                           "dimension 0")
     lo, hi = float(min), float(max)
     if lo == hi and v.size:
-        lo, hi = float(v.min()), float(v.max())
+        lo, hi = float(np.min(v)), float(np.max(v))
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    counts, _ = np.histogram(v, bins=bins, range=(lo, hi))
-    return Tensor._make(counts.astype(np.float64))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        # (a nan from the data prints as C++ prints the one PyTorch's aminmax gives)
+        def shown(e):
+            return "-nan" if e != e else f"{e:g}"
+        raise RuntimeError(f"torch.histc: range of [{shown(lo)}, {shown(hi)}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    # PyTorch's histc kernel: the bin by linear interpolation alone (no comparison with the
+    # edges, unlike histogram's), elements outside [lo, hi] left out, hi in the last bin
+    flat = v.reshape(-1)
+    inside = flat[(flat >= lo) & (flat <= hi)]
+    pos = ((inside - lo) * bins / (hi - lo)).astype(np.int64)
+    pos[pos == bins] = bins - 1
+    return Tensor._make(np.bincount(pos, minlength=bins).astype(v.dtype))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1261,7 +1280,8 @@ def deg2rad(input):  # noqa: A002
         >>> tg.deg2rad(tg.tensor([180.0]))
         tensor([3.1416])
     """
-    return F.mul(_tensor(input), math.pi / 180.0)
+    x = _tensor(input)
+    return F.named_node(F.mul(x, math.pi / 180.0), "Deg2RadBackward0", x)
 
 
 def rad2deg(input):  # noqa: A002
@@ -1271,7 +1291,8 @@ def rad2deg(input):  # noqa: A002
         >>> tg.rad2deg(tg.tensor([math.pi]))
         tensor([180.])
     """
-    return F.mul(_tensor(input), 180.0 / math.pi)
+    x = _tensor(input)
+    return F.named_node(F.mul(x, 180.0 / math.pi), "Rad2DegBackward0", x)
 
 
 def sinc(input):  # noqa: A002

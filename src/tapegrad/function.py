@@ -383,6 +383,37 @@ def once_differentiable(fn):
     return wrapper
 
 
+class _WithoutDerivative(Function):
+    """The node of an op PyTorch has no derivative for (``detach_copy``, ``histogram``):
+    the outputs of ``compute()`` require grad when an input does, and a backward through
+    them raises ``derivative for aten::<op> is not implemented``."""
+
+    @staticmethod
+    def forward(ctx, aten_name, compute, *tensors):
+        ctx.aten_name = aten_name
+        return compute()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for aten::{ctx.aten_name} is not implemented")
+
+
+# PyTorch's node for an op without a derivative: class NotImplemented, named with its C++
+# namespace
+_WithoutDerivative._backward_cls = type(
+    "NotImplemented", (_WithoutDerivative._backward_cls,),
+    {"__slots__": (), "__module__": "tapegrad.autograd.function",
+     "name": lambda self: "torch::autograd::NotImplemented"})
+
+
+def _without_derivative(aten_name, compute, *tensors):
+    """``compute()`` (a tuple of tensors) under PyTorch's NotImplemented node for the ATen op
+    ``aten_name`` when grad mode is on and one of ``tensors`` (None allowed) requires grad."""
+    if state.grad_enabled and any(isinstance(t, Tensor) and t._rg for t in tensors):
+        return _WithoutDerivative.apply(aten_name, compute, *tensors)
+    return compute()
+
+
 # autograd.py is a module below this one: hand it the names PyTorch programs look for there
 # (``tapegrad.autograd.Function``, ``from tapegrad.autograd.function import ...``)
 autograd.Function = Function

@@ -1409,7 +1409,7 @@ def frac(x):
         tensor([-0.2500,  0.5000])
     """
     if x._value.dtype.kind != "f":
-        raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype.scalar_name}'")
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{x.dtype.scalar_name}'")
     return _unary(K.FRAC, x, _frac)
 
 

@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from . import autograd
+from . import _dtype, autograd
 from . import functional as F
 from . import ops as K
 from ._quiet import quiet_begin, quiet_end
@@ -683,8 +683,14 @@ div_ = _arith_("div_", F.div, np.true_divide)
 pow_ = _arith_("pow_", F.pow, np.power)
 
 
-def _unary_(name, out_of_place, write_fn, fills=False):
+def _unary_(name, out_of_place, write_fn, fills=False, floating=False):
+    """``floating``: the op gives floating values, which an integer or bool tensor cannot
+    hold (PyTorch refuses before writing, as _same_shape does for the recomputed forms)."""
     def method(self, *args, **kwargs):
+        if floating and self._value.dtype.kind in "iub":
+            raise RuntimeError(f"result type {_dtype.get_default_dtype().scalar_name} can't be "
+                               f"cast to the desired output type {self.dtype.scalar_name}")
+
         def write():
             write_fn(self._value, *args, **kwargs)
         return _apply(self, name, _Compute(lambda: out_of_place(self, *args, **kwargs), None),
@@ -699,9 +705,9 @@ def _clamp_write(v, min=None, max=None):
 
 clamp_ = _unary_("clamp_", F.clamp, _clamp_write)
 relu_ = _unary_("relu_", F.relu, lambda v: np.maximum(v, 0, out=v))
-exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v))
-tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v))
-sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v))
+exp_ = _unary_("exp_", F.exp, lambda v: np.exp(v, out=v), floating=True)
+tanh_ = _unary_("tanh_", F.tanh, lambda v: np.tanh(v, out=v), floating=True)
+sigmoid_ = _unary_("sigmoid_", F.sigmoid, lambda v: F._sigmoid(v, v), floating=True)
 neg_ = _unary_("neg_", F.neg, lambda v: np.negative(v, out=v))
 zero_ = _unary_("zero_", F.recorded_zero, lambda v: v.fill(0), fills=True)
 
@@ -990,8 +996,9 @@ def _same_shape(t, res, name):
         raise RuntimeError(f"output with shape {list(t._value.shape)} doesn't match the "
                            f"broadcast shape {list(res._value.shape)}")
     if t._value.dtype.kind in "iub" and res._value.dtype.kind == "f":
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{t.dtype.scalar_name}")
+        # (the floating result has the default dtype, which PyTorch's message names)
+        raise RuntimeError(f"result type {res.dtype.scalar_name} can't be cast to the desired "
+                           f"output type {t.dtype.scalar_name}")
     if t._value.dtype.kind == "b" and res._value.dtype.kind != "b":
         raise RuntimeError(f"result type {res.dtype.scalar_name} can't be cast to the desired "
                            "output type Bool")
@@ -1184,10 +1191,44 @@ _UNARY_IN_PLACE = ("sqrt", "abs", "absolute", "log", "log1p", "expm1", "sin", "c
                    "logical_and", "logical_or", "logical_xor", "logical_not")
 
 
+# the in-place forms PyTorch has no derivative for: their node (``AsinhBackward1``, named
+# after the op they alias) refuses the backward
+_NO_IN_PLACE_DERIVATIVE = {"asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+                           "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh"}
+
+
+def _without_derivative(out_of_place, op):
+    """``out_of_place`` whose result, where it would have a history, has PyTorch's node
+    ``<op>Backward1`` instead, whose backward raises PyTorch's NotImplementedError."""
+    from .function import Function
+
+    class InPlaceWithoutDerivative(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return out_of_place(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise NotImplementedError(f"the derivative for 'inplace version of {op.lower()}' "
+                                      "is not implemented.")
+    InPlaceWithoutDerivative._backward_cls = type(
+        f"{op}Backward1", (InPlaceWithoutDerivative._backward_cls,),
+        {"__slots__": (), "__module__": "tapegrad.autograd.function",
+         "name": lambda self: f"{op}Backward1"})
+
+    def fn(self):
+        if state.grad_enabled and self.requires_grad:
+            return InPlaceWithoutDerivative.apply(self)
+        return out_of_place(self)
+    return fn
+
+
 def _in_place_methods(functions):
     """``name_`` for each out-of-place function ``name`` (a Tensor method) above."""
     out = {f"{n}_": _recomputed_(f"{n}_", functions[n]) for n in _UNARY_IN_PLACE
            if n in functions}
+    for n, op in _NO_IN_PLACE_DERIVATIVE.items():
+        out[f"{n}_"] = _recomputed_(f"{n}_", _without_derivative(functions[n], op))
     out["__imod__"] = out["remainder_"]
     out["__ifloordiv__"] = out["floor_divide_"]
     out["uniform_"] = _filled_("uniform_", _draw_uniform)

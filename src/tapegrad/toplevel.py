@@ -74,11 +74,11 @@ def _tensors(*names, optional=()):
     return decorate
 
 
-def _dropped(input, p, train, feature, alpha, fname):
+def _dropped(input, p, train, feature, alpha, fname, inplace=False):
     """PyTorch's parser refuses a ``p`` that is not a number (a one-element tensor is one)
     and a ``train`` that is not a bool (an int too); then ATen checks the range of ``p``,
     whether it is used or not, and returns ``input`` itself when nothing is dropped, before
-    feature dropout's check of the rank."""
+    feature dropout's check of the rank.  ``inplace``: the ``dropout_`` forms."""
     if isinstance(p, Tensor) and p.numel() == 1:
         p = p.item()
     # (a bool is a number to PyTorch's parser: torch.dropout(x, True, False) runs)
@@ -94,7 +94,7 @@ def _dropped(input, p, train, feature, alpha, fname):
                            f"{float(p):g}")
     if p == 0 or not train or input.numel() == 0:
         return input
-    return _F._dropout_impl(input, float(p), True, False, feature, alpha)
+    return _F._dropout_impl(input, float(p), True, inplace, feature, alpha)
 
 
 @_tensors("input")

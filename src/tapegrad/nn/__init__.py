@@ -22,6 +22,8 @@ from .layers import (Bilinear, CosineSimilarity, Embedding, EmbeddingBag, Fold,
 from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss,
                    KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+from .loss import MultiLabelMarginLoss, TripletMarginWithDistanceLoss
+from .conv import FractionalMaxPool2d, FractionalMaxPool3d
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
                             RMSNorm)
@@ -74,6 +76,8 @@ __all__ = [
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "CTCLoss",
     "ChannelShuffle", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d",
     "RNNBase", "RNNCellBase",
+    "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
 ]
 
 

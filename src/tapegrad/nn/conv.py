@@ -12,7 +12,8 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxPool3d",
            "AvgPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
+           "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 def _tuple(value, n):
@@ -459,6 +460,56 @@ class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
 
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class FractionalMaxPool2d(Module):
+    """Fractional max pooling into ``output_size`` (or ``output_ratio`` of the input's size)
+    windows of ``kernel_size``: ``F.fractional_max_pool2d``, with this module's
+    ``_random_samples`` (a buffer) when given, fresh samples each call otherwise.
+
+    Example:
+        >>> pool = nn.FractionalMaxPool2d(2, output_size=2, _random_samples=tg.zeros(1, 1, 2))
+        >>> pool(tg.arange(16.0).reshape(1, 1, 4, 4))
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+    """
+    _dims = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        d = self._dims
+        self.kernel_size = _tuple(kernel_size, d)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tuple(output_size, d) if output_size is not None else None
+        # (a ratio is a float, which _tuple does not repeat)
+        self.output_ratio = (None if output_ratio is None else tuple(output_ratio)
+                             if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * d)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{d}d requires specifying either an output "
+                             "size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        pool = F.fractional_max_pool2d if self._dims == 2 else F.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(FractionalMaxPool2d):
+    """Fractional max pooling of volumes: ``F.fractional_max_pool3d`` (see
+    ``FractionalMaxPool2d``).
+
+    Example:
+        >>> pool = nn.FractionalMaxPool3d(1, output_size=1, _random_samples=tg.zeros(1, 1, 3))
+        >>> pool(tg.arange(8.0).reshape(1, 1, 2, 2, 2))
+        tensor([[[[[7.]]]]])
+    """
+    _dims = 3
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

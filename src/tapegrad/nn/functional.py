@@ -17,6 +17,11 @@ from tapegrad.tape import state as _state
 from tapegrad.tensor import _wrap_dim, read_value
 from tapegrad.views import ViewOf as _ViewOf
 
+from ._loss_reduction import REDUCTIONS as _REDUCTIONS
+from ._loss_reduction import check_reduction as _check_reduction
+from ._loss_reduction import legacy_reduction as _legacy_reduction
+from ._loss_reduction import reduce as _reduce
+
 _named = _elementwise.named_node
 
 from .grid_sampling import affine_grid, grid_sample  # noqa: E402,F401 - spatial transformers
@@ -46,22 +51,12 @@ __all__ = [
     "multi_margin_loss", "pixel_shuffle", "adaptive_max_pool2d", "interpolate",
     "gumbel_softmax", "pixel_unshuffle", "ctc_loss", "pdist", "upsample", "upsample_nearest",
     "upsample_bilinear", "channel_shuffle", "native_channel_shuffle",
+    "multilabel_margin_loss", "triplet_margin_with_distance_loss",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "fractional_max_pool2d", "fractional_max_pool3d",
+    "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
 ]
 
-_REDUCTIONS = ("none", "mean", "sum")
-
-
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    return loss.sum()
-
-
-def _check_reduction(reduction):
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def _not_differentiable(function, name, value):
@@ -1289,19 +1284,6 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 # ---------------------------------------------------------------------------------------------
 # More losses
 # ---------------------------------------------------------------------------------------------
-
-
-def _legacy_reduction(size_average, reduce, reduction):
-    """``reduction`` from PyTorch's deprecated ``size_average``/``reduce`` pair (with its
-    warning) when either is given; ``reduction`` itself otherwise."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    result = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  f"reduction='{result}' instead.", stacklevel=3)
-    return result
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -3390,6 +3372,39 @@ _INTERPOLATE_NODE = {"linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear
                      "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D"}
 
 
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """``adaptive_max_pool1d`` that also returns the indices (whatever ``return_indices``
+    says).
+
+    Example:
+        >>> adaptive_max_pool1d_with_indices(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)[1]
+        tensor([[[1, 2]]])
+    """
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """``adaptive_max_pool2d`` that also returns the indices (whatever ``return_indices``
+    says).
+
+    Example:
+        >>> adaptive_max_pool2d_with_indices(tg.arange(16.0).reshape(1, 1, 4, 4), 1)[1]
+        tensor([[[[15]]]])
+    """
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """``adaptive_max_pool3d`` that also returns the indices (whatever ``return_indices``
+    says).
+
+    Example:
+        >>> adaptive_max_pool3d_with_indices(tg.arange(8.0).reshape(1, 1, 2, 2, 2), 1)[1]
+        tensor([[[[[7]]]]])
+    """
+    return adaptive_max_pool3d(input, output_size, True)
+
+
 def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, mode):
     """PyTorch's argument checks of ``interpolate``, in its order: the output size and the
     scale factor (None when PyTorch's kernel would derive the scale from the sizes) of each
@@ -3922,3 +3937,12 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
         tensor([[[[[7]]]]])
     """
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# the multi-label and distance-function margin losses, fractional max pooling and the
+# adaptive pools' *_with_indices names (their modules import this one: last)
+from .margin_losses import (multilabel_margin_loss,  # noqa: E402,F401
+                            triplet_margin_with_distance_loss)
+from .fractional_pool import (fractional_max_pool2d,  # noqa: E402,F401
+                              fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                              fractional_max_pool3d_with_indices)

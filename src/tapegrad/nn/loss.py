@@ -7,6 +7,7 @@ __all__ = [
     "HuberLoss", "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss", "CTCLoss",
+    "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
 ]
 
 
@@ -294,6 +295,49 @@ class HingeEmbeddingLoss(_LegacyLoss):
     def forward(self, input, target):
         return F.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_LegacyLoss):
+    """Multi-label hinge loss of scores and the target classes of each sample (class
+    indices up to the first -1): ``F.multilabel_margin_loss``.
+
+    Shape: input and target ``(N, C)`` or ``(C,)`` -> ``()`` (``(N,)`` with ``"none"``).
+
+    Example:
+        >>> nn.MultiLabelMarginLoss()(tg.tensor([[0.1, 0.2, 0.4, 0.8]]),
+        ...                           tg.tensor([[3, 0, -1, 1]]))
+        tensor(0.8500)
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """The triplet loss under any distance function of two tensors
+    (``nn.PairwiseDistance()`` if None): ``F.triplet_margin_with_distance_loss``.
+
+    Example:
+        >>> a, p, n = tg.tensor([[0.0, 0.0]]), tg.tensor([[3.0, 4.0]]), tg.tensor([[1.0, 0.0]])
+        >>> nn.TripletMarginWithDistanceLoss(margin=0.5)(a, p, n)
+        tensor(4.5000)
+    """
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError("TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        from .layers import PairwiseDistance
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
