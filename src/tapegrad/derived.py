@@ -2179,15 +2179,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     else:
         d = F._wrap_dim(dim, builtins.max(x._value.ndim, 1))
     n = x._value.shape[d] if x._value.ndim else 1
-    if isinstance(repeats, Tensor):
-        counts = _values(repeats, "repeat_interleave()").astype(np.int64).reshape(-1)
-        if counts.size == 1:
-            counts = np.full(n, counts[0])
-        elif counts.size != n:
-            raise RuntimeError("repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
-    else:
-        counts = np.full(n, int(repeats))
+    counts = _values(repeats, "repeat_interleave()").astype(np.int64).reshape(-1)
+    if counts.size == 1:
+        counts = np.full(n, counts[0])
+    elif counts.size != n:
+        raise RuntimeError("repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
     if np.any(counts < 0):
         raise RuntimeError("repeats can not be negative")
     idx = np.repeat(np.arange(n, dtype=np.int64), counts)
