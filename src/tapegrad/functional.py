@@ -552,14 +552,20 @@ def _binary(code, a, b, fn):
         r1 = b._r if b._tape is tape else _elementwise_ref(tape, b, code)
     else:
         # (_expanded_ref written out: a parameter times data is the common broadcast)
+        # An operand of one value is read by the rules at every element where it is
+        # (elementwise.backward2) in an eager recording: a recorded expansion of it cost a
+        # record, a fill and, in the backward, a reducing sweep over n values, for each
+        # parameter of a + b*x.  A replay's records keep every operand at the output's
+        # shape (its generated loops and passes read them so).
+        direct = n > 1 and state.trace is None
         r0 = a._r if a._tape is tape else \
             _elementwise_ref(tape, a, code) if va.shape == shape else _ref(tape, a)
-        if va.shape != shape:
+        if va.shape != shape and not (direct and va.size == 1):
             r0 = _expansion(tape, r0, va, shape, n,
                             n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 0))
         r1 = b._r if b._tape is tape else \
             _elementwise_ref(tape, b, code) if vb.shape == shape else _ref(tape, b)
-        if vb.shape != shape:
+        if vb.shape != shape and not (direct and vb.size == 1):
             r1 = _expansion(tape, r1, vb, shape, n,
                             n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 1))
     off = tape.top

@@ -73,6 +73,20 @@ _VALUE_MASKS = frozenset(code for code, info in K.OPS.items() if info.masks)
 
 def _rule(tape, r, g):
     """[(input record, gradient contribution)] of record r for incoming gradient g."""
+    pairs = _op_rule(tape, r, g)
+    n = tape.size[r]
+    if n > 1 and K.OPS[tape.op[r]].family == K.ELEMENTWISE:
+        # an input of one value that an eager record reads at every element
+        # (functional._binary) takes the sum of its terms, as the expansion it stands for
+        # summed them (the same differentiable scatter, in the same order)
+        pairs = [(s, scatter_add(gx, np.zeros(n, dtype=np.int64), 1)
+                  if s >= 0 and tape.size[s] == 1 and gx.numel() == n else gx)
+                 for s, gx in pairs]
+    return pairs
+
+
+def _op_rule(tape, r, g):
+    """``_rule`` by record r's op alone (its inputs of r's size)."""
     o = tape.op[r]
     a0, a1 = tape.a0[r], tape.a1[r]
     c = tape.fp[r]
