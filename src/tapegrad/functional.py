@@ -437,6 +437,7 @@ def _new_result(tape, r, out):
     t._alias = None
     # (the older tapes its graph reaches, which it keeps alive: Tape.keep)
     t._keep = None if tape.first_extern < 0 else tape.keep(r)
+    t._numpy = None
     return t
 
 
@@ -476,6 +477,7 @@ def _emit(tape, code, a0, a1, voff, size, ip, fp, out):
     t._alias = None
     # (the older tapes its graph reaches, which it keeps alive: Tape.keep)
     t._keep = None if tape.first_extern < 0 else tape.keep(r)
+    t._numpy = None
     return t
 
 

@@ -89,7 +89,7 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_tape", "_r", "_rg", "_grad", "_version", "_retains", "_hooks",
-                 "_alias", "_keep", "__weakref__")
+                 "_alias", "_keep", "_numpy", "__weakref__")
     # NumPy defers to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
@@ -117,6 +117,7 @@ class Tensor:
         t._hooks = None
         t._alias = None     # views.py: a view's link to its root, or a root's live views
         t._keep = None      # older tapes its graph reaches (tape.Tape.keep)
+        t._numpy = None     # the value NumPy was handed, if it was (views.expose)
         return t
 
     # --- properties ------------------------------------------------------------------------
