@@ -93,11 +93,15 @@ def test_the_cubic_fit_records_no_expansion_and_gets_pytorchs_gradients():
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
 
 
-def test_a_first_gradient_of_zeros_is_positive_zero_as_the_expansion_gave():
-    # the terms are summed from 0.0 (a cleared gradient), not from -0.0
-    b = tg.tensor(1.0, requires_grad=True)
-    (b * tg.tensor([-0.0, -0.0, -0.0])).sum().backward()
-    assert np.signbit(b.grad.numpy()) == np.signbit(np.float64(0.0))
+def test_a_first_gradient_of_negative_zeros_is_positive_zero_as_pytorchs():
+    # the terms are summed from 0.0 (a cleared gradient), not from -0.0: PyTorch's sum of
+    # the terms starts from 0.0 too
+    signs = []
+    for m in (tg, torch):
+        b = m.tensor(1.0, dtype=m.float64, requires_grad=True)
+        (b * m.tensor([-0.0, -0.0, -0.0], dtype=m.float64)).sum().backward()
+        signs.append(bool(np.signbit(b.grad.numpy())))
+    assert signs == [False, False]
 
 
 def _step_of(make_loss, n, seed=3):

@@ -5,6 +5,7 @@ import numpy as np
 
 from . import _device, _dtype, _promote, autograd, legacy
 from . import comparison as _comparison
+from . import ops as K
 from . import derived as D
 from . import functional as F
 from ._promote import cast as _cast
@@ -431,6 +432,33 @@ def _operator(fn):
     return method
 
 
+# Tensor with tensor and tensor with a float, the cases of nearly every +, - and * in
+# arithmetic code, go straight to the recorders: through add (its operands' and alpha's
+# checks) and _arith they passed three frames and a dozen tests, about a tenth of an op.
+# Bool tensors take the general path (sub's refusal of them, True + True's promotion).
+_ARITHMETIC = {"__add__": (K.ADD, K.ADD_S, np.add), "__radd__": (K.ADD, K.ADD_S, np.add),
+               "__sub__": (K.SUB, K.SUB_S, np.subtract),
+               "__mul__": (K.MUL, K.MUL_S, np.multiply),
+               "__rmul__": (K.MUL, K.MUL_S, np.multiply)}
+
+
+def _arithmetic_operator(name, fn):
+    """``_operator(fn)`` with the straight paths above for operator ``name``."""
+    code, code_s, ufunc = _ARITHMETIC[name]
+    binary, with_scalar, general = F._binary, F._with_scalar, _operator(fn)
+
+    def method(self, other):
+        cls = other.__class__
+        if self._value.dtype.kind != "b":
+            if cls is Tensor and other._value.dtype.kind != "b":
+                return binary(code, self, other, ufunc)
+            if cls is float:
+                return with_scalar(code_s, self, other, ufunc)
+        return general(self, other)
+    method.__name__ = getattr(fn, "__name__", "operator")
+    return method
+
+
 def _matrix_operator(fn):
     """``@``, which PyTorch's Tensor leaves to Python for a number too: ``x @ 2.0`` raises
     Python's TypeError (unsupported operand types), not matmul's error about dimensions."""
@@ -455,7 +483,8 @@ def install():
                      **MORE}.items():
         if name in ("__matmul__", "__rmatmul__"):
             fn = _matrix_operator(fn)
-        setattr(Tensor, name, _operator(fn) if name in _OPERATORS else fn)
+        setattr(Tensor, name, _arithmetic_operator(name, fn) if name in _ARITHMETIC else
+                _operator(fn) if name in _OPERATORS else fn)
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)
     from .inplace import _recomputed_
