@@ -1211,6 +1211,7 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
                               if need[r] and home.get(s) == "trip"})
         summed = set()   # the values whose gradient a broadcast adds to in the loop
         one_values = set()   # the inputs of one value the loop reads (in locals)
+        kept = []   # per-position terms into one of them, summed after the loop
 
         def target(s):
             if s in here or home.get(s) == "trip":
@@ -1218,14 +1219,22 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
             if size[s] == 1:
                 # an input of one value read at every position: its terms are added in the
                 # loop to a local, in position order from what its gradient holds (as
-                # elementwise.backward2 adds them); a second such sum into it in this loop
-                # would interleave with the first and round otherwise
-                if s in summed:
-                    raise Unsupported(f"record {s} takes two sums of terms in one loop")
-                summed.add(s)
-                before.append(f"ao{s} = grads[{int(goff[s])}]")
-                after.append(f"grads[{int(goff[s])}] = ao{s}")
-                return f"ao{s}"
+                # elementwise.backward2 adds them)
+                gs = int(goff[s])
+                if s not in summed:
+                    summed.add(s)
+                    before.append(f"ao{s} = grads[{gs}]")
+                    after.append(f"grads[{gs}] = ao{s}")
+                    return f"ao{s}"
+                # another record of the loop sums into it first: this one's terms are kept
+                # and added after the loop, after the other's (interleaved in one loop the
+                # additions would round otherwise), as for two broadcasts of one value
+                name = f"sc{s}_{len(kept)}"
+                kept.append(name)
+                before.append(f"{name} = np.zeros({n})")
+                after.extend([f"ao{name} = grads[{gs}]", f"for k in range({n}):",
+                              f"    ao{name} += {name}[k]", f"grads[{gs}] = ao{name}"])
+                return f"{name}[k]"
             return f"grads[{int(goff[s])} + k]"
 
         def value(s):

@@ -332,7 +332,7 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
-        if tape.ext_refs is not None or tape.unfilled is not None:
+        if tape.ext_refs is not None:
             tape.fill_arena()   # (the rules below read values from the arena)
         # what the first-order backward refuses (a saved value changed in place since),
         # this one refuses too
@@ -653,12 +653,15 @@ def _replayed(compiled, xs, consts=()):
     if trace is not None:
         trace.opaque("forward-mode or second-order transforms inside the traced call")
     mark = next(_tape_ids)
-    state.trace = None
+    # (a call that runs eagerly records every input at the output's size, as a replay's:
+    # the passes here read them so)
+    state.trace, reads = None, state.one_value_reads
+    state.one_value_reads = False
     try:
         with autograd.enable_grad():
             out = compiled(*xs, *consts)
     finally:
-        state.trace = trace
+        state.trace, state.one_value_reads = trace, reads
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
     tapes = {id(o._tape): o._tape for o in flat if isinstance(o, Tensor) and o._tape is not None}
     if len(tapes) != 1:
@@ -684,9 +687,14 @@ def _leaf_records(tape, x):
 
 def _filled(tape):
     """``tape``'s value arena with every value in it: the passes here read the arena as it
-    is, while an eager tape may read large constants where they are or leave broadcasts
-    unfilled (``Tape.fill_arena``) -- a compiled function that ran eagerly hands one here."""
-    if tape.ext_refs is not None or tape.unfilled is not None:
+    is, while an eager tape may read large constants where they are (``Tape.fill_arena``)
+    -- a compiled function that ran eagerly hands one here.  Their loops read every input
+    at the output's size: an eager record that reads one value at every element
+    (``functional._binary``) is never recorded for them (``_replayed``)."""
+    if tape.reads_one_value:
+        raise RuntimeError("internal error: forward mode or second order reached a tape "
+                           "recorded for the first-order backward alone")
+    if tape.ext_refs is not None:
         tape.fill_arena()
     return tape.vals
 
