@@ -1,0 +1,314 @@
+"""More of PyTorch's surface, compared with PyTorch: ``F.multi_head_attention_forward``
+(and ``nn.MultiheadAttention`` running on it, with ``kdim``/``vdim``, ``add_bias_kv`` and
+``add_zero_attn``), ``nn.AdaptiveLogSoftmaxWithLoss``, ``nn.DataParallel`` and
+``nn.SyncBatchNorm`` on a CPU-only machine, ``Tensor.as_strided_`` and the overload error
+of ``repeat_interleave``.  Values in float64, gradients, grad_fn names, error texts."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tapegrad as tg
+from oracle import message, same
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-10, 1e-12
+
+
+def close(ours, theirs, what=""):
+    """Two results (tensors, or None) hold the same values and grad_fn name."""
+    if theirs is None:
+        assert ours is None, what
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape), (what, ours.shape, theirs.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=RTOL,
+                               atol=ATOL, err_msg=what)
+    names = [None if t.grad_fn is None else t.grad_fn.name() for t in (ours, theirs)]
+    assert names[0] == names[1], (what, names)
+
+
+def grads_close(ours, theirs):
+    """Every tensor in ``ours`` has the gradient its counterpart in ``theirs`` has."""
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if b.grad is None:
+            assert a.grad is None, f"a gradient for input {i}, where PyTorch has none"
+        else:
+            assert a.grad is not None, f"no gradient for input {i}"
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL, atol=ATOL,
+                                       err_msg=f"gradient of input {i}")
+
+
+def backward_both(outputs, seed):
+    """Backpropagate the same random weighting of each library's outputs (pairs of
+    (ours, theirs), either may be None)."""
+    gen = np.random.default_rng(seed)
+    ours_total = theirs_total = 0
+    for ours, theirs in outputs:
+        if theirs is None or not theirs.requires_grad:
+            continue
+        weight = gen.standard_normal(tuple(theirs.shape))
+        # a masked weight may be nan in both: leave it out of the sum
+        keep = ~np.isnan(theirs.detach().numpy())
+        ours_total = ours_total + (tg.where(tg.tensor(keep), ours, 0.0) * tg.tensor(weight)).sum()
+        theirs_total = theirs_total + (torch.where(torch.tensor(keep), theirs, 0.0)
+                                       * torch.tensor(weight)).sum()
+    ours_total.backward()
+    theirs_total.backward()
+
+
+# =============================================================================================
+# multi_head_attention_forward and MultiheadAttention
+# =============================================================================================
+
+
+def attention_weights(gen, embed, kdim, vdim, bias, bias_kv, separate):
+    """Random weights for one attention call, as numpy arrays by argument name."""
+    w = {"out_proj_weight": gen.standard_normal((embed, embed)) * 0.4,
+         "out_proj_bias": gen.standard_normal(embed) * 0.3 if bias else None,
+         "in_proj_bias": gen.standard_normal(3 * embed) * 0.3 if bias else None,
+         "bias_k": gen.standard_normal((1, 1, embed)) if bias_kv else None,
+         "bias_v": gen.standard_normal((1, 1, embed)) if bias_kv else None}
+    if separate:
+        w.update(in_proj_weight=None, q_proj_weight=gen.standard_normal((embed, embed)) * 0.4,
+                 k_proj_weight=gen.standard_normal((embed, kdim)) * 0.4,
+                 v_proj_weight=gen.standard_normal((embed, vdim)) * 0.4)
+    else:
+        w["in_proj_weight"] = gen.standard_normal((3 * embed, embed)) * 0.4
+    return w
+
+
+def to_lib(lib, value, grad=True):
+    if value is None:
+        return None
+    if value.dtype == np.bool_:
+        return lib.tensor(value)
+    return lib.tensor(value, requires_grad=grad)
+
+
+@st.composite
+def attention_cases(draw):
+    heads = draw(st.sampled_from([1, 2, 3]))
+    embed = heads * draw(st.integers(1, 3))
+    separate = draw(st.booleans())
+    kdim = draw(st.integers(1, 4)) if separate else embed
+    vdim = draw(st.integers(1, 4)) if separate else embed
+    case = dict(heads=heads, embed=embed, separate=separate, kdim=kdim, vdim=vdim,
+                length=draw(st.integers(1, 4)), source=draw(st.integers(1, 4)),
+                batch=draw(st.sampled_from([None, 1, 2])), bias=draw(st.booleans()),
+                bias_kv=draw(st.booleans()), zero_attn=draw(st.booleans()),
+                need_weights=draw(st.booleans()), average=draw(st.booleans()),
+                attn_mask=draw(st.sampled_from([None, "bool", "float", "bool3"])),
+                padding=draw(st.sampled_from([None, "bool", "float"])),
+                self_attention=draw(st.booleans()) and not separate,
+                seed=draw(st.integers(0, 2 ** 16)))
+    if case["self_attention"]:
+        case["source"] = case["length"]
+    return case
+
+
+def attention_arguments(case):
+    """The inputs of one case as numpy arrays (query, key, value, masks, weights)."""
+    gen = np.random.default_rng(case["seed"])
+    lead = lambda n: (n,) if case["batch"] is None else (n, case["batch"])  # noqa: E731
+    length, source = case["length"], case["source"]
+    query = gen.standard_normal(lead(length) + (case["embed"],))
+    key = query if case["self_attention"] else gen.standard_normal(lead(source) + (case["kdim"],))
+    value = key if case["self_attention"] else gen.standard_normal(lead(source) + (case["vdim"],))
+    masks = {}
+    batch_heads = (case["batch"] or 1) * case["heads"]
+    if case["attn_mask"] == "bool":
+        masks["attn_mask"] = gen.random((length, source)) < 0.3
+    elif case["attn_mask"] == "bool3":
+        masks["attn_mask"] = gen.random((batch_heads, length, source)) < 0.3
+    elif case["attn_mask"] == "float":
+        masks["attn_mask"] = gen.standard_normal((length, source))
+    padding_shape = (source,) if case["batch"] is None else (case["batch"], source)
+    if case["padding"] == "bool":
+        masks["key_padding_mask"] = gen.random(padding_shape) < 0.3
+    elif case["padding"] == "float":
+        masks["key_padding_mask"] = gen.standard_normal(padding_shape)
+    weights = attention_weights(gen, case["embed"], case["kdim"], case["vdim"], case["bias"],
+                                case["bias_kv"], case["separate"])
+    return query, key, value, masks, weights
+
+
+def run_attention(lib, case, arrays):
+    """``multi_head_attention_forward`` of one case in ``lib``: (inputs, outputs, warnings)."""
+    query, key, value, masks, weights = arrays
+    q = to_lib(lib, query)
+    k = q if key is query else to_lib(lib, key)
+    v = k if value is key else to_lib(lib, value)
+    w = {name: to_lib(lib, a) for name, a in weights.items()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = lib.nn.functional.multi_head_attention_forward(
+            q, k, v, case["embed"], case["heads"], w["in_proj_weight"], w["in_proj_bias"],
+            w["bias_k"], w["bias_v"], case["zero_attn"], 0.0, w["out_proj_weight"],
+            w["out_proj_bias"], need_weights=case["need_weights"],
+            average_attn_weights=case["average"], use_separate_proj_weight=case["separate"],
+            q_proj_weight=w.get("q_proj_weight"), k_proj_weight=w.get("k_proj_weight"),
+            v_proj_weight=w.get("v_proj_weight"),
+            **{name: to_lib(lib, m, grad=False) for name, m in masks.items()})
+    leaves = [t for t in [q, k, v, *w.values()] if t is not None]
+    return leaves, out, [str(c.message) for c in caught]
+
+
+@given(attention_cases())
+def test_multi_head_attention_forward_matches_torch(case):
+    arrays = attention_arguments(case)
+    ours_in, ours, our_warnings = run_attention(tg, case, arrays)
+    theirs_in, theirs, their_warnings = run_attention(torch, case, arrays)
+    assert our_warnings == their_warnings
+    close(ours[0], theirs[0], "output")
+    close(ours[1], theirs[1], "weights")
+    backward_both(zip(ours, theirs), case["seed"])
+    grads_close(ours_in, theirs_in)
+
+
+MODULE_OPTIONS = [
+    {},
+    {"kdim": 3, "vdim": 5},
+    {"add_bias_kv": True, "add_zero_attn": True},
+    {"batch_first": True, "kdim": 2, "bias": False, "add_zero_attn": True},
+    {"batch_first": True, "add_bias_kv": True},
+]
+
+
+MODULE_CASES = [(options, False) for options in MODULE_OPTIONS] + [
+    (options, True) for options in MODULE_OPTIONS if "kdim" not in options]   # one tensor
+
+
+@pytest.mark.parametrize("options, self_attention", MODULE_CASES, ids=str)
+def test_multihead_attention_module_matches_torch(options, self_attention):
+    tg.manual_seed(5)
+    torch.manual_seed(5)
+    ours, theirs = tg.nn.MultiheadAttention(6, 2, **options), \
+        torch.nn.MultiheadAttention(6, 2, **options)
+    # PyTorch's parameters and their initial draws, in its order
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for name, value in theirs.state_dict().items():
+        np.testing.assert_array_equal(ours.state_dict()[name].numpy(), value.numpy(), name)
+    assert repr(ours) == repr(theirs).replace("torch", "tapegrad")
+    gen = np.random.default_rng(3)
+    batch_first = options.get("batch_first", False)
+    query = gen.standard_normal((2, 4, 6) if batch_first else (4, 2, 6))
+    key = gen.standard_normal((2, 3, options.get("kdim", 6)) if batch_first
+                              else (3, 2, options.get("kdim", 6)))
+    value = gen.standard_normal((2, 3, options.get("vdim", 6)) if batch_first
+                                else (3, 2, options.get("vdim", 6)))
+    padding = np.array([[False, False, True], [False, False, False]])
+
+    def run(lib, module):
+        q = lib.tensor(query, requires_grad=True)
+        k, v = (q, q) if self_attention else (lib.tensor(key, requires_grad=True),
+                                             lib.tensor(value, requires_grad=True))
+        mask = lib.tensor(padding if not self_attention else np.zeros((2, 4), dtype=bool))
+        out, weights = module(q, k, v, key_padding_mask=mask, average_attn_weights=False)
+        return [q, k, v, *module.parameters()], (out, weights)
+
+    ours_in, ours_out = run(tg, ours)
+    theirs_in, theirs_out = run(torch, theirs)
+    for a, b in zip(ours_out, theirs_out):
+        close(a, b)
+    backward_both(zip(ours_out, theirs_out), 8)
+    grads_close(ours_in, theirs_in)
+
+
+def test_multihead_attention_loads_a_torch_state_dict_with_separate_weights():
+    theirs = torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True)
+    ours = tg.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True)
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    gen = np.random.default_rng(4)
+    q, k, v = gen.standard_normal((2, 4)), gen.standard_normal((3, 3)), \
+        gen.standard_normal((3, 5))
+    out, weights = ours(tg.tensor(q), tg.tensor(k), tg.tensor(v))
+    tout, tweights = theirs(torch.tensor(q), torch.tensor(k), torch.tensor(v))
+    close(out, tout)
+    close(weights, tweights)
+
+
+def _mha(lib, query=(3, 2, 4), key=(5, 2, 4), value=(5, 2, 4), heads=2, embed=4, **kwargs):
+    """One ``multi_head_attention_forward`` call of ones with the given shapes."""
+    defaults = dict(in_proj_weight=lib.ones(3 * embed, embed), in_proj_bias=None,
+                    bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0,
+                    out_proj_weight=lib.ones(embed, embed), out_proj_bias=None)
+    defaults.update(kwargs)
+    return lib.nn.functional.multi_head_attention_forward(
+        lib.ones(query), lib.ones(key), lib.ones(value), embed, heads, **defaults)
+
+
+BAD_ATTENTION = {
+    "4-D query": lambda m: _mha(m, query=(1, 3, 2, 4)),
+    "2-D key for 3-D query": lambda m: _mha(m, key=(5, 4)),
+    "3-D key padding for 3-D query": lambda m: _mha(m, key_padding_mask=m.ones(1, 2, 5) > 0),
+    "4-D attn_mask": lambda m: _mha(m, attn_mask=m.ones(1, 1, 3, 5)),
+    "3-D key for 2-D query": lambda m: _mha(m, query=(3, 4), value=(5, 4)),
+    "2-D key padding for 2-D query": lambda m: _mha(m, query=(3, 4), key=(5, 4), value=(5, 4),
+                                                    key_padding_mask=m.ones(1, 5) > 0),
+    "wrong 3-D mask for 2-D query": lambda m: _mha(m, query=(3, 4), key=(5, 4), value=(5, 4),
+                                                   attn_mask=m.ones(4, 3, 5)),
+    "wrong embed": lambda m: _mha(m, embed=4, query=(3, 2, 6), key=(5, 2, 6), value=(5, 2, 6),
+                                  in_proj_weight=m.ones(12, 6)),
+    "indivisible heads": lambda m: _mha(m, heads=3),
+    "key and value shapes": lambda m: _mha(m, value=(4, 2, 4)),
+    "separate: key and value lengths": lambda m: _mha(
+        m, value=(4, 2, 4), use_separate_proj_weight=True, q_proj_weight=m.ones(4, 4),
+        k_proj_weight=m.ones(4, 4), v_proj_weight=m.ones(4, 4)),
+    "separate: no k weight": lambda m: _mha(
+        m, use_separate_proj_weight=True, q_proj_weight=m.ones(4, 4), v_proj_weight=m.ones(4, 4)),
+    "separate: wrong v weight": lambda m: _mha(
+        m, use_separate_proj_weight=True, q_proj_weight=m.ones(4, 4),
+        k_proj_weight=m.ones(4, 4), v_proj_weight=m.ones(4, 3)),
+    "separate: wrong bias": lambda m: _mha(
+        m, use_separate_proj_weight=True, q_proj_weight=m.ones(4, 4),
+        k_proj_weight=m.ones(4, 4), v_proj_weight=m.ones(4, 4), in_proj_bias=m.ones(9)),
+    "no in_proj_weight": lambda m: _mha(m, in_proj_weight=None),
+    "integer mask": lambda m: _mha(m, attn_mask=m.ones(3, 5, dtype=m.int64)),
+    "integer padding": lambda m: _mha(m, key_padding_mask=m.ones(2, 5, dtype=m.int64)),
+    "wrong 2-D mask": lambda m: _mha(m, attn_mask=m.ones(3, 4)),
+    "wrong 3-D mask": lambda m: _mha(m, attn_mask=m.ones(2, 3, 5)),
+    "wrong padding batch": lambda m: _mha(m, key_padding_mask=m.ones(3, 5) > 0),
+    "wrong padding length": lambda m: _mha(m, key_padding_mask=m.ones(2, 4) > 0),
+    "causal without mask": lambda m: _mha(m, is_causal=True),
+    "bias_k alone": lambda m: _mha(m, bias_k=m.ones(1, 1, 4)),
+    "bias_v alone": lambda m: _mha(m, bias_v=m.ones(1, 1, 4)),
+    "bias with static key": lambda m: _mha(m, bias_k=m.ones(1, 1, 4), bias_v=m.ones(1, 1, 4),
+                                           static_k=m.ones(4, 5, 2)),
+    "static_k batch": lambda m: _mha(m, static_k=m.ones(3, 5, 2)),
+    "static_v head size": lambda m: _mha(m, static_v=m.ones(4, 5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", BAD_ATTENTION)
+def test_multi_head_attention_forward_errors_match_torch(name):
+    outcome = same(BAD_ATTENTION[name], torch)
+    assert outcome[0] == "error"
+
+
+def test_multi_head_attention_forward_static_keys_and_causal_match_torch():
+    gen = np.random.default_rng(12)
+    static_k, static_v = gen.standard_normal((4, 6, 2)), gen.standard_normal((4, 6, 2))
+    mask = ~np.tril(np.ones((3, 5), dtype=bool))
+    for need_weights in (True, False):
+        def call(m):
+            return _mha(m, static_k=m.tensor(static_k), static_v=m.tensor(static_v),
+                        attn_mask=m.tensor(np.pad(mask, ((0, 0), (0, 1)))),
+                        need_weights=need_weights)
+        same(call, torch)
+        same(lambda m: _mha(m, query=(3, 2, 4), key=(3, 2, 4), value=(3, 2, 4),
+                            attn_mask=m.tensor(~np.tril(np.ones((3, 3), dtype=bool))),
+                            is_causal=True, need_weights=need_weights), torch)
+
+
+def test_multi_head_attention_forward_dropout_draws_as_torch():
+    def call(m):
+        m.manual_seed(9)
+        gen = np.random.default_rng(2)
+        x = m.tensor(gen.standard_normal((3, 2, 4)))
+        return _mha(m, x.shape, dropout_p=0.4, in_proj_weight=m.tensor(
+            gen.standard_normal((12, 4))))
+    same(call, torch)
+    same(lambda m: _mha(m, dropout_p=0.4, training=False), torch)
