@@ -26,7 +26,8 @@ def close(ours, theirs, what=""):
     assert tuple(ours.shape) == tuple(theirs.shape), (what, ours.shape, theirs.shape)
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=RTOL,
                                atol=ATOL, err_msg=what)
-    names = [None if t.grad_fn is None else t.grad_fn.name() for t in (ours, theirs)]
+    names = [None if t.grad_fn is None else t.grad_fn.name().replace("torch::", "tapegrad::")
+             for t in (ours, theirs)]
     assert names[0] == names[1], (what, names)
 
 
@@ -312,3 +313,125 @@ def test_multi_head_attention_forward_dropout_draws_as_torch():
             gen.standard_normal((12, 4))))
     same(call, torch)
     same(lambda m: _mha(m, dropout_p=0.4, training=False), torch)
+
+
+# =============================================================================================
+# AdaptiveLogSoftmaxWithLoss
+# =============================================================================================
+
+
+def build_both(name, *args, **kwargs):
+    """The module ``name`` built by both libraries, with the warnings each gave (a zero-size
+    cluster warns) compared."""
+    built, said = [], []
+    for lib in (tg, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            built.append(getattr(lib.nn, name)(*args, **kwargs))
+        said.append([str(w.message) for w in caught])
+    assert said[0] == said[1]
+    return built
+
+
+def torch_state_into(ours, theirs):
+    """Load PyTorch's module's state into ours (PyTorch's keys and shapes must fit)."""
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy()) for k, v in
+                          theirs.state_dict().items()})
+
+
+@st.composite
+def adaptive_cases(draw):
+    n_classes = draw(st.integers(3, 12))
+    cutoffs = sorted(draw(st.sets(st.integers(1, n_classes - 1), min_size=1, max_size=3)))
+    batch = draw(st.sampled_from([None, 1, 2, 5]))
+    count = 1 if batch is None else batch
+    targets = draw(st.lists(st.integers(0, n_classes - 1), min_size=count, max_size=count))
+    return dict(in_features=draw(st.integers(1, 6)), n_classes=n_classes, cutoffs=cutoffs,
+                div_value=draw(st.sampled_from([1.0, 2.0, 4.0])), head_bias=draw(st.booleans()),
+                batch=batch, targets=targets, seed=draw(st.integers(0, 2 ** 16)))
+
+
+@given(adaptive_cases())
+def test_adaptive_log_softmax_matches_torch(case):
+    options = {k: case[k] for k in ("in_features", "n_classes", "cutoffs", "div_value",
+                                    "head_bias")}
+    ours, theirs = build_both("AdaptiveLogSoftmaxWithLoss", **options)
+    assert repr(ours) == repr(theirs)
+    torch_state_into(ours, theirs)
+    gen = np.random.default_rng(case["seed"])
+    shape = (case["in_features"],) if case["batch"] is None else \
+        (case["batch"], case["in_features"])
+    x = gen.standard_normal(shape)
+    target = np.array(case["targets"][0] if case["batch"] is None else case["targets"])
+
+    def run(lib, module):
+        inp = lib.tensor(x, requires_grad=True)
+        result = module(inp, lib.tensor(target))
+        return inp, result
+
+    ours_in, ours_out = run(tg, ours)
+    theirs_in, theirs_out = run(torch, theirs)
+    assert type(ours_out).__name__ == "_ASMoutput" and ours_out._fields == ("output", "loss")
+    close(ours_out.output, theirs_out.output, "output")
+    close(ours_out.loss, theirs_out.loss, "loss")
+    backward_both(zip(ours_out, theirs_out), case["seed"])
+    grads_close([ours_in, *ours.parameters()], [theirs_in, *theirs.parameters()])
+    if case["batch"] is not None:
+        rows = np.concatenate([x, gen.standard_normal((4, case["in_features"])) * 3])
+        close(ours.log_prob(tg.tensor(rows)), theirs.log_prob(torch.tensor(rows)), "log_prob")
+        np.testing.assert_array_equal(ours.predict(tg.tensor(rows)).numpy(),
+                                      theirs.predict(torch.tensor(rows)).numpy())
+
+
+def test_adaptive_log_softmax_predict_takes_each_branch_as_torch():
+    # head scores forced so that no row, every row, or some rows pick a cluster
+    ours, theirs = build_both("AdaptiveLogSoftmaxWithLoss", 2, 6, [2], div_value=1.0,
+                              head_bias=True)
+    for bias in ([5.0, 0.0, -5.0], [-5.0, -5.0, 5.0], [0.0, 0.0, 0.0]):
+        with torch.no_grad():
+            theirs.head.bias.copy_(torch.tensor(bias))
+            theirs.head.weight.copy_(torch.tensor([[0.0, 0.0], [0.0, 0.0], [3.0, 0.0]]))
+        torch_state_into(ours, theirs)
+        rows = np.array([[1.0, 0.5], [-1.0, 2.0], [2.0, -1.0]])
+        mine, theirs_predicted = ours.predict(tg.tensor(rows)), theirs.predict(torch.tensor(rows))
+        assert mine.dtype == tg.int64
+        np.testing.assert_array_equal(mine.numpy(), theirs_predicted.numpy())
+
+
+BAD_ADAPTIVE = {
+    "no cutoffs": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, []),
+    "unsorted cutoffs": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [5, 2]),
+    "cutoff of n_classes": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [10]),
+    "zero cutoff": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [0, 3]),
+    "repeated cutoff": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3, 3]),
+    "fractional cutoff": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [2.5]),
+    "batch sizes": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])(
+        m.ones(3, 4), m.tensor([1, 2])),
+    "1-D target, 3-D input": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])(
+        m.ones(2, 1, 4), m.tensor([1, 2])),
+    "0-D target, 2-D input": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])(
+        m.ones(2, 4), m.tensor(1)),
+    "2-D target": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])(
+        m.ones(2, 4), m.tensor([[1, 2]])),
+    "target out of range": lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])(
+        m.ones(2, 4), m.tensor([-1, 12])),
+}
+
+
+@pytest.mark.parametrize("name", BAD_ADAPTIVE)
+def test_adaptive_log_softmax_errors_match_torch(name):
+    assert same(BAD_ADAPTIVE[name], torch)[0] == "error"
+
+
+def test_adaptive_log_softmax_draws_as_torch():
+    tg.manual_seed(21)
+    torch.manual_seed(21)
+    ours = tg.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 9], div_value=2.0, head_bias=True)
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 9], div_value=2.0, head_bias=True)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for name, value in theirs.state_dict().items():
+        np.testing.assert_array_equal(ours.state_dict()[name].numpy(), value.numpy(), name)
+    ours.reset_parameters()
+    theirs.reset_parameters()
+    for name, value in theirs.state_dict().items():
+        np.testing.assert_array_equal(ours.state_dict()[name].numpy(), value.numpy(), name)

@@ -2,6 +2,7 @@
 containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.init`` and
 ``tapegrad.nn.utils`` alongside."""
 from . import functional, init
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, ChannelShuffle,
                       CrossEntropyLoss, Dropout,
@@ -77,7 +78,7 @@ __all__ = [
     "ChannelShuffle", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d",
     "RNNBase", "RNNCellBase",
     "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "FractionalMaxPool2d",
-    "FractionalMaxPool3d",
+    "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss",
 ]
 
 
