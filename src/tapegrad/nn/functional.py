@@ -1732,6 +1732,18 @@ def _verify_batch_size(size):
             f"Expected more than 1 value per channel when training, got input size {size}")
 
 
+def _check_batch_norm_arguments(channels, training, **per_channel):
+    """PyTorch's checks of batch norm's per-channel tensors, in its order: each one given
+    holds one value per channel, and evaluation needs the running statistics."""
+    for name, tensor in per_channel.items():
+        if tensor is None:
+            if not training and name.startswith("running"):
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
+        elif tensor.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not "
+                               f"{tensor.numel()}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise each channel of ``(N, C, *)`` with statistics over the batch and positions
@@ -1755,6 +1767,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected input of at least 2 dimensions (got "
                          f"{input.ndim}D input)")
+    _check_batch_norm_arguments(input.shape[1], training, running_mean=running_mean,
+                                running_var=running_var, weight=weight, bias=bias)
     channel = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
@@ -1770,8 +1784,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     unbiased = variance.reshape(-1) * (count / (count - 1))
                     running_var.mul_(1.0 - momentum).add_(unbiased * momentum)
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         out = (input - running_mean.reshape(channel)) / tg.sqrt(
             running_var.reshape(channel) + eps)
     if weight is not None:
