@@ -435,3 +435,113 @@ def test_adaptive_log_softmax_draws_as_torch():
     theirs.reset_parameters()
     for name, value in theirs.state_dict().items():
         np.testing.assert_array_equal(ours.state_dict()[name].numpy(), value.numpy(), name)
+
+
+# =============================================================================================
+# DataParallel and SyncBatchNorm on a machine without accelerators
+# =============================================================================================
+
+
+def test_data_parallel_calls_the_module_as_torch_does_without_gpus():
+    tg.manual_seed(2)
+    torch.manual_seed(2)
+    ours = tg.nn.DataParallel(tg.nn.Sequential(tg.nn.Linear(3, 4), tg.nn.Tanh()),
+                              device_ids=[0, 1], output_device=1, dim=1)
+    theirs = torch.nn.DataParallel(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh()),
+                                   device_ids=[0, 1], output_device=1, dim=1)
+    assert repr(ours) == repr(theirs)
+    assert ours.device_ids == theirs.device_ids == []
+    assert hasattr(ours, "dim") == hasattr(theirs, "dim")
+    assert hasattr(ours, "output_device") == hasattr(theirs, "output_device")
+    assert isinstance(ours.module, tg.nn.Sequential)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    # a PyTorch checkpoint of the wrapped model loads into the wrapped model
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(6).standard_normal((5, 3))
+    a, b = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, tout = ours(a), theirs(b)
+    close(out, tout)
+    backward_both([(out, tout)], 1)
+    grads_close([a, *ours.parameters()], [b, *theirs.parameters()])
+    # and its keyword arguments reach the module
+    ours_attention = tg.nn.DataParallel(tg.nn.MultiheadAttention(4, 2))
+    q = tg.ones(2, 1, 4)
+    assert ours_attention(q, q, q, need_weights=False)[1] is None
+
+
+def test_data_parallel_function_raises_as_torch_without_gpus():
+    same(lambda m: m.nn.parallel.data_parallel(m.nn.Linear(2, 1), m.ones(1, 2)), torch)
+
+
+SYNC_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 2, 2), (3, 3, 1, 2, 2)]
+
+
+@pytest.mark.parametrize("shape", SYNC_SHAPES, ids=str)
+@pytest.mark.parametrize("options", [{}, {"momentum": None}, {"affine": False},
+                                     {"track_running_stats": False}, {"bias": False}], ids=str)
+def test_sync_batch_norm_is_batch_norm_without_a_process_group(shape, options):
+    ours, theirs = build_both("SyncBatchNorm", 3, **options)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    gen = np.random.default_rng(len(shape))
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.copy_(torch.tensor(gen.standard_normal(tuple(p.shape))))
+    torch_state_into(ours, theirs)
+    for training in (True, True, False):
+        ours.train(training)
+        theirs.train(training)
+        x = gen.standard_normal(shape) * 2 + 1
+        a, b = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = ours(a), theirs(b)
+        close(out, tout, f"training={training}")
+        backward_both([(out, tout)], 3)
+        grads_close([a, *ours.parameters()], [b, *theirs.parameters()])
+        for name, value in theirs.state_dict().items():
+            np.testing.assert_allclose(ours.state_dict()[name].numpy(), value.numpy(),
+                                       rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+BAD_SYNC = {
+    "1-D input": lambda m: m.nn.SyncBatchNorm(3)(m.ones(3)),
+    "0-d input": lambda m: m.nn.SyncBatchNorm(3)(m.ones(())),
+    "no channels": lambda m: m.nn.SyncBatchNorm(0)(m.ones(2, 0, 4)),
+    "wrong channels": lambda m: m.nn.SyncBatchNorm(3)(m.ones(2, 4)),
+    "eval, wrong channels": lambda m: m.nn.SyncBatchNorm(3).eval()(m.ones(2, 4, 2)),
+    "one value per channel": lambda m: m.nn.SyncBatchNorm(3)(m.ones(1, 3)),
+}
+
+
+@pytest.mark.parametrize("name", BAD_SYNC)
+def test_sync_batch_norm_errors_match_torch(name):
+    assert same(BAD_SYNC[name], torch)[0] == "error"
+
+
+def test_convert_sync_batchnorm_matches_torch():
+    def build(lib):
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3, momentum=None),
+                              nn.InstanceNorm1d(3, affine=True),
+                              nn.Sequential(nn.BatchNorm2d(2, affine=False)),
+                              nn.ModuleList([nn.BatchNorm3d(4, eps=1e-3, track_running_stats=False)]))
+        model[1].eval()
+        return model
+
+    ours, theirs = build(tg), build(torch)
+    ours_bn, ours_inner = ours[1], ours[3][0]
+    converted, tconverted = tg.nn.SyncBatchNorm.convert_sync_batchnorm(ours, "group"), \
+        torch.nn.SyncBatchNorm.convert_sync_batchnorm(theirs, "group")
+    assert converted is ours                # the model itself, its layers replaced
+    assert repr(converted) == repr(tconverted)
+    assert list(converted.state_dict()) == list(tconverted.state_dict())
+    # the same tensors (shared, not copied), mode and process group
+    assert converted[1].weight is ours_bn.weight and converted[1].bias is ours_bn.bias
+    assert converted[1].running_mean is ours_bn.running_mean
+    assert converted[1].num_batches_tracked is ours_bn.num_batches_tracked
+    assert [m.training for m in converted.modules()] == [m.training for m in tconverted.modules()]
+    assert converted[1].process_group == tconverted[1].process_group == "group"
+    assert type(converted[2]).__name__ == type(tconverted[2]).__name__ == "InstanceNorm1d"
+    assert converted[3][0] is not ours_inner
+    # a batch norm on its own comes back as a new layer
+    lone = tg.nn.BatchNorm2d(2)
+    assert isinstance(tg.nn.SyncBatchNorm.convert_sync_batchnorm(lone), tg.nn.SyncBatchNorm)
