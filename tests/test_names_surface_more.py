@@ -545,3 +545,75 @@ def test_convert_sync_batchnorm_matches_torch():
     # a batch norm on its own comes back as a new layer
     lone = tg.nn.BatchNorm2d(2)
     assert isinstance(tg.nn.SyncBatchNorm.convert_sync_batchnorm(lone), tg.nn.SyncBatchNorm)
+
+
+# =============================================================================================
+# repeat_interleave's wrong calls: PyTorch's parser's TypeError
+# =============================================================================================
+
+# values of each kind a call may get, made per library (a tensor is made when called)
+VALUES = {"int": lambda m: 2, "float": lambda m: 1.5, "bool": lambda m: True,
+          "zero": lambda m: 0, "none": lambda m: None, "str": lambda m: "a",
+          "list": lambda m: [1, 2], "tuple": lambda m: (2,),
+          "counts": lambda m: m.tensor([1, 0, 2]), "float tensor": lambda m: m.tensor(2.0),
+          "numpy int": lambda m: np.int64(2)}
+
+
+@given(st.booleans(), st.lists(st.sampled_from(sorted(VALUES)), max_size=3),
+       st.lists(st.sampled_from(["repeats", "dim", "output_size", "input", "foo"]),
+                max_size=3, unique=True),
+       st.lists(st.sampled_from(sorted(VALUES)), min_size=3, max_size=3))
+def test_repeat_interleave_calls_bind_as_torch(method, positional, names, named):
+    def call(m):
+        x = m.arange(3.0)
+        args = [VALUES[k](m) for k in positional]
+        kwargs = {name: VALUES[k](m) for name, k in zip(names, named)}
+        if method:
+            return x.repeat_interleave(*args, **kwargs)
+        return m.repeat_interleave(x, *args, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # (PyTorch warns of a float tensor's counts)
+        same(call, torch)
+
+
+REPEAT_CALLS = {
+    "float count": lambda m: m.repeat_interleave(m.arange(3.0), 1.5),
+    "bool count": lambda m: m.repeat_interleave(m.arange(3.0), True),
+    "method, float count": lambda m: m.arange(3.0).repeat_interleave(2.0),
+    "method, bool count": lambda m: m.arange(3.0).repeat_interleave(False, 0),
+    "float count and dim": lambda m: m.repeat_interleave(m.arange(3.0), 1.5, 0),
+    "float count, dim by name": lambda m: m.repeat_interleave(m.arange(3.0), 1.5, dim=0),
+    "float dim": lambda m: m.repeat_interleave(m.arange(3.0), m.tensor([1, 1, 1]), 0.5),
+    "counts alone, float": lambda m: m.repeat_interleave(1.5),
+    "all by name": lambda m: m.repeat_interleave(input=m.arange(3.0), repeats=1.5),
+    "method, float output_size": lambda m: m.arange(3.0).repeat_interleave(
+        repeats=2, dim=0, output_size=6.0),
+    "list input": lambda m: m.repeat_interleave([1.0], 2),
+}
+
+
+@pytest.mark.parametrize("name", REPEAT_CALLS)
+def test_repeat_interleave_wrong_calls_raise_torchs_type_error(name):
+    outcome = same(REPEAT_CALLS[name], torch)
+    assert outcome[:2] == ("error", "TypeError")
+
+
+def test_repeat_interleave_right_calls_still_work():
+    x = np.arange(6.0).reshape(2, 3)
+    for fn in (lambda m, t: m.repeat_interleave(t, 2), lambda m, t: t.repeat_interleave(3, 1),
+               lambda m, t: m.repeat_interleave(t, repeats=m.tensor([1, 2]), dim=0),
+               lambda m, t: t.repeat_interleave(np.int64(2), dim=-1, output_size=12),
+               lambda m, t: m.repeat_interleave(m.tensor([2, 0, 1]))):
+        same(lambda m: fn(m, m.tensor(x, requires_grad=True)), torch)
+
+
+def test_map_order_is_the_order_pytorch_lists_keywords_in():
+    from tapegrad._factory_args import _map_order
+    for keys in (["dim", "output_size", "repeats"], ["input", "repeats", "output_size", "dim"],
+                 ["dim", "output_size", "repeats", "input", "out", "foo", "bar", "a", "bb",
+                  "dtype"]):
+        try:
+            torch.repeat_interleave(**dict.fromkeys(keys, 1))
+        except TypeError as e:
+            listed = str(e).split("got (")[1].split(")")[0]
+        assert _map_order(keys) == [p.split("=")[0] for p in listed.split(", ") if p]

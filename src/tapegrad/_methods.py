@@ -325,7 +325,7 @@ METHODS = {
     "nansum": D.nansum, "nanmean": D.nanmean, "cov": D.cov, "corrcoef": D.corrcoef,
     "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
     "is_nonzero": D.is_nonzero, "isin": D.isin,
-    "repeat_interleave": D.repeat_interleave,
+    "repeat_interleave": D.repeat_interleave_method,
     "ravel": D.ravel, "inner": D.inner, "vdot": D.vdot, "aminmax": D.aminmax,
     "signbit": D.signbit, "tensor_split": D.tensor_split, "hsplit": D.hsplit,
     "vsplit": D.vsplit, "dsplit": D.dsplit, "absolute": F.abs, "negative": F.neg,
