@@ -447,9 +447,10 @@ def install():
     from .inplace import _in_place_methods
     from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
     from .more_ops import METHODS as MORE    # gcd, nextafter, angle, sum_to_size, ...
-    from .strided_views import as_strided
+    from .strided_views import as_strided, as_strided_
     from .histograms import histogram
-    MORE = {**MORE, "as_strided": as_strided, "histogram": histogram}
+    MORE = {**MORE, "as_strided": as_strided, "as_strided_": as_strided_,
+            "histogram": histogram}
     # the hand-written in-place ops take precedence over the recomputed ones
     for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG,
                      **MORE}.items():
