@@ -172,8 +172,11 @@ def _plan_as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     return F.V_AS_STRIDED_, index
 
 
-as_strided_ = _reshaped_in_place("as_strided_", _plan_as_strided)
-as_strided_.__doc__ = """``x.as_strided_(size, stride, storage_offset=None)``: x itself becomes
+_as_strided_in_place = _reshaped_in_place("as_strided_", _plan_as_strided)
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """``x.as_strided_(size, stride, storage_offset=None)``: x itself becomes
     ``as_strided(x, size, stride, storage_offset)`` -- its shape and the elements it shows
     change in place (version counted, ``grad_fn`` ``<AsStridedBackward1>``), as PyTorch
     changes a tensor's sizes and strides.  tapegrad refuses the layouts it cannot hold (see
@@ -191,6 +194,7 @@ as_strided_.__doc__ = """``x.as_strided_(size, stride, storage_offset=None)``: x
         >>> y.as_strided_((2,), (2,))
         tensor([1., 3.])
     """
+    return _as_strided_in_place(self, size, stride, storage_offset)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
