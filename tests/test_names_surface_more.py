@@ -523,7 +523,8 @@ def test_convert_sync_batchnorm_matches_torch():
         model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3, momentum=None),
                               nn.InstanceNorm1d(3, affine=True),
                               nn.Sequential(nn.BatchNorm2d(2, affine=False)),
-                              nn.ModuleList([nn.BatchNorm3d(4, eps=1e-3, track_running_stats=False)]))
+                              nn.ModuleList([nn.BatchNorm3d(4, eps=1e-3,
+                                                            track_running_stats=False)]))
         model[1].eval()
         return model
 
