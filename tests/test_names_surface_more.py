@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tapegrad as tg
-from oracle import message, same
+from oracle import same
 
 torch = pytest.importorskip("torch")
 
