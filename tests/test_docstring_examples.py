@@ -42,6 +42,7 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.nn.grid_sampling", "tapegrad.jit",
            "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler", "tapegrad.cuda.amp",
            "tapegrad.cpu", "tapegrad.cpu.amp", "tapegrad.nn.lazy", "tapegrad.nn.ctc",
+           "tapegrad.nn.adaptive", "tapegrad.nn.parallel",
            "tapegrad.strided_views", "tapegrad.histograms", "tapegrad.nn.margin_losses",
            "tapegrad.nn.fractional_pool"]
 GLOBALS = {"tg": tg, "np": np, "nn": nn, "F": F, "math": __import__("math")}

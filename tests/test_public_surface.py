@@ -22,7 +22,8 @@ PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.f
                   "tapegrad.distributions.constraint_registry", "tapegrad.random",
                   "tapegrad.nn.parameter", "tapegrad.autograd.gradcheck", "tapegrad.jit",
                   "tapegrad.amp", "tapegrad.amp.autocast_mode", "tapegrad.amp.grad_scaler",
-                  "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp", "tapegrad.nn.lazy"]
+                  "tapegrad.cuda.amp", "tapegrad.cpu", "tapegrad.cpu.amp", "tapegrad.nn.lazy",
+                  "tapegrad.nn.parallel"]
 INTERNAL = {"replay", "ops", "tape", "higher", "inplace", "creation", "functional", "tapefile",
             "views", "pystate", "codegen", "transforms", "serialization", "function",
             "sparsity", "compressed", "derived",

@@ -247,7 +247,6 @@ real input
 reciprocal x>input
 relu x>input
 remainder input/fi other/fi
-repeat_interleave input
 resolve_conj input
 resolve_neg input
 result_type tensor1>input/fi tensor2/fi

@@ -14,6 +14,7 @@ error prints them (``torch.`` spelled ``tapegrad.``): the same text is parsed in
 and printed in that error, so each signature is written once.
 """
 import numbers
+import os
 
 import numpy as np
 
@@ -77,6 +78,15 @@ SIGNATURES = {
     "new_full": [f"(tuple of ints size, Number fill_value, *, {_OPTIONS})"],
     "new_tensor": ["(object data, *, tapegrad.dtype dtype = None, tapegrad.device device = "
                    "None, bool requires_grad = False)"],
+    # (not a factory: a function whose wrong calls get the same parser's errors)
+    "repeat_interleave": ["(Tensor input, Tensor repeats, int dim = None, *, int output_size = "
+                          "None)",
+                          "(Tensor repeats, *, int output_size = None)",
+                          "(Tensor input, int repeats, int dim = None, *, int output_size = "
+                          "None)"],
+    # the method's overloads, self not among them; its errors are named repeat_interleave()
+    "Tensor.repeat_interleave": ["(Tensor repeats, int dim = None, *, int output_size = None)",
+                                 "(int repeats, int dim = None, *, int output_size = None)"],
 }
 
 
@@ -293,25 +303,133 @@ def _extra_kwargs(sig, fname, kwargs, nargs):
     return "invalid keyword arguments"
 
 
-def _invalid_combination(fname, sigs, args, kwargs):
+def _shown_parts(sig):
+    """A signature's text read as PyTorch's message reads it back (invalid_arguments.cpp):
+    ``(type, name)`` per piece between ", ", the ``*`` a piece of its own, and a default's
+    ``= value`` taken into the type (``int dim = None``: type ``int dim =``, name ``None``)."""
+    parts = []
+    for piece in sig.text[1:-1].split(", "):
+        kind, _, name = piece.rpartition(" ")
+        parts.append((kind or piece, name))
+    return parts
+
+
+def _shown_match(kind, obj):
+    """Whether ``obj`` is of ``kind`` as that reading takes it: by the type's name, a float
+    also taking an int."""
+    name = _tp_name(obj)
+    if kind == "float":
+        return name in ("float", "int")
+    if kind == "int":
+        return name == "int"
+    return name == kind
+
+
+def _described(obj):
+    """An argument's type as that line gives it: a tuple or list with its elements' types
+    (``tuple of (int, float)``, ``list of [int]``)."""
+    if type(obj) not in (tuple, list):
+        return _tp_name(obj)
+    inner = ", ".join(_tp_name(o) for o in obj)
+    if type(obj) is list:
+        return f"list of [{inner}]"
+    return f"tuple of ({inner}{',' if len(obj) == 1 else ''})"
+
+
+def _why_not(sig, args, kwargs, keys):
+    """PyTorch's line saying why ``sig`` did not take the call, printed under a signature
+    with as many pieces as the call has arguments; None under the others."""
+    parts = _shown_parts(sig)
+    if len(args) + len(kwargs) != len(parts):
+        return None
+    tail = {name for _, name in parts[max(len(parts) - len(kwargs), 0):]}
+    unknown = [key for key in keys if key not in tail]
+    if unknown:
+        return ("      didn't match because some of the keywords were incorrect: "
+                + ", ".join(unknown))
+    # (a terminal shows the mismatches in red, anything else between "!")
+    marks = ("\33[31;1m", "\33[0m", "\33[32;1m", "\33[0m") if os.isatty(1) and os.isatty(2) \
+        else ("!", "!", "", "")
+    shown = []
+    for i, (kind, name) in enumerate(parts):
+        keyword = i >= len(args)
+        obj = kwargs.get(name) if keyword else args[i]
+        opening, closing = (marks[2:] if _shown_match(kind, obj) else marks[:2])
+        shown.append(f"{opening}{name + '=' if keyword else ''}{_described(obj)}{closing}")
+    inside = ", ".join(shown) if args else "".join(f"{s}, " for s in shown)
+    return f"      didn't match because some of the arguments have invalid types: ({inside})"
+
+
+# --- the order PyTorch lists keywords in: its std::unordered_map's (libstdc++) ---------------
+_WORD = (1 << 64) - 1
+_HASH_MUL = (0xc6a4a793 << 32) + 0x5bd1e995
+
+
+def _shift_mix(v):
+    return v ^ (v >> 47)
+
+
+def _string_hash(text):
+    """libstdc++'s ``std::hash<std::string>`` (``_Hash_bytes``, 64-bit, its seed)."""
+    data = text.encode()
+    whole = len(data) & ~7
+    h = (0xc70f6907 ^ (len(data) * _HASH_MUL)) & _WORD
+    for at in range(0, whole, 8):
+        word = int.from_bytes(data[at:at + 8], "little")
+        h = ((h ^ (_shift_mix(word * _HASH_MUL & _WORD) * _HASH_MUL & _WORD)) * _HASH_MUL
+             & _WORD)
+    if len(data) & 7:
+        h = (h ^ int.from_bytes(data[whole:], "little")) * _HASH_MUL & _WORD
+    return _shift_mix(_shift_mix(h) * _HASH_MUL & _WORD)
+
+
+def _map_order(keys):
+    """The order a libstdc++ ``unordered_map`` filled with ``keys`` (in that order) walks
+    them: its first insertion makes 13 buckets, and a key goes first in its bucket's run of
+    the one list, or first in the list when its bucket is empty.  (Over 13 keys it would
+    rehash; no call has that many.)"""
+    order, before = [], {}      # bucket -> the key before its run (None: the list's head)
+    for key in keys:
+        bucket = _string_hash(key) % 13
+        if bucket in before:
+            order.insert(0 if before[bucket] is None else order.index(before[bucket]) + 1,
+                         key)
+            continue
+        if order:
+            before[_string_hash(order[0]) % 13] = key
+        order.insert(0, key)
+        before[bucket] = None
+    return order
+
+
+def _invalid_combination(fname, sigs, args, kwargs, kwargs_as_given):
     got = [_tp_name(a) for a in args]
-    # (PyTorch's C++ map orders the keywords; sorted is its order for a few short names)
-    named = [f"{key}={_tp_name(kwargs[key])}" for key in sorted(kwargs)]
+    # PyTorch copies the keywords into a C++ map and lists them in its order, which follows
+    # the order they were given in; where a factory's fast path has rebuilt ``kwargs`` that
+    # order is lost, and sorted is the map's order for the few short names tested
+    keys = _map_order(list(kwargs)) if kwargs_as_given else sorted(kwargs)
+    named = [f"{key}={_tp_name(kwargs[key])}" for key in keys]
     if args:
         inside = ", ".join(got + named)
     else:   # PyTorch ends keywords-only with a separator
         inside = "".join(f"{n}, " for n in named)
-    options = "".join(f" * {sig.text}\n" for sig in sigs)
+    options = ""
+    for sig in sigs:
+        options += f" * {sig.text}\n"
+        reason = _why_not(sig, args, kwargs, keys)
+        if reason is not None:
+            options += reason + "\n"
     return TypeError(f"{fname}() received an invalid combination of arguments - got "
                      f"({inside}), but expected one of:\n{options}")
 
 
-def parse(fname, args, kwargs):
+def parse(fname, args, kwargs, overloads=None, kwargs_as_given=False):
     """``{name: value}`` for the factory ``fname`` called with ``args`` and ``kwargs``, by the
-    first of its overloads (``SIGNATURES``) that takes them; sizes as tuples of ints, missing
-    keywords as their defaults.  PyTorch's TypeError when none does: the one overload's
-    when only one takes that many arguments, else the list of all of them."""
-    sigs = _signatures(fname)
+    first of its overloads (``SIGNATURES[overloads or fname]``) that takes them; sizes as
+    tuples of ints, missing keywords as their defaults.  PyTorch's TypeError when none does:
+    the one overload's when only one takes that many arguments, else the list of all of
+    them (``kwargs_as_given``: ``kwargs`` is the caller's, in the caller's order)."""
+    sigs = _signatures(overloads or fname)
     for sig in sigs:
         try:
             return _bind(sig, fname, args, kwargs, raising=False)
@@ -323,4 +441,4 @@ def parse(fname, args, kwargs):
         s for s in sigs if s.min_args <= count <= s.max_args]
     if len(plausible) == 1:
         _bind(plausible[0], fname, args, kwargs, raising=True)
-    raise _invalid_combination(fname, sigs, args, kwargs)
+    raise _invalid_combination(fname, sigs, args, kwargs, kwargs_as_given)

@@ -326,7 +326,7 @@ METHODS = {
     "nansum": D.nansum, "nanmean": D.nanmean, "cov": D.cov, "corrcoef": D.corrcoef,
     "isreal": D.isreal, "heaviside": D.heaviside, "frexp": D.frexp, "ldexp": D.ldexp,
     "is_nonzero": D.is_nonzero, "isin": D.isin,
-    "repeat_interleave": D.repeat_interleave,
+    "repeat_interleave": D.repeat_interleave_method,
     "ravel": D.ravel, "inner": D.inner, "vdot": D.vdot, "aminmax": D.aminmax,
     "signbit": D.signbit, "tensor_split": D.tensor_split, "hsplit": D.hsplit,
     "vsplit": D.vsplit, "dsplit": D.dsplit, "absolute": F.abs, "negative": F.neg,
@@ -475,9 +475,10 @@ def install():
     from .inplace import _in_place_methods
     from .linalg import _METHODS as LINALG   # det, inverse, slogdet, cholesky, cross, ...
     from .more_ops import METHODS as MORE    # gcd, nextafter, angle, sum_to_size, ...
-    from .strided_views import as_strided
+    from .strided_views import as_strided, as_strided_
     from .histograms import histogram
-    MORE = {**MORE, "as_strided": as_strided, "histogram": histogram}
+    MORE = {**MORE, "as_strided": as_strided, "as_strided_": as_strided_,
+            "histogram": histogram}
     # the hand-written in-place ops take precedence over the recomputed ones
     for name, fn in {**METHODS, **_in_place_methods(METHODS), **IN_PLACE, **LINALG,
                      **MORE}.items():

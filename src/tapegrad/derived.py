@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from . import _dtype
+from . import _factory_args
 from . import functional as F
 from .autograd import set_grad_enabled
 from .creation import stream_for
@@ -2152,10 +2153,13 @@ def pdist(input, p=2):  # noqa: A002
     return F.named_node(out, "PdistBackward0", x)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
-    """Each element (or slice along ``dim``) repeated ``repeats`` times (a number, or a 1-D
-    tensor of counts, one per slice); without ``dim``, of the flattened input.  With a tensor
-    alone, ``repeat_interleave(counts)`` gives each index ``counts[i]`` times.
+def repeat_interleave(*args, **kwargs):
+    """``repeat_interleave(input, repeats, dim=None, *, output_size=None)``: each element (or
+    slice along ``dim``) repeated ``repeats`` times (an int, or a 1-D tensor of counts, one
+    per slice); without ``dim``, of the flattened input.  With a tensor alone,
+    ``repeat_interleave(counts)`` gives each index ``counts[i]`` times.  The call is bound
+    as PyTorch's parser binds it, so a wrong one (a float or bool count) raises its
+    TypeError listing the overloads.
 
     Example:
         >>> tg.repeat_interleave(tg.tensor([1.0, 2.0]), 2)
@@ -2164,11 +2168,41 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
         tensor([[1, 2],
                 [3, 4],
                 [3, 4]])
+        >>> tg.repeat_interleave(tg.tensor([1.0, 2.0]), 2.0)
+        Traceback (most recent call last):
+          ...
+        TypeError: repeat_interleave() received an invalid combination of arguments - got (Tensor, float), but expected one of:
+         * (Tensor input, Tensor repeats, int dim = None, *, int output_size = None)
+         * (Tensor repeats, *, int output_size = None)
+         * (Tensor input, int repeats, int dim = None, *, int output_size = None)
     """
-    if repeats is None:
-        counts = _values(input, "repeat_interleave()")
+    call = _factory_args.parse("repeat_interleave", args, kwargs, kwargs_as_given=True)
+    return _repeat_interleave(call.get("input"), call["repeats"], call.get("dim"),
+                              call["output_size"])
+
+
+def repeat_interleave_method(self, *args, **kwargs):
+    """``x.repeat_interleave(repeats, dim=None, *, output_size=None)``: the function with x
+    as its input, its wrong calls refused with the method's overloads.
+
+    Example:
+        >>> tg.tensor([1.0, 2.0]).repeat_interleave(tg.tensor([0, 2]))
+        tensor([2., 2.])
+    """
+    call = _factory_args.parse("repeat_interleave", args, kwargs, "Tensor.repeat_interleave",
+                               kwargs_as_given=True)
+    return _repeat_interleave(self, call["repeats"], call["dim"], call["output_size"])
+
+
+def _repeat_interleave(input, repeats, dim, output_size):  # noqa: A002
+    """repeat_interleave of a bound call: ``input`` None for the counts-only form."""
+    if input is None:
+        counts = _values(repeats, "repeat_interleave()")
+        _check_count_dtype(repeats)
         if counts.ndim != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        if np.any(counts < 0):
+            raise RuntimeError("repeats can not be negative")
         return Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
     x = _tensor(input)
     if not isinstance(repeats, Tensor):
@@ -2179,18 +2213,31 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     else:
         d = F._wrap_dim(dim, builtins.max(x._value.ndim, 1))
     n = x._value.shape[d] if x._value.ndim else 1
-    counts = _values(repeats, "repeat_interleave()").astype(np.int64).reshape(-1)
+    counts = _values(repeats, "repeat_interleave()")
+    if counts.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    counts = counts.reshape(-1)
     if counts.size == 1:
         counts = np.full(n, counts[0])
     elif counts.size != n:
         raise RuntimeError("repeats must have the same size as input along dim, but got "
                            f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
+    _check_count_dtype(repeats)
+    counts = counts.astype(np.int64)
     if np.any(counts < 0):
         raise RuntimeError("repeats can not be negative")
     idx = np.repeat(np.arange(n, dtype=np.int64), counts)
     if output_size is not None and output_size != idx.size:
         raise RuntimeError("allocated size does not match required size")
     return F.index_select(x, d, Tensor._make(idx))
+
+
+def _check_count_dtype(counts):
+    """PyTorch counts repeats in int32 or int64 tensors only (its kernel is not built for
+    other types)."""
+    if counts.dtype.np not in (np.int32, np.int64):
+        raise NotImplementedError(
+            f"\"repeat_interleave_cpu\" not implemented for '{counts.dtype.scalar_name}'")
 
 
 def _repeat_each(x, repeats, dim, output_size):

@@ -2775,6 +2775,7 @@ V_CHOLESKY_INVERSE, V_TRIANGULAR_SOLVE = 58, 59
 # renamed results of composed ops, and the copies that split or narrow (not views)
 V_ANGLE, V_NEXTAFTER, V_UNSAFE_SPLIT, V_UNSAFE_SPLIT_WITH_SIZES = 60, 61, 62, 63
 V_NARROW_COPY = 64
+V_AS_STRIDED_ = 65   # as_strided_'s node (strided_views.py), the in-place view op's own
 # gathers that PyTorch makes as views (strided), not as new tensors
 _VIEW_VARIANTS = frozenset({V_EXPAND, V_SELECT, V_SLICE, V_PERMUTE, V_TRANSPOSE, V_T, V_ALIAS,
                             V_UNSQUEEZE, V_AS_STRIDED, V_DIAGONAL, V_SPLIT,

@@ -1296,7 +1296,9 @@ def _reshaped_in_place(name, plan):
     def method(self, *args, **kwargs):
         variant, idx = plan(self, *args, **kwargs)
         flat = idx.reshape(-1)
-        in_order = bool(np.all(flat[1:] > flat[:-1]))     # squeeze, unsqueeze, t_ of a vector
+        # every element, in order: squeeze, unsqueeze, t_ of a vector (as_strided_ of a view
+        # may keep only some of its elements)
+        in_order = flat.size == self._value.size and bool(np.all(flat[1:] > flat[:-1]))
         records = state.grad_enabled and self._rg
         link = self._alias
         if records:

@@ -17,6 +17,7 @@ from . import functional as F
 from ._argtypes import not_tensor as _not_tensor
 from ._argtypes import type_name as _type_name
 from ._dtype import dtype as _dtype_class
+from .inplace import _LEAF_IN_PLACE, _reshaped_in_place
 from .tape import state as _state
 from .tensor import Tensor
 from .views import ViewOf
@@ -123,6 +124,77 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002 - PyTorc
     # that takes no history from it, as input has none)
     base = root.detach() if root.requires_grad else root
     return F._gathered(base, positions, F.V_AS_STRIDED, overlaps)
+
+
+def _plan_as_strided(input, size, stride, storage_offset=None):  # noqa: A002
+    """as_strided_'s node and input's own elements laid out as its result (indices among
+    them), for ``inplace._reshaped_in_place``.  The positions are read in the memory input
+    lies in, as ``as_strided`` reads them, with PyTorch's checks and texts; what tapegrad's
+    tensors cannot hold after the change is refused rather than given other values: elements
+    that are not input's own (outside a view), repeated ones (PyTorch then refuses writes to
+    the tensor, tapegrad's copies would take them), and, for a tensor of its own, anything
+    but all of its elements once each (its memory would shrink to the kept elements, where
+    PyTorch keeps them all for later strided reads)."""
+    size = _int_list("as_strided_", "size", 1, size)
+    stride = _int_list("as_strided_", "stride", 2, stride)
+    link = input._alias
+    root = link.root if type(link) is ViewOf else None
+    offset = (input.storage_offset() if storage_offset is None
+              else _int("as_strided_", "storage_offset", 3, storage_offset))
+    if _state.grad_enabled and input._rg:
+        # PyTorch refuses an in-place change of a leaf (or of a view of one) before it
+        # reads the layout
+        if input._tape is None:
+            raise RuntimeError(_LEAF_IN_PLACE)
+        if (type(link) is ViewOf and not link.detached and root is not None
+                and root._tape is None and root._rg):
+            raise RuntimeError("a view of " + _LEAF_IN_PLACE)
+    memory = root._value.size if root is not None else input._value.size
+    positions = _storage_positions(memory, input._value.dtype.itemsize, size, stride, offset)
+    index = positions
+    if root is not None:                 # positions in the root, read among input's own
+        own = link.positions(input._value.shape).reshape(-1)
+        among = np.full(memory, -1, dtype=np.int64)
+        among[own] = np.arange(own.size, dtype=np.int64)
+        index = among[positions]
+        if (index < 0).any():
+            raise RuntimeError("as_strided_: tapegrad's view holds its own elements only; "
+                               f"position {int(positions[index < 0][0])} of its base is not "
+                               "one of them")
+    flat = index.reshape(-1)
+    if np.unique(flat).size < flat.size:
+        raise RuntimeError("as_strided_: tapegrad does not support a layout that repeats "
+                           "elements (a stride of 0); use as_strided()")
+    if root is None and flat.size != input._value.size:
+        raise RuntimeError("as_strided_: tapegrad does not support dropping elements of a "
+                           "tensor that is not a view (later strided reads would not find "
+                           "them); use as_strided(), or call as_strided_ on a view")
+    return F.V_AS_STRIDED_, index
+
+
+_as_strided_in_place = _reshaped_in_place("as_strided_", _plan_as_strided)
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """``x.as_strided_(size, stride, storage_offset=None)``: x itself becomes
+    ``as_strided(x, size, stride, storage_offset)`` -- its shape and the elements it shows
+    change in place (version counted, ``grad_fn`` ``<AsStridedBackward1>``), as PyTorch
+    changes a tensor's sizes and strides.  tapegrad refuses the layouts it cannot hold (see
+    ``_plan_as_strided``): repeated elements, elements outside a view, and a tensor of its own
+    keeping only some of its elements.
+
+    Example:
+        >>> x = tg.arange(6.0)
+        >>> x.as_strided_((2, 3), (1, 2))
+        tensor([[0., 2., 4.],
+                [1., 3., 5.]])
+        >>> x.shape, x._version
+        (tapegrad.Size([2, 3]), 1)
+        >>> y = tg.arange(6.0)[1:]
+        >>> y.as_strided_((2,), (2,))
+        tensor([1., 3.])
+    """
+    return _as_strided_in_place(self, size, stride, storage_offset)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,

@@ -2,6 +2,7 @@
 containers, activations and losses; ``tapegrad.nn.functional``, ``tapegrad.nn.init`` and
 ``tapegrad.nn.utils`` alongside."""
 from . import functional, init
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (AlphaDropout, BCELoss, BCEWithLogitsLoss, ChannelShuffle,
                       CrossEntropyLoss, Dropout,
@@ -26,7 +27,7 @@ from .loss import MultiLabelMarginLoss, TripletMarginWithDistanceLoss
 from .conv import FractionalMaxPool2d, FractionalMaxPool3d
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LayerNorm, LocalResponseNorm,
-                            RMSNorm)
+                            RMSNorm, SyncBatchNorm)
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
                       ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
@@ -35,6 +36,8 @@ from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBas
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import parameter, utils
+from . import parallel
+from .parallel import DataParallel
 from .modules import Buffer
 from .parameter import UninitializedBuffer, UninitializedParameter
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,
@@ -77,7 +80,8 @@ __all__ = [
     "ChannelShuffle", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d",
     "RNNBase", "RNNCellBase",
     "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "FractionalMaxPool2d",
-    "FractionalMaxPool3d",
+    "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "parallel", "DataParallel",
+    "SyncBatchNorm",
 ]
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices", "fractional_max_pool2d", "fractional_max_pool3d",
     "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
+    "multi_head_attention_forward",
 ]
 
 
@@ -1731,6 +1732,18 @@ def _verify_batch_size(size):
             f"Expected more than 1 value per channel when training, got input size {size}")
 
 
+def _check_batch_norm_arguments(channels, training, **per_channel):
+    """PyTorch's checks of batch norm's per-channel tensors, in its order: each one given
+    holds one value per channel, and evaluation needs the running statistics."""
+    for name, tensor in per_channel.items():
+        if tensor is None:
+            if not training and name.startswith("running"):
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
+        elif tensor.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not "
+                               f"{tensor.numel()}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise each channel of ``(N, C, *)`` with statistics over the batch and positions
@@ -1754,6 +1767,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected input of at least 2 dimensions (got "
                          f"{input.ndim}D input)")
+    _check_batch_norm_arguments(input.shape[1], training, running_mean=running_mean,
+                                running_var=running_var, weight=weight, bias=bias)
     channel = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
@@ -1769,8 +1784,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     unbiased = variance.reshape(-1) * (count / (count - 1))
                     running_var.mul_(1.0 - momentum).add_(unbiased * momentum)
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         out = (input - running_mean.reshape(channel)) / tg.sqrt(
             running_var.reshape(channel) + eps)
     if weight is not None:
@@ -2995,6 +3008,291 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-head attention: the computation behind nn.MultiheadAttention, as PyTorch's functional
+# form (one implementation for both, so the module's numbers and errors are the function's)
+# ---------------------------------------------------------------------------------------------
+
+
+def _attention_is_batched(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether attention runs on a batch (3-D query) or on one sequence (2-D), after
+    PyTorch's checks that every other input has the matching rank."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                f"but found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or "
+                    f"3-D but found {attn_mask.dim()}-D tensor instead")
+            # one sequence: a 3-D mask holds one (L, S) mask per head
+            per_head = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != per_head:
+                raise AssertionError(f"Expected `attn_mask` shape to be {per_head} but got "
+                                     f"{attn_mask.shape}")
+        return False
+    raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
+def _additive_mask(mask, name, other_dtype, other_name, dtype):
+    """``mask`` as scores to add: a bool mask becomes -inf where True and 0 elsewhere (of
+    ``dtype``), a float mask is already that.  PyTorch warns when the two masks of one call
+    have different dtypes (``other_dtype`` None skips the check)."""
+    if mask is None:
+        return None
+    is_float = tg.is_floating_point(mask)
+    if mask.dtype != tg.bool and not is_float:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other_dtype is not None and mask.dtype != other_dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", stacklevel=3)
+    if is_float:
+        return mask
+    return tg.zeros_like(mask, dtype=dtype).masked_fill_(mask, -math.inf)
+
+
+def _project_packed(query, key, value, weight, bias):
+    """The query, key and value projections from one packed ``(3 E, E)`` weight.  Self-
+    attention (one tensor for all three) projects once and splits; a shared key and value
+    project together; PyTorch's graph has these shapes, and so the same gradients' sums."""
+    embed = query.shape[-1]
+    if key is value and query is key:
+        both = linear(query, weight, bias).unflatten(-1, (3, embed))
+        split = both.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return split[0], split[1], split[2]
+    if key is value:
+        query_weight, pair_weight = weight.split([embed, 2 * embed])
+        query_bias, pair_bias = (None, None) if bias is None else bias.split([embed, 2 * embed])
+        pair = linear(key, pair_weight, pair_bias).unflatten(-1, (2, embed))
+        split = pair.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return linear(query, query_weight, query_bias), split[0], split[1]
+    weights = weight.chunk(3)
+    biases = (None,) * 3 if bias is None else bias.chunk(3)
+    return tuple(linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
+
+
+def _project_separately(query, key, value, weights, bias):
+    """The projections from three weights ``(E, E)``, ``(E, kdim)``, ``(E, vdim)`` (key and
+    value may have their own sizes), checked against the inputs' sizes as PyTorch checks."""
+    embed = query.shape[-1]
+    biases = (None,) * 3 if bias is None else bias.chunk(3)
+    for role, tensor, weight in zip(("query", "key", "value"), (query, key, value), weights):
+        if tuple(weight.shape) != (embed, tensor.shape[-1]):
+            raise AssertionError(f"expecting {role} weights shape of "
+                                 f"{(embed, tensor.shape[-1])}, but got {weight.shape}")
+    for role, b in zip(("query", "key", "value"), biases):
+        if b is not None and tuple(b.shape) != (embed,):
+            raise AssertionError(f"expecting {role} bias shape of {(embed,)}, but got "
+                                 f"{b.shape}")
+    return tuple(linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
+
+
+def _heads_first(projected, static, role, batch, heads, head_dim):
+    """``(S, N, E)`` -> ``(N * heads, S, head_dim)``, or the given ``static_k``/``static_v``
+    (already in that layout, checked) in its place."""
+    if static is None:
+        return projected.view(projected.shape[0], batch * heads, head_dim).transpose(0, 1)
+    if static.size(0) != batch * heads:
+        raise AssertionError(f"expecting static_{role}.size(0) of {batch * heads}, but got "
+                             f"{static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting static_{role}.size(2) of {head_dim}, but got "
+                             f"{static.size(2)}")
+    return static
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention as ``nn.MultiheadAttention`` computes it, with its weights passed
+    in: project query, key and value (``in_proj_weight`` packed ``(3 E, E)``, or
+    ``q/k/v_proj_weight`` with ``use_separate_proj_weight``), append ``bias_k``/``bias_v``
+    and a zero key/value (``add_zero_attn``) if asked, attend in ``num_heads`` heads with
+    scores scaled by ``1 / sqrt(E / num_heads)`` plus the masks, and project with
+    ``out_proj_weight``.  Returns ``(output, weights)``; the weights (averaged over heads
+    unless ``average_attn_weights=False``) only with ``need_weights``, else ``None``.
+
+    Masks: bool ones are True where attention is *not* allowed, float ones are added.
+    Dropout on the weights applies only with ``training``.
+
+    Shape: query ``(L, N, E)`` or ``(L, E)``, key ``(S, N, Ek)``, value ``(S, N, Ev)``,
+    ``key_padding_mask`` ``(N, S)``, ``attn_mask`` ``(L, S)`` or ``(N * num_heads, L, S)``
+    -> ``(L, N, E)``, weights ``(N, L, S)``.
+
+    Example:
+        >>> x = tg.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> out, weights = F.multi_head_attention_forward(
+        ...     x, x, x, 2, 1, tg.eye(2).repeat(3, 1), None, None, None, False, 0.0,
+        ...     tg.eye(2), None)
+        >>> weights
+        tensor([[0.6698, 0.3302],
+                [0.3302, 0.6698]])
+        >>> out
+        tensor([[0.6698, 0.3302],
+                [0.3302, 0.6698]])
+    """
+    is_batched = _attention_is_batched(query, key, value, key_padding_mask, attn_mask,
+                                       num_heads)
+    if not is_batched:                       # one sequence: run it as a batch of one
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    length, batch, embed_dim = query.shape
+    source = key.shape[0]
+    key_padding_mask = _additive_mask(
+        key_padding_mask, "key_padding_mask", None if attn_mask is None else attn_mask.dtype,
+        "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        # scaled_dot_product_attention makes the causal mask itself
+        attn_mask = None
+    else:
+        attn_mask = _additive_mask(attn_mask, "attn_mask", None, "", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False                # the padding merged in makes the mask not causal
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tg.Size(key.shape[:2])} do "
+                                 f"not match value's {tg.Size(value.shape[:2])}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _project_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for role, weight in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if weight is None:
+                raise AssertionError(
+                    f"use_separate_proj_weight is True but {role}_proj_weight is None")
+        q, k, v = _project_separately(query, key, value,
+                                      (q_proj_weight, k_proj_weight, v_proj_weight),
+                                      in_proj_bias)
+
+    if attn_mask is not None:                # one (L, S) mask for all, or one per batch-head
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (length, source):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(length, source)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (batch * num_heads, length, source):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(batch * num_heads, length, source)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        # one more key and value, learnt, which every query may attend to
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = tg.cat([k, bias_k.repeat(1, batch, 1)])
+        v = tg.cat([v, bias_v.repeat(1, batch, 1)])
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    q = q.view(length, batch * num_heads, head_dim).transpose(0, 1)
+    k = _heads_first(k, static_k, "k", batch, num_heads, head_dim)
+    v = _heads_first(v, static_v, "v", batch, num_heads, head_dim)
+    if add_zero_attn:                        # one more key and value, of zeros
+        zeros = (batch * num_heads, 1, head_dim)
+        k = tg.cat([k, tg.zeros(zeros, dtype=k.dtype)], dim=1)
+        v = tg.cat([v, tg.zeros(zeros, dtype=v.dtype)], dim=1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    source = k.size(1)
+
+    if key_padding_mask is not None:         # merged into the attention mask, per batch-head
+        if key_padding_mask.shape[0] != batch:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {batch}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != source:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {source}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.view(batch, 1, 1, source).expand(
+            -1, num_heads, -1, -1).reshape(batch * num_heads, 1, source)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        if attn_mask is None:
+            scores = tg.bmm(q_scaled, k.transpose(-2, -1))
+        else:
+            scores = tg.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        weights = softmax(scores, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        attended = tg.bmm(weights, v).transpose(0, 1).reshape(length * batch, embed_dim)
+        out = linear(attended, out_proj_weight, out_proj_bias)
+        out = out.view(length, batch, out.size(1))
+        weights = weights.view(batch, num_heads, length, source)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    # without the weights: scaled_dot_product_attention on (N, heads, L, S)
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(batch, num_heads, -1, source)
+    q = q.view(batch, num_heads, length, head_dim)
+    k = k.view(batch, num_heads, source, head_dim)
+    v = v.view(batch, num_heads, source, head_dim)
+    attended = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    attended = attended.permute(2, 0, 1, 3).reshape(batch * length, embed_dim)
+    out = linear(attended, out_proj_weight, out_proj_bias)
+    out = out.view(length, batch, out.size(1))
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -1,9 +1,6 @@
 """Embedding, distance, bilinear and sliding-block (``Unfold``/``Fold``) layers as in
 ``torch.nn``."""
 import math
-import warnings
-
-import numpy as np
 
 import tapegrad as tg
 
@@ -344,28 +341,24 @@ class NonDynamicallyQuantizableLinear(Linear):
     """
 
 
-def _additive_mask(mask, shape):
-    """A float mask to add to attention scores: -inf where a bool ``mask`` is True, else
-    ``mask`` itself."""
-    if mask._value.dtype == np.bool_:
-        return tg.where(mask, tg.full(shape, -math.inf), tg.zeros(*shape))
-    return mask
-
-
 class MultiheadAttention(Module):
     """Multi-head attention as PyTorch's: project query, key and value with the packed
-    ``in_proj_weight`` ``(3 E, E)`` (and ``in_proj_bias``), attend in ``num_heads`` heads of
-    size ``E / num_heads`` with scores scaled by ``1 / sqrt(head size)``, and project back with
-    ``out_proj``. Returns the output and, with ``need_weights``, the attention weights
-    (averaged over the heads unless ``average_attn_weights=False``).
+    ``in_proj_weight`` ``(3 E, E)`` (or, when ``kdim``/``vdim`` differ from ``embed_dim``,
+    ``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight``) and ``in_proj_bias``, attend in
+    ``num_heads`` heads of size ``E / num_heads`` with scores scaled by ``1 / sqrt(head
+    size)``, and project back with ``out_proj``: ``F.multi_head_attention_forward`` with the
+    module's weights.  ``add_bias_kv`` learns one more key and value (``bias_k``,
+    ``bias_v``), ``add_zero_attn`` appends a zero one.  Returns the output and, with
+    ``need_weights``, the attention weights (averaged over the heads unless
+    ``average_attn_weights=False``).
 
     Masks follow PyTorch: a bool ``attn_mask`` ``(L, S)`` or ``(N * num_heads, L, S)`` and a
     bool ``key_padding_mask`` ``(N, S)`` are True where attention is *not* allowed; float
-    masks are added to the scores. Only ``kdim = vdim = embed_dim`` without ``add_bias_kv``
-    or ``add_zero_attn`` is supported.
+    masks are added to the scores.
 
-    Shape: query ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``, or ``(L, E)``), key and
-    value ``(S, N, E)`` -> output like the query, weights ``(N, L, S)``.
+    Shape: query ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``, or ``(L, E)``), key
+    ``(S, N, kdim)`` and value ``(S, N, vdim)`` -> output like the query, weights
+    ``(N, L, S)``.
 
     Example:
         >>> attention = nn.MultiheadAttention(8, 2)
@@ -373,107 +366,106 @@ class MultiheadAttention(Module):
         MultiheadAttention(
           (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)
         )
+        >>> out, weights = attention(tg.ones(5, 3, 8), tg.ones(4, 3, 6), tg.ones(4, 3, 8))
+        Traceback (most recent call last):
+          ...
+        AssertionError: key shape tapegrad.Size([4, 3, 6]) does not match value shape tapegrad.Size([4, 3, 8])
         >>> out, weights = attention(tg.ones(5, 3, 8), tg.ones(4, 3, 8), tg.ones(4, 3, 8))
         >>> out.shape, weights.shape
         (tapegrad.Size([5, 3, 8]), tapegrad.Size([3, 5, 4]))
+        >>> nn.MultiheadAttention(8, 2, kdim=6, add_bias_kv=True).k_proj_weight.shape
+        tapegrad.Size([8, 6])
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None):
-        super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn or kdim not in (None, embed_dim) \
-                or vdim not in (None, embed_dim):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and "
-                                      "kdim/vdim other than embed_dim are not supported")
+        super().__init__()
         self.embed_dim = embed_dim
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        # one packed projection weight when key and value have the query's size
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        self.in_proj_weight = Parameter(tg.empty(3 * embed_dim, embed_dim, dtype=dtype))
+        # registered in PyTorch's order, so that state_dict keys and draws follow it
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(tg.empty(3 * embed_dim, embed_dim, dtype=dtype))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(tg.empty(embed_dim, embed_dim, dtype=dtype))
+            self.k_proj_weight = Parameter(tg.empty(embed_dim, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(tg.empty(embed_dim, self.vdim, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(tg.empty(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         dtype=dtype)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:
+            self.bias_k = Parameter(tg.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(tg.empty(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for weight in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        batched = query.ndim == 3
-        if batched and self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        if not batched:
-            query, key, value = (t.unsqueeze(1) for t in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        length, batch, embed = query.shape
-        source = key.shape[0]
-        heads, size = self.num_heads, self.head_dim
-        if embed != self.embed_dim:
-            raise AssertionError(
-                f"was expecting embedding dimension of {self.embed_dim}, but got {embed}")
-        if is_causal and attn_mask is None:
-            raise RuntimeError(
-                "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
-                "module method `generate_square_subsequent_mask` to create this mask.")
-        if tuple(key.shape) != tuple(value.shape):
-            raise AssertionError(
-                f"key shape {key.shape} does not match value shape {value.shape}")
-        biases = (None,) * 3 if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
-        projected = [F.linear(t, w, b) for t, w, b in
-                     zip((query, key, value), self.in_proj_weight.chunk(3), biases)]
-
-        def split_heads(t, steps):                   # (steps, N, E) -> (N * heads, steps, size)
-            return t.reshape(steps, batch * heads, size).transpose(0, 1)
-        q = split_heads(projected[0], length) * math.sqrt(1.0 / size)
-        k, v = split_heads(projected[1], source), split_heads(projected[2], source)
-        scores = q @ k.transpose(-2, -1)                       # (N * heads, L, S)
-        if attn_mask is not None:
-            if attn_mask.ndim == 2 and tuple(attn_mask.shape) != (length, source):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
-                                   f"should be {(length, source)}.")
-            scores = scores + _additive_mask(attn_mask, tuple(attn_mask.shape))
-        if key_padding_mask is not None:
-            if attn_mask is not None and (key_padding_mask._value.dtype == np.bool_) != (
-                    attn_mask._value.dtype == np.bool_):
-                warnings.warn("Support for mismatched key_padding_mask and attn_mask is "
-                              "deprecated. Use same type for both instead.", stacklevel=2)
-            padding = _additive_mask(key_padding_mask, (batch, source))
-            scores = scores + padding.reshape(batch, 1, 1, source).expand(
-                batch, heads, 1, source).reshape(batch * heads, 1, source)
-        weights = tg.softmax(scores, -1)
-        if self.dropout > 0.0:
-            weights = F.dropout(weights, self.dropout, self.training)
-        attended = (weights @ v).transpose(0, 1).reshape(length * batch, embed)
-        out = self.out_proj(attended).reshape(length, batch, embed)
-        if batched and self.batch_first:
-            out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = weights.reshape(batch, heads, length, source)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        return out, weights if batched else weights.squeeze(0)
+        # masks made additive here as PyTorch's module does, so that a mismatch of their
+        # dtypes warns once, from here
+        key_padding_mask = F._additive_mask(
+            key_padding_mask, "key_padding_mask",
+            None if attn_mask is None else attn_mask.dtype, "attn_mask", query.dtype)
+        attn_mask = F._additive_mask(attn_mask, "attn_mask", None, "", query.dtype)
+        batched = query.dim() == 3
+        if self.batch_first and batched:
+            # to (L, N, E), keeping which of query, key and value are one tensor: the
+            # projection differs for self-attention
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (t.transpose(1, 0) for t in (query, key))
+                    value = key
+            else:
+                query, key, value = (t.transpose(1, 0) for t in (query, key, value))
+        separate = {} if self._qkv_same_embed_dim else {
+            "use_separate_proj_weight": True, "q_proj_weight": self.q_proj_weight,
+            "k_proj_weight": self.k_proj_weight, "v_proj_weight": self.v_proj_weight}
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, average_attn_weights=average_attn_weights,
+            is_causal=is_causal, **separate)
+        if self.batch_first and batched:
+            return out.transpose(1, 0), weights
+        return out, weights
 
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -1,6 +1,6 @@
 """Normalisation layers as in ``torch.nn``: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d``,
-``BatchNorm2d``, ``BatchNorm3d``, ``InstanceNorm1d``, ``InstanceNorm2d`` and ``InstanceNorm3d``,
-with PyTorch's parameters, buffers, initialisation and reprs."""
+``BatchNorm2d``, ``BatchNorm3d``, ``SyncBatchNorm``, ``InstanceNorm1d``, ``InstanceNorm2d`` and
+``InstanceNorm3d``, with PyTorch's parameters, buffers, initialisation and reprs."""
 import warnings
 
 import tapegrad as tg
@@ -10,7 +10,8 @@ from . import init
 from .modules import Module, Parameter
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+           "SyncBatchNorm"]
 
 
 class LayerNorm(Module):
@@ -353,6 +354,85 @@ class InstanceNorm3d(_InstanceNorm):
     """
     _dims = (4, 5)
     _unbatched = 4
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics PyTorch gathers over every process of a
+    ``torch.distributed`` group.  tapegrad has no process groups (``tapegrad.distributed``
+    is never initialised), so it is what PyTorch runs without one: ``F.batch_norm`` over the
+    local batch, in training and eval mode alike, for inputs of any rank from 2 up.
+    ``convert_sync_batchnorm`` turns a model's ``BatchNorm*d`` layers into these, sharing
+    their parameters and running statistics.
+
+    Shape: ``(N, C, *)``, unchanged.
+
+    Example:
+        >>> model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+        >>> nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        Sequential(
+          (0): Linear(in_features=2, out_features=3, bias=True)
+          (1): SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+        )
+        >>> nn.SyncBatchNorm(2)(tg.tensor([[1.0, 2.0], [3.0, 6.0]]))
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]], grad_fn=<NativeBatchNormBackward0>)
+        >>> nn.SyncBatchNorm(2)(tg.ones(2))
+        Traceback (most recent call last):
+          ...
+        ValueError: expected at least 2D input (got 1D input)
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group    # kept for the program; there is no group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            if self.num_batches_tracked is None:
+                raise AssertionError("num_batches_tracked must not be None")
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:         # a cumulative average over the batches seen
+                factor = 1.0 / self.num_batches_tracked.item()
+        batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            batch_stats, factor, self.eps)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with each ``BatchNorm*d`` in it (not the instance norms) replaced by a
+        ``SyncBatchNorm`` holding the same parameter and buffer tensors and mode; a batch
+        norm itself comes back as a new ``SyncBatchNorm``."""
+        converted = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group,
+                            bias=module.bias is not None)
+            if module.affine:
+                with tg.no_grad():
+                    converted.weight = module.weight
+                    converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+            if hasattr(module, "qconfig"):
+                converted.qconfig = module.qconfig
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
 
 
 class LocalResponseNorm(Module):

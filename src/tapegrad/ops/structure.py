@@ -184,6 +184,8 @@ _GATHER_NAMES = {
     # that variants added meanwhile on other branches keep 48 onwards
     60: "AngleBackward0", 61: "NextafterBackward0", 62: "UnsafeSplitBackward0",
     63: "UnsafeSplitWithSizesBackward0", 64: "NarrowCopyBackward0",
+    # the in-place as_strided_ (strided_views.py), named apart from the view op's 18
+    65: "AsStridedBackward1",
 }
 # the variants above whose indices were chosen by value: PyTorch saves them (a second backward
 # without retain_graph fails), and they hold only for the values they were chosen from
