@@ -77,6 +77,18 @@ def _storage_positions(root_size, itemsize, size, stride, offset):
     return positions
 
 
+def _arguments(name, first, input, size, stride, storage_offset):  # noqa: A002
+    """(size, stride, input's view link, its root or None, offset) of a call of ``name``
+    whose ``size`` is argument ``first`` (PyTorch's positions in its type errors)."""
+    size = _int_list(name, "size", first, size)
+    stride = _int_list(name, "stride", first + 1, stride)
+    link = input._alias
+    root = link.root if type(link) is ViewOf else None
+    offset = (input.storage_offset() if storage_offset is None
+              else _int(name, "storage_offset", first + 2, storage_offset))
+    return size, stride, link, root, offset
+
+
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002 - PyTorch's name
     """A view of the elements of the memory ``input`` lies in at
     ``storage_offset + sum(i_k * stride[k])`` for each index ``i`` of a tensor of ``size``
@@ -96,12 +108,8 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002 - PyTorc
     """
     if not isinstance(input, Tensor):
         raise _not_tensor("as_strided", "input", 1, input)
-    size = _int_list("as_strided", "size", 2, size)
-    stride = _int_list("as_strided", "stride", 3, stride)
-    link = input._alias
-    root = link.root if type(link) is ViewOf else None
-    offset = (input.storage_offset() if storage_offset is None
-              else _int("as_strided", "storage_offset", 4, storage_offset))
+    size, stride, link, root, offset = _arguments("as_strided", 2, input, size, stride,
+                                                  storage_offset)
     memory = root._value.size if root is not None else input._value.size
     positions = _storage_positions(memory, input._value.dtype.itemsize, size, stride, offset)
     overlaps = np.unique(positions).size < positions.size
@@ -135,12 +143,8 @@ def _plan_as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     the tensor, tapegrad's copies would take them), and, for a tensor of its own, anything
     but all of its elements once each (its memory would shrink to the kept elements, where
     PyTorch keeps them all for later strided reads)."""
-    size = _int_list("as_strided_", "size", 1, size)
-    stride = _int_list("as_strided_", "stride", 2, stride)
-    link = input._alias
-    root = link.root if type(link) is ViewOf else None
-    offset = (input.storage_offset() if storage_offset is None
-              else _int("as_strided_", "storage_offset", 3, storage_offset))
+    size, stride, link, root, offset = _arguments("as_strided_", 1, input, size, stride,
+                                                  storage_offset)
     if _state.grad_enabled and input._rg:
         # PyTorch refuses an in-place change of a leaf (or of a view of one) before it
         # reads the layout

@@ -1,7 +1,10 @@
 """Elementwise ops: arithmetic and functions of one or two tensors of one shape.
 
 Broadcasting never reaches these rules: the recorder expands operands to the output shape
-first with a hidden expansion, whose backward is the reducing sum.
+first with a hidden expansion, whose backward is the reducing sum -- except an input of one
+value in an eager recording (a parameter times a vector), which the two-input backward reads
+at every element and whose gradient it sums itself (``backward2``); replays, and the passes
+that read inputs at the output's size (forward, tangent, curvature), never meet one.
 
 Each op is one block of scalar rules, all with fixed signatures:
 
