@@ -2033,6 +2033,35 @@ def _reduce(code, x, dims, keepdim, value, fp=0.0, extra=()):
                    out if value.dtype.kind == "f" else value)
 
 
+def _along_dim(code, x, d, keepdim):
+    """Record the sum (code SUM_DIM) or mean (MEAN_DIM, over a non-empty dim) of float
+    tensor x over its dim d: ``_reduce``'s records, the value reduced straight into the
+    arena, without the general path's bookkeeping of dims and shapes."""
+    v = x._value
+    shape = v.shape
+    red = shape[d]
+    head, tail = shape[:d], shape[d + 1:]
+    o = math.prod(head)
+    i = math.prod(tail)
+    n = o * i
+    tape = recording_tape(3 * v.size + n)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux((o, red, i))
+    off = tape.alloc(n)
+    out = tape.vals[off:off + n]
+    out_shape = head + (1,) + tail if keepdim else head + tail
+    if len(out_shape) != 1:
+        out = out.reshape(out_shape)
+    tok = quiet_begin()
+    try:
+        np.add.reduce(v, axis=d, out=out, keepdims=keepdim)
+        if code == K.MEAN_DIM:
+            out /= red    # (the division the general path makes: the same bits)
+    finally:
+        quiet_end(tok)
+    return _emit(tape, code, r0, -1, off, n, ip, 1.0 if code == K.SUM_DIM else 1.0 / red, out)
+
+
 def _whole(code, x, value, fp):
     """Record the sum or mean (``code``) of all of float tensor x, whose value NumPy gave:
     ``_reduce``'s records for the commonest reduction (a loss), without its shape
@@ -2093,6 +2122,10 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     if dim is None and dtype is None and x._rg and state.grad_enabled and v.dtype.kind == "f":
         # (axis=None is NumPy's reduction over every axis, the same loop as naming them all)
         return _whole(K.SUM, x, _quietly(np.add.reduce, v, axis=None), 1.0)
+    if dim.__class__ is int and dtype is None and x._rg and state.grad_enabled and \
+            v.dtype is _F64 and (keepdim is False or keepdim is True) and \
+            -v.ndim <= dim < v.ndim:
+        return _along_dim(K.SUM_DIM, x, dim + v.ndim if dim < 0 else dim, keepdim)
     x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
@@ -2127,6 +2160,10 @@ def mean(x, dim=None, keepdim=False, dtype=None):
         # same sum, divided by the count
         total = _quietly(np.add.reduce, v, axis=None)
         return _whole(K.MEAN, x, total / v.size, 1.0 / v.size)
+    if dim.__class__ is int and x._rg and state.grad_enabled and v.dtype is _F64 and \
+            (keepdim is False or keepdim is True) and -v.ndim <= dim < v.ndim and \
+            v.shape[dim]:
+        return _along_dim(K.MEAN_DIM, x, dim + v.ndim if dim < 0 else dim, keepdim)
     dims = _dims(x, dim)
     count = math.prod([x._value.shape[d] for d in dims])
     if count and v.dtype == np.float64:
