@@ -2760,7 +2760,25 @@ V_SQUEEZE_DIMS = 15
 
 def _reshaped(x, shape, variant):
     """Same values in the same flat order, new shape."""
-    value = x._value.reshape(shape)
+    v = x._value
+    if x._rg and state.grad_enabled and v.dtype is _F64:
+        # the everyday case, a float tensor that requires grad: the records below in one
+        # pass, the value copied straight into the arena
+        n = v.size
+        tape = recording_tape(2 * n)
+        r0 = _ref(tape, x)
+        ip = tape.put_aux((variant,))
+        off = tape.alloc(n)
+        out = tape.vals[off:off + n]
+        out[...] = v.reshape(-1)
+        if len(shape) != 1:
+            out = out.reshape(shape)
+        t = _emit(tape, K.RESHAPE, r0, -1, off, n, ip, 0.0, out)
+        if variant not in _RESHAPE_VIEWS:
+            return t
+        tape.views[t._r] = (shape, None)    # (Tape.views)
+        return note_view(t, x, None)
+    value = v.reshape(shape)
     if not _records(x):
         t = _plain(value)
         return note_view(t, x, None) if variant in _RESHAPE_VIEWS else t
@@ -2780,6 +2798,14 @@ def _reshaped(x, shape, variant):
 
 
 def _infer_shape(shape, numel):
+    known = 1
+    for s in shape:
+        if s.__class__ is not int or s < 0:
+            break
+        known *= s
+    else:
+        if known == numel:    # (sizes all given, as plain ints: nothing to infer)
+            return shape if shape.__class__ is tuple else tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -2881,6 +2907,8 @@ def _viewable(old, strides, new):
 def _view_or_copy(x, shape):
     """reshape's node, as PyTorch picks it: a view of a contiguous tensor, an alias with new
     strides of a viewable one, else a clone and an unsafe view of the copy."""
+    if type(x._alias) is not ViewOf:     # (a tensor of its own: _view_offsets' None)
+        return _reshaped(x, shape, V_VIEW)
     offsets = _view_offsets(x) if x._value.size > 1 else None
     if offsets is None or bool((np.diff(offsets) == 1).all()):
         return _reshaped(x, shape, V_VIEW)
@@ -2919,7 +2947,7 @@ def view(x, *shape):
     """``x.view(shape)``: as reshape, but a tensor whose elements cannot be seen with the new
     shape without a copy (a transposed one, mostly) raises PyTorch's error."""
     shape = _infer_shape(_shape_args(shape), x._value.size)
-    offsets = _view_offsets(x) if x._value.size > 1 else None
+    offsets = _view_offsets(x) if x._value.size > 1 and type(x._alias) is ViewOf else None
     if offsets is not None and not bool((np.diff(offsets) == 1).all()):
         strides = _strides_of(offsets, x._value.shape)
         if strides is None or not _viewable(x._value.shape, strides, shape):
