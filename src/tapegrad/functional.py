@@ -3020,6 +3020,29 @@ def unsqueeze(x, dim):
 def _gathered(x, idx, variant, overlaps=False):
     """out = x.flat[idx]: permutations, expansions and indexing.  ``overlaps``: a view whose
     elements share positions of x (an expansion's are found here)."""
+    v = x._value
+    if x._rg and state.grad_enabled and v.dtype is _F64 and idx.dtype is _I64:
+        # the everyday case (x[i], x.t(), x[:, 1:3] of a float tensor that requires grad):
+        # _gather_record's records and the view's link, without its reshapes and copies
+        # (they were half of a small x[i])
+        n = idx.size
+        tape = recording_tape(3 * n + v.size)
+        r0 = _ref(tape, x)
+        ip = tape.put_aux((variant, n))
+        tape.aux.frombytes(idx.tobytes())   # (C order, whatever idx's layout)
+        off = tape.alloc(n)
+        vals = tape.vals
+        shape = idx.shape
+        out = vals[off:off + n]
+        if len(shape) != 1:
+            out = out.reshape(shape)
+        start = tape.voff[r0]
+        vals[start:start + tape.size[r0]].take(idx, out=out)
+        t = _emit(tape, K.GATHER, r0, -1, off, n, ip, 0.0, out)
+        if variant in _VIEW_VARIANTS:
+            tape.views[t._r] = (shape, None)    # (Tape.views)
+            note_view(t, x, idx, overlaps=overlaps or (variant == V_EXPAND and n > v.size))
+        return t
     if not _records(x):
         t = _plain(_gathered_value(x, idx))
     else:
@@ -3052,6 +3075,27 @@ def _gathered_value(x, idx):
 
 def _flat_index(x):
     return np.arange(x._value.size, dtype=np.int64).reshape(x._value.shape)
+
+
+_I64 = np.dtype(np.int64)
+_POSITIONS = {}            # shape -> its flat positions, read-only (see _positions)
+_POSITIONS_UP_TO = 4096    # elements: larger shapes are built each time
+_POSITIONS_KEPT = 512      # shapes, before the cache starts again
+
+
+def _positions(shape, n):
+    """``np.arange(n).reshape(shape)`` (n the number of elements of shape), kept per shape for
+    small ones, read-only: the index of a view (``ViewOf.index``) and of a gather record is
+    cut from it, and nothing writes into those (a write would raise, not corrupt others)."""
+    flat = _POSITIONS.get(shape)
+    if flat is None:
+        flat = np.arange(n, dtype=np.int64).reshape(shape)
+        if n <= _POSITIONS_UP_TO:
+            flat.flags.writeable = False
+            if len(_POSITIONS) >= _POSITIONS_KEPT:
+                _POSITIONS.clear()
+            _POSITIONS[shape] = flat
+    return flat
 
 
 def _along(x, d, part):
@@ -3529,7 +3573,8 @@ def permute(x, *dims):
     ds = [_wrap_dim(d, nd) for d in dims]
     if len(set(ds)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _gathered(x, _flat_index(x).transpose(ds), V_PERMUTE)
+    v = x._value
+    return _gathered(x, _positions(v.shape, v.size).transpose(ds), V_PERMUTE)
 
 
 def transpose(x, dim0, dim1):
@@ -3539,12 +3584,13 @@ def transpose(x, dim0, dim1):
         >>> tg.transpose(tg.zeros(2, 3, 4), 0, 2).shape
         tapegrad.Size([4, 3, 2])
     """
-    nd = x._value.ndim
+    v = x._value
+    nd = v.ndim
     if nd == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
         return _gathered(x, _flat_index(x), V_TRANSPOSE)
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return _gathered(x, np.swapaxes(_flat_index(x), d0, d1), V_TRANSPOSE)
+    return _gathered(x, _positions(v.shape, v.size).swapaxes(d0, d1), V_TRANSPOSE)
 
 
 def t(x):
@@ -3558,10 +3604,11 @@ def t(x):
                 [2],
                 [3]])
     """
-    if x._value.ndim > 2:
+    v = x._value
+    if v.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{x._value.ndim}D")
-    return _gathered(x, _flat_index(x).T, V_T)
+                           f"{v.ndim}D")
+    return _gathered(x, _positions(v.shape, v.size).T, V_T)
 
 
 def numpy_T(x):
@@ -3810,8 +3857,8 @@ def select_positions(key, shape):
     other key, or for an int out of range (the general path words PyTorch's error)."""
     if type(key) is not tuple:
         key = (key,)
-    if not key or len(key) > len(shape):     # (x[()] is an alias, not a select)
-        return None
+    if not key or len(key) > len(shape) or key[0].__class__ is slice:
+        return None     # (x[()] is an alias, not a select; a slice is no int)
     offset = 0
     stride = math.prod(shape)
     for d, k in enumerate(key):
@@ -3854,15 +3901,31 @@ def basic_positions(key, shape):
                 variant = V_SLICE
         else:
             return None
-    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    flat = _positions(shape, math.prod(shape))
     return np.asarray(flat[key]), variant
 
 
 def getitem(x, key):
-    idx = select_positions(key, x._value.shape)
-    if idx is not None:
-        return _gathered(x, idx, V_SELECT)
-    basic = basic_positions(key, x._value.shape)
+    if key.__class__ is int:
+        # x[i], the commonest key: select_positions' answer, worked out here
+        v = x._value
+        shape = v.shape
+        if shape and -shape[0] <= key < shape[0]:
+            n = v.size
+            if n <= _POSITIONS_UP_TO:
+                # (``, ...`` keeps a 1-D tensor's one position an array)
+                return _gathered(x, _positions(shape, n)[key, ...], V_SELECT)
+            # (a row of a large tensor: positions in proportion to the row, not to x)
+            stride = n // shape[0]
+            start = (key + shape[0] if key < 0 else key) * stride
+            return _gathered(x, np.arange(start, start + stride, dtype=np.int64)
+                             .reshape(shape[1:]), V_SELECT)
+    shape = x._value.shape
+    if key.__class__ is not slice:     # (select_positions takes no slice)
+        idx = select_positions(key, shape)
+        if idx is not None:
+            return _gathered(x, idx, V_SELECT)
+    basic = basic_positions(key, shape)
     if basic is not None:
         return _gathered(x, *basic)
     np_key, variant = _index_key(key, x._value.shape)
