@@ -3990,6 +3990,9 @@ def cat(tensors, dim=0):
         >>> tg.cat([a, b]).shape, tg.cat([a.t(), b.t()], dim=1).shape
         (tapegrad.Size([3, 2]), tapegrad.Size([2, 3]))
     """
+    joined = _joined(K.CAT, tensors, dim)
+    if joined is not None:
+        return joined
     tensors = _cat_check(tensors, "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     parts = [t for t in tensors if not (t._value.ndim == 1 and t._value.size == 0)] or tensors[:1]
@@ -4032,6 +4035,9 @@ def stack(tensors, dim=0):
         tensor([[1, 3],
                 [2, 4]])
     """
+    joined = _joined(K.STACK, tensors, dim)
+    if joined is not None:
+        return joined
     tensors = _cat_check(tensors, "stack")
     ref = tensors[0]._value
     d = _wrap_dim(dim, ref.ndim + 1)
@@ -4043,6 +4049,68 @@ def stack(tensors, dim=0):
     value = np.stack([t._value for t in tensors], axis=d)
     width = math.prod(ref.shape[d:])
     return _stacked(K.STACK, tensors, value, d, [width] * len(tensors))
+
+
+def _joined(code, tensors, dim):
+    """``cat`` (code CAT) or ``stack`` (STACK) of non-empty float64 tensors, one of which
+    requires grad, with grad mode on, that fit together, along a plain int dim in range:
+    the records ``_stacked`` makes, the values joined straight into the arena.  None for
+    any other call, which the general path checks and words PyTorch's errors for."""
+    if tensors.__class__ is not list and tensors.__class__ is not tuple or not tensors \
+            or not state.grad_enabled:
+        return None
+    rg = False
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._value.dtype is not _F64 or not t._value.size:
+            return None
+        rg = rg or t._rg
+    if not rg:
+        return None
+    ref = tensors[0]._value.shape
+    nd = len(ref)
+    stacking = code == K.STACK
+    if not nd or dim.__class__ is not int:
+        return None
+    k = nd + 1 if stacking else nd
+    if not -k <= dim < k:
+        return None
+    d = dim + k if dim < 0 else dim
+    head, tail = ref[:d], ref[d + 1:] if not stacking else ref[d:]
+    inner = math.prod(tail)
+    if stacking:
+        values = []
+        for t in tensors:
+            v = t._value
+            if v.shape != ref:
+                return None
+            values.append(v.reshape(head + (1,) + tail))
+        widths = [inner] * len(tensors)    # (tail is all of ref from d on)
+        shape = head + (len(tensors),) + tail
+    else:
+        values = []
+        widths = []
+        along = 0
+        for t in tensors:
+            v = t._value
+            s = v.shape
+            if len(s) != nd or s[:d] != head or s[d + 1:] != tail:
+                return None
+            values.append(v)
+            widths.append(s[d] * inner)
+            along += s[d]
+        shape = head + (along,) + tail
+    n = math.prod(shape)
+    tape = recording_tape(3 * n)
+    rows = []
+    start = 0
+    for t, w in zip(tensors, widths):
+        rows.extend((_ref(tape, t), start, w))
+        start += w
+    ip = tape.put_aux([len(tensors)] + rows + [math.prod(head), start])
+    off = tape.alloc(n)
+    out = tape.vals[off:off + n].reshape(shape)
+    np.concatenate(values, axis=d, out=out)
+    return _emit(tape, code, rows[0], -1, off, n, ip, 0.0, out)
 
 
 def _stacked(code, parts, value, d, widths):
