@@ -3083,7 +3083,7 @@ def _flat_index(x):
 _I64 = np.dtype(np.int64)
 _POSITIONS = {}            # shape -> its flat positions, read-only (see _positions)
 _POSITIONS_UP_TO = 4096    # elements: larger shapes are built each time
-_POSITIONS_KEPT = 512      # shapes, before the cache starts again
+_POSITIONS_KEPT = 128      # shapes (4 MB at most), before the cache starts again
 
 
 def _positions(shape, n):
