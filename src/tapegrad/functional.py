@@ -2026,6 +2026,35 @@ def _reduce(code, x, dims, keepdim, value, fp=0.0, extra=()):
                    out if value.dtype.kind == "f" else value)
 
 
+def _along_dim(code, x, d, keepdim):
+    """Record the sum (code SUM_DIM) or mean (MEAN_DIM, over a non-empty dim) of float
+    tensor x over its dim d: ``_reduce``'s records, the value reduced straight into the
+    arena, without the general path's bookkeeping of dims and shapes."""
+    v = x._value
+    shape = v.shape
+    red = shape[d]
+    head, tail = shape[:d], shape[d + 1:]
+    o = math.prod(head)
+    i = math.prod(tail)
+    n = o * i
+    tape = recording_tape(3 * v.size + n)
+    r0 = _ref(tape, x)
+    ip = tape.put_aux((o, red, i))
+    off = tape.alloc(n)
+    out = tape.vals[off:off + n]
+    out_shape = head + (1,) + tail if keepdim else head + tail
+    if len(out_shape) != 1:
+        out = out.reshape(out_shape)
+    tok = quiet_begin()
+    try:
+        np.add.reduce(v, axis=d, out=out, keepdims=keepdim)
+        if code == K.MEAN_DIM:
+            out /= red    # (the division the general path makes: the same bits)
+    finally:
+        quiet_end(tok)
+    return _emit(tape, code, r0, -1, off, n, ip, 1.0 if code == K.SUM_DIM else 1.0 / red, out)
+
+
 def _whole(code, x, value, fp):
     """Record the sum or mean (``code``) of all of float tensor x, whose value NumPy gave:
     ``_reduce``'s records for the commonest reduction (a loss), without its shape
@@ -2086,6 +2115,10 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     if dim is None and dtype is None and x._rg and state.grad_enabled and v.dtype.kind == "f":
         # (axis=None is NumPy's reduction over every axis, the same loop as naming them all)
         return _whole(K.SUM, x, _quietly(np.add.reduce, v, axis=None), 1.0)
+    if dim.__class__ is int and dtype is None and x._rg and state.grad_enabled and \
+            v.dtype is _F64 and (keepdim is False or keepdim is True) and \
+            -v.ndim <= dim < v.ndim:
+        return _along_dim(K.SUM_DIM, x, dim + v.ndim if dim < 0 else dim, keepdim)
     x = _reduce_as(x, dtype)
     dims = _dims(x, dim)
     v = x._value
@@ -2120,6 +2153,10 @@ def mean(x, dim=None, keepdim=False, dtype=None):
         # same sum, divided by the count
         total = _quietly(np.add.reduce, v, axis=None)
         return _whole(K.MEAN, x, total / v.size, 1.0 / v.size)
+    if dim.__class__ is int and x._rg and state.grad_enabled and v.dtype is _F64 and \
+            (keepdim is False or keepdim is True) and -v.ndim <= dim < v.ndim and \
+            v.shape[dim]:
+        return _along_dim(K.MEAN_DIM, x, dim + v.ndim if dim < 0 else dim, keepdim)
     dims = _dims(x, dim)
     count = math.prod([x._value.shape[d] for d in dims])
     if count and v.dtype == np.float64:
@@ -2716,7 +2753,25 @@ V_SQUEEZE_DIMS = 15
 
 def _reshaped(x, shape, variant):
     """Same values in the same flat order, new shape."""
-    value = x._value.reshape(shape)
+    v = x._value
+    if x._rg and state.grad_enabled and v.dtype is _F64:
+        # the everyday case, a float tensor that requires grad: the records below in one
+        # pass, the value copied straight into the arena
+        n = v.size
+        tape = recording_tape(2 * n)
+        r0 = _ref(tape, x)
+        ip = tape.put_aux((variant,))
+        off = tape.alloc(n)
+        out = tape.vals[off:off + n]
+        out[...] = v.reshape(-1)
+        if len(shape) != 1:
+            out = out.reshape(shape)
+        t = _emit(tape, K.RESHAPE, r0, -1, off, n, ip, 0.0, out)
+        if variant not in _RESHAPE_VIEWS:
+            return t
+        tape.views[t._r] = (shape, None)    # (Tape.views)
+        return note_view(t, x, None)
+    value = v.reshape(shape)
     if not _records(x):
         t = _plain(value)
         return note_view(t, x, None) if variant in _RESHAPE_VIEWS else t
@@ -2736,6 +2791,14 @@ def _reshaped(x, shape, variant):
 
 
 def _infer_shape(shape, numel):
+    known = 1
+    for s in shape:
+        if s.__class__ is not int or s < 0:
+            break
+        known *= s
+    else:
+        if known == numel:    # (sizes all given, as plain ints: nothing to infer)
+            return shape if shape.__class__ is tuple else tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -2838,6 +2901,8 @@ def _viewable(old, strides, new):
 def _view_or_copy(x, shape):
     """reshape's node, as PyTorch picks it: a view of a contiguous tensor, an alias with new
     strides of a viewable one, else a clone and an unsafe view of the copy."""
+    if type(x._alias) is not ViewOf:     # (a tensor of its own: _view_offsets' None)
+        return _reshaped(x, shape, V_VIEW)
     offsets = _view_offsets(x) if x._value.size > 1 else None
     if offsets is None or bool((np.diff(offsets) == 1).all()):
         return _reshaped(x, shape, V_VIEW)
@@ -2876,7 +2941,7 @@ def view(x, *shape):
     """``x.view(shape)``: as reshape, but a tensor whose elements cannot be seen with the new
     shape without a copy (a transposed one, mostly) raises PyTorch's error."""
     shape = _infer_shape(_shape_args(shape), x._value.size)
-    offsets = _view_offsets(x) if x._value.size > 1 else None
+    offsets = _view_offsets(x) if x._value.size > 1 and type(x._alias) is ViewOf else None
     if offsets is not None and not bool((np.diff(offsets) == 1).all()):
         strides = _strides_of(offsets, x._value.shape)
         if strides is None or not _viewable(x._value.shape, strides, shape):
@@ -2946,9 +3011,35 @@ def unsqueeze(x, dim):
     return _reshaped(x, s[:d] + (1,) + s[d:], V_UNSQUEEZE)
 
 
-def _gathered(x, idx, variant, overlaps=False):
+def _gathered(x, idx, variant, overlaps=False, in_range=False):
     """out = x.flat[idx]: permutations, expansions and indexing.  ``overlaps``: a view whose
-    elements share positions of x (an expansion's are found here)."""
+    elements share positions of x (an expansion's are found here).  ``in_range``: the caller
+    cut idx from x's own positions, so the take need not check them (NumPy's checking take
+    into an ``out`` goes through a buffer: twice the time of a small one)."""
+    v = x._value
+    if x._rg and state.grad_enabled and v.dtype is _F64 and idx.dtype is _I64:
+        # the everyday case (x[i], x.t(), x[:, 1:3] of a float tensor that requires grad):
+        # _gather_record's records and the view's link, without its reshapes and copies
+        # (they were half of a small x[i])
+        n = idx.size
+        tape = recording_tape(3 * n + v.size)
+        r0 = _ref(tape, x)
+        ip = tape.put_aux((variant, n))
+        tape.aux.frombytes(idx.tobytes())   # (C order, whatever idx's layout)
+        off = tape.alloc(n)
+        vals = tape.vals
+        shape = idx.shape
+        out = vals[off:off + n]
+        if len(shape) != 1:
+            out = out.reshape(shape)
+        start = tape.voff[r0]
+        vals[start:start + tape.size[r0]].take(idx, out=out,
+                                                mode="clip" if in_range else "raise")
+        t = _emit(tape, K.GATHER, r0, -1, off, n, ip, 0.0, out)
+        if variant in _VIEW_VARIANTS:
+            tape.views[t._r] = (shape, None)    # (Tape.views)
+            note_view(t, x, idx, overlaps=overlaps or (variant == V_EXPAND and n > v.size))
+        return t
     if not _records(x):
         t = _plain(_gathered_value(x, idx))
     else:
@@ -2981,6 +3072,27 @@ def _gathered_value(x, idx):
 
 def _flat_index(x):
     return np.arange(x._value.size, dtype=np.int64).reshape(x._value.shape)
+
+
+_I64 = np.dtype(np.int64)
+_POSITIONS = {}            # shape -> its flat positions, read-only (see _positions)
+_POSITIONS_UP_TO = 4096    # elements: larger shapes are built each time
+_POSITIONS_KEPT = 128      # shapes (4 MB at most), before the cache starts again
+
+
+def _positions(shape, n):
+    """``np.arange(n).reshape(shape)`` (n the number of elements of shape), kept per shape for
+    small ones, read-only: the index of a view (``ViewOf.index``) and of a gather record is
+    cut from it, and nothing writes into those (a write would raise, not corrupt others)."""
+    flat = _POSITIONS.get(shape)
+    if flat is None:
+        flat = np.arange(n, dtype=np.int64).reshape(shape)
+        if n <= _POSITIONS_UP_TO:
+            flat.flags.writeable = False
+            if len(_POSITIONS) >= _POSITIONS_KEPT:
+                _POSITIONS.clear()
+            _POSITIONS[shape] = flat
+    return flat
 
 
 def _along(x, d, part):
@@ -3458,7 +3570,8 @@ def permute(x, *dims):
     ds = [_wrap_dim(d, nd) for d in dims]
     if len(set(ds)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _gathered(x, _flat_index(x).transpose(ds), V_PERMUTE)
+    v = x._value
+    return _gathered(x, _positions(v.shape, v.size).transpose(ds), V_PERMUTE, False, True)
 
 
 def transpose(x, dim0, dim1):
@@ -3468,12 +3581,14 @@ def transpose(x, dim0, dim1):
         >>> tg.transpose(tg.zeros(2, 3, 4), 0, 2).shape
         tapegrad.Size([4, 3, 2])
     """
-    nd = x._value.ndim
+    v = x._value
+    nd = v.ndim
     if nd == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
         return _gathered(x, _flat_index(x), V_TRANSPOSE)
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return _gathered(x, np.swapaxes(_flat_index(x), d0, d1), V_TRANSPOSE)
+    return _gathered(x, _positions(v.shape, v.size).swapaxes(d0, d1), V_TRANSPOSE, False,
+                     True)
 
 
 def t(x):
@@ -3487,10 +3602,11 @@ def t(x):
                 [2],
                 [3]])
     """
-    if x._value.ndim > 2:
+    v = x._value
+    if v.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{x._value.ndim}D")
-    return _gathered(x, _flat_index(x).T, V_T)
+                           f"{v.ndim}D")
+    return _gathered(x, _positions(v.shape, v.size).T, V_T, False, True)
 
 
 def numpy_T(x):
@@ -3739,8 +3855,8 @@ def select_positions(key, shape):
     other key, or for an int out of range (the general path words PyTorch's error)."""
     if type(key) is not tuple:
         key = (key,)
-    if not key or len(key) > len(shape):     # (x[()] is an alias, not a select)
-        return None
+    if not key or len(key) > len(shape) or key[0].__class__ is slice:
+        return None     # (x[()] is an alias, not a select; a slice is no int)
     offset = 0
     stride = math.prod(shape)
     for d, k in enumerate(key):
@@ -3783,17 +3899,33 @@ def basic_positions(key, shape):
                 variant = V_SLICE
         else:
             return None
-    flat = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    flat = _positions(shape, math.prod(shape))
     return np.asarray(flat[key]), variant
 
 
 def getitem(x, key):
-    idx = select_positions(key, x._value.shape)
-    if idx is not None:
-        return _gathered(x, idx, V_SELECT)
-    basic = basic_positions(key, x._value.shape)
+    if key.__class__ is int:
+        # x[i], the commonest key: select_positions' answer, worked out here
+        v = x._value
+        shape = v.shape
+        if shape and -shape[0] <= key < shape[0]:
+            n = v.size
+            if n <= _POSITIONS_UP_TO:
+                # (``, ...`` keeps a 1-D tensor's one position an array)
+                return _gathered(x, _positions(shape, n)[key, ...], V_SELECT, False, True)
+            # (a row of a large tensor: positions in proportion to the row, not to x)
+            stride = n // shape[0]
+            start = (key + shape[0] if key < 0 else key) * stride
+            return _gathered(x, np.arange(start, start + stride, dtype=np.int64)
+                             .reshape(shape[1:]), V_SELECT, False, True)
+    shape = x._value.shape
+    if key.__class__ is not slice:     # (select_positions takes no slice)
+        idx = select_positions(key, shape)
+        if idx is not None:
+            return _gathered(x, idx, V_SELECT, False, True)
+    basic = basic_positions(key, shape)
     if basic is not None:
-        return _gathered(x, *basic)
+        return _gathered(x, basic[0], basic[1], False, True)
     np_key, variant = _index_key(key, x._value.shape)
     _check_index(np_key, key, x._value.shape)
     flat = _flat_index(x)
@@ -3856,6 +3988,9 @@ def cat(tensors, dim=0):
         >>> tg.cat([a, b]).shape, tg.cat([a.t(), b.t()], dim=1).shape
         (tapegrad.Size([3, 2]), tapegrad.Size([2, 3]))
     """
+    joined = _joined(K.CAT, tensors, dim)
+    if joined is not None:
+        return joined
     tensors = _cat_check(tensors, "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     parts = [t for t in tensors if not (t._value.ndim == 1 and t._value.size == 0)] or tensors[:1]
@@ -3898,6 +4033,9 @@ def stack(tensors, dim=0):
         tensor([[1, 3],
                 [2, 4]])
     """
+    joined = _joined(K.STACK, tensors, dim)
+    if joined is not None:
+        return joined
     tensors = _cat_check(tensors, "stack")
     ref = tensors[0]._value
     d = _wrap_dim(dim, ref.ndim + 1)
@@ -3909,6 +4047,68 @@ def stack(tensors, dim=0):
     value = np.stack([t._value for t in tensors], axis=d)
     width = math.prod(ref.shape[d:])
     return _stacked(K.STACK, tensors, value, d, [width] * len(tensors))
+
+
+def _joined(code, tensors, dim):
+    """``cat`` (code CAT) or ``stack`` (STACK) of non-empty float64 tensors, one of which
+    requires grad, with grad mode on, that fit together, along a plain int dim in range:
+    the records ``_stacked`` makes, the values joined straight into the arena.  None for
+    any other call, which the general path checks and words PyTorch's errors for."""
+    if tensors.__class__ is not list and tensors.__class__ is not tuple or not tensors \
+            or not state.grad_enabled:
+        return None
+    rg = False
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._value.dtype is not _F64 or not t._value.size:
+            return None
+        rg = rg or t._rg
+    if not rg:
+        return None
+    ref = tensors[0]._value.shape
+    nd = len(ref)
+    stacking = code == K.STACK
+    if not nd or dim.__class__ is not int:
+        return None
+    k = nd + 1 if stacking else nd
+    if not -k <= dim < k:
+        return None
+    d = dim + k if dim < 0 else dim
+    head, tail = ref[:d], ref[d + 1:] if not stacking else ref[d:]
+    inner = math.prod(tail)
+    if stacking:
+        values = []
+        for t in tensors:
+            v = t._value
+            if v.shape != ref:
+                return None
+            values.append(v.reshape(head + (1,) + tail))
+        widths = [inner] * len(tensors)    # (tail is all of ref from d on)
+        shape = head + (len(tensors),) + tail
+    else:
+        values = []
+        widths = []
+        along = 0
+        for t in tensors:
+            v = t._value
+            s = v.shape
+            if len(s) != nd or s[:d] != head or s[d + 1:] != tail:
+                return None
+            values.append(v)
+            widths.append(s[d] * inner)
+            along += s[d]
+        shape = head + (along,) + tail
+    n = math.prod(shape)
+    tape = recording_tape(3 * n)
+    rows = []
+    start = 0
+    for t, w in zip(tensors, widths):
+        rows.extend((_ref(tape, t), start, w))
+        start += w
+    ip = tape.put_aux([len(tensors)] + rows + [math.prod(head), start])
+    off = tape.alloc(n)
+    out = tape.vals[off:off + n].reshape(shape)
+    np.concatenate(values, axis=d, out=out)
+    return _emit(tape, code, rows[0], -1, off, n, ip, 0.0, out)
 
 
 def _stacked(code, parts, value, d, widths):

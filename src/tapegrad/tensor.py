@@ -761,6 +761,10 @@ def _typename(obj):
 
 def _wrap_dim(dim, ndim):
     """Normalise a possibly negative dim, with PyTorch's IndexError on a bad one."""
+    if dim.__class__ is int and -ndim <= dim < ndim:
+        # (the common case, a plain int in range, before the general checks: every
+        # structural op and reduction over a dim asks)
+        return dim + ndim if dim < 0 else dim
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)

@@ -60,6 +60,9 @@ class ViewOf:
         return self.index
 
 
+_new_link = object.__new__
+
+
 class Views:
     """A root's weak references to its live views (dead ones are pruned as the list grows)."""
 
@@ -73,9 +76,13 @@ class Views:
         refs = self.refs
         refs.append(weakref.ref(view))
         if len(refs) >= self.prune_at:
-            # temporaries (x[i] in a loop) die at once: keep the list as long as the live ones
-            refs[:] = [r for r in refs if r() is not None]
-            self.prune_at = 2 * len(refs) + 16
+            self.prune()
+
+    def prune(self):
+        # temporaries (x[i] in a loop) die at once: keep the list as long as the live ones
+        refs = self.refs
+        refs[:] = [r for r in refs if r() is not None]
+        self.prune_at = 2 * len(refs) + 16
 
     def live(self):
         out = []
@@ -98,11 +105,19 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
     ``.data`` of parent (``unversioned`` for ``.data``)."""
     link = parent._alias
     if type(link) is Views and not detached and state.grad_enabled:
-        # the common case, a view of a tensor that is no view, made with grad mode on
-        result._version = parent._version
-        result._alias = ViewOf(parent, index, overlaps, False, False, parent._version, None,
-                               False)
-        link.add(result)
+        # the common case, a view of a tensor that is no view, made with grad mode on:
+        # ViewOf's fields and Views.add written out (every x[i], x.t(), x.view(...) of a
+        # tensor that has views already comes here)
+        result._version = version = parent._version
+        v = _new_link(ViewOf)
+        v._root, v.index, v.overlaps = parent, index, overlaps
+        v.no_grad_made = v.unversioned = v.detached = False
+        v.made_at, v.via, v.lost, v.multi = version, None, None, None
+        result._alias = v
+        refs = link.refs
+        refs.append(weakref.ref(result))
+        if len(refs) >= link.prune_at:
+            link.prune()
         if _EXPOSED and result._tape is None and exposed(parent):
             share(result)
         return result
