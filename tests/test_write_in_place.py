@@ -19,7 +19,7 @@ import tapegrad.functional as TF
 from tapegrad import ops as K
 from tapegrad.autograd import make_plan
 from tapegrad.higher import _tangents
-from tapegrad.tape import NO_EXT, state
+from tapegrad.tape import NO_EXT
 
 torch = pytest.importorskip("torch")
 
@@ -231,21 +231,10 @@ def _fill_rows(w, m=tg):
     return (buf * m.linspace(-1.0, 1.0, 12).reshape(4, 3)).tanh()
 
 
-def _recorded_for_every_pass(w):
-    """``_fill_rows(w)`` recorded as a replay's tape is (every input at its op's size: no
-    eager record reading one value at every element), which the forward and tangent
-    kernels read."""
-    state.one_value_reads = False
-    try:
-        return _fill_rows(w)
-    finally:
-        state.one_value_reads = True
-
-
 def test_the_forward_kernel_replays_writes_with_new_values():
     _fresh_tape()
     w = tg.tensor([0.3, -1.1, 0.8], requires_grad=True)
-    out = _recorded_for_every_pass(w)
+    out = _fill_rows(w)
     tape = out._tape
     assert K.WRITE in _opcodes(out)
     (leaf,) = [r for r in range(len(tape)) if tape.op[r] == K.LEAF]
@@ -264,7 +253,7 @@ def test_the_forward_kernel_replays_writes_with_new_values():
 def test_the_tangent_kernel_gives_the_jacobian_of_writes():
     _fresh_tape()
     w = tg.tensor([0.3, -1.1, 0.8], requires_grad=True)
-    out = _recorded_for_every_pass(w)
+    out = _fill_rows(w)
     (tangents,) = _tangents(out._tape, [(w, np.eye(3))], [out], 3)
     jac = torch.autograd.functional.jacobian(
         lambda v: _fill_rows(v, torch), torch.tensor([0.3, -1.1, 0.8]))

@@ -848,17 +848,11 @@ class _VectorTape:
     (a call of its own rule), None a leaf, constant or extern.
     ``segments``: in tape order, ('s', records) straight code, ('a', [record]) a call, or
     ('l', n, records) a loop.
-
-    ``one_value_inputs``: whether a 'v' record may read an input of one value at every
-    position (an eager recording's ``functional._binary`` makes such records; only the
-    backward of an eager tape, whose values are all in the arena, reads them: a generated
-    forward keeps one-element values in locals).
     """
 
-    def __init__(self, cols, one_value_inputs=False):
+    def __init__(self, cols):
         op = cols[0]
         self.cols = cols
-        self.one_value_inputs = one_value_inputs
         self.direct = frozenset()   # arguments the loops read where ext says (see above)
         n_rec = len(op)
         self.kind = [None] * n_rec
@@ -922,9 +916,6 @@ class _VectorTape:
         elementwise = o == K.CMP or (info is not None and info.family == T.ELEMENTWISE)
         if elementwise and n > 1 and all(m == n for m in sizes):
             return "v", n
-        if (self.one_value_inputs and elementwise and o != K.CMP and n > 1
-                and info.arity == 2 and not info.condition and all(m in (1, n) for m in sizes)):
-            return "v", n    # (an input of one value read at every position)
         if o in _CALLED and not (o == K.GATHER and int(aux[ip[r]]) in K.VALUE_SELECTED):
             # (indices chosen by value, sort's and topk's, are left to the interpreter)
             return "a", n
@@ -1210,31 +1201,10 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
         trip_leaves = sorted({s for r in recs for s in vt.inputs(r)
                               if need[r] and home.get(s) == "trip"})
         summed = set()   # the values whose gradient a broadcast adds to in the loop
-        one_values = set()   # the inputs of one value the loop reads (in locals)
-        kept = []   # per-position terms into one of them, summed after the loop
 
         def target(s):
             if s in here or home.get(s) == "trip":
                 return f"gr{s}"
-            if size[s] == 1:
-                # an input of one value read at every position: its terms are added in the
-                # loop to a local, in position order from what its gradient holds (as
-                # elementwise.backward2 adds them)
-                gs = int(goff[s])
-                if s not in summed:
-                    summed.add(s)
-                    before.append(f"ao{s} = grads[{gs}]")
-                    after.append(f"grads[{gs}] = ao{s}")
-                    return f"ao{s}"
-                # another record of the loop sums into it first: this one's terms are kept
-                # and added after the loop, after the other's (interleaved in one loop the
-                # additions would round otherwise), as for two broadcasts of one value
-                name = f"sc{s}_{len(kept)}"
-                kept.append(name)
-                before.append(f"{name} = np.zeros({n})")
-                after.extend([f"ao{name} = grads[{gs}]", f"for k in range({n}):",
-                              f"    ao{name} += {name}[k]", f"grads[{gs}] = ao{name}"])
-                return f"{name}[k]"
             return f"grads[{int(goff[s])} + k]"
 
         def value(s):
@@ -1242,11 +1212,6 @@ def _vector_backward(vt, need, goff, seeds, parallel_from=None):
                 return f"b{s}"
             if s in vt.direct:
                 return f"d{s}[k]"
-            if size[s] == 1:
-                if s not in one_values:
-                    one_values.add(s)
-                    before.append(f"o{s} = vals[{int(voff[s])}]")
-                return f"o{s}"
             return f"vals[{int(voff[s])} + k]"
 
         # the broadcasts this loop makes or reads: their sources, read once
@@ -1358,7 +1323,7 @@ def generate_vectors(cols, need, goff, seeds=(), outputs=(), numpy_from=1024,
 
     ``forward=False``: the backward alone, for values all in the arena (as with NumPy's
     functions: the forward is left empty, and nothing out)."""
-    vt = _VectorTape(cols, one_value_inputs=not forward)
+    vt = _VectorTape(cols)
     if not any(seg[0] == "l" for seg in vt.segments):
         raise Unsupported("no record holds more than one value")
     op = cols[0]

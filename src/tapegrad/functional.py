@@ -306,24 +306,44 @@ def scatter_add_flat(x, idx, n_out):
     return _result(tape, tape.push(K.SCATTER, r0, -1, off, n_out, ip), out)
 
 
-def _expanded_ref(tape, x, shape):
+# A one-value expansion of this many values or more that no rule reads is left unfilled.
+_UNFILLED_FROM = 1024
+
+
+def _expansion_read(code, a, b, n, operand):
+    """Whether a rule of op ``code`` (on tensors a and b, out of n values) may read the
+    values of a one-value expansion of ``operand`` (0: a, 1: b) in the backward.  If not, an
+    eager recorder leaves them out of the arena (``Tape.leave_unfilled``): a parameter added
+    to a vector, or one times data that needs no gradient (W8's a + b*x at 10^5 points wrote
+    four arrays of 10^5 copies of a number, 180 us of a 1.7 ms step, for a backward that
+    reads none of them).  A replay's tape is always complete."""
+    if n < _UNFILLED_FROM or state.trace is not None:
+        return True
+    flag = K.READS_X1 if operand else K.READS_X0
+    return bool(K.OPS[code].reads_when(a._rg, b._rg) & flag)
+
+
+def _expanded_ref(tape, x, shape, read=True):
     """x's record, broadcast to ``shape`` by a hidden strided expansion when its shape
-    differs."""
+    differs; a one-value expansion that ``read`` says no rule reads is left unfilled."""
     r = _ref(tape, x)
     v = x._value
     if v.shape == shape:
         return r
-    return _expansion(tape, r, v, shape, math.prod(shape))
+    return _expansion(tape, r, v, shape, math.prod(shape), read)
 
 
-def _expansion(tape, r, v, shape, n):
+def _expansion(tape, r, v, shape, n, read):
     """Record ``r`` (of value v) broadcast to ``shape`` (n values): see _expanded_ref."""
     nd = len(shape)
     off, out = _out(tape, shape, n)
     if v.size == 1:
         # one value everywhere: every stride is 0, and a fill is the copy
         ip = tape.put_aux((nd, *shape) + (0,) * nd)
-        out.fill(v.item())
+        if read:
+            out.fill(v.item())
+        else:
+            tape.leave_unfilled(off, n, v.item())
         return tape.push(K.EXPAND_S, r, -1, off, n, ip)
     lead = nd - v.ndim
     # element strides of x seen from each output dim; 0 where x is broadcast
@@ -534,27 +554,16 @@ def _binary(code, a, b, fn):
         r1 = b._r if b._tape is tape else _elementwise_ref(tape, b, code)
     else:
         # (_expanded_ref written out: a parameter times data is the common broadcast)
-        # An operand of one value is read by the rules at every element where it is
-        # (elementwise.backward2) in an eager recording: a recorded expansion of it cost a
-        # record, a fill and, in the backward, a reducing sweep over n values, for each
-        # parameter of a + b*x.  A replay's records keep every operand at the output's
-        # shape (its generated loops and the forward-mode and second-order passes read
-        # them so), and so does an eager run those passes will sweep (higher._replayed).
-        direct = n > 1 and state.trace is None and state.one_value_reads
         r0 = a._r if a._tape is tape else \
             _elementwise_ref(tape, a, code) if va.shape == shape else _ref(tape, a)
         if va.shape != shape:
-            if direct and va.size == 1:
-                tape.reads_one_value = True
-            else:
-                r0 = _expansion(tape, r0, va, shape, n)
+            r0 = _expansion(tape, r0, va, shape, n,
+                            n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 0))
         r1 = b._r if b._tape is tape else \
             _elementwise_ref(tape, b, code) if vb.shape == shape else _ref(tape, b)
         if vb.shape != shape:
-            if direct and vb.size == 1:
-                tape.reads_one_value = True
-            else:
-                r1 = _expansion(tape, r1, vb, shape, n)
+            r1 = _expansion(tape, r1, vb, shape, n,
+                            n < _UNFILLED_FROM or _expansion_read(code, a, b, n, 1))
     off = tape.top
     tape.top = off + n
     vals = tape.vals

@@ -73,20 +73,6 @@ _VALUE_MASKS = frozenset(code for code, info in K.OPS.items() if info.masks)
 
 def _rule(tape, r, g):
     """[(input record, gradient contribution)] of record r for incoming gradient g."""
-    pairs = _op_rule(tape, r, g)
-    n = tape.size[r]
-    if n > 1 and K.OPS[tape.op[r]].family == K.ELEMENTWISE:
-        # an input of one value that an eager record reads at every element
-        # (functional._binary) takes the sum of its terms, as the expansion it stands for
-        # summed them (the same differentiable scatter, in the same order)
-        pairs = [(s, scatter_add(gx, np.zeros(n, dtype=np.int64), 1)
-                  if s >= 0 and tape.size[s] == 1 and gx.numel() == n else gx)
-                 for s, gx in pairs]
-    return pairs
-
-
-def _op_rule(tape, r, g):
-    """``_rule`` by record r's op alone (its inputs of r's size)."""
     o = tape.op[r]
     a0, a1 = tape.a0[r], tape.a1[r]
     c = tape.fp[r]
@@ -332,7 +318,7 @@ def run_backward_graph(outputs, grad_outputs, inputs=None):
     while seeds:
         tape = max(seeds, key=lambda tp: tp.id)
         acc = seeds.pop(tape)
-        if tape.ext_refs is not None:
+        if tape.ext_refs is not None or tape.unfilled is not None:
             tape.fill_arena()   # (the rules below read values from the arena)
         # what the first-order backward refuses (a saved value changed in place since),
         # this one refuses too
@@ -653,15 +639,12 @@ def _replayed(compiled, xs, consts=()):
     if trace is not None:
         trace.opaque("forward-mode or second-order transforms inside the traced call")
     mark = next(_tape_ids)
-    # (a call that runs eagerly records every input at the output's size, as a replay's:
-    # the passes here read them so)
-    state.trace, reads = None, state.one_value_reads
-    state.one_value_reads = False
+    state.trace = None
     try:
         with autograd.enable_grad():
             out = compiled(*xs, *consts)
     finally:
-        state.trace, state.one_value_reads = trace, reads
+        state.trace = trace
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
     tapes = {id(o._tape): o._tape for o in flat if isinstance(o, Tensor) and o._tape is not None}
     if len(tapes) != 1:
@@ -687,14 +670,9 @@ def _leaf_records(tape, x):
 
 def _filled(tape):
     """``tape``'s value arena with every value in it: the passes here read the arena as it
-    is, while an eager tape may read large constants where they are (``Tape.fill_arena``)
-    -- a compiled function that ran eagerly hands one here.  Their loops read every input
-    at the output's size: an eager record that reads one value at every element
-    (``functional._binary``) is never recorded for them (``_replayed``)."""
-    if tape.reads_one_value:
-        raise RuntimeError("internal error: forward mode or second order reached a tape "
-                           "recorded for the first-order backward alone")
-    if tape.ext_refs is not None:
+    is, while an eager tape may read large constants where they are or leave broadcasts
+    unfilled (``Tape.fill_arena``) -- a compiled function that ran eagerly hands one here."""
+    if tape.ext_refs is not None or tape.unfilled is not None:
         tape.fill_arena()
     return tape.vals
 

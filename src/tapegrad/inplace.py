@@ -449,6 +449,10 @@ def _recompute_copies_of(tape, r):
     copies = _views_of(tape, cols[0], cols[1], r, broadcasts=True)
     for g in copies:    # (in record order: each after the copy it reads)
         K.forward(*cols, tape.vals, tape.ext, g, g + 1)
+    if tape.unfilled and copies:
+        # (filled now: a later fill_arena must not write the old value over them)
+        filled = {int(cols[3][g]) for g in copies}
+        tape.unfilled = [span for span in tape.unfilled if span[0] not in filled] or None
 
 
 def _reread(w, root, name, counted=True):

@@ -619,7 +619,7 @@ class Variant:
         inst.ext_refs = None
         # (the template's constants are in its arena, their versions guarded by the call)
         inst.consts = list(tpl.consts)
-        inst.reads_one_value = False
+        inst.unfilled = None
         inst.cap = inst.top = self.top
         inst.externs, inst.older = {}, {}
         inst.first_extern, inst.dep_of, inst.dep_sets = -1, None, None

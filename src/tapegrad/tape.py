@@ -110,10 +110,6 @@ class _State(threading.local):
         self.grads = np.empty(0)  # the gradient arena, reused across sweeps
         self.sweeping = 0       # sweeps paused in user code (hooks): they hold the arena
         self.last_used = 0      # values the previous tape held when it was finished
-        # eager elementwise records may read an input of one value where it is (a parameter
-        # times a vector: functional._binary); off while a pass that reads every input at
-        # the output's size will sweep what is recorded (higher._replayed)
-        self.one_value_reads = True
 
 
 state = _State()
@@ -171,7 +167,7 @@ class Tape:
         "extern_rec", "nodes", "inplace", "version_base", "refused", "storage_of", "hooks",
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
-        "ext", "ext_refs", "consts", "reads_one_value", "views", "arguments_are_leaves", "composites",
+        "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "composites",
         "__weakref__",
     )
 
@@ -232,10 +228,7 @@ class Tape:
         # A replay's: its template's, a closure's constants and views folded from them,
         # replay.optimize.)
         self.consts = []
-        # a record reads an input of one value at every element (functional._binary): the
-        # forward-mode and second-order passes, which read inputs at the output's size,
-        # refuse the tape (higher._filled)
-        self.reads_one_value = False
+        self.unfilled = None     # [(offset, count, value)]: arena spans no rule reads, eager
         # record -> (shape, (op name, output number) or None) of the records that are views
         # in PyTorch (gathers and reshapes of the kinds functional._VIEW_VARIANTS and
         # _RESHAPE_VIEWS name; the pair for an output of split, chunk or unbind): a backward
@@ -279,10 +272,19 @@ class Tape:
         self.ext_refs.append((r, v))
         self.consts.append((r, x, x._version, v.shape))
 
+    def leave_unfilled(self, off, n, value):
+        """The n values at ``off``, each ``value``, are not written into the arena now: no
+        rule of the backward reads them (a parameter broadcast to be added to a vector:
+        ``functional._expansion_read``).  ``fill_arena`` writes them for readers that take
+        the arena as it is."""
+        if self.unfilled is None:
+            self.unfilled = []
+        self.unfilled.append((off, n, value))
+
     def fill_arena(self):
-        """Bring the values read in place into the arena, for a reader that takes the arena
-        as it is (a differentiable backward's rules, forward mode): from then on every
-        reader finds them there."""
+        """Bring the values read in place, and those left unfilled, into the arena, for a
+        reader that takes the arena as it is (a differentiable backward's rules, forward
+        mode): from then on every reader finds them there."""
         arena = self.arena
         if self.ext_refs is not None:
             voff, ext = self.voff, self.ext
@@ -290,6 +292,10 @@ class Tape:
                 arena[voff[r]:voff[r] + v.size] = v.reshape(-1)
                 ext[r] = 0
             self.ext_refs = None
+        if self.unfilled is not None:
+            for off, n, value in self.unfilled:
+                arena[off:off + n] = value
+            self.unfilled = None
 
     def room(self, n):
         return not self.finished and self.top + n <= self.cap

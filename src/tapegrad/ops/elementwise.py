@@ -1,10 +1,7 @@
 """Elementwise ops: arithmetic and functions of one or two tensors of one shape.
 
 Broadcasting never reaches these rules: the recorder expands operands to the output shape
-first with a hidden expansion, whose backward is the reducing sum -- except an input of one
-value in an eager recording (a parameter times a vector), which the two-input backward reads
-at every element and whose gradient it sums itself (``backward2``); replays, and the passes
-that read inputs at the output's size (forward, tangent, curvature), never meet one.
+first with a hidden expansion, whose backward is the reducing sum.
 
 Each op is one block of scalar rules, all with fixed signatures:
 
@@ -98,52 +95,18 @@ def backward1(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, 
                 _seg(vals, voff[r], n), fp[r], p0, p1, vjp0)
 
 
-@inline
-def _accumulate_reading_one(gx, keep, g, x0, x1, x2, out, c, vjp, m0, m1, one):
-    """``_accumulate`` for a record that reads an input of one value at every element
-    (x0[i * m0], x1[i * m1]: a stride of 0 reads element 0).  For ``one``, gx is that
-    input's one gradient: the contributions are added to it in element order, from 0.0 for
-    a first write -- the additions, in their order, of the expansion's reducing backward
-    this stands for, which added to a cleared gradient."""
-    step = 0 if one else 1
-    if not keep and one:
-        gx[0] = 0.0
-    for i in range(g.size):
-        j = i * step
-        gx[j] = (gx[j] if keep or one else -0.0) + vjp(g[i], x0[i * m0], x1[i * m1], x2[i],
-                                                       out[i], c, 0.0, 0.0)
-
-
 @rule
 def backward2(r, a0, a1, voff, goff, size, ip, fp, aux, faux, vals, ext, grads, need, beta0,
               beta1, vjp0, vjp1, cond):
-    """A two-input op's backward, for each input that needs a gradient.
-
-    An eager recording reads an input of one value where it is, at every element
-    (``functional._binary``: a parameter times a vector), instead of through a recorded
-    expansion of it: that input's gradient is the sum of its contributions."""
+    """A two-input op's backward, for each input that needs a gradient."""
     n = size[r]
     out = _seg(vals, voff[r], n)
+    x0 = _operand(vals, voff, ext, a0[r], n)
+    x1 = _operand(vals, voff, ext, a1[r], n)
+    x2 = _seg(vals, voff[ip[r]], n) if cond else x0
     g = _seg(grads, goff[r], n)
     c = fp[r]
     s0, s1 = a0[r], a1[r]
-    one0 = n > 1 and size[s0] == 1
-    one1 = n > 1 and s1 >= 0 and size[s1] == 1
-    x0 = _operand(vals, voff, ext, s0, 1 if one0 else n)
-    x1 = _operand(vals, voff, ext, s1, 1 if one1 else n)
-    # (x2 stands in as x0 where the op reads no condition, as in the other loops; as out
-    # where x0 is one value: no rule without a condition reads it)
-    x2 = _seg(vals, voff[ip[r]], n) if cond else out if one0 else x0
-    if one0 or one1:
-        m0 = 0 if one0 else 1
-        m1 = 0 if one1 else 1
-        if need[s0]:
-            _accumulate_reading_one(_seg(grads, goff[s0], 1 if one0 else n), beta0 != 0.0, g,
-                                    x0, x1, x2, out, c, vjp0, m0, m1, one0)
-        if s1 >= 0 and need[s1]:
-            _accumulate_reading_one(_seg(grads, goff[s1], 1 if one1 else n), beta1 != 0.0, g,
-                                    x0, x1, x2, out, c, vjp1, m0, m1, one1)
-        return
     if s0 >= 0 and need[s0]:
         _accumulate(_seg(grads, goff[s0], n), beta0 != 0.0, g, x0, x1, x2, out, c, 0.0, 0.0,
                     vjp0)
