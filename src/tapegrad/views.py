@@ -47,6 +47,18 @@ class ViewOf:
         # unbind), ("", 0) for a view of one: PyTorch's CreationMeta.MULTI_OUTPUT_NODE
         self.multi = None
 
+    @classmethod
+    def of_live_root(cls, root, index, overlaps, version):
+        """``ViewOf(root, index, overlaps, False, False, version, None, False)``, the common
+        case (a view made with grad mode on of a tensor that is no view), without ``__init__``'s
+        call: every x[i], x.t(), x.view(...) of a tensor with views comes here.  The fields
+        are ``__init__``'s: a field added there is added here."""
+        v = _new_link(cls)
+        v._root, v.index, v.overlaps = root, index, overlaps
+        v.no_grad_made = v.unversioned = v.detached = False
+        v.made_at, v.via, v.lost, v.multi = version, None, None, None
+        return v
+
     @property
     def root(self):
         return self._root() if self.detached else self._root
@@ -106,14 +118,10 @@ def note_view(result, parent, index, overlaps=False, detached=False, unversioned
     link = parent._alias
     if type(link) is Views and not detached and state.grad_enabled:
         # the common case, a view of a tensor that is no view, made with grad mode on:
-        # ViewOf's fields and Views.add written out (every x[i], x.t(), x.view(...) of a
-        # tensor that has views already comes here)
+        # Views.add written out (every x[i], x.t(), x.view(...) of a tensor that has views
+        # already comes here)
         result._version = version = parent._version
-        v = _new_link(ViewOf)
-        v._root, v.index, v.overlaps = parent, index, overlaps
-        v.no_grad_made = v.unversioned = v.detached = False
-        v.made_at, v.via, v.lost, v.multi = version, None, None, None
-        result._alias = v
+        result._alias = ViewOf.of_live_root(parent, index, overlaps, version)
         refs = link.refs
         refs.append(weakref.ref(result))
         if len(refs) >= link.prune_at:
