@@ -26,7 +26,7 @@ from ._quiet import quiet_begin, quiet_end
 from .ops.table import DATA
 from . import tape as _tape_module
 from .tape import in_arena, state
-from ._frames import is_own_code
+from ._frames import program_site
 from .legacy import _C_TYPE
 from .tensor import Tensor
 from .tensor import _shared as _tensor_shared
@@ -41,12 +41,7 @@ _leaf_sites = {}
 
 def user_site():
     """'file:line' of the innermost frame outside tapegrad."""
-    f = sys._getframe(1)
-    while f is not None:
-        if not is_own_code(f.f_code.co_filename):
-            return f"{f.f_code.co_filename}:{f.f_lineno}"
-        f = f.f_back
-    return "<unknown>"
+    return program_site(sys._getframe(1))
 
 
 def _storage(tape, r):
