@@ -186,3 +186,28 @@ def test_an_unknown_blas_choice_is_refused_at_import():
     done = _run_with_blas("openblas64")
     assert done.returncode != 0
     assert "TAPEGRAD_BLAS must be one of auto, mkl, default, got 'openblas64'" in done.stderr
+
+
+def test_a_given_seed_is_read_where_it_is_and_left_as_it_was():
+    """The sweeps only read a seed: the caller's gradient serves without a copy, is never
+    written, and changing it afterwards changes no ``.grad``."""
+    rng = np.random.default_rng(7)
+    a = tg.tensor(rng.standard_normal((32, 16, 16)), requires_grad=True)
+    w = tg.tensor(rng.standard_normal((16, 16)), requires_grad=True)
+    seed = rng.standard_normal((32, 16, 16))
+    g = tg.tensor(seed.copy())
+    y = a @ w
+    y.backward(g)
+    np.testing.assert_array_equal(g.numpy(), seed)
+    want_w = np.einsum("bij,bik->jk", a.detach().numpy(), seed)
+    np.testing.assert_allclose(w.grad.numpy(), want_w, rtol=1e-12, atol=1e-12)
+    kept = w.grad.numpy().copy()
+    g.numpy()[...] = 1.0
+    np.testing.assert_array_equal(w.grad.numpy(), kept)
+    # the same seed for two outputs that are one record: summed, as PyTorch sums them
+    a.grad = w.grad = None
+    y = (a @ w).sum()
+    tg.autograd.backward([y, y], [tg.tensor(2.0), tg.tensor(3.0)])
+    np.testing.assert_allclose(w.grad.numpy(), 5.0 * a.detach().numpy().sum(axis=(0, 1))[:, None]
+                               * np.ones((1, 16)), rtol=1e-12)
+
