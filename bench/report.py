@@ -97,13 +97,22 @@ def _summary(results: dict, startup: dict | None, peer_names: list[str]) -> list
             if not cases:
                 cells.append("—")
                 continue
-            # tapegrad has two cases, "tapegrad (warm cache)" and "(cold cache)": label them
+            # tapegrad has several cases, "tapegrad (warm cache)", "(cold cache)", "demo (cold
+            # cache, 2 CPUs)": label each with what follows the peer's name
             cells.append(" / ".join(
-                _summary_cell(row, None) + (f" ({case[len(peer):].strip(' ()')})"
+                _summary_cell(row, None) + (f" ({_case_label(case[len(peer):])})"
                                             if case != peer else "")
                 for case, row in cases))
         rows.append(cells)
     return ["## Summary: median per call", ""] + _table(["workload"] + peer_names, rows)
+
+
+def _case_label(rest: str) -> str:
+    """"(warm cache)" -> "warm cache"; "demo (cold cache)" stays as it is."""
+    rest = rest.strip()
+    if rest.startswith("(") and rest.endswith(")") and rest.count("(") == 1:
+        return rest[1:-1]
+    return rest
 
 
 def _summary_cell(row: dict | None, units: int | None) -> str:
@@ -169,13 +178,21 @@ def _note(row: dict) -> str:
     return note.replace("|", "\\|")
 
 
+def _reading(row: dict) -> str:
+    """A figure the child printed about itself (the demo's first backward), for the note."""
+    if row.get("reading_median_s") is None:
+        return ""
+    return f"; its first backward, by its own timer: {fmt_time(row['reading_median_s'])} median"
+
+
 def _startup_section(startup: dict) -> list[str]:
     rows = startup["rows"]
     torch_median = rows.get("torch", {}).get("median_s")
     floor_median = rows.get("floor", {}).get("median_s")
     table = [[case, fmt_time(row.get("median_s")), fmt_time(row.get("min_s")),
               fmt_ratio(row.get("median_s"), torch_median),
-              fmt_ratio(row.get("median_s"), floor_median), str(row.get("n", 0)), _note(row)]
+              fmt_ratio(row.get("median_s"), floor_median), str(row.get("n", 0)),
+              _note(row) + _reading(row)]
              for case, row in rows.items()]
     return ([f"## W6: {WORKLOADS['W6'].title}", "",
              f"Wall time of `python -c SNIPPET`, median of {startup['runs']} interleaved runs "
@@ -268,7 +285,10 @@ def _replay_costs_section(rc: dict) -> list[str]:
 
 
 def render_markdown(info: dict, run: dict, results: dict, startup: dict | None,
-                    scaling: dict | None, replay_costs: dict | None = None) -> str:
+                    scaling: dict | None, replay_costs: dict | None = None,
+                    sections: list[str] = ()) -> str:
+    """The report; ``sections``: lines of the workloads that render themselves (W8, ST),
+    placed after the in-process workloads'."""
     peer_names = run["peer_names"]
     lines = _header(info, run) + [""]
     lines += _summary(results, startup, peer_names) + [""]
@@ -277,6 +297,7 @@ def render_markdown(info: dict, run: dict, results: dict, startup: dict | None,
               "`n/a` is a workload not defined for that library.", ""]
     for res in results.values():
         lines += _workload_section(res, peer_names) + [""]
+    lines += list(sections)
     if startup:
         lines += _startup_section(startup) + [""]
     if replay_costs:

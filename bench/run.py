@@ -34,7 +34,11 @@ if __package__ in (None, ""):
 from bench.machine import REPO_DIR, load_average, pin_to_one_cpu  # noqa: E402  (stdlib only)
 
 IN_PROCESS = ("W1", "W2", "W3", "W4", "W5")
-ALL_WORKLOADS = IN_PROCESS + ("W6", "RC")
+# W8 (bench/w8.py) and ST (bench/structural.py) have scripts of their own and fixed rows of
+# their own (their peers are not --peers'); the full run runs them too, so that one report
+# holds every workload the README quotes
+OWN_ROWS = ("W8", "ST")
+ALL_WORKLOADS = IN_PROCESS + OWN_ROWS + ("W6", "RC")
 SCALING_WORKLOADS = ("W1", "W4", "W5")
 RESULTS_DIR = os.path.join(REPO_DIR, "bench", "results")
 
@@ -47,8 +51,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="few rounds and short budgets, 3 startup runs, and the few "
                              "multi-second cases left out: a minute or two")
     parser.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
-                        help="comma-separated subset of W1..W6 and RC, the costs of "
-                             "tapegrad.compile besides replay (default: all)")
+                        help="comma-separated subset of W1..W6, W8, ST (structural ops) and "
+                             "RC, the costs of tapegrad.compile besides replay (default: all)")
     parser.add_argument("--peers", default=None,
                         help="comma-separated subset of libraries, e.g. tapegrad,torch,floor "
                              "(default: all that import)")
@@ -111,6 +115,21 @@ def main(argv=None) -> int:
     for name in (w for w in IN_PROCESS if w in args.workloads):
         results[name] = measure_workload(name, peers, config, quick=args.quick, progress=progress)
         gc.collect()  # let the last workload's graphs and buffers go before the next
+    sections, own_rows = [], {}
+    if "W8" in args.workloads:
+        from bench import w8
+        # (its budgets per size are a sweep's: eight sizes and variants of five rows each)
+        own_rows["W8"] = w8.measure(config if args.quick else TimingConfig.sweep())
+        sections += ["## W8: mid-size vectorised eager code (`python -m bench.w8`)", ""]
+        for variant in w8.VARIANTS:
+            sections += [w8.render(variant, own_rows["W8"][variant]), ""]
+        gc.collect()
+    if "ST" in args.workloads:
+        from bench import structural
+        own_rows["ST"] = structural.run(config if args.quick else TimingConfig.sweep())
+        sections += ["## ST: structural ops (`python -m bench.structural`)", "",
+                     structural.render(own_rows["ST"]), ""]
+        gc.collect()
     startup = None
     if "W6" in args.workloads:
         runs = args.startup_runs or (3 if args.quick else 5)
@@ -135,14 +154,18 @@ def main(argv=None) -> int:
     run = {"mode": "quick" if args.quick else "full", "skipped_peers": skipped,
            "peer_names": [p.name for p in peers], "tolerance": check.TOLERANCE,
            "timing": vars(config), "argv": sys.argv[1:]}
-    text = report.render_markdown(info, run, results, startup, scaling, replay_costs)
+    text = report.render_markdown(info, run, results, startup, scaling, replay_costs,
+                                  sections)
     print(text)
     report.write_text(args.markdown, text)
     report.write_json(args.json, {
         "machine": info, "run": run,
         "peers": {p.name: {"description": p.description, "versions": p.versions} for p in peers},
         "workloads": results, "startup": startup, "scaling": scaling,
-        "replay_costs": replay_costs})
+        "replay_costs": replay_costs,
+        "W8": {v: {str(n): rows for n, rows in table.items()}
+               for v, table in own_rows.get("W8", {}).items()},
+        "ST": own_rows.get("ST", {})})
     log(f"wrote {args.markdown} and {args.json}")
 
     invalid = _invalid_rows(results, startup, scaling)

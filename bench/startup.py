@@ -42,7 +42,7 @@ def measure_startup(peers: list[Peer], runs: int, quick: bool = False,
                 bar.update(runs + 1)
                 continue
             bar.status(f"{case.name}: warm-up")
-            _, problem = _run(case, expected)
+            _, problem, _ = _run(case, expected)
             if problem:
                 rows[case.name].update(status="error", note=problem)
                 log(f"[W6] {case.name}: ERROR {problem}")
@@ -54,8 +54,10 @@ def measure_startup(peers: list[Peer], runs: int, quick: bool = False,
             shift = r % max(1, len(live))
             for case in live[shift:] + live[:shift]:
                 bar.status(f"run {r + 1}/{runs}: {case.name}")
-                seconds, problem = _run(case, expected)
+                seconds, problem, reading = _run(case, expected)
                 row = rows[case.name]
+                if reading is not None:
+                    row.setdefault("readings_s", []).append(reading)
                 if problem:
                     row["status"] = "invalid"
                     row["note"] = f"run {r + 1}: {problem}"
@@ -66,11 +68,14 @@ def measure_startup(peers: list[Peer], runs: int, quick: bool = False,
         if row["samples_s"]:
             row.update(median_s=statistics.median(row["samples_s"]), min_s=min(row["samples_s"]),
                        n=len(row["samples_s"]))
+        if row.get("readings_s"):
+            row["reading_median_s"] = statistics.median(row["readings_s"])
     return {"workload": "W6", "runs": runs, "rows": rows}
 
 
-def _run(case: StartupCase, expected: np.ndarray) -> tuple[float, str | None]:
-    """Wall time of one child process, and what went wrong (None when all is well)."""
+def _run(case: StartupCase, expected: np.ndarray) -> tuple[float, str | None, float | None]:
+    """Wall time of one child process, what went wrong (None when all is well), and the
+    case's ``reading`` of its output (None without one)."""
     env = dict(os.environ)
     # Python's bytecode cache as on a user's machine: with PYTHONDONTWRITEBYTECODE set (as
     # in some sandboxes and containers) every import of a package installed from source,
@@ -84,17 +89,20 @@ def _run(case: StartupCase, expected: np.ndarray) -> tuple[float, str | None]:
         proc = subprocess.run([sys.executable, "-c", case.code], env=env, capture_output=True,
                               text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return TIMEOUT_S, f"timed out after {TIMEOUT_S} s"
+        return TIMEOUT_S, f"timed out after {TIMEOUT_S} s", None
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        return seconds, f"exit code {proc.returncode}: {tail[0][:200]}"
+        return seconds, f"exit code {proc.returncode}: {tail[0][:200]}", None
+    reading = case.reading[1](proc.stdout) if case.reading else None
+    if case.reading and reading is None:
+        return seconds, f"{case.reading[0]}: not found in its output", None
     if not case.check:
-        return seconds, None
+        return seconds, None, reading
     try:
         grad = np.array(json.loads(proc.stdout.strip().splitlines()[-1]), dtype=np.float64)
     except (ValueError, IndexError):
-        return seconds, f"could not read a gradient from stdout {proc.stdout[-200:]!r}"
+        return seconds, f"could not read a gradient from stdout {proc.stdout[-200:]!r}", None
     if grad.shape != expected.shape or not np.allclose(grad, expected, rtol=1e-12, atol=0):
-        return seconds, f"gradient {grad.tolist()} != 2*x"
-    return seconds, None
+        return seconds, f"gradient {grad.tolist()} != 2*x", None
+    return seconds, None, reading

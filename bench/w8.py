@@ -320,16 +320,23 @@ def render(variant, table):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    args = script_arguments(__doc__, "w8.json", argv)
-    config = args.config
-    load_start = load_average()
+def measure(config):
+    """variant -> N -> row -> summary, every variant at every size (``python -m bench``
+    runs this too, with ``--workloads W8``)."""
     results = {}
     for variant in VARIANTS:
         results[variant] = {}
         for n in SIZES:
             results[variant][n] = run_size(variant, n, config)
             print(f"W8 {variant} N={n}: done", file=sys.stderr)
+    return results
+
+
+def main(argv=None):
+    args = script_arguments(__doc__, "w8.json", argv)
+    config = args.config
+    load_start = load_average()
+    results = measure(config)
     load_end = load_average()
     print(f"W8 on CPU {PINNED}, one thread, float64; load average {load_start} -> {load_end}")
     for variant in VARIANTS:

@@ -57,6 +57,10 @@ class StartupCase:
     check: bool = True  # False for python_bare, which computes nothing
     note: str = ""
     quick_skip: str = ""  # why --quick leaves this case out (empty: it runs)
+    # a figure the child prints about itself, read from its stdout: (what it is, a function
+    # of the stdout giving seconds, or None where it printed none), e.g. the demo's own
+    # timing of its first backward
+    reading: tuple[str, Callable[[str], float | None]] | None = None
 
 
 # Module name -> what to say when it cannot be imported. Order is the report's column order.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -151,6 +152,7 @@ print(json.dumps(x.grad.tolist()))
 # as a user's process runs: on every CPU of the machine (the harness pins its children to one)
 _UNPINNED = """
 import os
+import re
 os.sched_setaffinity(0, range(os.cpu_count()))
 """
 
@@ -184,7 +186,25 @@ def _startup_cases():
             StartupCase("tapegrad (cold cache, 2 CPUs)", _UNPINNED + _STARTUP, env=cold,
                         note="fresh NUMBA_CACHE_DIR per run, the child unpinned: the compile "
                              "helper's second process compiles part of the kernels",
-                        quick_skip="compiling every kernel takes seconds per run")]
+                        quick_skip="compiling every kernel takes seconds per run"),
+            StartupCase("tapegrad demo (cold cache, 2 CPUs)", _UNPINNED + _DEMO, env=cold,
+                        check=False, reading=("its first backward", _demo_first_backward),
+                        note="the README's `python -m tapegrad`, whole process, fresh "
+                             "NUMBA_CACHE_DIR per run, unpinned",
+                        quick_skip="the demo takes ten seconds or more per run")]
+
+
+_DEMO = """
+import runpy
+runpy.run_module("tapegrad", run_name="__main__")
+"""
+_FIRST_BACKWARD = re.compile(r"this first backward of the process took\s+([0-9.]+) ms")
+
+
+def _demo_first_backward(stdout):
+    """The demo's own timing of its first backward, in seconds (None if it printed none)."""
+    found = _FIRST_BACKWARD.search(stdout)
+    return float(found.group(1)) / 1e3 if found else None
 
 
 # --- compiled: the same workloads through tapegrad.compile (record once, replay) ----------
