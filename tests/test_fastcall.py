@@ -237,28 +237,80 @@ def test_backward_after_a_fast_replay_hands_on_what_it_does_not_handle(what):
                 np.testing.assert_allclose(g, w, rtol=1e-12)
 
 
+def _replayed_tape(args, vals, **changed):
+    """What the generated backward reads of a fast replay's tape (replay._Instance)."""
+    tape = SimpleNamespace(hooks={}, custom={}, inplace=[], freed=None, consts=[],
+                           args=args, arg_versions=(0,) * len(args or ()), arena=vals, ext=NO_EXT,
+                           finished=False)
+    for name, value in changed.items():
+        setattr(tape, name, value)
+    return tape
+
+
 def test_generated_backward_for_many_arguments_finds_a_repeated_one():
     # more arguments than the pairwise `is` checks cover: a set of ids instead
     def sweep(vals, ext, grads, scale):
         grads[10:19] = vals[:9] * scale
 
+    freed = np.ones(3, dtype=bool)
     program = SimpleNamespace(leaf_slots=tuple((r, 10 + r, 1) for r in range(9)),
-                              backward=sweep, backward_params=(2.0,), seed_offset=0, total=20)
+                              backward=sweep, backward_params=(2.0,), seed=40, seed_offset=0,
+                              total=20, freed=freed)
     spec = tuple(((), True, i, -1, False) for i in range(9))
-    backward = _fastcall.backward_for(spec, tuple(range(9)), program, lambda n: arena[:n])
+    finished = []
+    backward = _fastcall.backward_for(spec, tuple(range(9)), program, lambda n: arena[:n],
+                                      SimpleNamespace(maybe_any=lambda: False),
+                                      finished.append)
     arena = np.full(30, np.nan)
     vals = np.arange(9.0)
     args = [tg.tensor(float(i), requires_grad=True) for i in range(9)]
-    assert not backward(args[:8] + [args[0]], (0,) * 9, vals, NO_EXT)
+    out = SimpleNamespace(_r=40)
+    # None: a case for program_backward's own way (a repeated argument, a replay the
+    # general way), nothing written
+    assert backward(out, _replayed_tape(args[:8] + [args[0]], vals), None) is None
+    assert backward(out, _replayed_tape(None, vals), None) is None
     assert np.isnan(arena).all()      # refused before anything was written
     assert all(a.grad is None for a in args)
-    assert backward(args, (0,) * 9, vals, NO_EXT)
+    tape = _replayed_tape(args, vals)
+    assert backward(out, tape, None) is True
     assert arena[0] == 1.0            # the seed
     assert [a.grad.item() for a in args] == [2.0 * i for i in range(9)]
+    assert tape.freed is freed and tape.finished
+    assert finished == []             # (not the tape recorded on: nothing more to do)
     # gradients of numbers are views of one array: each still changes on its own
     args[1].grad.add_(1.0)
     assert [a.grad.item() for a in args[:3]] == [0.0, 3.0, 4.0]
-    assert not backward(args, (0,) * 9, vals, NO_EXT)    # they have a .grad now
+    assert backward(out, _replayed_tape(args, vals), None) is None   # they have a .grad now
+
+
+@pytest.mark.parametrize("case", ["other output", "hooks", "custom", "inplace", "freed",
+                                  "constant changed"])
+def test_generated_backward_leaves_what_run_backward_does_untouched(case):
+    """False where autograd.program_backward's checks send backward() the general way."""
+    def sweep(vals, ext, grads, scale):
+        grads[1] = vals[0] * scale
+
+    program = SimpleNamespace(leaf_slots=((0, 1, 1),), backward=sweep, backward_params=(2.0,),
+                              seed=5, seed_offset=0, total=2, freed=None)
+    arena = np.full(4, np.nan)
+    backward = _fastcall.backward_for((((), True, 0, -1, False),), (0,), program,
+                                      lambda n: arena[:n],
+                                      SimpleNamespace(maybe_any=lambda: False), None)
+    a = tg.tensor(3.0, requires_grad=True)
+    constant = tg.tensor(1.0)
+    changed = {"hooks": {"hooks": {0: [print]}}, "custom": {"custom": {0: None}},
+               "inplace": {"inplace": [(0, 0, "add_", "", ())]},
+               "freed": {"freed": np.ones(1, dtype=bool)},
+               "constant changed": {"consts": [(1, 7, 0, ()), (2, constant, 0, ())]}}
+    if case == "constant changed":
+        constant.add_(1.0)
+    out = SimpleNamespace(_r=4 if case == "other output" else 5)
+    tape = _replayed_tape([a], np.array([3.0]), **changed.get(case, {}))
+    assert backward(out, tape, None) is False
+    assert np.isnan(arena).all() and a.grad is None
+    # the same tape with nothing changed is the fast path's
+    assert backward(SimpleNamespace(_r=5), _replayed_tape([a], np.array([3.0])), True) is True
+    assert a.grad.item() == 6.0
 
 
 def test_generated_replay_refuses_without_copying_on_a_mismatch():

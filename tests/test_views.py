@@ -296,6 +296,29 @@ def test_numpy_memory_of_leaves_detached_tensors_and_arrays_is_shared_as_in_pyto
     assert np.shares_memory(mine[3].numpy(), mine[4].numpy())
 
 
+@pytest.mark.parametrize("layout", ["rows", "columns"])
+def test_numpy_of_a_tensor_with_no_views_is_its_memory_as_in_pytorch(layout):
+    # tensor._for_numpy's own way for a tensor that is no view and has none (a fresh .grad,
+    # an op's result): the same memory, seen by views made later, as the general way
+    def program(L):
+        w = L.ones(3, 4, requires_grad=True)
+        (w * 2.0).sum().backward()
+        g = w.grad.numpy()
+        g[0, 1] = 5.0                       # a write into the gradient's storage
+        x = L.arange(12.0).reshape(3, 4) * 1.0
+        if layout == "columns":             # (NumPy lays this product out in column order)
+            x = L.arange(12.0).reshape(4, 3).t() * 1.0
+        a = x.numpy()
+        a[1, 2] = -3.0
+        assert x.numpy() is a or np.shares_memory(x.numpy(), a)   # asked again: the same
+        row = x[1]                          # a view made after NumPy got the memory
+        a[1, 0] = 8.0
+        y = x + 1.0                         # an op reads what NumPy wrote
+        return [w.grad, x, row, y]
+    mine, theirs = both(program)
+    assert_same_tensors(mine, theirs)
+
+
 def test_a_view_that_is_recorded_keeps_its_values_and_numpy_of_it_is_refused():
     # a recorded view's values are a record of the tape (the README says so): NumPy gets
     # them only through detach(), which reads the base's memory

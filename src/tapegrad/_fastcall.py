@@ -12,6 +12,7 @@ once it has generated code, which the replay then calls itself; and ``backward()
 """
 import numpy as np
 
+from .tape import state
 from .tensor import Tensor
 
 _FLOAT64 = np.dtype(np.float64)
@@ -141,16 +142,22 @@ def _fresh_tensor(arg, value):
             + [f"    {arg}._grad = t"])
 
 
-def backward_for(spec, records, program, arena):
-    """``backward(args, versions, vals, ext)``: ``loss.backward()`` for a replay of ``program``
-    (a codegen.Program) whose leaves are positional arguments, or False, with nothing
-    changed, where the usual case does not hold.
+def backward_for(spec, records, program, arena, retained, finish):
+    """``backward(t, tape, retain_graph)``: ``t.backward()`` for ``t``, the one output of
+    ``tape``, a replay of ``program`` (a codegen.Program): all of
+    ``autograd.program_backward`` for a replay whose leaves are positional arguments, written
+    out for one signature.  False, with nothing changed, where ``run_backward`` must do it
+    (the checks at the top of ``program_backward``); None, with nothing changed, where
+    ``program_backward``'s own way must (``tape`` replayed the general way, or not the usual
+    case); True when done.
 
-    The usual case: no argument changed in place since the replay read it (``versions``),
-    none passed twice, and those that get a gradient require grad and have no hooks and no
-    ``.grad`` yet.  Then it seeds the gradient arena (``arena(total)``), runs the generated
-    sweep over ``vals`` and gives each argument its ``.grad``.  ``records``: each argument's
-    LEAF record (-1: not read).
+    The usual case: no argument changed in place since the replay read it
+    (``tape.arg_versions``), none passed twice, and those that get a gradient require grad
+    and have no hooks and no ``.grad`` yet.  Then it seeds the gradient arena
+    (``arena(total)``), runs the generated sweep over the tape's values and gives each
+    argument its ``.grad``.  ``records``: each argument's LEAF record (-1: not read);
+    ``retained``: autograd's registry of tensors that retain their grad; ``finish``:
+    tape.finish.
     """
     n = len(spec)
     names = [f"a{i}" for i in range(n)]
@@ -176,16 +183,36 @@ def backward_for(spec, records, program, arena):
     else:
         tests.append(f"len(set(map(id, args))) != {n}")
     namespace = {"new": object.__new__, "Tensor": Tensor, "arena": arena,
-                 "sweep": program.backward, "NUMBERS": np.array(numbers, dtype=np.intp)}
-    lines = ["def backward(args, versions, vals, ext):"]
+                 "sweep": program.backward, "NUMBERS": np.array(numbers, dtype=np.intp),
+                 "RETAINED": retained, "PROGRAM": program, "STATE": state,
+                 "finish": finish}
+    lines = ["def backward(t, tape, retain_graph):",
+             # autograd.program_backward's checks, and autograd.constants_changed's loop
+             f"    if (t._r != {int(program.seed)} or tape.hooks or tape.custom or tape.inplace",
+             "            or tape.freed is not None or RETAINED.maybe_any()):",
+             "        return False",
+             "    for _, x, version, _ in tape.consts:",
+             "        if type(x) is not int and x._version != version:",
+             "            return False",
+             "    args = tape.args",
+             "    if args is None:",
+             "        return None",
+             "    versions = tape.arg_versions"]
     if n:
         lines.append(f"    {', '.join(names)}, = args")
     if tests:
-        lines += ["    if (" + "\n            or ".join(tests) + "):", "        return False"]
+        lines += ["    if (" + "\n            or ".join(tests) + "):", "        return None"]
     lines += [f"    grads = arena({int(program.total)})",
               f"    grads[{int(program.seed_offset)}] = 1.0",
-              f"    sweep({_passing('vals, ext, grads', program.backward_params, namespace)})"]
+              f"    sweep({_passing('tape.arena, tape.ext, grads', program.backward_params, namespace)})"]
     if numbers:
         lines.append("    block = grads[NUMBERS]")
-    lines += assign + ["    return True"]
+    lines += assign
+    # tape.finish, its call made only where it does more than mark the tape finished
+    lines += ["    if not retain_graph:",
+              "        tape.freed = PROGRAM.freed",
+              "        tape.finished = True",
+              "        if STATE.tape is tape:",
+              "            finish(tape)",
+              "    return True"]
     return _define("\n".join(lines) + "\n", "backward", namespace)

@@ -540,18 +540,17 @@ def program_backward(t, retain_graph):
     tensors, a swept tape, a tensor passed twice).  Same sweep, same ``.grad``."""
     tape = t._tape
     prog = tape.program
-    if (prog.seed != t._r or tape.hooks or tape.custom or tape.inplace or tape.freed is not None
-            or _RETAINED.maybe_any() or constants_changed(tape)):
+    fast = prog.arg_backward
+    if fast is not None:
+        # a program replayed for positional arguments (replay.Variant.replay_args) has all
+        # of this function generated for its signature (_fastcall.backward_for), checks
+        # first; None where a replay of it needs the way below
+        done = fast(t, tape, retain_graph)
+        if done is not None:
+            return done
+    elif (prog.seed != t._r or tape.hooks or tape.custom or tape.inplace
+          or tape.freed is not None or _RETAINED.maybe_any() or constants_changed(tape)):
         return False
-    args = tape.args
-    # a replay of positional arguments (replay.Variant.replay_args) has a backward
-    # generated for its signature (_fastcall.backward_for)
-    if (args is not None and prog.arg_backward is not None
-            and prog.arg_backward(args, tape.arg_versions, tape.arena, tape.ext)):
-        if not retain_graph:
-            tape.freed = prog.freed
-            finish(tape)
-        return True
     leaves, leaf_rec = tape.leaves, tape.leaf_rec
     if len(leaf_rec) != len(leaves):
         return False

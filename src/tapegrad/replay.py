@@ -569,9 +569,10 @@ class Variant:
             self._read_arguments_in_place(prog.direct)
         if prog is not None and self.arg_spec is not None:
             if prog.seed is not None:
-                from .autograd import gradient_arena
+                from .autograd import _RETAINED, gradient_arena
                 prog.arg_backward = _fastcall.backward_for(
-                    self.arg_spec, self.arg_spec_records, prog, gradient_arena)
+                    self.arg_spec, self.arg_spec_records, prog, gradient_arena, _RETAINED,
+                    _tape.finish)
             self._make_fast_path()
         if self.owner is not None:
             if self.program is not None:

@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _device, _dtype
 from .tape import state
+from .views import _EXPOSED
 from .views import ViewOf as _ViewOf
 from .views import expose as _expose
 from .views import exposed as _exposed
@@ -610,6 +611,21 @@ def _for_numpy(t):
     gives its own copy read-only instead, so that a write into it raises rather than being
     lost."""
     link = t._alias
+    if link is None:
+        # a tensor that is no view and has none (every fresh ``.grad``): the steps below for
+        # root = t, with ``expose`` written out -- its calls were half of ``p.grad.numpy()``
+        v = t._value
+        if not v.flags.c_contiguous and id(t) not in _shared:
+            v = t._value = np.ascontiguousarray(v)
+        if t._numpy is not v:
+            t._numpy = v
+            if not _EXPOSED:
+                _EXPOSED.append(True)
+        if _shared:
+            hit = _shared.get(id(t))
+            if hit is not None and hit[0]() is t and hit[2] is None and hit[3]._value is v:
+                _expose(hit[3])
+        return v
     root = link.root if type(link) is _ViewOf else t
     if root is None:        # detached from a tensor that is gone: its own now
         t._alias = None
