@@ -254,7 +254,7 @@ class Tape:
     def __len__(self):
         return len(self.op)
 
-    def read_in_place(self, r, x):
+    def read_in_place(self, r, x, constant=True):
         """Record r, a constant just pushed with its arena slot left unfilled, is tensor x's
         value, which the op reading it (a matrix product, an elementwise op) reads where it
         is (``ext``): as PyTorch keeps a saved operand, by reference and version -- a backward that reads it after an in-place
@@ -270,7 +270,19 @@ class Tape:
         if self.ext_refs is None:
             self.ext_refs = []
         self.ext_refs.append((r, v))
-        self.consts.append((r, x, x._version, v.shape))
+        if constant:    # (a leaf's version is checked through leaf_rec, as when copied)
+            self.consts.append((r, x, x._version, v.shape))
+
+    def read_from_arena(self, r, x):
+        """Record r, whose value its readers so far read where tensor x is
+        (``read_in_place``), is read from the arena from now on: its slot gets x's values
+        and the address is dropped, so that every reader reads the same values."""
+        v = x._value
+        self.vals[self.voff[r]:self.voff[r] + v.size] = v.reshape(-1)
+        if r < self.ext.size:
+            self.ext[r] = 0
+        if self.ext_refs is not None:
+            self.ext_refs = [(s, a) for s, a in self.ext_refs if s != r] or None
 
     def leave_unfilled(self, off, n, value):
         """The n values at ``off``, each ``value``, are not written into the arena now: no
