@@ -212,18 +212,26 @@ def _input_ref(tape, t):
     return hit[0] if hit is not None else (t._tape, t._r)
 
 
-def _constant_in_place(tape, x):
-    """A record on ``tape`` for tensor x, an operand of a matrix product or of an elementwise
-    op (``_elementwise_ref``), that the op's rules read where x is (``Tape.read_in_place``),
-    or -1: x is then copied as ``_ref`` copies it.  Only a large eager constant of memory
-    that only tapegrad writes (a data matrix: copying W8's (10^5, 16) took 1.2 ms of a 3.8 ms
-    step), which PyTorch would keep by reference.  The record is offered to later readers of
-    the same kinds only (under its own key in ``const_rec``): others read the arena."""
+def _readable_in_place(x):
+    """Whether tensor x may be read where it is by the records of an eager tape rather than
+    copied onto it: large, float64, row-major, no view, not traced, not itself recorded, and
+    of memory that only tapegrad writes (a write NumPy makes is seen by no version count)."""
     v = x._value
-    if (x._tape is not None or x._rg or v.size < _tape_module.IN_PLACE_MIN
-            or state.trace is not None or x._alias is not None or v.dtype is not _FLOAT64
-            or not v.flags.c_contiguous or (_EXPOSED and numpy_holds(x))):
+    return (x._tape is None and v.size >= _tape_module.IN_PLACE_MIN and state.trace is None
+            and x._alias is None and v.dtype is _FLOAT64 and v.flags.c_contiguous
+            and not (_EXPOSED and numpy_holds(x)))
+
+
+def _constant_in_place(tape, x):
+    """A record on ``tape`` for constant x, an operand of a matrix product or of an
+    elementwise op (``_elementwise_ref``), that the op's rules read where x is
+    (``Tape.read_in_place``), or -1: x is then copied as ``_ref`` copies it.  For a data
+    matrix (copying W8's (10^5, 16) took 1.2 ms of a 3.8 ms step), which PyTorch would keep
+    by reference.  The record is offered to later readers of the same kinds only (under its
+    own key in ``const_rec``): others read the arena."""
+    if x._rg or not _readable_in_place(x):
         return -1
+    v = x._value
     key = (id(x), "in place")
     hit = tape.const_rec.get(key)
     if hit is not None and hit[1] == x._version and hit[2]() is v:
@@ -238,16 +246,13 @@ def _constant_in_place(tape, x):
 def _leaf_in_place(tape, x):
     """A record on ``tape`` for leaf x, an operand of a matrix product, that the product's
     rules read where x is (``Tape.read_in_place``), or -1: x is then copied as ``_ref``
-    copies it.  Only a large eager leaf of memory that only tapegrad writes (a layer's
-    weights: copying W3's 784x256 took 0.18 ms of a 7.9 ms step), which PyTorch keeps by
-    reference.  Its version is checked as a copied leaf's (``leaf_rec``); the entry there
-    says it is read in place, and the first reader of another kind (``_ref``) fills its
-    slot, from which every reader then reads."""
-    v = x._value
-    if (x._tape is not None or not x._rg or v.size < _tape_module.IN_PLACE_MIN
-            or state.trace is not None or x._alias is not None or v.dtype is not _FLOAT64
-            or not v.flags.c_contiguous or (_EXPOSED and numpy_holds(x))):
+    copies it.  For a layer's weights (copying W3's 784x256 took 0.18 ms of a 7.9 ms step),
+    which PyTorch keeps by reference.  Its version is checked as a copied leaf's
+    (``leaf_rec``); the entry there says it is read in place, and the first reader of
+    another kind (``_ref``) fills its slot, from which every reader then reads."""
+    if not x._rg or not _readable_in_place(x):
         return -1
+    v = x._value
     key = id(x)
     hit = tape.leaf_rec.get(key)
     if hit is not None and hit[1] == x._version and hit[2]() is v:

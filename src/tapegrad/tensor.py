@@ -612,34 +612,24 @@ def _for_numpy(t):
     lost."""
     link = t._alias
     if link is None:
-        # a tensor that is no view and has none (every fresh ``.grad``): the steps below for
-        # root = t, with ``expose`` written out -- its calls were half of ``p.grad.numpy()``
-        v = t._value
-        if not v.flags.c_contiguous and id(t) not in _shared:
-            v = t._value = np.ascontiguousarray(v)
-        if t._numpy is not v:
-            t._numpy = v
-            if not _EXPOSED:
-                _EXPOSED.append(True)
-        if _shared:
-            hit = _shared.get(id(t))
-            if hit is not None and hit[0]() is t and hit[2] is None and hit[3]._value is v:
-                _expose(hit[3])
-        return v
-    root = link.root if type(link) is _ViewOf else t
-    if root is None:        # detached from a tensor that is gone: its own now
-        t._alias = None
-        root = t
+        root = t            # (every fresh ``.grad``: no view and none of its own)
+    else:
+        root = link.root if type(link) is _ViewOf else t
+        if root is None:    # detached from a tensor that is gone: its own now
+            t._alias = None
+            root = t
     if not root._value.flags.c_contiguous and id(root) not in _shared:
         # (a result NumPy laid out in column order, x.t() * 2): its views know their
         # elements by row-major position, so its memory becomes row-major before NumPy
         # holds it
         root._value = np.ascontiguousarray(root._value)
-    _expose(root)           # its views read the memory NumPy holds from now on
-    hit = _shared.get(id(root))
-    if hit is not None and hit[0]() is root and hit[2] is None and \
-            hit[3]._value is root._value:
-        _expose(hit[3])     # (a leaf given root's memory, leaf.data = root: NumPy holds its)
+    if root._numpy is not root._value:     # (held already: nothing to do, and no call)
+        _expose(root)       # its views read the memory NumPy holds from now on
+    if _shared:
+        hit = _shared.get(id(root))
+        if hit is not None and hit[0]() is root and hit[2] is None and \
+                hit[3]._value is root._value:
+            _expose(hit[3]) # (a leaf given root's memory, leaf.data = root: NumPy holds its)
     if root is t or _share(t):
         return t._value
     v = t._value.view()
