@@ -143,6 +143,16 @@ from .amp.autocast_mode import (get_autocast_dtype, is_autocast_cache_enabled,  
                                 is_autocast_enabled)
 from .version import __version__  # noqa: E402,F401
 
+from .legacy import Variable as _Variable, variable as _variable  # noqa: E402
+
+autograd.Variable = _Variable   # (from torch.autograd import Variable: older programs)
+autograd.variable = _variable
+# PyTorch's module paths for names defined elsewhere here (from torch.nn.modules.loss import
+# _Loss, from torch.distributions.normal import Normal, ...), once every name is bound
+from . import _module_paths  # noqa: E402
+
+_module_paths.install(_sys.modules[__name__])
+
 # PyTorch's TypeError for a list, a number, None, ... where a function takes tensors only
 # (_argtypes.py): guards in front of the public functions and methods, put in last, once
 # every name is bound

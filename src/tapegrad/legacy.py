@@ -285,3 +285,49 @@ _tensor_module.LEGACY.new = tensor_new
 from ._public import public_dir as _public_dir  # noqa: E402
 
 __dir__ = _public_dir(globals())
+
+
+# --- Variable: the wrapper PyTorch folded into Tensor, still imported by older programs -------
+class VariableMeta(type):
+    """Every tensor is a Variable (``isinstance(x, Variable)``), as in PyTorch, where the two
+    merged: older programs test for it."""
+
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=VariableMeta):
+    """``Variable(data, requires_grad=False)``: what PyTorch's legacy wrapper gives now -- a
+    tensor detached from ``data``'s history that shares its memory (a write through one is
+    seen by the other), requiring grad as asked; no ``data`` gives an empty vector.
+    ``volatile`` has no effect beyond PyTorch's warning."""
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False, **kwargs):
+        for name in kwargs:
+            raise TypeError(f"'{name}' is an invalid keyword argument for this function")
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                          "instead.", stacklevel=2)
+        if data is None:
+            return creation.empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError("Variable data has to be a tensor, but got "
+                            f"{_tensor_module._typename(data)}")
+        if requires_grad and not data.dtype.is_floating_point:
+            # (its own text, not requires_grad_'s)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        result = data.detach()
+        if requires_grad:
+            result.requires_grad_(True)
+        return result
+
+
+Variable.__module__ = VariableMeta.__module__ = "tapegrad.autograd.variable"
+
+
+def variable(*args, **kwargs):
+    """``autograd.variable(...)``: PyTorch's refusal of the function it replaced with
+    ``tensor``."""
+    raise RuntimeError("tapegrad.autograd.variable(...) is deprecated, use tapegrad.tensor(...) "
+                       "instead")

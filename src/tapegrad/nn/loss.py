@@ -1,7 +1,7 @@
 """More loss layers as in ``torch.nn``: each holds its options and calls the matching
 ``tapegrad.nn.functional`` function."""
 from . import functional as F
-from .modules import _Loss
+from .modules import _Loss, _WeightedLoss
 
 __all__ = [
     "HuberLoss", "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
@@ -9,14 +9,6 @@ __all__ = [
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "HingeEmbeddingLoss", "CTCLoss",
     "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
 ]
-
-
-class _LegacyLoss(_Loss):
-    """A loss that still takes PyTorch's deprecated ``size_average`` and ``reduce``, which
-    override ``reduction`` (with PyTorch's warning) when given."""
-
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
 
 
 class CTCLoss(_Loss):
@@ -35,7 +27,7 @@ class CTCLoss(_Loss):
     """
 
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
@@ -55,14 +47,14 @@ class HuberLoss(_Loss):
     """
 
     def __init__(self, reduction="mean", delta=1.0):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input, target):
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
-class SmoothL1Loss(_LegacyLoss):
+class SmoothL1Loss(_Loss):
     """Quadratic within ``beta`` of the target, linear beyond: ``F.smooth_l1_loss``.
 
     Shape: as for ``HuberLoss``.
@@ -80,7 +72,7 @@ class SmoothL1Loss(_LegacyLoss):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
-class KLDivLoss(_LegacyLoss):
+class KLDivLoss(_Loss):
     """Kullback-Leibler divergence of the target from log-probabilities: ``F.kl_div``
     (``reduction="batchmean"`` gives the true divergence per sample).
 
@@ -100,7 +92,7 @@ class KLDivLoss(_LegacyLoss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class PoissonNLLLoss(_LegacyLoss):
+class PoissonNLLLoss(_Loss):
     """Poisson negative log-likelihood of counts: ``F.poisson_nll_loss``.
 
     Shape: input and target of one shape -> ``()`` (that shape with ``"none"``).
@@ -135,7 +127,7 @@ class GaussianNLLLoss(_Loss):
     """
 
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.full = full
         self.eps = eps
 
@@ -144,7 +136,7 @@ class GaussianNLLLoss(_Loss):
                                    reduction=self.reduction)
 
 
-class MarginRankingLoss(_LegacyLoss):
+class MarginRankingLoss(_Loss):
     """``max(0, -target * (input1 - input2) + margin)``: ``F.margin_ranking_loss``.
 
     Shape: three tensors of one shape -> ``()`` (that shape with ``"none"``).
@@ -180,7 +172,7 @@ class CosineEmbeddingLoss(MarginRankingLoss):
                                        reduction=self.reduction)
 
 
-class TripletMarginLoss(_LegacyLoss):
+class TripletMarginLoss(_Loss):
     """``max(d(anchor, positive) - d(anchor, negative) + margin, 0)``:
     ``F.triplet_margin_loss``.
 
@@ -208,17 +200,7 @@ class TripletMarginLoss(_LegacyLoss):
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
-
-class _WeightedLegacyLoss(_LegacyLoss):
-    """A legacy loss with an optional per-class ``weight``, held as a buffer as in PyTorch
-    (so it is in ``state_dict()`` and follows ``.to()``)."""
-
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
-
-
-class SoftMarginLoss(_LegacyLoss):
+class SoftMarginLoss(_Loss):
     """Two-class logistic loss ``log(1 + exp(-y x))`` for targets of +1 and -1:
     ``F.soft_margin_loss``.
 
@@ -233,7 +215,7 @@ class SoftMarginLoss(_LegacyLoss):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_WeightedLegacyLoss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Binary cross-entropy of each of ``C`` labels from logits, averaged over the labels
     (each scaled by ``weight``): ``F.multilabel_soft_margin_loss``.
 
@@ -249,7 +231,7 @@ class MultiLabelSoftMarginLoss(_WeightedLegacyLoss):
                                              reduction=self.reduction)
 
 
-class MultiMarginLoss(_WeightedLegacyLoss):
+class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss of scores and class indices (``p`` 1 or 2, a ``margin``, an
     optional per-class ``weight``): ``F.multi_margin_loss``.
 
@@ -277,7 +259,7 @@ class MultiMarginLoss(_WeightedLegacyLoss):
                                    weight=self.weight, reduction=self.reduction)
 
 
-class HingeEmbeddingLoss(_LegacyLoss):
+class HingeEmbeddingLoss(_Loss):
     """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1:
     ``F.hinge_embedding_loss``.
 
@@ -297,7 +279,7 @@ class HingeEmbeddingLoss(_LegacyLoss):
                                       reduction=self.reduction)
 
 
-class MultiLabelMarginLoss(_LegacyLoss):
+class MultiLabelMarginLoss(_Loss):
     """Multi-label hinge loss of scores and the target classes of each sample (class
     indices up to the first -1): ``F.multilabel_margin_loss``.
 
@@ -324,7 +306,7 @@ class TripletMarginWithDistanceLoss(_Loss):
     """
 
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         if margin <= 0:
             raise ValueError("TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")

@@ -1337,9 +1337,22 @@ class FeatureAlphaDropout(_DropoutNd):
 
 
 class _Loss(Module):
-    def __init__(self, reduction="mean"):
+    """The base of the loss layers, as PyTorch's (custom losses subclass it): it holds
+    ``reduction``, which PyTorch's deprecated ``size_average`` and ``reduce`` override (with
+    its warning) when given."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        self.reduction = reduction
+        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+
+
+class _WeightedLoss(_Loss):
+    """A loss with an optional per-class ``weight``, held as a buffer as in PyTorch (so it
+    is in ``state_dict()`` and follows ``.to()``)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
 
 
 class MSELoss(_Loss):
@@ -1368,7 +1381,7 @@ class L1Loss(_Loss):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
-class NLLLoss(_Loss):
+class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of class indices given log-probabilities:
     ``nn.functional.nll_loss`` with this module's options.
 
@@ -1379,9 +1392,9 @@ class NLLLoss(_Loss):
         >>> nn.NLLLoss()(logp, tg.tensor([0]))
         tensor(0.2395)
     """
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
@@ -1389,7 +1402,7 @@ class NLLLoss(_Loss):
                           reduction=self.reduction)
 
 
-class CrossEntropyLoss(_Loss):
+class CrossEntropyLoss(_WeightedLoss):
     """Softmax cross-entropy of unnormalised scores: ``nn.functional.cross_entropy`` with
     this module's options.
 
@@ -1401,9 +1414,9 @@ class CrossEntropyLoss(_Loss):
         >>> print(f"{loss.item():.4f}")
         0.2395
     """
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -1412,7 +1425,7 @@ class CrossEntropyLoss(_Loss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
-class BCELoss(_Loss):
+class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities: ``nn.functional.binary_cross_entropy``.
 
     Shape: input and target of one shape -> ``()`` (the input's shape with ``"none"``).
@@ -1421,9 +1434,8 @@ class BCELoss(_Loss):
         >>> nn.BCELoss()(tg.tensor([0.9, 0.2]), tg.tensor([1.0, 0.0]))
         tensor(0.1643)
     """
-    def __init__(self, weight=None, reduction="mean"):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight,
@@ -1440,8 +1452,9 @@ class BCEWithLogitsLoss(_Loss):
         >>> nn.BCEWithLogitsLoss()(tg.tensor([2.0, -1.0]), tg.tensor([1.0, 0.0]))
         tensor(0.2201)
     """
-    def __init__(self, weight=None, reduction="mean", pos_weight=None):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
