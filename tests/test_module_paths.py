@@ -7,7 +7,9 @@ imports are for: PyTorch's loss bases (``_Loss(size_average, reduce, reduction)`
 with PyTorch."""
 import collections
 import importlib
+import re
 import sys
+import typing
 import warnings
 
 import numpy as np
@@ -230,3 +232,58 @@ def test_a_real_model_loads_a_wrapped_state_dict():
                                  model.state_dict().items())
     tg.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
     model.load_state_dict(sd)
+
+
+# --- types ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["Number", "Device", "_size", "_Number", "_dtype", "_device",
+                                  "_TensorOrTensors", "FileLike"])
+def test_types_name_what_pytorchs_do(name):
+    def spelled(L):
+        obj = getattr(importlib.import_module(f"{L.__name__}.types"), name)
+        args = typing.get_args(obj) or (obj if isinstance(obj, tuple) else (obj,))
+        # (classes by their names: tapegrad's device is tapegrad._device.device)
+        return [re.sub(r"[\w.]*\.(\w+)", r"\1", str(a)) for a in args]
+    assert spelled(tg) == spelled(torch)
+
+
+# --- hook handles -----------------------------------------------------------------------------
+HANDLES = [
+    "x.register_hook(lambda g: g)", "x.register_post_accumulate_grad_hook(lambda t: None)",
+    "m.register_forward_hook(lambda *a: None)", "m.register_forward_pre_hook(lambda *a: None)",
+    "m.register_full_backward_hook(lambda *a: None)",
+    "m.register_full_backward_pre_hook(lambda *a: None)",
+    "L.nn.modules.module.register_module_forward_hook(lambda *a: None)",
+    "L.nn.modules.module.register_module_forward_pre_hook(lambda *a: None)",
+]
+
+
+@pytest.mark.parametrize("expr", HANDLES)
+def test_every_hook_handle_is_a_removable_handle(expr):
+    for L in (tg, torch):
+        from_path = importlib.import_module(f"{L.__name__}.utils.hooks").RemovableHandle
+        x = L.ones(2, dtype=L.float64, requires_grad=True)
+        m = L.nn.Linear(2, 2)
+        handle = eval(expr, {"L": L, "x": x, "m": m})
+        try:
+            assert isinstance(handle, from_path)
+            assert isinstance(handle.id, int)
+        finally:
+            handle.remove()
+
+
+def test_handle_ids_are_unique_across_modules_and_tensors():
+    x = tg.ones(2, requires_grad=True)
+    m1, m2 = tg.nn.Linear(2, 2), tg.nn.Linear(2, 2)
+    handles = [m1.register_forward_hook(lambda *a: None), x.register_hook(lambda g: g),
+               m2.register_forward_hook(lambda *a: None), x.register_hook(lambda g: g)]
+    assert len({h.id for h in handles}) == 4
+    with handles[0]:
+        assert len(m1._forward_hooks) == 1
+    assert len(m1._forward_hooks) == 0          # (removed on leaving the block)
+    handles[1].remove()
+    handles[1].remove()                          # (twice: nothing more happens)
+    seen = []
+    handles[3].remove()
+    x.register_hook(lambda g: seen.append(g.tolist()))
+    (x * 2).sum().backward()
+    assert seen == [[2.0, 2.0]]

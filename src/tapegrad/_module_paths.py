@@ -119,6 +119,11 @@ PATHS = {
     "optim.nadam": ("optim", "NAdam"),
     "optim.radam": ("optim", "RAdam"),
 
+    "types": ("_types", "Number Device FileLike _int _float _bool _complex _str _bytes _dtype "
+                        "_device _layout _size _symsize _Number _TensorOrTensors "
+                        "_TensorOrOptionalTensors"),
+
+    "utils.hooks": ("_hooks", "RemovableHandle"),
     "utils.data.dataloader": (
         "utils.data", "DataLoader get_worker_info default_collate default_convert"),
     "utils.data.dataset": (

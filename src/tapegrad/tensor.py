@@ -6,6 +6,7 @@ import weakref
 import numpy as np
 
 from . import _device, _dtype
+from ._hooks import ListedHookHandle
 from .tape import state
 from .views import _EXPOSED
 from .views import ViewOf as _ViewOf
@@ -305,7 +306,7 @@ class Tensor:
         else:
             hooks = self._tape.hooks.setdefault(self._r, (self._value.shape, []))[1]
         hooks.append(hook)
-        return _HookHandle(hooks, hook)
+        return ListedHookHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` on this leaf after ``backward()`` has added to its
@@ -331,7 +332,7 @@ class Tensor:
             self._hooks = []
         entry = PostAccumulateHook(hook)
         self._hooks.append(entry)
-        return _HookHandle(self._hooks, entry)
+        return ListedHookHandle(self._hooks, entry)
 
     # --- what PyTorch programs ask of a CPU tensor ---------------------------------------------
     @property
@@ -739,19 +740,6 @@ class _ById:
 OUTPUT_NR = _ById()
 # tensors share_memory_() was called on
 SHARED = _ById()
-
-
-class _HookHandle:
-    __slots__ = ("_hooks", "_hook")
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self):
-        try:
-            self._hooks.remove(self._hook)
-        except ValueError:
-            pass
 
 
 def _typename(obj):

@@ -8,6 +8,7 @@ import numpy as np
 
 import tapegrad as tg
 from tapegrad import _device, _dtype
+from tapegrad._hooks import RemovableHandle
 from tapegrad._methods import parse_to
 from tapegrad.function import Function
 from tapegrad.tensor import Tensor, _typename, _wrap_dim
@@ -160,31 +161,6 @@ def _addindent(text, spaces):
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
 
 
-class _ModuleHookHandle:
-    """What ``register_forward_pre_hook`` (and the other ``register_*hook``) returns:
-    ``remove()`` takes the hook out again (also on leaving a ``with`` block).  Ids come
-    from one counter, as PyTorch's ``RemovableHandle`` ids do, so they stay unique across
-    modules."""
-    _next_id = 0
-
-    def __init__(self, hooks, *extras):
-        # extras: the sets of ids that flag a hook (with_kwargs, always_call)
-        self._hooks, self._extras = hooks, extras
-        self.id = _ModuleHookHandle._next_id
-        _ModuleHookHandle._next_id += 1
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-        for extra in self._extras:
-            extra.discard(self.id)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 # --- global module hooks (torch.nn.modules.module.register_module_forward_*hook) -----------
 # hook id -> callable; run before every module's own hooks, for debugging and profiling
 _global_forward_pre_hooks = OrderedDict()
@@ -207,7 +183,7 @@ def register_module_forward_pre_hook(hook):
         >>> seen
         ['Sequential', 'Tanh']
     """
-    handle = _ModuleHookHandle(_global_forward_pre_hooks)
+    handle = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[handle.id] = hook
     return handle
 
@@ -227,8 +203,9 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
         >>> seen
         [(1, 3)]
     """
-    handle = _ModuleHookHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs,
-                               _global_forward_hooks_always_called)
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=[_global_forward_hooks_with_kwargs,
+                                         _global_forward_hooks_always_called])
     _global_forward_hooks[handle.id] = hook
     if with_kwargs:
         _global_forward_hooks_with_kwargs.add(handle.id)
@@ -499,7 +476,8 @@ class Module:
             tensor([[True]])
             >>> handle.remove()
         """
-        handle = _ModuleHookHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=[self._forward_pre_hooks_with_kwargs])
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
@@ -522,8 +500,9 @@ class Module:
             tensor([[0.]])
             >>> handle.remove()
         """
-        handle = _ModuleHookHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
-                                   self._forward_hooks_always_called)
+        handle = RemovableHandle(self._forward_hooks,
+                                 extra_dict=[self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
@@ -549,7 +528,7 @@ class Module:
             >>> seen
             [tapegrad.Size([1, 1])]
         """
-        handle = _ModuleHookHandle(self._backward_hooks)
+        handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
@@ -570,7 +549,7 @@ class Module:
             >>> x.grad.equal(2.0 * lin.weight.detach())
             True
         """
-        handle = _ModuleHookHandle(self._backward_pre_hooks)
+        handle = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[handle.id] = hook
         if prepend:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
