@@ -185,12 +185,15 @@ class Node:
         'MulBackward0'
     """
 
-    __slots__ = ("_tape", "_r", "_keep", "__weakref__")
+    __slots__ = ("_tape", "_r", "_keep", "_inner", "__weakref__")
 
     def __init__(self, tape, r):
         self._tape, self._r = tape, r
         # (a node walks on into the older tapes its record reaches: it keeps them alive)
         self._keep = None if tape.first_extern < 0 else tape.keep(r)
+        # the next_functions of a node PyTorch shows beneath record r's own (see
+        # _inner_node); None for the record's own node
+        self._inner = None
 
     def name(self):
         name = self._class_name()
@@ -199,11 +202,19 @@ class Node:
 
     def _class_name(self):
         """The node's class name, as PyTorch's repr and tensor repr show it."""
+        if self._inner is not None:
+            return type(self).__name__
         return _record_class_name(self._tape, self._r)
 
     @property
     def next_functions(self):
+        if self._inner is not None:
+            return self._inner
         tape, r = self._tape, self._r
+        inner = tape.inner_nodes
+        if inner is not None and r in inner:
+            # an op PyTorch runs as several: the nodes it shows beneath this one
+            return _inner_functions(tape, r, inner[r], ())
         composite = tape.composites.get(r)
         if composite is not None:
             # an op built from others: its own inputs, past the records it is made of
@@ -228,7 +239,8 @@ class Node:
                                   "Tensor.register_hook")
 
     def __eq__(self, other):
-        return isinstance(other, Node) and other._tape is self._tape and other._r == self._r
+        return isinstance(other, Node) and other._tape is self._tape and \
+            other._r == self._r and other._inner is self._inner
 
     def __hash__(self):
         return hash((id(self._tape), self._r))
@@ -311,6 +323,32 @@ def node_for(tape, r):
 
 
 _anomaly.node_for = node_for   # (which it cannot import: it sits below this module)
+
+
+def _inner_functions(tape, r, specs, path):
+    """``next_functions`` of the nodes ``specs`` (nested (name, inputs), the operands 0 and 1
+    of record r: ``Tape.inner_nodes``), at ``path`` beneath record r's own node."""
+    return tuple((_inner_node(tape, r, spec, path + (k,)), 0) for k, spec in enumerate(specs))
+
+
+def _inner_node(tape, r, spec, path):
+    """The node for ``spec`` beneath record r's (an operand's own node for 0 and 1); None
+    where nothing beneath it requires grad, as PyTorch makes no node there.  Made once, so
+    that walking the graph twice gives the same objects."""
+    if type(spec) is int:
+        s = tape.a1[r] if spec else tape.a0[r]
+        return _node_of_input(tape, s) if s >= 0 else None
+    key = ("inner", r, path)
+    node = tape.nodes.get(key)
+    if node is None:
+        name, kids = spec
+        inputs = _inner_functions(tape, r, kids, path)
+        if all(n is None for n, _ in inputs):
+            return None
+        node = _node_class(name)(tape, r)
+        node._inner = inputs
+        tape.nodes[key] = node
+    return node
 
 
 def _composite_input(tape, ref):

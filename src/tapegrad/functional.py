@@ -8,6 +8,7 @@ This module is kept apart from ``ops`` on purpose: editing a forward must not in
 the compiled sweep's on-disk cache.
 """
 import builtins
+import functools
 import math
 import numbers
 import re
@@ -26,7 +27,7 @@ from . import tape as _tape_module
 from .tape import recording_tape, state
 from .return_types import return_type
 from .tensor import Tensor, _wrap_dim, check_history, read_value
-from .views import _EXPOSED, ViewOf, note_view, numpy_holds
+from .views import _EXPOSED, ViewOf, note_view, numpy_holds, strided_view
 
 _F64 = np.dtype(np.float64)
 
@@ -2620,14 +2621,14 @@ def _prod(shape):
     return math.prod(shape)
 
 
-def _matmul_form(sa, sb, a_rg, b_rg):
-    """The grad_fn variant PyTorch's matmul ends in for these shapes, raising its errors.
+def _matmul_form(sa, sb, a_rg, b_rg, ta=None, tb=None):
+    """The grad_fn variant PyTorch's matmul ends in for operands of shapes sa, sb (element
+    strides ta, tb as PyTorch lays them out; None: row-major), raising its errors.
 
     PyTorch folds an N-D @ 1-D/2-D product (or 1-D/2-D @ N-D, transposed) into one mm/mv
-    when the smaller operand requires grad or the larger one folds without a copy (always,
-    for tapegrad's contiguous values, except for a 2-D left operand); otherwise it runs a
-    broadcast bmm.  The path decides the last node (UnsafeView; Clone or Transpose for a
-    transposed fold) and the text of a size mismatch.
+    when the smaller operand requires grad or the larger one folds without a copy
+    (``_matmul_folds``); otherwise it runs a broadcast bmm.  The path decides the last node
+    (UnsafeView; Clone or Transpose for a transposed fold) and the text of a size mismatch.
     """
     da, db = len(sa), len(sb)
     if da <= 2 and db <= 2:
@@ -2635,15 +2636,10 @@ def _matmul_form(sa, sb, a_rg, b_rg):
     if da == 3 and db == 3 and sa[0] != sb[0]:
         # a batch of one that requires grad is squeezed away first
         if sa[0] == 1 and a_rg:
-            return _matmul_form(sa[1:], sb, a_rg, b_rg)
+            return _matmul_form(sa[1:], sb, a_rg, b_rg, ta and ta[1:], tb)
         if sb[0] == 1 and b_rg:
-            return _matmul_form(sa, sb[1:], a_rg, b_rg)
-    larger_left = da >= db
-    small_dim = db if larger_left else da
-    fold = builtins.max(da, db) >= 3 and small_dim <= 2 and (
-        (b_rg if larger_left else a_rg) or (da != 2 and (larger_left or
-                                                          _folds_transposed(sb))))
-    if fold:
+            return _matmul_form(sa, sb[1:], a_rg, b_rg, ta, tb and tb[1:])
+    if _matmul_folds(sa, sb, a_rg, b_rg, ta, tb):
         transpose = db > da
         t1 = sb[:-2] + (sb[-1], sb[-2]) if transpose else sa
         t2 = (sa[1], sa[0]) if transpose and da == 2 else (sa if transpose else sb)
@@ -2670,16 +2666,172 @@ def _matmul_form(sa, sb, a_rg, b_rg):
     return 4
 
 
-def _folds_transposed(sb):
-    """Whether sb.mT of a contiguous sb views as a matrix of its rows without a copy."""
-    shape = sb[:-2] + (sb[-1], sb[-2])
+def _row_major(shape):
+    """The element strides of a row-major array of ``shape``."""
+    strides, step = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step
+        step *= shape[i]
+    return tuple(strides)
+
+
+def _mT(shape, strides):
+    """Shape and strides with the last two dims swapped (``x.mT``)."""
+    return (shape[:-2] + (shape[-1], shape[-2]),
+            strides[:-2] + (strides[-1], strides[-2]))
+
+
+def _merge_strictly(shape, strides):
+    """Whether the dims before the last merge into one without a copy, each stride the
+    next one's times its size (PyTorch's test before folding)."""
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def _views_as_rows(shape, strides):
+    """Whether ``reshape(-1, shape[-1])`` is a view: the dims before the last, passing those
+    of size 1, each of the next one's stride times its size (or nothing to view)."""
     if _prod(shape) == 0:
         return True
-    strides = [1] * len(sb)
-    for i in range(len(sb) - 2, -1, -1):
-        strides[i] = strides[i + 1] * sb[i + 1]
-    strides[-1], strides[-2] = strides[-2], strides[-1]
-    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 1))
+    dims = [(n, s) for n, s in zip(shape[:-1], strides[:-1]) if n != 1]
+    return all(dims[i][1] == dims[i + 1][1] * dims[i + 1][0] for i in range(len(dims) - 1))
+
+
+def _matmul_folds(sa, sb, a_rg, b_rg, ta=None, tb=None):
+    """Whether PyTorch folds this product (of shapes past its squeeze) into one mm/mv: an
+    N-D operand times a 1-D or 2-D one, when the smaller requires grad, or when the larger
+    (transposed, if on the right) folds into rows without a copy and no 2-D left operand
+    would make the result a transposed copy."""
+    da, db = len(sa), len(sb)
+    larger_left = da >= db
+    if not (builtins.max(da, db) >= 3 and (db if larger_left else da) <= 2):
+        return False
+    if b_rg if larger_left else a_rg:
+        return True
+    if da == 2:
+        return False
+    if larger_left:
+        t1, s1 = sa, ta or _row_major(sa)
+    else:
+        t1, s1 = _mT(sb, tb or _row_major(sb))
+    return _prod(t1) == 0 or _merge_strictly(t1, s1)
+
+
+# What PyTorch's matmul shows beneath its last node, as nested (node name, inputs) with the
+# operands as 0 and 1: its fold into one mm/mv and its broadcast bmm are several ops, each a
+# node (UnsafeViewBackward0 -> MmBackward0 -> ViewBackward0 -> a).  tapegrad computes the
+# product as one record; autograd.Node shows these nodes above the record's inputs.
+_UNSQUEEZED = (("MmBackward0", (("UnsqueezeBackward0", (0,)), 1)),)
+
+
+@functools.lru_cache(maxsize=1024)
+def matmul_inner_nodes(sa, sb, a_rg, b_rg, ta=None, tb=None):
+    """The next_functions of a product's last node for operand shapes sa, sb (strides ta,
+    tb; None: row-major; which of them require grad: a_rg, b_rg), as nested (name, inputs);
+    None where they are the operands themselves (dot, mv, mm).  The decisions are
+    ``_matmul_form``'s."""
+    da, db = len(sa), len(sb)
+    if da <= 2 and db <= 2:
+        return _UNSQUEEZED if (da, db) == (1, 2) else None
+    ta, tb = ta or _row_major(sa), tb or _row_major(sb)
+    a_node, b_node = 0, 1
+    if da == 3 and db == 3 and sa[0] != sb[0]:
+        # a batch of one that requires grad is squeezed away first (SqueezeBackward1)
+        if sa[0] == 1 and a_rg:
+            a_node, sa, ta, da = ("SqueezeBackward1", (0,)), sa[1:], ta[1:], 2
+        elif sb[0] == 1 and b_rg:
+            b_node, sb, tb, db = ("SqueezeBackward1", (1,)), sb[1:], tb[1:], 2
+    if _matmul_folds(sa, sb, a_rg, b_rg, ta, tb):
+        if da >= db:
+            # a's rows (a view, or a copy where they are no strided pattern) times b
+            rows = _as_rows(a_node, sa, ta)
+            return (("MmBackward0" if db == 2 else "MvBackward0", (rows, b_node)),)
+        # transposed: b.mT's rows times a.t() (or a), the product viewed and transposed
+        # back (and copied, unless that transpose is contiguous)
+        rows = _as_rows(("TransposeBackward0", (b_node,)), *_mT(sb, tb))
+        t2 = ("TBackward0", (a_node,)) if da == 2 else a_node
+        product = ("MmBackward0" if da == 2 else "MvBackward0", (rows, t2))
+        if da == 1:
+            return (product,)
+        viewed = ("UnsafeViewBackward0", (product,))
+        return ((viewed,) if sb[-1] == 1 or sa[0] == 1 else
+                (("TransposeBackward0", (viewed,)),))
+    # the broadcast bmm: each operand expanded to the batch and viewed (or copied) as a
+    # stack of matrices
+    a2, ta2 = (sa, ta) if da > 1 else ((1,) + sa, (sa[0],) + ta)
+    b2, tb2 = (sb, tb) if db > 1 else (sb + (1,), tb + (1,))
+    batch = broadcast_shape(a2[:-2], b2[:-2])
+    # (a vector on the right is unsqueezed first, and the product's last dim squeezed
+    # away; one on the left is expanded as it is)
+    b_node = b_node if db > 1 else ("UnsqueezeBackward0", (b_node,))
+    product = ("BmmBackward0", (_expanded_stack(a_node, a2, ta2, batch),
+                                _expanded_stack(b_node, b2, tb2, batch)))
+    return (product if db > 1 else ("SqueezeBackward1", (product,)),)
+
+
+def _contiguous(shape, strides):
+    """PyTorch's ``is_contiguous()``: row-major strides, those of dims of size 1 aside."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def _reshaped_node(node, shape, strides, viewable):
+    """The node of PyTorch's ``reshape`` of an operand: ``view`` of a contiguous one,
+    ``_reshape_alias`` of another ``viewable`` one, otherwise a copy (Clone, then
+    UnsafeView)."""
+    if _contiguous(shape, strides):
+        return ("ViewBackward0", (node,))
+    if viewable:
+        return ("ReshapeAliasBackward0", (node,))
+    return ("UnsafeViewBackward0", (("CloneBackward0", (node,)),))
+
+
+def _as_rows(node, shape, strides):
+    """``x.reshape(-1, k)`` of an operand (its node): see ``_reshaped_node``."""
+    return _reshaped_node(node, shape, strides, _views_as_rows(shape, strides))
+
+
+def _expanded_stack(node, shape, strides, batch):
+    """An operand of ``shape`` and ``strides`` expanded to ``batch`` + its matrix dims, then
+    reshaped to one batch dim: a view where the expanded batch dims merge (each stride the
+    next one's times its size, passing dims of size 1), a copy otherwise."""
+    lead = len(batch) - (len(shape) - 2)
+    expanded = [0 if i < lead or shape[i - lead] == 1 else strides[i - lead]
+                for i in range(len(batch))]
+    dims = [(size, stride) for size, stride in zip(batch, expanded) if size != 1]
+    merges = _prod(batch) == 0 or \
+        all(dims[i][1] == dims[i + 1][1] * dims[i + 1][0] for i in range(len(dims) - 1))
+    return _reshaped_node(("ExpandBackward0", (node,)), tuple(batch) + shape[-2:],
+                          tuple(expanded) + strides[-2:], merges)
+
+
+def _layout(t):
+    """Tensor t's element strides as PyTorch lays it out, where they are not row-major: a
+    view's, where its elements are a strided pattern of its root's memory; else None."""
+    link = t._alias
+    if type(link) is not ViewOf or link.index is None:
+        return None
+    root = link.root
+    if root is None:
+        return None
+    memory = strided_view(root._value, link.index, t._value.shape)
+    if memory is None:
+        return None
+    shape = t._value.shape
+    strides = [s // memory.itemsize for s in memory.strides]
+    # a dim of size 1 has no stride of its own in NumPy's view (it gives 0); PyTorch's is
+    # the one it was made with, which for a dim made in a row-major layout (and so most
+    # often) is the next dim's stride times its size
+    for i in range(len(shape) - 1, -1, -1):
+        if shape[i] == 1:
+            strides[i] = strides[i + 1] * shape[i + 1] if i + 1 < len(shape) else 1
+    strides = tuple(strides)
+    return None if strides == _row_major(shape) else strides
 
 
 def matmul(a, b):
@@ -2716,11 +2868,11 @@ def matmul(a, b):
             ("addmm_impl_cpu_" if len(sb) == 2 else "bmm")
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     trace = state.trace
-    if trace is None:
-        form = _matmul_form(sa, sb, a._rg, b._rg)
-    else:
-        form = _matmul_form(sa, sb, a._rg and not trace.is_untracked(a),
-                            b._rg and not trace.is_untracked(b))
+    a_rg, b_rg = (a._rg, b._rg) if trace is None else \
+        (a._rg and not trace.is_untracked(a), b._rg and not trace.is_untracked(b))
+    # (how PyTorch would lay the operands out decides its fold, where one has 3 dims or more)
+    ta, tb = (_layout(a), _layout(b)) if len(sa) > 2 or len(sb) > 2 else (None, None)
+    form = _matmul_form(sa, sb, a_rg, b_rg, ta, tb)
     # the (variant, B, M, K, N) view of the product and how operands are laid out
     if len(sa) == 1 and len(sb) == 1:
         if sa[0] != sb[0]:
@@ -2801,13 +2953,19 @@ def matmul(a, b):
         idx = np.broadcast_to(np.arange(b._value.size).reshape(b_shape), eb)
         r1 = _gather_record(tape, r1, idx, eb, 0, K.BCAST)[0]
     ip = tape.put_aux((form, bsz, m, k, n))
+    inner = matmul_inner_nodes(sa, sb, a_rg, b_rg, ta, tb)
     off, out = _out(tape, shape, size)
     if value is None:
         _quietly(np.matmul, va, vb,
                  out=out.reshape((m, n) if len(sb) == 2 else (m,)) if folded else out)
     else:
         np.copyto(out, value)
-    return _result(tape, tape.push(K.MATMUL, r0, r1, off, size, ip), out)
+    r = tape.push(K.MATMUL, r0, r1, off, size, ip)
+    if inner is not None:
+        if tape.inner_nodes is None:
+            tape.inner_nodes = {}
+        tape.inner_nodes[r] = inner
+    return _result(tape, r, out)
 
 
 # ---------------------------------------------------------------------------------------------

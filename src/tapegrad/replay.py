@@ -634,6 +634,7 @@ class Variant:
         inst.refused = tpl.refused
         inst.views = tpl.views
         inst.composites = tpl.composites
+        inst.inner_nodes = tpl.inner_nodes
         inst.arguments_are_leaves = True
         _reset(inst)
         if len(items) < 4:
@@ -1631,6 +1632,9 @@ def optimize(tape, arg_records, outputs, guards):
             # a further output of a node with several: it points at the first output's record
             out.composites[new_index[r]] = (entry[0], inputs, new_index[canon[entry[2]]],
                                             entry[3])
+    if tape.inner_nodes is not None:
+        out.inner_nodes = {new_index[r]: nodes for r, nodes in tape.inner_nodes.items()
+                           if r in new_index and canon[r] == r}
     out.consts = [(new_index[r], x, version, shape) for r, (x, version, shape)
                   in const_of.items() if r in new_index and canon[r] == r]
     new_args = {i: new_index[canon[r]] for i, r in arg_records.items() if canon[r] in new_index}

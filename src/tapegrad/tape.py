@@ -168,6 +168,7 @@ class Tape:
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
         "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "composites",
+        "inner_nodes",
         "__weakref__",
     )
 
@@ -239,6 +240,9 @@ class Tape:
         # built from other ops (lerp, addmm, tril, ...): its grad_fn shows that one node,
         # whose next_functions are the op's inputs' (functional.named_node)
         self.composites = {}
+        # record -> the nodes PyTorch shows beneath its last one, for an op it runs as several
+        # (a batched matmul: functional.matmul_inner_nodes); None until one is recorded
+        self.inner_nodes = None
         # the leaves are a compiled function's arguments, those that need no gradient
         # included (its recording's tape and its replays'): the backward checks their versions
         self.arguments_are_leaves = False
