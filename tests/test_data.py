@@ -3,7 +3,8 @@ container types), default_collate on every kind of sample, lengths, errors and w
 
 Shuffled orders cannot be PyTorch's (its generator is not NumPy's), so shuffling is tested
 for its properties: each sample once per epoch, a new order each epoch, the same orders from
-the same seed, the batch shapes.
+the same seed, the batch shapes.  DistributedSampler's orders, drawn from a seed given to a
+Generator, are compared with PyTorch's index for index.
 """
 import collections
 import warnings
@@ -331,3 +332,48 @@ def test_dataset_without_getitem():
     with pytest.raises(NotImplementedError,
                        match="^Subclasses of Dataset should implement __getitem__.$"):
         data.Dataset()[0]
+
+
+@given(n=st.integers(0, 23), replicas=st.integers(1, 5), shuffle=st.booleans(),
+       drop_last=st.booleans(), seed=st.integers(0, 2**31), epoch=st.integers(0, 3))
+def test_distributed_sampler_gives_each_replica_torchs_indices(n, replicas, shuffle,
+                                                               drop_last, seed, epoch):
+    for rank in range(replicas):
+        ours = data.DistributedSampler(range(n), num_replicas=replicas, rank=rank,
+                                       shuffle=shuffle, seed=seed, drop_last=drop_last)
+        theirs = tdata.DistributedSampler(range(n), num_replicas=replicas, rank=rank,
+                                          shuffle=shuffle, seed=seed, drop_last=drop_last)
+        ours.set_epoch(epoch)
+        theirs.set_epoch(epoch)
+        assert list(ours) == list(theirs)
+        assert len(ours) == len(theirs)
+        assert (ours.num_samples, ours.total_size) == (theirs.num_samples, theirs.total_size)
+
+
+def test_distributed_sampler_drives_a_loader_as_torchs_does():
+    x = np.arange(22.0).reshape(11, 2)
+    ours = data.DataLoader(data.TensorDataset(tg.tensor(x)), batch_size=3,
+                           sampler=data.DistributedSampler(range(11), num_replicas=3, rank=2))
+    theirs = tdata.DataLoader(tdata.TensorDataset(torch.tensor(x)), batch_size=3,
+                              sampler=tdata.DistributedSampler(range(11), num_replicas=3,
+                                                               rank=2))
+    assert [plain(b) for b in ours] == [plain(b) for b in theirs]
+    from tapegrad.utils.data.distributed import DistributedSampler
+    assert DistributedSampler is data.DistributedSampler
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_replicas=2, rank=2), dict(num_replicas=2, rank=-1),
+                                    dict(num_replicas=3, rank=5)])
+def test_distributed_sampler_rank_errors_match_torch(kwargs):
+    with pytest.raises(ValueError) as ours:
+        data.DistributedSampler(range(4), **kwargs)
+    with pytest.raises(ValueError) as theirs:
+        tdata.DistributedSampler(range(4), **kwargs)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(num_replicas=2), dict(rank=0)])
+def test_distributed_sampler_without_process_groups_says_so(kwargs):
+    # tapegrad has no process groups: replicas and rank must be given
+    with pytest.raises(RuntimeError, match="^Requires distributed package to be available$"):
+        data.DistributedSampler(range(4), **kwargs)

@@ -129,6 +129,7 @@ PATHS = {
     "utils.data.dataset": (
         "utils.data", "Dataset IterableDataset TensorDataset ConcatDataset Subset "
                       "random_split"),
+    "utils.data.distributed": ("utils.data", "DistributedSampler"),
     "utils.data.sampler": (
         "utils.data", "BatchSampler RandomSampler Sampler SequentialSampler "
                       "SubsetRandomSampler WeightedRandomSampler"),

@@ -28,7 +28,8 @@ from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DataLoader",
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
+           "DataLoader",
            "default_collate", "default_convert", "get_worker_info"]
 
 
@@ -350,6 +351,70 @@ class WeightedRandomSampler(Sampler):
 
     def __len__(self):
         return self.num_samples
+
+
+class DistributedSampler(Sampler):
+    """The share of a dataset's indices that one of ``num_replicas`` processes reads: every
+    ``num_replicas``-th index from ``rank`` on, of one order that all replicas agree on
+    (shuffled from ``seed + epoch``, so ``set_epoch`` gives each epoch its own).  The order
+    is padded by repeating its start, so that every replica gets ``len(self)`` indices, or
+    cut to a multiple of ``num_replicas`` with ``drop_last``.  The orders are PyTorch's.
+
+    tapegrad has no process groups (``tapegrad.distributed.is_available()`` is False), so
+    ``num_replicas`` and ``rank`` must be given, as a program does that launches its own
+    workers.
+
+    Example:
+        >>> from tapegrad.utils.data import DistributedSampler
+        >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
+        [1, 3, 0]
+    """
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
+                 drop_last=False):
+        from .. import distributed
+        if (num_replicas is None or rank is None) and not distributed.is_available():
+            raise RuntimeError("Requires distributed package to be available")
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
+                             f"[0, {num_replicas - 1}]")
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.drop_last = drop_last
+        n = len(dataset)
+        if drop_last and n % num_replicas != 0:
+            # the tail that would not go round every replica is left out
+            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+        self.shuffle = shuffle
+        self.seed = seed
+
+    def __iter__(self):
+        n = len(self.dataset)
+        if self.shuffle:
+            # every replica draws the same order from the shared seed
+            order = Generator().manual_seed(self.seed + self.epoch)._rng.permutation(n)
+            indices = order.tolist()
+        else:
+            indices = list(range(n))
+        if self.drop_last:
+            indices = indices[:self.total_size]
+        else:
+            missing = self.total_size - len(indices)
+            indices += (indices * math.ceil(missing / len(indices)))[:missing] if missing \
+                else []
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """The epoch the next pass shuffles for (the same on every replica)."""
+        self.epoch = epoch
 
 
 class BatchSampler(Sampler):
