@@ -51,6 +51,13 @@ CASES = {
     "Dirichlet": (("pos",), lambda D, a: D.Dirichlet(a), False, False),
     "LogNormal": (("real", "pos"), lambda D, a, b: D.LogNormal(a, b), True, True),
     "HalfNormal": (("pos",), lambda D, s: D.HalfNormal(s), True, True),
+    "HalfCauchy": (("pos",), lambda D, s: D.HalfCauchy(s), True, True),
+    "Pareto": (("pos", "pos"), lambda D, s, a: D.Pareto(s, a), True, True),
+    "Pareto_big": (("pos", "big"), lambda D, s, a: D.Pareto(s, a), True, True),
+    "Weibull": (("pos", "pos"), lambda D, s, k: D.Weibull(s, k), True, True),
+    # (its cdf is the gamma's, which has no gradient in the concentration: tested apart)
+    "InverseGamma": (("pos", "pos"), lambda D, a, b: D.InverseGamma(a, b), False, False),
+    "InverseGamma_big": (("big", "pos"), lambda D, a, b: D.InverseGamma(a, b), False, False),
     "Gumbel": (("real", "pos"), lambda D, a, b: D.Gumbel(a, b), True, True),
     "Cauchy": (("real", "pos"), lambda D, a, b: D.Cauchy(a, b), True, True),
     "StudentT": (("pos", "real", "pos"), lambda D, d, a, b: D.StudentT(d * 2, a, b),
@@ -74,8 +81,8 @@ CASES = {
 # draws pushed through exp, log, sigmoid or tanh: PyTorch's vectorised kernels of those may
 # round the last bit differently from tapegrad's, so these compare to 1e-15 (the draws they
 # start from are bit for bit PyTorch's)
-ELEMENTWISE_AFTER_DRAW = {"LogNormal", "Gumbel", "Transformed", "Transformed_tanh",
-                          "Transformed_stick"}
+ELEMENTWISE_AFTER_DRAW = {"LogNormal", "Gumbel", "Pareto", "Pareto_big", "Transformed",
+                          "Transformed_tanh", "Transformed_stick"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
