@@ -1,5 +1,6 @@
 """The gamma family (Gamma, Chi2, Beta, Dirichlet), TransformedDistribution and its transforms,
-LogNormal, HalfNormal, Gumbel, Cauchy, StudentT, Poisson, Geometric and Binomial against
+LogNormal, HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, InverseGamma, Cauchy, StudentT,
+Poisson, Geometric and Binomial against
 ``torch.distributions``: moments, entropy, ``log_prob``/``cdf``/``icdf`` and their gradients,
 the draws of ``sample``/``rsample`` after ``manual_seed`` bit for bit (the gamma, Dirichlet
 and binomial samplers are ATen's), the implicit reparameterisation gradients of Gamma,
@@ -222,6 +223,10 @@ def _kl_ctor(D, m, arrays, kinds):
         "Chi2": lambda a, b: D.Chi2(b),
         "Gumbel": lambda a, b: D.Gumbel(a, b),
         "HalfNormal": lambda a, b: D.HalfNormal(b),
+        "HalfCauchy": lambda a, b: D.HalfCauchy(b),
+        "InverseGamma": lambda a, b: D.InverseGamma(a.abs() + 0.2, b),
+        # tail indices on both sides of 1 and 2, where the mean and the variance end
+        "Pareto": lambda a, b: D.Pareto(b, a.abs() * 2 + 0.5),
         "LogNormal": lambda a, b: D.LogNormal(a, b),
         "Cauchy": lambda a, b: D.Cauchy(a, b),
         "Poisson": lambda a, b: D.Poisson(b),
@@ -230,6 +235,8 @@ def _kl_ctor(D, m, arrays, kinds):
         "Normal": lambda a, b: D.Normal(a, b),
         "Exponential": lambda a, b: D.Exponential(b),
         "Uniform": lambda a, b: D.Uniform(a.abs() * 0.1, a.abs() * 0.1 + b / (b + 1)),
+        # above 1, so that it lies within a Pareto's support as often as not
+        "UniformAboveOne": lambda a, b: D.Uniform(a.abs() + 1.0, a.abs() + 1.0 + b),
         "Laplace": lambda a, b: D.Laplace(a, b),
         "Bernoulli": lambda a, b: D.Bernoulli(probs=b / (b + 1)),
     }
@@ -246,7 +253,13 @@ KL_PAIRS = [("Gamma", "Gamma"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"), ("
             ("Gamma", "Beta"), ("Gamma", "Uniform"), ("Gumbel", "Normal"),
             ("Gumbel", "Gamma"), ("Normal", "Gumbel"), ("Normal", "Gamma"),
             ("Laplace", "Beta"), ("Poisson", "Binomial"), ("Uniform", "Beta"),
-            ("Uniform", "Gamma"), ("Uniform", "Gumbel")]
+            ("Uniform", "Gamma"), ("Uniform", "Gumbel"),
+            ("Pareto", "Pareto"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
+            ("Pareto", "Normal"), ("Pareto", "Beta"), ("Pareto", "Uniform"),
+            ("Uniform", "Pareto"), ("UniformAboveOne", "Pareto"), ("Beta", "Pareto"), ("Exponential", "Pareto"),
+            ("Gamma", "Pareto"), ("Gumbel", "Pareto"), ("Laplace", "Pareto"),
+            ("Normal", "Pareto"), ("HalfCauchy", "HalfCauchy"),
+            ("InverseGamma", "InverseGamma")]
 
 
 @pytest.mark.parametrize("pair", KL_PAIRS, ids="-".join)
@@ -337,6 +350,8 @@ BAD = [
                                            [D.transforms.StickBreakingTransform()]),
     lambda m, D: D.kl_divergence(D.Binomial(2, probs=m.tensor([0.5])),
                                  D.Binomial(3, probs=m.tensor([0.5]))),
+    lambda m, D: D.kl_divergence(D.Weibull(1.0, 2.0), D.Weibull(1.0, 3.0)),
+    lambda m, D: D.kl_divergence(D.Pareto(1.0, 2.0), D.Laplace(0.0, 1.0)),
     lambda m, D: D.transforms.Transform(cache_size=3),
     lambda m, D: D.biject_to(D.constraints.boolean),
     lambda m, D: D.transform_to(D.constraints.nonnegative_integer),
