@@ -1,10 +1,10 @@
 """The gamma family (Gamma, Chi2, Beta, Dirichlet), TransformedDistribution and its transforms,
 LogNormal, HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, InverseGamma, Cauchy, StudentT,
-Poisson, Geometric and Binomial against
-``torch.distributions``: moments, entropy, ``log_prob``/``cdf``/``icdf`` and their gradients,
-the draws of ``sample``/``rsample`` after ``manual_seed`` bit for bit (the gamma, Dirichlet
-and binomial samplers are ATen's), the implicit reparameterisation gradients of Gamma,
-Beta and Dirichlet draws, ``expand``, ``repr``, validation errors, ``kl_divergence`` of the
+Poisson, Geometric and Binomial against ``torch.distributions``: moments, entropy,
+``log_prob``/``cdf``/``icdf`` and their gradients, the draws of ``sample``/``rsample`` after
+``manual_seed`` bit for bit (the gamma, Dirichlet and binomial samplers are ATen's), the
+implicit reparameterisation gradients of Gamma, Beta and Dirichlet draws, ``expand``,
+``repr``, validation errors, values at the edges of the supports, ``kl_divergence`` of the
 pairs PyTorch registers, the transforms, ``biject_to`` and ``transform_to``."""
 import math
 
