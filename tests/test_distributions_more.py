@@ -256,9 +256,9 @@ KL_PAIRS = [("Gamma", "Gamma"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"), ("
             ("Uniform", "Gamma"), ("Uniform", "Gumbel"),
             ("Pareto", "Pareto"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
             ("Pareto", "Normal"), ("Pareto", "Beta"), ("Pareto", "Uniform"),
-            ("Uniform", "Pareto"), ("UniformAboveOne", "Pareto"), ("Beta", "Pareto"), ("Exponential", "Pareto"),
-            ("Gamma", "Pareto"), ("Gumbel", "Pareto"), ("Laplace", "Pareto"),
-            ("Normal", "Pareto"), ("HalfCauchy", "HalfCauchy"),
+            ("Uniform", "Pareto"), ("UniformAboveOne", "Pareto"), ("Beta", "Pareto"),
+            ("Exponential", "Pareto"), ("Gamma", "Pareto"), ("Gumbel", "Pareto"),
+            ("Laplace", "Pareto"), ("Normal", "Pareto"), ("HalfCauchy", "HalfCauchy"),
             ("InverseGamma", "InverseGamma")]
 
 

@@ -1,6 +1,7 @@
 """TransformedDistribution and the distributions PyTorch builds on it (LogNormal, HalfNormal,
-HalfCauchy, Gumbel, Pareto, Weibull, InverseGamma), with Cauchy, StudentT, Poisson, Geometric and Binomial: each from the ops PyTorch's
-class calls, so values, gradients and draws after ``manual_seed`` are PyTorch's."""
+HalfCauchy, Gumbel, Pareto, Weibull, InverseGamma), with Cauchy, StudentT, Poisson, Geometric
+and Binomial: each from the ops PyTorch's class calls, so values, gradients and draws after
+``manual_seed`` are PyTorch's."""
 import math
 from numbers import Number
 
