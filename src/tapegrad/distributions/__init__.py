@@ -15,16 +15,18 @@ from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._multivariate import MultivariateNormal
 from ._gamma import Beta, Chi2, Dirichlet, Gamma
-from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, LogNormal, Poisson,
-                           StudentT, TransformedDistribution)
+from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal,
+                           InverseGamma, LogNormal, Pareto, Poisson, StudentT,
+                           TransformedDistribution, Weibull)
 from .constraint_registry import biject_to, transform_to
 from .kl import kl_divergence, register_kl
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-           "HalfNormal", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Poisson", "StudentT", "TransformedDistribution", "Uniform",
-           "biject_to", "kl_divergence", "register_kl", "transform_to"]
+           "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Laplace", "LogNormal",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson", "StudentT",
+           "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence",
+           "register_kl", "transform_to"]
 
 from .._public import public_dir as _public_dir  # noqa: E402
 __dir__ = _public_dir(globals(), ("constraints", "constraint_registry", "transforms"))

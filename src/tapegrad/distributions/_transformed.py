@@ -1,22 +1,25 @@
 """TransformedDistribution and the distributions PyTorch builds on it (LogNormal, HalfNormal,
-Gumbel), with Cauchy, StudentT, Poisson, Geometric and Binomial: each from the ops PyTorch's
-class calls, so values, gradients and draws after ``manual_seed`` are PyTorch's."""
+HalfCauchy, Gumbel, Pareto, Weibull, InverseGamma), with Cauchy, StudentT, Poisson, Geometric
+and Binomial: each from the ops PyTorch's class calls, so values, gradients and draws after
+``manual_seed`` are PyTorch's."""
 import math
 from numbers import Number
 
 import tapegrad as tg
 
 from . import constraints
-from ._gamma import Chi2
+from ._gamma import Chi2, Gamma
 from ._ops import binomial
-from ._univariate import (ExponentialFamily, Independent, Normal, Uniform, _BinaryParam,
-                          _BinaryProbsOrLogits, _expand_params, _LocationScale, _Rate,
-                          _standard_normal)
+from ._univariate import (Exponential, ExponentialFamily, Independent, Normal, Uniform,
+                          _BinaryParam, _BinaryProbsOrLogits, _expand_params, _LocationScale,
+                          _Rate, _standard_normal)
 from .distribution import Distribution, _fill, _sum_rightmost, broadcast_all
-from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                         PowerTransform, Transform)
 
-__all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfNormal", "LogNormal", "Poisson",
-           "StudentT", "TransformedDistribution"]
+__all__ = ["Binomial", "Cauchy", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+           "InverseGamma", "LogNormal", "Pareto", "Poisson", "StudentT",
+           "TransformedDistribution", "Weibull"]
 
 _EULER = 0.57721566490153286060
 
@@ -301,6 +304,155 @@ class Gumbel(TransformedDistribution):
         return self.scale.log() + (1 + _EULER)
 
 
+class Pareto(TransformedDistribution):
+    """The Pareto (type I) distribution with minimum ``scale`` and tail index ``alpha``:
+    ``scale * exp(E)`` for E exponential with rate ``alpha``.
+
+    Example:
+        >>> from tapegrad.distributions import Pareto
+        >>> Pareto(1.0, 3.0).mean
+        tensor(1.5000)
+    """
+    arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
+
+    def __init__(self, scale, alpha, validate_args=None):
+        self.scale, self.alpha = broadcast_all(scale, alpha)
+        base_dist = Exponential(self.alpha, validate_args=validate_args)
+        transforms = [ExpTransform(), AffineTransform(loc=0, scale=self.scale)]
+        super().__init__(base_dist, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Pareto, _instance)
+        new.scale = self.scale.expand(batch_shape)
+        new.alpha = self.alpha.expand(batch_shape)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def mean(self):
+        # alpha <= 1 has no finite mean: clamping to 1 divides by zero and gives inf
+        alpha = self.alpha.clamp(min=1)
+        return alpha * self.scale / (alpha - 1)
+
+    @property
+    def mode(self):
+        return self.scale
+
+    @property
+    def variance(self):
+        # likewise infinite for alpha <= 2
+        alpha = self.alpha.clamp(min=2)
+        return self.scale.pow(2) * alpha / ((alpha - 1).pow(2) * (alpha - 2))
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.greater_than_eq(self.scale)
+
+    def entropy(self):
+        return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
+
+
+def _weibull_transforms(scale, concentration_reciprocal):
+    return [PowerTransform(exponent=concentration_reciprocal),
+            AffineTransform(loc=0, scale=scale)]
+
+
+class Weibull(TransformedDistribution):
+    """The Weibull distribution with scale ``scale`` and shape ``concentration``:
+    ``scale * E ** (1 / concentration)`` for E standard exponential.
+
+    Example:
+        >>> from tapegrad.distributions import Weibull
+        >>> Weibull(2.0, 1.0).mean
+        tensor(2.)
+    """
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
+
+    def __init__(self, scale, concentration, validate_args=None):
+        self.scale, self.concentration = broadcast_all(scale, concentration)
+        self.concentration_reciprocal = self.concentration.reciprocal()
+        base_dist = Exponential(tg.ones_like(self.scale), validate_args=validate_args)
+        super().__init__(base_dist,
+                         _weibull_transforms(self.scale, self.concentration_reciprocal),
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        # the transforms hold the parameters, so they are rebuilt from the expanded ones
+        new = self._get_checked_instance(Weibull, _instance)
+        new.scale = self.scale.expand(batch_shape)
+        new.concentration = self.concentration.expand(batch_shape)
+        new.concentration_reciprocal = new.concentration.reciprocal()
+        TransformedDistribution.__init__(
+            new, self.base_dist.expand(batch_shape),
+            _weibull_transforms(new.scale, new.concentration_reciprocal), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.scale * tg.exp(tg.lgamma(1 + self.concentration_reciprocal))
+
+    @property
+    def mode(self):
+        # nan below concentration 1 (a negative base to a fractional power), as PyTorch's
+        return (self.scale * ((self.concentration - 1) / self.concentration)
+                ** self.concentration.reciprocal())
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (
+            tg.exp(tg.lgamma(1 + 2 * self.concentration_reciprocal))
+            - tg.exp(2 * tg.lgamma(1 + self.concentration_reciprocal)))
+
+    def entropy(self):
+        return (_EULER * (1 - self.concentration_reciprocal)
+                + tg.log(self.scale * self.concentration_reciprocal) + 1)
+
+
+class InverseGamma(TransformedDistribution):
+    """The distribution of 1 / X for X gamma with shape ``concentration`` and rate ``rate``.
+
+    Example:
+        >>> from tapegrad.distributions import InverseGamma
+        >>> InverseGamma(3.0, 4.0).mean
+        tensor(2.)
+    """
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, concentration, rate, validate_args=None):
+        base_dist = Gamma(concentration, rate, validate_args=validate_args)
+        minus_one = -base_dist.rate.new_ones(())
+        super().__init__(base_dist, PowerTransform(minus_one), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(InverseGamma, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    concentration = _base_dist_parameter("concentration")
+    rate = _base_dist_parameter("rate")
+
+    @property
+    def mean(self):
+        mean = self.rate / (self.concentration - 1)
+        return tg.where(self.concentration > 1, mean, math.inf)
+
+    @property
+    def mode(self):
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self):
+        variance = self.rate.square() / ((self.concentration - 1).square()
+                                         * (self.concentration - 2))
+        return tg.where(self.concentration > 2, variance, math.inf)
+
+    def entropy(self):
+        return (self.concentration + self.rate.log() + self.concentration.lgamma()
+                - (1 + self.concentration) * self.concentration.digamma())
+
+
 class Cauchy(_LocationScale, Distribution):
     """The Cauchy (Lorentz) distribution with median ``loc`` and half width ``scale``.
 
@@ -338,6 +490,59 @@ class Cauchy(_LocationScale, Distribution):
 
     def entropy(self):
         return math.log(4 * math.pi) + self.scale.log()
+
+
+class HalfCauchy(TransformedDistribution):
+    """The distribution of ``abs(X)`` for X Cauchy with median 0 and half width ``scale``.
+
+    Example:
+        >>> from tapegrad.distributions import HalfCauchy
+        >>> HalfCauchy(1.0).cdf(tg.tensor(1.0))
+        tensor(0.5000)
+    """
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, scale, validate_args=None):
+        base_dist = Cauchy(0, scale, validate_args=False)
+        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(HalfCauchy, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    scale = _base_dist_parameter("scale")
+
+    @property
+    def mean(self):
+        return tg.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)
+
+    @property
+    def mode(self):
+        return tg.zeros_like(self.scale)
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value = tg.as_tensor(value, dtype=self.scale.dtype)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return tg.where(value >= 0, log_prob, -math.inf)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
 
 
 class StudentT(Distribution):

@@ -11,7 +11,7 @@ from ._multivariate import MultivariateNormal, _batch_mahalanobis
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._gamma import Beta, Dirichlet, Gamma
-from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, Poisson,
+from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, Pareto, Poisson,
                            TransformedDistribution)
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -534,3 +534,77 @@ def _kl_uniform_gumbel(p, q):
     t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
     t2 = common_term * (tg.exp(-high_loc_diff) - tg.exp(-low_loc_diff))
     return t1 - t2
+
+
+# Pareto's support starts at its scale: a distribution with mass below it (every other one
+# but a Uniform above the scale) is infinitely far from it, and a Pareto is from any
+# distribution on a bounded interval
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite_like(p.concentration1)
+
+
+register_kl(Exponential, Pareto)(_kl_exponential_infinity)
+register_kl(Gamma, Pareto)(_kl_gamma_infinity)
+register_kl(Gumbel, Pareto)(_kl_gumbel_infinity)
+register_kl(Laplace, Pareto)(_kl_laplace_infinity)
+register_kl(Normal, Pareto)(_kl_normal_infinity)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    _fill(result, p.support.lower_bound < q.support.lower_bound, inf)
+    return result
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_times_rate = p.scale * q.rate
+    result = ((p.alpha / scale_times_rate).log() - p.alpha.reciprocal()
+              + p.alpha * scale_times_rate / (p.alpha - 1) - 1)
+    _fill(result, p.alpha <= 1, inf)        # p has no finite mean
+    return result
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    mean_log = p.scale.log() + p.alpha.reciprocal()     # E[log X] under p
+    result = (p.alpha.log() - mean_log
+              + q.concentration.lgamma() - q.concentration * q.rate.log()
+              + (1 - q.concentration) * mean_log
+              + q.rate * p.alpha * p.scale / (p.alpha - 1) - 1)
+    _fill(result, p.alpha <= 1, inf)
+    return result
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    twice_variance = 2 * q.scale.pow(2)
+    mean_over_alpha = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * mean_over_alpha.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * mean_over_alpha - q.loc).pow(2)
+    result = t1 - t2 + (t3 + t4) / twice_variance - 1
+    _fill(result, p.alpha <= 2, inf)        # p has no finite variance
+    return result
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    result = t2 * (q.alpha + 1) - t1
+    _fill(result, p.low < q.support.lower_bound, inf)
+    return result

@@ -475,10 +475,19 @@ def power_array(x, c, out=None):
 
 def pow_array(x, y, out=None):
     """x ** y elementwise for float64 arrays that broadcast, as the POW rule computes it."""
-    x, y = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-    result, flat = _flat_result(x.shape, out)
-    _pow_loop(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1), flat)
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    result, flat = _flat_result(shape, out)
+    _pow_loop(_flat_operand(x, shape), _flat_operand(y, shape), flat)
     return result
+
+
+def _flat_operand(a, shape):
+    # broadcast by copying: the views np.broadcast_arrays gives warn (a FutureWarning) when
+    # the kernel's compiler reads their writeable flag to type a new signature
+    if a.shape != shape:
+        a = np.broadcast_to(a, shape).copy()
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def rpow_array(c, x, out=None):
