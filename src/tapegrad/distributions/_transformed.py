@@ -193,43 +193,29 @@ class LogNormal(TransformedDistribution):
         return self.base_dist.entropy() + self.loc
 
 
-class HalfNormal(TransformedDistribution):
-    """The distribution of ``abs(X)`` for X normal with mean 0 and deviation ``scale``.
-
-    Example:
-        >>> from tapegrad.distributions import HalfNormal
-        >>> HalfNormal(1.0, validate_args=False).log_prob(tg.tensor(-1.0))
-        tensor(-inf)
-    """
+class _FoldedAtZero(TransformedDistribution):
+    """``abs(X)`` for X symmetric about 0 with scale ``scale`` (the subclass's ``_symmetric``):
+    X's density doubled on [0, inf), as PyTorch's HalfNormal and HalfCauchy compute it."""
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
+        base_dist = self._symmetric(scale)
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
-
     scale = _base_dist_parameter("scale")
-
-    @property
-    def mean(self):
-        return self.scale * math.sqrt(2 / math.pi)
 
     @property
     def mode(self):
         return tg.zeros_like(self.scale)
 
-    @property
-    def variance(self):
-        return self.scale.pow(2) * (1 - 2 / math.pi)
-
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
+        return self._folded_log_prob(value)
+
+    def _folded_log_prob(self, value):
         log_prob = self.base_dist.log_prob(value) + math.log(2)
         return tg.where(value >= 0, log_prob, -math.inf)
 
@@ -243,6 +229,32 @@ class HalfNormal(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(_FoldedAtZero):
+    """The distribution of ``abs(X)`` for X normal with mean 0 and deviation ``scale``.
+
+    Example:
+        >>> from tapegrad.distributions import HalfNormal
+        >>> HalfNormal(1.0, validate_args=False).log_prob(tg.tensor(-1.0))
+        tensor(-inf)
+    """
+
+    @staticmethod
+    def _symmetric(scale):
+        return Normal(0, scale, validate_args=False)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(HalfNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def mean(self):
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (1 - 2 / math.pi)
 
 
 class Gumbel(TransformedDistribution):
@@ -492,7 +504,7 @@ class Cauchy(_LocationScale, Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(_FoldedAtZero):
     """The distribution of ``abs(X)`` for X Cauchy with median 0 and half width ``scale``.
 
     Example:
@@ -500,49 +512,28 @@ class HalfCauchy(TransformedDistribution):
         >>> HalfCauchy(1.0).cdf(tg.tensor(1.0))
         tensor(0.5000)
     """
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
 
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+    @staticmethod
+    def _symmetric(scale):
+        return Cauchy(0, scale, validate_args=False)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(HalfCauchy, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    scale = _base_dist_parameter("scale")
 
     @property
     def mean(self):
         return tg.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)
 
     @property
-    def mode(self):
-        return tg.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.base_dist.variance
 
     def log_prob(self, value):
+        # unlike HalfNormal's, a number is made a tensor once validated, as PyTorch's does
         if self._validate_args:
             self._validate_sample(value)
-        value = tg.as_tensor(value, dtype=self.scale.dtype)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return tg.where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+        return self._folded_log_prob(tg.as_tensor(value, dtype=self.scale.dtype))
 
 
 class StudentT(Distribution):
