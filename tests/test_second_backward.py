@@ -12,6 +12,8 @@ import tapegrad as tg
 
 torch = pytest.importorskip("torch")
 
+# (rank 2: ops whose gradient needs distinct, nonzero singular values -- svdvals -- add an
+# identity, since at a zero singular value each LAPACK picks its own null vector)
 A = np.arange(1., 13.).reshape(3, 4) / 7 + 0.1
 
 OPS = {
@@ -78,7 +80,7 @@ OPS = {
  "pow_t": lambda m, x: x ** x.detach(), "rpow": lambda m, x: 2.0 ** x, "pow_tt": lambda m, x: m.pow(x.detach(), x), "sin": lambda m, x: x.sin(), "cos": lambda m, x: x.cos(), "log": lambda m, x: x.log(),
  "cummin": lambda m, x: x.cummin(1).values, "kthvalue": lambda m, x: x.kthvalue(2, 1).values, "mode": lambda m, x: x.mode(1).values, "nanmedian": lambda m, x: x.nanmedian(1).values, "msort": lambda m, x: x.msort(),
  "logdet": lambda m, x: m.logdet(x[:, :3] + 3 * m.eye(3, dtype=m.float64)), "cholesky": lambda m, x: m.linalg.cholesky(x[:, :3] @ x[:, :3].t() + m.eye(3, dtype=m.float64)),
- "solve": lambda m, x: m.linalg.solve(x[:, :3] + 3 * m.eye(3, dtype=m.float64), m.ones(3, dtype=m.float64)), "qr": lambda m, x: m.linalg.qr(x[:, :3] + 3 * m.eye(3, dtype=m.float64))[1], "svdvals": lambda m, x: m.linalg.svdvals(x),
+ "solve": lambda m, x: m.linalg.solve(x[:, :3] + 3 * m.eye(3, dtype=m.float64), m.ones(3, dtype=m.float64)), "qr": lambda m, x: m.linalg.qr(x[:, :3] + 3 * m.eye(3, dtype=m.float64))[1], "svdvals": lambda m, x: m.linalg.svdvals(x + m.eye(3, 4, dtype=m.float64)),
  "eigh": lambda m, x: m.linalg.eigvalsh(x[:, :3] + x[:, :3].t()), "pinv": lambda m, x: m.linalg.pinv(x), "matrix_exp": lambda m, x: m.linalg.matrix_exp(x[:, :3] / 5), "vander": lambda m, x: m.vander(x[0], 3),
  "block_diag": lambda m, x: m.block_diag(x, x.detach()), "cartesian": lambda m, x: m.cartesian_prod(x[0], x.detach()[1])[:, 0], "histc_mul": lambda m, x: x.sum() * 1.0, "bucketize": lambda m, x: x * 1.0,
  "sum_to_size": lambda m, x: x.sum_to_size(1, 4), "view_as": lambda m, x: x.view_as(x.detach()), "expand_as": lambda m, x: x[0].expand_as(x), "broadcast_to": lambda m, x: x[0].broadcast_to((2, 4)),
