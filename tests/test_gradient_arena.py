@@ -139,19 +139,30 @@ def test_a_handed_over_gradient_does_not_keep_a_much_larger_arena():
 
 _MATMUL_CHECK = """
 import numpy as np, tapegrad as tg
+from tapegrad.tape import state
 print(tg.blas())
 rng = np.random.default_rng(1)
-for m, k, n in [(3, 4, 5), (1, 6, 1), (7, 1, 2), (2, 0, 3), (0, 2, 2), (40, 30, 20)]:
-    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+# (products with a vector -- a dimension of 1, or a 1-D operand -- go to dgemv, in each of its
+# four orientations over the forward and the two gradients; the rest to dgemm)
+for m, k, n in [(3, 4, 5), (1, 6, 1), (7, 1, 2), (2, 0, 3), (0, 2, 2), (40, 30, 20),
+                (300, 16, 1), (1, 16, 300), (16, 1, 300), (300, 1, 16), (5, 3, ()), ((), 3, 5),
+                ((), 4, ())]:
+    A = rng.standard_normal((m, k) if m != () else (k,))
+    B = rng.standard_normal((k, n) if n != () else (k,))
     f = tg.compile(lambda a, b: (a @ b).sin().sum())
     for _ in range(3):
         a, b = tg.tensor(A, requires_grad=True), tg.tensor(B, requires_grad=True)
         loss = f(a, b)
+        state.grads = np.full(max(1 << 12, state.grads.size), np.nan)   # stale nan
         loss.backward()
         g = np.cos(A @ B)
         np.testing.assert_allclose(loss.item(), np.sin(A @ B).sum(), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(a.grad.detach().numpy(), g @ B.T, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(b.grad.detach().numpy(), A.T @ g, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a.grad.detach().numpy(),
+                                   np.multiply.outer(g, B) if n == () else g @ B.T,
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(b.grad.detach().numpy(),
+                                   np.multiply.outer(A, g) if m == () else A.T @ g,
+                                   rtol=1e-12, atol=1e-12)
 """
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _blas
 from .._config import inline, kernel, rule
+from .memory import view_f64
 from .table import ARRAY, READS_OUT, READS_X0, READS_X1, constants, declare
 
 # BLAS dgemm with numba's own helper's signature (the one np.dot calls), bound by _blas to
@@ -21,6 +22,7 @@ from .table import ARRAY, READS_OUT, READS_X0, READS_X1, constants, declare
 # tapegrad does not import scipy.linalg (170 ms); numba's helper loads scipy's BLAS on its
 # first call.
 _DGEMM = numba.types.ExternalFunction(_blas.SYMBOL, _blas.XXGEMM_BY_ADDRESS)
+_DGEMV = numba.types.ExternalFunction(_blas.GEMV_SYMBOL, _blas.XXGEMV_BY_ADDRESS)
 _KIND, _N, _T = ord("d"), ord("N"), ord("T")
 
 
@@ -46,8 +48,42 @@ def gemm(c, a, b, m, k, n, trans_a, trans_b, beta):
         if beta == 0.0:
             c[:m * n] = 0.0
         return
+    if k == 1:
+        # an outer product (the gradient of a matrix times a vector, for the matrix): a loop,
+        # 1.5-3x faster than dgemm's general kernel for it in OpenBLAS and MKL alike
+        # ((10^5, 16): 0.58 ms against 0.86 ms; (10, 10): 0.05 µs against 0.21 µs).  A
+        # written output is not read: it may hold a stale nan.
+        av = view_f64(a, m)
+        bv = view_f64(b, n)
+        for i in range(m):
+            ai = av[i]
+            row = i * n
+            if beta == 0.0:
+                for j in range(n):
+                    c[row + j] = ai * bv[j]
+            else:
+                for j in range(n):
+                    c[row + j] = beta * c[row + j] + ai * bv[j]
+        return
     scalars = np.empty(2)
     scalars[0], scalars[1] = 1.0, beta
+    if n == 1 or m == 1:
+        # a product with a vector: dgemv (see _blas).  Its output is zeroed here rather than
+        # left to beta = 0, which some BLAS builds multiply in (0 * a stale nan is nan).
+        if beta == 0.0:
+            c[:m * n] = 0.0
+            scalars[1] = 1.0
+        if n == 1:
+            # c (m,) = op(a) @ b: a stored (m, k) row-major is (k, m) column-major
+            _DGEMV(_KIND, _N if trans_a else _T, m if trans_a else k, k if trans_a else m,
+                   scalars[0:].ctypes, a, m if trans_a else k, b, scalars[1:].ctypes,
+                   c.ctypes.data)
+        else:
+            # c (n,) = op(b).T @ a, likewise
+            _DGEMV(_KIND, _T if trans_b else _N, k if trans_b else n, n if trans_b else k,
+                   scalars[0:].ctypes, b, k if trans_b else n, a, scalars[1:].ctypes,
+                   c.ctypes.data)
+        return
     # row-major c is column-major c.T = op(b).T @ op(a).T: swap the operands
     lda = m if trans_a else k
     ldb = k if trans_b else n
