@@ -29,15 +29,21 @@ def _fresh_programs(monkeypatch):
     hot_tapes.ENABLED = True
 
 
+_FIRST_TAPE = 1 << 17   # values
+
+
 def _steps(step, n_steps, enabled):
     """Run ``step`` (returning [loss, leaves...]) n_steps times with generated backwards
     allowed or not; each step's loss and leaf gradients."""
     hot_tapes.forget()
     hot_tapes.ENABLED = enabled
     before = hot_tapes.generated
-    # both runs from the same start: the first steps' graphs may span tapes, as the tapes
-    # grow to fit them, and a leaf's gradient from two tapes is added in another order
-    state.tape, state.last_used = None, 0
+    # both runs from the same start, on a first tape large enough for every step here:
+    # started small, the first steps' graphs span tapes while the tapes grow to fit them
+    # (a whole step's values, which the next tape is sized for, count only the tapes a
+    # backward swept), and the program, made after three sweeps of one tape, may come
+    # only after the last step
+    state.tape, state.last_used = None, _FIRST_TAPE
     out = []
     for i in range(n_steps):
         loss, *leaves = step(i)
@@ -339,8 +345,10 @@ def test_a_smaller_tape_is_built_after_more_sweeps(monkeypatch):
     # the sweeps before the build: _WORK values swept in all, and at least _AFTER
     n = 3000
     step = _cubic_step(n)
+    state.tape, state.last_used = None, _FIRST_TAPE   # (a step's graph on one tape)
     loss, *_ = step(0)
     values = loss._tape.top
+    assert loss._tape is step(0)[0]._tape        # (both on the first tape)
     monkeypatch.setattr(hot_tapes, "_WORK", 10 * values)
     before = hot_tapes.generated
     built_at = None

@@ -129,6 +129,11 @@ _UNSHARED = _refcount_at([np.empty(0)], 0)
 BEFORE_TAKING_A_CHUNK = None
 
 
+def chunk_size(n):
+    """The values a tape asking for room for n gets: a power of two, at least MIN_CAPACITY."""
+    return max(MIN_CAPACITY, 1 << max(0, (n - 1).bit_length()))
+
+
 def _take_chunk(n):
     """A free chunk of at least n values: a released one that no view refers to any more,
     or a new one."""
@@ -138,7 +143,7 @@ def _take_chunk(n):
     for i in range(len(pool) - 1, -1, -1):
         if pool[i].size >= n and _refcount_at(pool, i) <= _UNSHARED:
             return pool.pop(i)
-    chunk = np.empty(max(MIN_CAPACITY, 1 << max(0, (n - 1).bit_length())))
+    chunk = np.empty(chunk_size(n))
     _ARENA_CHUNKS[id(chunk)] = weakref.ref(chunk, lambda _, key=id(chunk):
                                            _ARENA_CHUNKS.pop(key, None))
     return chunk
@@ -183,7 +188,11 @@ class Tape:
                           self.size.append, self.ip.append, self.fp.append)
         self.faux = array.array("d")
         self.vals = _take_chunk(capacity_needed)
-        self.cap = self.vals.size
+        # The room is what was asked for, not the size of the chunk the pool happened to
+        # hold: where a graph spills onto the next tape decides the order a gradient from
+        # both is added in, and that must not depend on what earlier work freed (the same
+        # step gave other last bits after a larger chunk had been released).
+        self.cap = chunk_size(capacity_needed)
         self.top = 0
         self.id = next(_tape_ids)
         self.finished = False
