@@ -11,8 +11,12 @@ import weakref
 import numpy as np
 import pytest
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 import tapegrad as tg
 from tapegrad import tape as tape_mod
+from test_codegen import _build, _vector_programs
 
 
 @pytest.fixture
@@ -167,6 +171,57 @@ def test_a_steps_gradients_do_not_depend_on_what_the_pool_holds():
         np.testing.assert_array_equal(x_grad_after, x_grad)
         assert a_grad_after == a_grad
     tape_mod.state.pool.clear()
+
+
+@pytest.mark.parametrize("first_tape", [0, 1 << 12, 1 << 13])
+def test_a_graph_over_several_tapes_has_the_one_tape_gradients_bit_for_bit(first_tape):
+    # The first call of a function records on tapes still growing to fit its graph, the
+    # second on one tape.  Each leaf's gradient must come out the same, every bit: the
+    # terms of a leaf used on several tapes are added in the one-tape order.
+    rng = np.random.default_rng(6)
+    xv, wv = rng.uniform(-1.5, 1.5, 1500), rng.uniform(-1.0, 1.0, 1500)
+
+    def grads(last_used):
+        tape_mod.state.tape, tape_mod.state.last_used = None, last_used
+        x = tg.tensor(xv, requires_grad=True)
+        w = tg.tensor(wv, requires_grad=True)
+        a = tg.tensor(-0.4, requires_grad=True)
+        b = tg.tensor(0.3, requires_grad=True)
+        u = x * a + b
+        v = tg.tanh(u * w) * 0.5 - a
+        s = tg.tanh(x.mean()) * b
+        z = (v * tg.tanh(v) * x).sum() + s * a + (x * a).mean() + (w * w * b).sum()
+        tapes = {t._tape.id for t in (u, v, s, z)}
+        z.backward()
+        return len(tapes), [t.grad.numpy().copy() for t in (x, w, a, b)]
+
+    spans, got = grads(first_tape)
+    one, want = grads(1 << 18)
+    assert one == 1 and spans >= (2 if first_tape < (1 << 13) else 1)
+    for g, h in zip(got, want):
+        assert np.array_equal(g.view(np.int64), h.view(np.int64))
+
+
+@given(steps=_vector_programs(), first_tape=st.sampled_from([0, 1 << 12]),
+       n=st.sampled_from([700, 1500, 3000]))
+def test_random_programs_over_several_tapes_have_the_one_tape_gradients(steps, first_tape, n):
+    # leaves and intermediates read on several tapes, whole sums and broadcasts of numbers
+    # (whose reductions add value after value into one gradient)
+    program = _build(steps)
+    rng = np.random.default_rng(len(steps))
+    xv, wv = rng.uniform(-1.5, 1.5, n), rng.uniform(-1.5, 1.5, n)
+
+    def grads(last_used):
+        tape_mod.state.tape, tape_mod.state.last_used = None, last_used
+        xs = [tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True),
+              tg.tensor(0.7, requires_grad=True), tg.tensor(-0.4, requires_grad=True)]
+        program(*xs).backward()
+        return [None if t.grad is None else t.grad.numpy().copy() for t in xs]
+
+    for g, h in zip(grads(first_tape), grads(1 << 19)):
+        assert (g is None) == (h is None)
+        if g is not None:
+            assert np.array_equal(g.view(np.int64), h.view(np.int64))
 
 
 def test_values_survive_backward_and_the_next_iteration():

@@ -474,23 +474,39 @@ def run_backward(outputs, grad_outputs, retain_graph, inputs=None, accumulate=Tr
     pending = []
     # Tapes only reference older tapes, so descending id order sees every contribution to a
     # tape before sweeping it.
+    swept_leaves = set()    # ids of leaves a swept tape gave a gradient
     while seeds:
         tape = next(iter(seeds)) if len(seeds) == 1 else max(seeds, key=_tape_id)
         tape_seeds = seeds.pop(tape)
         _own(pending)
+        carried = _carry_sums(tape, tape_seeds, leaf_grads, swept_leaves, seeds)
         readouts = [x._r for x in retained.get(tape, ())]
         readouts += [x._r for x in nonleaf_inputs.get(tape, ())]
         need, goff, grads, needed = _sweep_tape(tape, tape_seeds, readouts, inputs)
         swept.append((tape, need))
+        size = tape.size
+        # a record seeded with a sum so far holds it and this tape's terms: it replaces that
+        # sum, before any other record of this tape adds to it
+        for r, leaf in needed:
+            if r in carried and leaf._rg:
+                entry = leaf_grads[id(leaf)]
+                entry[1] = grads[goff[r]:goff[r] + size[r]]
+                pending.append(entry)
+        for r in carried:
+            if need[r] and r in tape.externs:
+                older, older_r = tape.extern(r)
+                seeds[older][older_r] = grads[goff[r]:goff[r] + size[r]].copy()
         for r, leaf in needed:
             if leaf._rg:
-                _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + tape.size[r]],
-                               pending)
+                if r not in carried:
+                    _add_leaf_grad(leaf_grads, leaf, grads[goff[r]:goff[r] + size[r]],
+                                   pending)
+                swept_leaves.add(id(leaf))
         for r in tape.externs:
-            if need[r]:
+            if need[r] and r not in carried:
                 older, older_r = tape.extern(r)
                 per = seeds.setdefault(older, {})
-                g = grads[goff[r]:goff[r] + tape.size[r]]
+                g = grads[goff[r]:goff[r] + size[r]]
                 per[older_r] = per[older_r] + g if older_r in per else g.copy()
         for x in retained.get(tape, ()):
             if need[x._r]:
@@ -647,6 +663,51 @@ class _RetainRegistry:
 
 
 _RETAINED = _RetainRegistry()
+
+
+_NO_CARRY = frozenset()
+
+
+def _carry_sums(tape, tape_seeds, leaf_grads, swept_leaves, seeds):
+    """Before ``tape`` is swept: seed its records of values that newer tapes of this graph
+    already gave a gradient -- a leaf's record, or an EXTERN record of an older tape's value
+    -- with that gradient, so that the sweep adds this tape's terms to it; the records so
+    seeded, one per value.
+
+    A graph that outgrew its tape spans two (the first step of a loop, before the tapes
+    have grown to fit it).  A gradient summed on each tape apart and then added came out in
+    other last bits than the same graph's on one tape, whose sweep adds every term into one
+    sum, newest record first (a broadcast's reduction adds value after value): the first
+    call of a function gave other gradients than the second.  Carried in, the terms are
+    added in the one-tape order.  Only an eager tape is seeded: a replay's generated
+    backward is made for its own seeds, and keeps them."""
+    if not (swept_leaves or seeds) or tape.program is not None or \
+            tape.cached_cols is not None:
+        return _NO_CARRY
+    carried = set()
+    if swept_leaves:
+        leaf_rec, leaves = tape.leaf_rec, tape.leaves
+        for key in swept_leaves:
+            hit = leaf_rec.get(key)
+            if hit is None:
+                continue
+            r = hit[0]
+            leaf, g = leaf_grads[key]
+            if leaves.get(r) is leaf:
+                tape_seeds[r] = tape_seeds[r] + g if r in tape_seeds else g
+                carried.add(r)
+    if seeds and tape.externs:
+        waiting = {older.id: per for older, per in seeds.items()}
+        taken = set()
+        for r, value in tape.externs.items():
+            per = waiting.get(value[0])
+            if per is None or value[1] not in per or value in taken:
+                continue
+            taken.add(value)
+            g = per[value[1]]
+            tape_seeds[r] = tape_seeds[r] + g if r in tape_seeds else g
+            carried.add(r)
+    return carried
 
 
 def _add_leaf_grad(leaf_grads, leaf, g, pending=None):
