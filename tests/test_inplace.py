@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad import tape as tape_module
 
 LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VERSION_PREFIX = ("one of the variables needed for gradient computation has been modified by an "
@@ -101,6 +102,54 @@ def test_leaf_in_place_under_no_grad_is_allowed():
     assert x._version == 2
     (x * x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [20.0, 12.0])
+
+
+# A leaf changed under no_grad between two reads is imported again; what read the old copy
+# read the value of then.  PyTorch's saved tensor is the leaf itself, at its old version.
+LEAF_READ_THEN_CHANGED = {
+    # name: the reads, each after the leaf x changed in place (under no_grad) once more
+    # w * x saved x at version 0: refused
+    "saved, then read again": lambda x, w: [(x * w).sum(), lambda: (x * 3.0).sum()],
+    # x * 2.0 saves nothing of x: allowed, and x's gradient sums both reads
+    "not saved": lambda x, w: [(x * 2.0).sum(), lambda: (x * w).sum()],
+    # the newer read saves x at its new version: allowed
+    "saved after the change": lambda x, w: [(x + w).sum(), lambda: (x * x).sum()],
+    # two changes: sin saved the first copy (refused), exp saves its result (allowed)
+    "changed twice, sin": lambda x, w: [(x.sin() * w).sum(), lambda: (x * 2.0).sum(),
+                                        lambda: (x - w).sum()],
+    "changed twice, exp": lambda x, w: [(x.exp() * w).sum(), lambda: (x * 2.0).sum(),
+                                        lambda: (x - w).sum()],
+}
+
+
+def _leaf_read_then_changed(L, name, n):
+    x = L.tensor(np.linspace(-1.0, 1.0, n), requires_grad=True)
+    w = L.tensor(np.linspace(0.5, 1.5, n), requires_grad=True)
+    loss, *later = LEAF_READ_THEN_CHANGED[name](x, w)
+    for part in later:
+        with L.no_grad():
+            x.add_(0.25)
+        loss = loss + part()
+    try:
+        loss.backward()
+    except RuntimeError as e:
+        return "error", str(e)
+    return "grads", x.grad.numpy().copy(), w.grad.numpy().copy()
+
+
+@pytest.mark.parametrize("n", [3, 3000])
+@pytest.mark.parametrize("name", sorted(LEAF_READ_THEN_CHANGED))
+def test_a_leafs_older_copy_read_after_a_change_is_checked_as_pytorch_checks_it(torch, name, n):
+    # n = 3000 on a first tape of 4096 values: the reads may sit on two tapes
+    tape_module.state.tape, tape_module.state.last_used = None, 0
+    ours = _leaf_read_then_changed(tg, name, n)
+    theirs = _leaf_read_then_changed(torch, name, n)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours[1].split(" It was modified by")[0] == torch_first_sentence(theirs[1])
+    else:
+        for got, want in zip(ours[1:], theirs[1:]):
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1126,13 +1126,18 @@ def _check_versions(tape, need, op, a0, a1, needed=None):
     found = []
     # leaves changed in place after they were brought onto this tape (a leaf no swept record
     # reaches is read by none of them either)
-    leaf_rec = tape.leaf_rec
+    leaf_rec, superseded = tape.leaf_rec, tape.leaf_versions
     for r, leaf in needed_leaves(tape, need) if needed is None else needed:
         rec_version = leaf_rec.get(id(leaf))
         # (the usual case, a leaf unchanged, decided here: a call per leaf cost a small
         # backward a microsecond each)
-        if rec_version is not None and rec_version[0] == r and rec_version[1] != leaf._version:
-            _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
+        if rec_version is not None and rec_version[0] == r:
+            if rec_version[1] != leaf._version:
+                _check_leaf_version(tape, r, leaf, need, op, a0, a1, found)
+        elif superseded is not None and superseded.get(r, leaf._version) != leaf._version:
+            # an older copy of a leaf imported again after a change: what reads it read
+            # the value of then (``w * x; x.add_(1); x * 3``), as PyTorch's saved tensor
+            _check_leaf_version(tape, r, leaf, need, op, a0, a1, found, superseded[r])
     # constants: copied onto the tape, or read where they are (Tape.read_in_place), checked
     # as PyTorch checks the operand it saved
     for r, x, version, shape in tape.consts:
@@ -1172,15 +1177,21 @@ def _newest_read_or_view(tape, r, need, op, a0, a1):
     return newest_read(tape, r, need, op, a0, a1), None
 
 
-def _check_leaf_version(tape, r, leaf, need, op, a0, a1, found):
-    rec_version = tape.leaf_rec.get(id(leaf), (None, None))
-    if rec_version[0] != r or rec_version[1] == leaf._version:
+def _check_leaf_version(tape, r, leaf, need, op, a0, a1, found, expected=None):
+    """Note PyTorch's error in ``found`` where a record that needs leaf record r's value
+    reads it after the leaf changed in place; ``expected``: r's version at import, where
+    not the one ``leaf_rec`` holds (a record a later import superseded)."""
+    if expected is None:
+        rec_version = tape.leaf_rec.get(id(leaf), (None, None))
+        if rec_version[0] != r:
+            return
+        expected = rec_version[1]
+    if expected == leaf._version:
         return
     # a view of the leaf read after any read of it (``w[0] * x``): PyTorch's saved view
     # shares the leaf's version, and names its own shape and the node a changed view's
     # history becomes
     reader, view = _newest_read_or_view(tape, r, need, op, a0, a1)
-    expected = rec_version[1]
     if view is None:
         if reader >= 0:
             found.append((reader, lambda: _modified(leaf, expected)))

@@ -102,6 +102,8 @@ def _ref(tape, x):
                     return hit[0]
                 if not _EXPOSED or _copy_holds(tape, hit, x, v):
                     return hit[0]     # a leaf read again is read from its copy
+            if hit is not None:
+                tape.supersede_leaf(hit)
             off = tape.alloc(n)
             tape.vals[off:off + n] = v.reshape(-1)
             r = tape.push(K.LEAF, -1, -1, off, n)
@@ -258,6 +260,8 @@ def _leaf_in_place(tape, x):
     hit = tape.leaf_rec.get(key)
     if hit is not None and hit[1] == x._version and hit[2]() is v:
         return hit[0]   # (on this tape already, read in place or copied)
+    if hit is not None:
+        tape.supersede_leaf(hit)
     off = tape.alloc(v.size)   # (its slot: filled for readers of the arena, as above)
     r = tape.push(K.LEAF, -1, -1, off, v.size)
     tape.leaves[r] = x

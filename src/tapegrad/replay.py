@@ -629,7 +629,7 @@ class Variant:
         inst.plan_cache = self.plan_cache
         inst.program = None
         inst.nodes, inst.inplace, inst.hooks = {}, [], {}
-        inst.version_base = None
+        inst.version_base = inst.leaf_versions = None
         inst.custom, inst.custom_out = {}, {}   # (a traced Function runs eagerly instead)
         inst.refused = tpl.refused
         inst.views = tpl.views

@@ -173,7 +173,7 @@ class Tape:
         "cached_cols", "plan_cache",
         "program", "custom", "custom_out", "older", "first_extern", "dep_of", "dep_sets",
         "ext", "ext_refs", "consts", "unfilled", "views", "arguments_are_leaves", "composites",
-        "inner_nodes",
+        "inner_nodes", "leaf_versions",
         "__weakref__",
     )
 
@@ -199,6 +199,9 @@ class Tape:
         self.freed = None        # bool mask of records whose saved values a backward released
         self.leaves = {}         # record -> leaf Tensor
         self.leaf_rec = {}       # id(leaf) -> (record, leaf version at import)
+        # record -> the leaf's version at import, of the leaf records that a later import of
+        # the same leaf (changed in place meanwhile) replaced in leaf_rec; None while none
+        self.leaf_versions = None
         # id(constant) -> the same, for tensors without grad (eager); (id, "in place") for
         # the records that read one where it is (functional._constant_in_place)
         self.const_rec = {}
@@ -296,6 +299,14 @@ class Tape:
             self.ext[r] = 0
         if self.ext_refs is not None:
             self.ext_refs = [(s, a) for s, a in self.ext_refs if s != r] or None
+
+    def supersede_leaf(self, hit):
+        """A leaf is imported again (it changed since its record ``hit`` of ``leaf_rec``
+        was made): keep the version that record holds, which the backward checks as it
+        checks the newest one's, for the ops that read the old record."""
+        if self.leaf_versions is None:
+            self.leaf_versions = {}
+        self.leaf_versions[hit[0]] = hit[1]
 
     def leave_unfilled(self, off, n, value):
         """The n values at ``off``, each ``value``, are not written into the arena now: no
