@@ -22,7 +22,7 @@ from . import ops as K
 from .ops import activation as _activation
 from .ops import elementwise as _elementwise
 from ._argtypes import not_tensor as _not_tensor
-from ._quiet import quiet_begin, quiet_end
+from ._quiet import QUIET, QUIET_RESET, QUIET_SET, quiet_begin, quiet_end
 from . import tape as _tape_module
 from .tape import recording_tape, state
 from .return_types import return_type
@@ -104,8 +104,14 @@ def _ref(tape, x):
                     return hit[0]     # a leaf read again is read from its copy
             if hit is not None:
                 tape.supersede_leaf(hit)
-            off = tape.alloc(n)
-            tape.vals[off:off + n] = v.reshape(-1)
+            off = tape.top
+            tape.top = off + n
+            if v.ndim:
+                tape.vals[off:off + n] = v.reshape(-1)
+            else:
+                # a number (a scalar parameter): one store; the slice and the reshape were
+                # a fifth of its import, which each step of a scalar-parameter model pays
+                tape.vals[off] = v
             r = tape.push(K.LEAF, -1, -1, off, n)
             tape.leaves[r] = x
             tape.leaf_rec[key] = (r, x._version, _value_ref(v))
@@ -120,14 +126,19 @@ def _ref(tape, x):
                 return hit[0]
         else:
             state.trace.read_constant(x)   # (a replay merges equal records itself)
-        off = tape.alloc(n)
-        tape.vals[off:off + n] = v.reshape(-1)
+        off = tape.top
+        tape.top = off + n
+        if v.ndim:
+            tape.vals[off:off + n] = v.reshape(-1)
+        else:
+            tape.vals[off] = v      # (a number: one store, as a leaf's above)
         r = tape.push(K.CONST, -1, -1, off, n)
         if eager:
             tape.const_rec[id(x)] = (r, x._version, _value_ref(v))
         # checked by the backward as PyTorch checks the operand it saved: a change in place
         # since (by version) is refused where the backward reads this copy
-        tape.consts.append(_constant_entry(r, x, v.shape))
+        tape.consts.append((r, x, x._version, v.shape) if x._alias is None
+                           else _constant_entry(r, x, v.shape))
         return r
     key = (x._tape.id, x._r)
     hit = tape.extern_rec.get(key)
@@ -379,18 +390,42 @@ def _expanded_ref(tape, x, shape, read=True):
     return _expansion(tape, r, v, shape, math.prod(shape), read)
 
 
+_NUMBER_EXPANSION_AUX = {}  # shape -> aux of a one-value expansion to it (see _expansion)
+_NUMBER_EXPANSION_KEPT = 256
+
+
+def _number_expansion_aux(shape):
+    """(ndim, *shape, 0, ...): a one-value expansion's aux entry (all strides 0), kept per
+    shape -- a parameter times data broadcasts to the same few shapes every step."""
+    nd = len(shape)
+    aux = (nd, *shape) + (0,) * nd
+    if len(_NUMBER_EXPANSION_AUX) >= _NUMBER_EXPANSION_KEPT:
+        _NUMBER_EXPANSION_AUX.clear()
+    _NUMBER_EXPANSION_AUX[shape] = aux
+    return aux
+
+
 def _expansion(tape, r, v, shape, n, read):
     """Record ``r`` (of value v) broadcast to ``shape`` (n values): see _expanded_ref."""
-    nd = len(shape)
-    off, out = _out(tape, shape, n)
+    off = tape.top
+    tape.top = off + n
+    out = tape.vals[off:off + n]
     if v.size == 1:
-        # one value everywhere: every stride is 0, and a fill is the copy
-        ip = tape.put_aux((nd, *shape) + (0,) * nd)
+        # one value everywhere: every stride is 0, and a fill of the flat span is the copy
+        # (a parameter broadcast against data, four times a step of a cubic fit: written
+        # out, without _out's call and reshape)
+        aux = _NUMBER_EXPANSION_AUX.get(shape)
+        if aux is None:
+            aux = _number_expansion_aux(shape)
+        ip = tape.put_aux(aux)
         if read:
             out.fill(v.item())
         else:
             tape.leave_unfilled(off, n, v.item())
         return tape.push(K.EXPAND_S, r, -1, off, n, ip)
+    nd = len(shape)
+    if nd != 1:
+        out = out.reshape(shape)
     lead = nd - v.ndim
     # element strides of x seen from each output dim; 0 where x is broadcast
     strides = [0] * nd
@@ -566,10 +601,10 @@ def _unary(code, x, fn, ip=0, fp=0.0):
         except _SCALAR_ERRORS:
             sfn = None
     if sfn is None:
-        tok = quiet_begin()
+        tok = QUIET_SET(QUIET)
         # (traced integers or bools in float64: NumPy's exp of bools is float16, 2.71875)
         fn(v if v.dtype.kind == "f" else v.astype(np.float64), out)
-        quiet_end(tok)
+        QUIET_RESET(tok)
     return _emit(tape, code, r0, -1, off, n, ip, fp, out)
 
 
@@ -623,9 +658,9 @@ def _binary(code, a, b, fn):
         except _SCALAR_ERRORS:
             sfn = None
     if sfn is None:
-        tok = quiet_begin()
+        tok = QUIET_SET(QUIET)
         fn(va, vb, out)
-        quiet_end(tok)
+        QUIET_RESET(tok)
     return _emit(tape, code, r0, r1, off, n, 0, 0.0, out)
 
 
@@ -664,9 +699,9 @@ def _with_scalar(code, x, c, fn):
         except _SCALAR_ERRORS:
             sfn = None
     if sfn is None:
-        tok = quiet_begin()
+        tok = QUIET_SET(QUIET)
         fn(v, c, out)
-        quiet_end(tok)
+        QUIET_RESET(tok)
     return _emit(tape, code, r0, -1, off, n, 0, c, out)
 
 
