@@ -86,7 +86,11 @@ def _guard_code(positions):
     the guard's own, so a guard runs the same instructions as one compiled for it alone."""
     code = _CODE.get(positions)
     if code is None:
-        lines = ["def guarded(*args, **kwargs):", "    n = len(args)"]
+        lines = ["def guarded(*args, **kwargs):",
+                 # (PyTorch's other names for an argument: see keyword_aliases)
+                 "    if kwargs and ALIASES is not None:",
+                 "        kwargs = renamed(ALIASES, kwargs, fn.__name__)",
+                 "    n = len(args)"]
         for k, i in enumerate(positions):
             # (K{k} is None for a positional-only parameter: kwargs.get(None) is MISSING)
             lines += [f"    a = args[{i}] if n > {i} else kwargs.get(K{k}, MISSING)",
@@ -102,11 +106,44 @@ def _guard_code(positions):
 _CODE = {}
 
 
+def keyword_aliases(fn, entries=()):
+    """``{PyTorch's keyword: fn's parameter}`` for the keywords PyTorch also takes for an
+    argument of ``fn`` that fn calls otherwise, or None: NumPy's ``axis`` and ``keepdims``
+    (PyTorch's parser takes them for every ``dim`` and ``keepdim``: ``x.sum(axis=1)``), and
+    PyTorch's own name of an argument ``entries`` (rows of ``_argtable``) list under another
+    name here (``tapegrad.sum(input=x)``, whose parameter is x)."""
+    code = inspect.unwrap(fn).__code__
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    aliases = {}
+    for numpy_name, name in (("axis", "dim"), ("keepdims", "keepdim")):
+        if name in params and numpy_name not in params:
+            aliases[numpy_name] = name
+    for entry in entries:
+        mine, theirs = entry[1], entry[3]
+        if mine is not None and theirs != mine and theirs not in params:
+            aliases[theirs] = mine
+    return aliases or None
+
+
+def renamed(aliases, kwargs, fname):
+    """``kwargs`` with the keywords ``aliases`` names under the function's own names; an
+    argument given under both names raises PyTorch's TypeError (of function ``fname``),
+    which names the alias."""
+    out = {}
+    for key, value in kwargs.items():
+        mine = aliases.get(key)
+        if mine is not None and mine in kwargs:
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+        out[key if mine is None else mine] = value
+    return out
+
+
 def guard(fn, entries):
     """``fn`` behind a check of the arguments ``entries`` (rows of ``_argtable.ARGS``) name:
     same name, docstring, signature (``__wrapped__``) and module."""
     # (``__builtins__`` as ``exec`` puts it in a namespace: ``len`` and ``type`` are found)
     namespace = {"fn": fn, "Tensor": Tensor, "refuse": _refuse, "MISSING": _MISSING,
+                 "ALIASES": keyword_aliases(fn, entries), "renamed": renamed,
                  "__builtins__": builtins.__dict__}
     for k, entry in enumerate(entries):
         namespace[f"E{k}"] = entry
@@ -147,7 +184,11 @@ def _check_tensors(mode, fname, args, kwargs):
 
 def guard_tensors(fn, mode, fname):
     """``fn`` behind the check of ``_check_tensors``; same name, docstring and signature."""
+    aliases = keyword_aliases(fn)
+
     def guarded(*args, **kwargs):
+        if kwargs and aliases is not None:
+            kwargs = renamed(aliases, kwargs, fname)   # (torch.cat(xs, axis=0))
         _check_tensors(mode, fname, args, kwargs)
         return fn(*args, **kwargs)
     guarded = functools.wraps(fn)(guarded)
@@ -160,7 +201,7 @@ def _hot(fn):
     return getattr(fn, "__name__", "") == "<lambda>"
 
 
-def _warns(fn, depth=2, memo=None):
+def warns(fn, depth=2, memo=None):
     """Whether ``fn`` or a function of its module it calls (to ``depth`` levels) warns: a
     warning names the caller's line (stacklevel), which a guard's frame in between would
     take, and Python's once-per-line rule would then silence every later call's warning --
@@ -172,7 +213,7 @@ def _warns(fn, depth=2, memo=None):
     names = fn.__code__.co_names
     # (the names joined by a space: no "warn" spans two of them)
     answer = "warn" in " ".join(names) or depth > 1 and any(
-        inspect.isfunction(g) and _warns(g, depth - 1, memo)
+        inspect.isfunction(g) and warns(g, depth - 1, memo)
         for g in map(fn.__globals__.get, names))
     if memo is not None:
         memo[key] = answer
@@ -193,7 +234,7 @@ def _guards(get, names, make):
     by_fn, memo = {}, {}
     for name in names:
         fn = get(name)
-        if inspect.isfunction(fn) and not _guarded(fn) and not _warns(fn, memo=memo):
+        if inspect.isfunction(fn) and not _guarded(fn) and not warns(fn, memo=memo):
             by_fn.setdefault(id(fn), (fn, []))[1].append(name)
     made = {}
     for fn, aliases in by_fn.values():

@@ -1,9 +1,11 @@
 """Tensor methods and operators, spelled as PyTorch spells them, bound to the functional ops."""
+import functools
+import inspect
 import numbers
 
 import numpy as np
 
-from . import _device, _dtype, _promote, autograd, legacy
+from . import _argtypes, _device, _dtype, _promote, autograd, legacy
 from . import comparison as _comparison
 from . import ops as K
 from . import derived as D
@@ -470,6 +472,26 @@ def _matrix_operator(fn):
     return method
 
 
+def _numpy_keywords(name, fn):
+    """Method ``name``, ``fn``, taking NumPy's ``axis`` and ``keepdims`` for its ``dim`` and
+    ``keepdim`` as PyTorch's methods do (``x.sum(axis=1)``), or fn itself where it has
+    neither, already renames them (an argument check: _argtypes.guard), or warns (its
+    warning names the caller's line, which a frame in between would take)."""
+    if not inspect.isfunction(fn) or getattr(fn, "_argument_check", False):
+        return fn
+    aliases = _argtypes.keyword_aliases(fn)
+    if aliases is None or _argtypes.warns(fn):
+        return fn
+    renamed = _argtypes.renamed
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        if kwargs:
+            kwargs = renamed(aliases, kwargs, name)
+        return fn(self, *args, **kwargs)
+    return method
+
+
 def install():
     from .inplace import METHODS as IN_PLACE
     from .inplace import _in_place_methods
@@ -485,7 +507,7 @@ def install():
         if name in ("__matmul__", "__rmatmul__"):
             fn = _matrix_operator(fn)
         setattr(Tensor, name, _arithmetic_operator(name, fn) if name in _ARITHMETIC else
-                _operator(fn) if name in _OPERATORS else fn)
+                _operator(fn) if name in _OPERATORS else _numpy_keywords(name, fn))
     for name, prop in PROPERTIES.items():
         setattr(Tensor, name, prop)
     from .inplace import _recomputed_
