@@ -5,6 +5,7 @@ tape row; nothing is kept per op until someone asks for one.
 """
 import functools
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -211,14 +212,15 @@ class Node:
         if self._inner is not None:
             return self._inner
         tape, r = self._tape, self._r
+        composite = tape.composites.get(r)
+        if composite is not None:
+            # an op built from others: its own inputs, past the records it is made of (and
+            # past the nodes its last one would show beneath itself: bmm's matmul record)
+            return tuple((_composite_input(tape, ref), 0) for ref in composite[1])
         inner = tape.inner_nodes
         if inner is not None and r in inner:
             # an op PyTorch runs as several: the nodes it shows beneath this one
             return _inner_functions(tape, r, inner[r], ())
-        composite = tape.composites.get(r)
-        if composite is not None:
-            # an op built from others: its own inputs, past the records it is made of
-            return tuple((_composite_input(tape, ref), 0) for ref in composite[1])
         code = tape.op[r]
         if code in (K.CAT, K.STACK):
             k = tape.aux[tape.ip[r]]
@@ -1316,13 +1318,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple; ``.grad`` untouched.
 
     Each gradient has its input's shape.  ``grad_outputs`` seeds non-scalar outputs; an input
     that ``outputs`` do not depend on raises unless ``allow_unused=True`` (then None) or
     ``materialize_grads=True`` (then zeros).  ``create_graph=True`` records the gradients so
-    that they can be differentiated again.
+    that they can be differentiated again.  ``is_grads_batched=True``: each ``grad_outputs``
+    has a leading batch dimension, and each gradient gets one too (one backward per row,
+    stacked).  ``only_inputs`` is PyTorch's deprecated argument, ignored as there.
 
     Example:
         >>> x = tg.tensor([1.0, 2.0], requires_grad=True)
@@ -1332,6 +1337,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         >>> tg.autograd.grad(g.sum(), x)
         (tensor([ 6., 12.]),)
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
     single = isinstance(inputs, Tensor)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if single else tuple(inputs)
@@ -1339,6 +1348,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = (None,) * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = (grad_outputs,)
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, tuple(grad_outputs), retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     for j, x in enumerate(inputs):
         if not x._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -1361,6 +1373,40 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad(..., is_grads_batched=True)``: a backward per row of the seeds, the graph kept
+    until the last, and each input's gradients stacked (PyTorch maps one backward over the
+    rows; the rows' gradients are the same)."""
+    for g in grad_outputs:
+        if isinstance(g, Tensor) and not g._value.ndim:
+            g[0]    # (indexing's IndexError for a 0-d tensor: PyTorch's, which takes row 0)
+    rows = {g._value.shape[0] if isinstance(g, Tensor) else None for g in grad_outputs}
+    if None in rows or len(rows) != 1:
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of "
+                           "each grad_output as the batch dimension. The sizes of the "
+                           "remaining dimensions are expected to match the shape of "
+                           "corresponding output")
+    (n,) = rows
+    keep = create_graph if retain_graph is None else retain_graph
+    per_row = []
+    for i in range(n):
+        per_row.append(grad(outputs, inputs, tuple(g[i] for g in grad_outputs),
+                            retain_graph=True if i < n - 1 else keep,
+                            create_graph=create_graph, allow_unused=allow_unused,
+                            materialize_grads=materialize_grads))
+    out = []
+    for j, x in enumerate(inputs):
+        column = [row[j] for row in per_row]
+        if n == 0:
+            out.append(Tensor._make(np.zeros((0,) + x._value.shape)))
+        elif column[0] is None:
+            out.append(None)
+        else:
+            out.append(ABOVE.stack(column))
+    return tuple(out)
+
+
 class _Above:
     """What the driver calls in the modules above it, which install themselves here when they
     are imported (``tapegrad/__init__`` imports them all): the checks of values changed in
@@ -1374,6 +1420,7 @@ class _Above:
     backward_create_graph = None
     grad_create_graph = None
     run_custom = None       # an autograd.Function's backward in the sweep (function.py)
+    stack = None            # functional.stack, for grad(is_grads_batched=True)'s rows
 
 
 ABOVE = _Above()

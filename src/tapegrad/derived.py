@@ -1271,7 +1271,8 @@ def sgn(input):  # noqa: A002
         >>> tg.sgn(tg.tensor([-2.0, 0.0, 3.0]))
         tensor([-1.,  0.,  1.])
     """
-    return F.sign(_tensor(input))
+    x = _tensor(input)
+    return F.named_node(F.sign(x), "SgnBackward0", x)
 
 
 def deg2rad(input):  # noqa: A002
@@ -1956,7 +1957,8 @@ def ldexp(input, other):  # noqa: A002
         >>> tg.ldexp(tg.tensor([1.0]), tg.tensor([3]))
         tensor([8.])
     """
-    return F.mul(_tensor(input), F.rpow(_tensor(other), 2.0))
+    x, e = _tensor(input), _tensor(other)
+    return F.named_node(F.mul(x, F.rpow(e, 2.0)), "LdexpBackward0", x, e)
 
 
 def result_type(tensor1, tensor2):
@@ -2724,7 +2726,8 @@ def bmm(input, mat2):  # noqa: A002
     if (nb, kb) != (n, k):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{n}, {k}] but got: [{nb}, {kb}].")
-    return F.matmul(a, b)
+    # one BmmBackward0 node, as PyTorch's bmm (its matmul of 3-D tensors shows a view over it)
+    return F.named_node(F.matmul(a, b), "BmmBackward0", a, b)
 
 
 def mv(input, vec):  # noqa: A002

@@ -2575,8 +2575,9 @@ def _softmax(code, x, dim, log):
     return _result(tape, tape.push(code, r0, -1, off, n, ip), out)
 
 
-def softmax(x, dim=None):
-    """``exp(x)`` normalised to sum to 1 along ``dim`` (required, as in PyTorch).
+def softmax(x, dim=None, dtype=None):
+    """``exp(x)`` normalised to sum to 1 along ``dim`` (required, as in PyTorch); ``dtype``:
+    x is converted to it first (an integer tensor, which softmax refuses otherwise).
 
     Shape: that of ``x``; float64.  ``grad_fn``: ``<SoftmaxBackward0>``.
 
@@ -2585,11 +2586,11 @@ def softmax(x, dim=None):
         tensor([[0.5000, 0.5000],
                 [0.2689, 0.7311]])
     """
-    return _softmax(K.SOFTMAX, x, dim, False)
+    return _softmax(K.SOFTMAX, _reduce_as(x, dtype), dim, False)
 
 
-def log_softmax(x, dim=None):
-    """``log(softmax(x, dim))``, computed stably; ``dim`` is required.
+def log_softmax(x, dim=None, dtype=None):
+    """``log(softmax(x, dim))``, computed stably; ``dim`` is required; ``dtype`` as softmax's.
 
     Shape: that of ``x``; float64.  ``grad_fn``: ``<LogSoftmaxBackward0>``.
 
@@ -2597,7 +2598,7 @@ def log_softmax(x, dim=None):
         >>> tg.log_softmax(tg.tensor([1.0, 2.0]), dim=0)
         tensor([-1.3133, -0.3133])
     """
-    return _softmax(K.LOG_SOFTMAX, x, dim, True)
+    return _softmax(K.LOG_SOFTMAX, _reduce_as(x, dtype), dim, True)
 
 
 def norm(x, p="fro", dim=None, keepdim=False):

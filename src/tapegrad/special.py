@@ -50,7 +50,7 @@ def softmax(input, dim, *, dtype=None):  # noqa: A002 - PyTorch's argument name
         >>> tg.special.softmax(tg.tensor([0.0, 0.0]), 0)
         tensor([0.5000, 0.5000])
     """
-    return F.softmax(_tensor(input), dim)
+    return F.softmax(_tensor(input), dim, dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):  # noqa: A002
@@ -60,7 +60,7 @@ def log_softmax(input, dim, *, dtype=None):  # noqa: A002
         >>> tg.special.log_softmax(tg.tensor([0.0, 0.0]), 0)
         tensor([-0.6931, -0.6931])
     """
-    return F.log_softmax(_tensor(input), dim)
+    return F.log_softmax(_tensor(input), dim, dtype)
 
 
 def entr(input):  # noqa: A002
@@ -73,7 +73,8 @@ def entr(input):  # noqa: A002
     x = _tensor(input)
     neg = F._compare(np.less, x, 0.0)
     # (+ 0.0: the entropy term of 0 is +0, where -(0 log 0) would be -0)
-    return F.where(neg, -math.inf, F.add(F.neg(F.xlogy(x, x)), 0.0))
+    return F.named_node(F.where(neg, -math.inf, F.add(F.neg(F.xlogy(x, x)), 0.0)),
+                        "SpecialEntrBackward0", x)
 
 
 def ndtr(input):  # noqa: A002

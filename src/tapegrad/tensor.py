@@ -39,6 +39,28 @@ class Size(tuple):
             n *= d
         return n
 
+    # a slice of a shape, and a shape joined with another or repeated, is a shape, as in
+    # PyTorch (``x.shape[1:]``, ``x.shape + (1,)``, ``(1,) + x.shape``); an element is an int
+    def __getitem__(self, i):
+        got = tuple.__getitem__(self, i)
+        return Size(got) if type(i) is slice else got
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            f"tapegrad.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 _new_object = object.__new__
 
@@ -208,6 +230,10 @@ class Tensor:
         if flag and self._value.dtype.kind != "f":   # PyTorch words the setter's error so
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients")
+        if flag and self._tape is not None:
+            # PyTorch's setter refuses a result of recorded ops either way (requires_grad_(),
+            # the method, lets True through), with the first sentence of the message only
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
@@ -481,10 +507,20 @@ class Tensor:
         return self._value.tolist()
 
     def __float__(self):
-        return float(self.item())
+        return float(self._python_number())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._python_number())
+
+    def __complex__(self):
+        return complex(self._python_number())
+
+    def _python_number(self):
+        # float(x), int(x) and complex(x) of several values: Python's ValueError, as
+        # PyTorch's (x.item() raises its RuntimeError)
+        if self._value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
         if self._value.dtype.kind not in "iub" or self._value.size != 1:

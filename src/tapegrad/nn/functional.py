@@ -169,7 +169,7 @@ def _implicit_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input, dim=None):
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim`` (without ``dim``: PyTorch's deprecated implicit
     choice, with its warning).
 
@@ -181,10 +181,10 @@ def softmax(input, dim=None):
     """
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim, 3)
-    return tg.softmax(input, dim)
+    return tg.softmax(input, dim, dtype)
 
 
-def log_softmax(input, dim=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` along ``dim``: the log of ``softmax``, computed without overflow.
 
     Shape: that of ``input``.
@@ -195,7 +195,7 @@ def log_softmax(input, dim=None):
     """
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, 3)
-    return tg.log_softmax(input, dim)
+    return tg.log_softmax(input, dim, dtype)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

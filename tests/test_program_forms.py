@@ -1,0 +1,254 @@
+"""Forms ordinary PyTorch programs write that tapegrad refused or answered otherwise:
+NumPy's ``axis=``/``keepdims=`` and PyTorch's own argument names as keywords, ``dtype=`` of
+softmax, slices and sums of a ``Size``, ``float()`` of several values, ``requires_grad =
+True`` on a computed tensor, ``autograd.grad(..., is_grads_batched=True)``, and the node
+names of ``bmm``, ``sgn``, ``special.entr`` and ``ldexp``.  Each is compared with PyTorch:
+values, gradients, grad_fn names and next_functions, error types and texts."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+X = np.arange(6.0).reshape(2, 3) / 7.0 - 0.3
+
+
+def _text(e):
+    return type(e).__name__, str(e).replace("tapegrad.", "torch.")
+
+
+def _node(m, t):
+    if t.grad_fn is None:
+        return None
+    return type(t.grad_fn).__name__ if m is torch else t.grad_fn.name()
+
+
+def _nexts(m, t):
+    return [None if f is None else type(f).__name__ for f, _ in t.grad_fn.next_functions]
+
+
+def _run(m, prog):
+    """(value, dtype, node, gradient of x) of ``prog(m, x)``, or ("error", type, text)."""
+    x = m.tensor(X, dtype=m.float64, requires_grad=True)
+    try:
+        y = prog(m, x)
+    except (RuntimeError, TypeError, IndexError, ValueError) as e:
+        return ("error",) + _text(e)
+    if isinstance(y, tuple):
+        y = y[0]
+    value = np.asarray(y.detach().numpy(), dtype=np.float64)
+    node = _node(m, y)
+    grad = None
+    if y.requires_grad:
+        y.sum().backward()
+        grad = x.grad.numpy().copy()
+    return value, str(y.dtype).split(".")[-1], node, grad
+
+
+KEYWORDS = {
+    "x.sum(axis=1)": lambda m, x: x.sum(axis=1),
+    "x.sum(1, keepdims=True)": lambda m, x: x.sum(1, keepdims=True),
+    "x.mean(axis=0, keepdims=True)": lambda m, x: x.mean(axis=0, keepdims=True),
+    "sum(input=x)": lambda m, x: m.sum(input=x),
+    "sum(x, axis=1)": lambda m, x: m.sum(x, axis=1),
+    "mean(input=x, dim=1)": lambda m, x: m.mean(input=x, dim=1),
+    "x.max(axis=1)": lambda m, x: x.max(axis=1),
+    "min(x, axis=0)": lambda m, x: m.min(x, axis=0),
+    "x.argmax(axis=1)": lambda m, x: x.argmax(axis=1),
+    "x.prod(axis=1)": lambda m, x: x.prod(axis=1),
+    "x.cumsum(axis=1)": lambda m, x: x.cumsum(axis=1),
+    "x.amax(axis=1, keepdims=True)": lambda m, x: x.amax(axis=1, keepdims=True),
+    "(x > 0).all(axis=1)": lambda m, x: (x > 0).all(axis=1),
+    "(x > 0).any(axis=0)": lambda m, x: (x > 0).any(axis=0),
+    "x.softmax(axis=1)": lambda m, x: x.softmax(axis=1),
+    "x.logsumexp(axis=1)": lambda m, x: x.logsumexp(axis=1),
+    "x[None].squeeze(axis=0)": lambda m, x: x[None].squeeze(axis=0),
+    "x.unsqueeze(axis=0)": lambda m, x: x.unsqueeze(axis=0),
+    "x.sort(axis=1)": lambda m, x: x.sort(axis=1),
+    "x.median(axis=1)": lambda m, x: x.median(axis=1),
+    "x.nansum(axis=1)": lambda m, x: x.nansum(axis=1),
+    "x.count_nonzero(axis=1)": lambda m, x: x.count_nonzero(axis=1),
+    "cat([x, x], axis=0)": lambda m, x: m.cat([x, x], axis=0),
+    "stack([x, x], axis=1)": lambda m, x: m.stack([x, x], axis=1),
+    "concatenate([x, x], axis=1)": lambda m, x: m.concatenate([x, x], axis=1),
+    "add(input=x, other=x)": lambda m, x: m.add(input=x, other=x),
+    "matmul(input=x, other=x.T)": lambda m, x: m.matmul(input=x, other=x.T),
+    "softmax(input=x, dim=0)": lambda m, x: m.softmax(input=x, dim=0),
+    # both names of one argument: PyTorch's TypeError names the alias
+    "x.sum(dim=1, axis=1)": lambda m, x: x.sum(dim=1, axis=1),
+    "sum(x, dim=1, axis=1)": lambda m, x: m.sum(x, dim=1, axis=1),
+    "cat([x], dim=0, axis=0)": lambda m, x: m.cat([x], dim=0, axis=0),
+    "x.sum(1, keepdim=True, keepdims=True)":
+        lambda m, x: x.sum(1, keepdim=True, keepdims=True),
+    # softmax's dtype: the input converted first (an integer one included)
+    "softmax(x, 1, dtype=float64)": lambda m, x: m.softmax(x, 1, dtype=m.float64),
+    "F.softmax(x, dim=1, dtype=float64)":
+        lambda m, x: m.nn.functional.softmax(x, dim=1, dtype=m.float64),
+    "x.log_softmax(1, float64)": lambda m, x: x.log_softmax(1, m.float64),
+    "F.log_softmax(x, 0, dtype=)":
+        lambda m, x: m.nn.functional.log_softmax(x, 0, dtype=m.float64),
+    "softmax(int, 0, dtype=float64)":
+        lambda m, x: m.softmax(m.tensor([1, 2, 4]), 0, dtype=m.float64),
+    "special.log_softmax(int, 0, dtype=)":
+        lambda m, x: m.special.log_softmax(m.tensor([1, 2]), 0, dtype=m.float64),
+    "softmax(int, 0) refused": lambda m, x: m.softmax(m.tensor([1, 2]), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(KEYWORDS))
+def test_a_keyword_form_pytorch_takes_gives_pytorchs_result(name):
+    got, want = _run(tg, KEYWORDS[name]), _run(torch, KEYWORDS[name])
+    if isinstance(want[0], str):
+        assert got == want
+        return
+    assert not isinstance(got[0], str), got
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-15)
+    assert got[1:3] == want[1:3]
+    if want[3] is None:
+        assert got[3] is None
+    else:
+        np.testing.assert_allclose(got[3], want[3], rtol=1e-12, atol=1e-15)
+
+
+def test_a_keyword_form_costs_an_ordinary_call_nothing_it_did_not_take():
+    # the renaming happens only where keywords came: a positional call is the function's
+    x = tg.tensor(X, requires_grad=True)
+    assert tg.sum(x, 1).grad_fn.name() == "SumBackward1"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
+        x.sum(axes=1)
+
+
+SIZES = {
+    "s[1:]": lambda s: s[1:], "s[::2]": lambda s: s[::2], "s[-1]": lambda s: s[-1],
+    "s[0]": lambda s: s[0], "s + (1,)": lambda s: s + (1,), "(1,) + s": lambda s: (1,) + s,
+    "s + s": lambda s: s + s, "s * 2": lambda s: s * 2, "2 * s": lambda s: 2 * s,
+    "s[:0]": lambda s: s[:0], "s + []": lambda s: s + [1],
+}
+
+
+@pytest.mark.parametrize("name", list(SIZES))
+def test_a_size_sliced_or_joined_is_a_size_as_in_pytorch(name):
+    def run(m):
+        try:
+            out = SIZES[name](m.ones(2, 3, 4).shape)
+        except TypeError as e:
+            return _text(e)
+        return type(out).__name__, repr(out).replace("tapegrad.", "torch.")
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("call", ["float", "int", "complex"])
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_python_number_of_a_tensor_raises_pytorchs_error(call, n):
+    convert = {"float": float, "int": int, "complex": complex}[call]
+
+    def run(m):
+        try:
+            return repr(convert(m.full((n,), 2.5, dtype=m.float64)))
+        except (ValueError, RuntimeError) as e:
+            return _text(e)
+    assert run(tg) == run(torch)
+
+
+def test_setting_requires_grad_on_a_computed_tensor_is_refused_as_pytorch_refuses_it():
+    def run(m):
+        x = m.ones(2, dtype=m.float64, requires_grad=True)
+        z = x * 2
+        out = []
+        for flag in (True, False):
+            try:
+                z.requires_grad = flag
+                out.append("set")
+            except RuntimeError as e:
+                out.append(_text(e))
+        out.append(z.requires_grad_(True).requires_grad)   # the method lets True through
+        w = m.ones(2, dtype=m.float64) * 2      # computed without grad: a leaf
+        w.requires_grad = True
+        out.append((w.is_leaf, w.requires_grad))
+        return out
+    assert run(tg) == run(torch)
+
+
+def _batched(m, create_graph):
+    x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+    w = m.tensor(np.arange(6.0).reshape(2, 3) / 4, dtype=m.float64, requires_grad=True)
+    unused = m.ones(3, dtype=m.float64, requires_grad=True)
+    y = m.tanh(w @ x)
+    rows = m.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, -2.0]], dtype=m.float64)
+    gx, gw, gu = m.autograd.grad(y, (x, w, unused), rows, retain_graph=True,
+                                 create_graph=create_graph, allow_unused=True,
+                                 is_grads_batched=True)
+    out = [gx.detach().numpy().copy(), gw.detach().numpy().copy(), gu,
+           gx.requires_grad]
+    if create_graph:
+        (h,) = m.autograd.grad(gx.sum(), x)
+        out.append(h.numpy().copy())
+    return out
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_with_batched_seeds_gives_pytorchs_rows(create_graph):
+    got, want = _batched(tg, create_graph), _batched(torch, create_graph)
+    assert got[0].shape == want[0].shape == (3, 3) and got[1].shape == (3, 2, 3)
+    for g, w in zip(got, want):
+        if isinstance(w, np.ndarray):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+        else:
+            assert g == w
+
+
+def test_grad_with_batched_seeds_of_a_number_raises_as_pytorch_does():
+    def run(m):
+        x = m.ones(3, dtype=m.float64, requires_grad=True)
+        try:
+            m.autograd.grad((x * 2).sum(), x, m.ones((), dtype=m.float64),
+                            is_grads_batched=True)
+        except IndexError as e:
+            return _text(e)
+    assert run(tg) == run(torch) is not None
+
+
+def test_only_inputs_is_taken_and_ignored_with_pytorchs_warning():
+    def run(m):
+        x = m.ones(2, dtype=m.float64, requires_grad=True)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            (g,) = m.autograd.grad((x * 3).sum(), x, None, None, False, False)
+        return g.numpy().tolist(), [(w.category.__name__, str(w.message)) for w in seen]
+    assert run(tg) == run(torch)
+
+
+NODES = {
+    "bmm": lambda m, a, b: m.bmm(a, b),
+    "a.bmm(b)": lambda m, a, b: a.bmm(b),
+    "bmm of slices": lambda m, a, b: m.bmm(a[:1], b[:1]),
+    "sgn": lambda m, a, b: m.sgn(a * 2),
+    "special.entr": lambda m, a, b: m.special.entr(a.abs() + 0.5),
+    "ldexp, integer exponent": lambda m, a, b: m.ldexp(a, m.tensor([1, 2, 3, 0])),
+    "ldexp, both require grad": lambda m, a, b: m.ldexp(a, b[:, :3, :1].reshape(-1)[:4]),
+}
+
+
+@pytest.mark.parametrize("name", list(NODES))
+def test_the_node_of_an_op_built_from_others_is_pytorchs(name):
+    def run(m):
+        a = m.tensor(np.arange(24.0).reshape(2, 3, 4) / 10 - 1, dtype=m.float64,
+                     requires_grad=True)
+        b = m.tensor(np.arange(40.0).reshape(2, 4, 5) / 10, dtype=m.float64,
+                     requires_grad=True)
+        y = NODES[name](m, a, b)
+        out = [_node(m, y), _nexts(m, y), y.detach().numpy().copy()]
+        y.sum().backward()
+        out += [None if t.grad is None else t.grad.numpy(**({"force": True} if m is torch
+                                                            else {})).copy() for t in (a, b)]
+        return out
+    got, want = run(tg), run(torch)
+    assert got[:2] == want[:2]
+    for g, w in zip(got[2:], want[2:]):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
