@@ -2,7 +2,8 @@
 NumPy's ``axis=``/``keepdims=`` and PyTorch's own argument names as keywords, ``dtype=`` of
 softmax, slices and sums of a ``Size``, ``float()`` of several values, ``requires_grad =
 True`` on a computed tensor, ``autograd.grad(..., is_grads_batched=True)``, and the node
-names of ``bmm``, ``sgn``, ``special.entr`` and ``ldexp``.  Each is compared with PyTorch:
+names of ``bmm``, ``sgn``, ``special.entr`` and ``ldexp``, ``grad_fn.metadata``, and
+``nn.Linear``'s error for an integer input.  Each is compared with PyTorch:
 values, gradients, grad_fn names and next_functions, error types and texts."""
 import warnings
 
@@ -113,8 +114,7 @@ def test_a_keyword_form_pytorch_takes_gives_pytorchs_result(name):
         np.testing.assert_allclose(got[3], want[3], rtol=1e-12, atol=1e-15)
 
 
-def test_a_keyword_form_costs_an_ordinary_call_nothing_it_did_not_take():
-    # the renaming happens only where keywords came: a positional call is the function's
+def test_a_keyword_neither_name_of_an_argument_is_still_refused():
     x = tg.tensor(X, requires_grad=True)
     assert tg.sum(x, 1).grad_fn.name() == "SumBackward1"
     with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
@@ -252,3 +252,43 @@ def test_the_node_of_an_op_built_from_others_is_pytorchs(name):
             assert g is None
         else:
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+def test_a_nodes_metadata_is_a_dict_kept_with_the_node():
+    def run(m):
+        x = m.ones(2, dtype=m.float64, requires_grad=True)
+        y = x * 2
+        y.grad_fn.metadata["step"] = 3
+        z = (y * 3).sum()
+        return (y.grad_fn.metadata, z.grad_fn.next_functions[0][0].next_functions[0][0]
+                .metadata, (x + 1).grad_fn.metadata)
+    assert run(tg) == run(torch) == ({"step": 3}, {"step": 3}, {})
+
+
+def _linear_calls(m):
+    previous = m.get_default_dtype()
+    m.set_default_dtype(m.float64)
+    try:
+        ints, int_rows = m.ones(3, dtype=m.int64), m.ones(2, 3, dtype=m.int64)
+        w, b = m.ones(2, 3), m.ones(2)
+        F = m.nn.functional
+        calls = [lambda: F.linear(ints, w), lambda: F.linear(ints, w, b),
+                 lambda: F.linear(int_rows, w), lambda: F.linear(int_rows, w, b),
+                 lambda: m.nn.Linear(3, 2)(ints), lambda: m.addmm(b, int_rows, w.T),
+                 lambda: F.linear(m.ones(2, 3), m.ones(2, 3, dtype=m.int64), b),
+                 lambda: F.linear(m.ones(2, 3, dtype=m.bool), w, b),
+                 lambda: F.linear(m.ones(4, 2, 3, dtype=m.int32), w, b),
+                 lambda: m.addmm(m.ones(2, dtype=m.int64), m.ones(2, 3), w.T)]
+        out = []
+        for call in calls:
+            try:
+                out.append(call().sum().item())
+            except RuntimeError as e:
+                out.append(_text(e))
+        return out
+    finally:
+        m.set_default_dtype(previous)
+
+
+def test_a_linear_layer_of_an_integer_input_raises_pytorchs_error():
+    assert _linear_calls(tg) == _linear_calls(torch)

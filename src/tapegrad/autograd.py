@@ -186,7 +186,7 @@ class Node:
         'MulBackward0'
     """
 
-    __slots__ = ("_tape", "_r", "_keep", "_inner", "__weakref__")
+    __slots__ = ("_tape", "_r", "_keep", "_inner", "_metadata", "__weakref__")
 
     def __init__(self, tape, r):
         self._tape, self._r = tape, r
@@ -195,6 +195,16 @@ class Node:
         # the next_functions of a node PyTorch shows beneath record r's own (see
         # _inner_node); None for the record's own node
         self._inner = None
+
+    @property
+    def metadata(self):
+        """A dict of the program's own, kept with the node (PyTorch's ``grad_fn.metadata``;
+        a record's node is one object for as long as its tape lives)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
 
     def name(self):
         name = self._class_name()

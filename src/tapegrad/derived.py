@@ -653,6 +653,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise RuntimeError(f"mat1 must be a matrix, got {m1._value.ndim}-D tensor")
     if m2._value.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {m2._value.ndim}-D tensor")
+    F.check_addmm_dtypes(input, m1, m2)
     return F.named_node(_scaled_sum(input, F.matmul(m1, m2), beta, alpha), "AddmmBackward0",
                         input, m1, m2)
 

@@ -153,6 +153,16 @@ def _ref(tape, x):
     return r
 
 
+def check_addmm_dtypes(input, mat1, mat2):  # noqa: A002 - PyTorch's argument name
+    """PyTorch's addmm error for operands of other dtypes than mat2's, in its order (the
+    added tensor, then mat1): ``nn.Linear`` of an integer input raises it, where a product
+    without the bias raises matmul's."""
+    for name, t in (("self", input), ("mat1", mat1)):
+        if isinstance(t, Tensor) and t.dtype != mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{t.dtype.scalar_name} and {mat2.dtype.scalar_name}")
+
+
 def _constant_entry(r, x, shape):
     """``Tape.consts``' entry for record r, a copy of tensor x (of ``shape``): the tensor
     whose version the backward compares -- x, or the base x is a view of, which every

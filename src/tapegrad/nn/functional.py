@@ -117,6 +117,7 @@ def linear(input, weight, bias=None):
 def _addmm(bias, rows, transposed):
     """``rows @ transposed + bias`` as PyTorch's one addmm, which expands the bias to the
     product's shape first (and raises expand's errors where it cannot)."""
+    _elementwise.check_addmm_dtypes(bias, rows, transposed)
     target = (rows.shape[0], transposed.shape[-1])
     if bias.ndim > 2 or any(b not in (1, t) for b, t in zip(bias.shape[::-1], target[::-1])):
         bias.expand(*target)
