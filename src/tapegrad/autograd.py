@@ -1350,7 +1350,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
                       "True). To accumulate gradient for other parts of the graph, please use "
-                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+                      "tapegrad.autograd.backward.", FutureWarning, stacklevel=2)
     single = isinstance(inputs, Tensor)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if single else tuple(inputs)

@@ -181,7 +181,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         tensor([[0.0900, 0.2447, 0.6652]])
     """
     if dim is None:
-        dim = _implicit_dim("softmax", input.ndim, 3)
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
     return tg.softmax(input, dim, dtype)
 
 
@@ -195,7 +195,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         tensor([[-2.4076, -1.4076, -0.4076]])
     """
     if dim is None:
-        dim = _implicit_dim("log_softmax", input.ndim, 3)
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
     return tg.log_softmax(input, dim, dtype)
 
 
