@@ -1,5 +1,6 @@
 """Forms ordinary PyTorch programs write that tapegrad refused or answered otherwise:
-NumPy's ``axis=``/``keepdims=`` and PyTorch's own argument names as keywords, ``dtype=`` of
+NumPy's ``axis=``/``keepdims=`` and PyTorch's own argument names as keywords (a view's sizes
+``x.view(size=...)`` among them), ``dtype=`` of
 softmax, slices and sums of a ``Size``, ``float()`` of several values, ``requires_grad =
 True`` on a computed tensor, ``autograd.grad(..., is_grads_batched=True)``, and the node
 names of ``bmm``, ``sgn``, ``special.entr`` and ``ldexp``, ``grad_fn.metadata``, and
@@ -78,6 +79,28 @@ KEYWORDS = {
     "add(input=x, other=x)": lambda m, x: m.add(input=x, other=x),
     "matmul(input=x, other=x.T)": lambda m, x: m.matmul(input=x, other=x.T),
     "softmax(input=x, dim=0)": lambda m, x: m.softmax(input=x, dim=0),
+    # the sizes of a view given by keyword, and other arguments under PyTorch's names
+    "x.flip(dims=(0,))": lambda m, x: x.flip(dims=(0,)),
+    "flip(x, dims=[1])": lambda m, x: m.flip(x, dims=[1]),
+    "x.permute(dims=(1, 0))": lambda m, x: x.permute(dims=(1, 0)),
+    "permute(x, dims=(1, 0))": lambda m, x: m.permute(x, dims=(1, 0)),
+    "x.reshape(shape=(3, 2))": lambda m, x: x.reshape(shape=(3, 2)),
+    "reshape(x, shape=(-1,))": lambda m, x: m.reshape(x, shape=(-1,)),
+    "x.view(size=(3, 2))": lambda m, x: x.view(size=(3, 2)),
+    "x[:1].expand(size=(4, 3))": lambda m, x: x[:1].expand(size=(4, 3)),
+    "x.repeat(repeats=(2, 1))": lambda m, x: x.repeat(repeats=(2, 1)),
+    "x.split(split_size=1)": lambda m, x: x.split(split_size=1),
+    "x.split(split_size=2, dim=1)": lambda m, x: x.split(split_size=2, dim=1),
+    "pow(x, exponent=2)": lambda m, x: m.pow(x, exponent=2),
+    "pow(input=x, exponent=x)": lambda m, x: m.pow(input=x, exponent=x),
+    "x.pow(exponent=3)": lambda m, x: x.pow(exponent=3),
+    "max(x, other=2x)": lambda m, x: m.max(x, other=x * 2 - 0.1),
+    "x.min(other=-x)": lambda m, x: x.min(other=-x),
+    "gather(input=x, dim=1, index=)":
+        lambda m, x: m.gather(input=x, dim=1, index=m.tensor([[0], [2]])),
+    "x.std(axis=1)": lambda m, x: x.std(axis=1),
+    "var(x, axis=0, keepdims=True)": lambda m, x: m.var(x, axis=0, keepdims=True),
+    "std(x, 1, keepdims=True)": lambda m, x: m.std(x, 1, keepdims=True),
     # both names of one argument: PyTorch's TypeError names the alias
     "x.sum(dim=1, axis=1)": lambda m, x: x.sum(dim=1, axis=1),
     "sum(x, dim=1, axis=1)": lambda m, x: m.sum(x, dim=1, axis=1),
@@ -119,6 +142,12 @@ def test_a_keyword_neither_name_of_an_argument_is_still_refused():
     assert tg.sum(x, 1).grad_fn.name() == "SumBackward1"
     with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
         x.sum(axes=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
+        x.std(axes=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sizes'"):
+        x.view(sizes=(3, 2))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dim'"):
+        x.permute(dim=(1, 0))
 
 
 SIZES = {

@@ -145,6 +145,7 @@ fmod input other/fi
 frac x>input
 frexp input
 full_like ->input
+gather x>input
 ge input other/fi
 ger a>input b>vec2
 get_device input
@@ -234,7 +235,7 @@ pdist input
 pinverse input
 poisson input
 positive input
-pow a>input/fi b/fi
+pow a>input/fi b>exponent/fi
 prod x>input
 qr input
 quantile input q/fi
@@ -519,7 +520,7 @@ nextafter_ other
 not_equal other/fi
 not_equal_ other/fi
 outer b>vec2
-pow b/fi
+pow b>exponent/fi
 pow_ other/fi
 quantile q/fi
 remainder other/fi

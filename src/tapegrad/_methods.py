@@ -67,12 +67,12 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
                       create_graph, inputs)
 
 
-def _max(self, dim=None, keepdim=False):
-    return F.max(self, dim, keepdim)
+def _max(self, dim=None, keepdim=False, *, other=None):
+    return F.max(self, dim, keepdim, other=other)
 
 
-def _min(self, dim=None, keepdim=False):
-    return F.min(self, dim, keepdim)
+def _min(self, dim=None, keepdim=False, *, other=None):
+    return F.min(self, dim, keepdim, other=other)
 
 
 def _size_args(fn):
@@ -472,14 +472,22 @@ def _matrix_operator(fn):
     return method
 
 
+# PyTorch's names of a method's arguments where its function calls them otherwise (the
+# method Tensor.split(split_size) of torch.split(tensor, split_size_or_sections))
+_METHOD_KEYWORDS = {"split": {"split_size": "split_size_or_sections"}}
+
+
 def _numpy_keywords(name, fn):
     """Method ``name``, ``fn``, taking NumPy's ``axis`` and ``keepdims`` for its ``dim`` and
-    ``keepdim`` as PyTorch's methods do (``x.sum(axis=1)``), or fn itself where it has
+    ``keepdim`` as PyTorch's methods do (``x.sum(axis=1)``), and PyTorch's names of its
+    arguments (``_METHOD_KEYWORDS``), or fn itself where it has
     neither, already renames them (an argument check: _argtypes.guard), or warns (its
     warning names the caller's line, which a frame in between would take)."""
     if not inspect.isfunction(fn) or getattr(fn, "_argument_check", False):
         return fn
     aliases = _argtypes.keyword_aliases(fn)
+    if name in _METHOD_KEYWORDS:
+        aliases = {**(aliases or {}), **_METHOD_KEYWORDS[name]}
     if aliases is None or _argtypes.warns(fn):
         return fn
     renamed = _argtypes.renamed

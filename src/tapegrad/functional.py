@@ -2309,6 +2309,15 @@ def _check_nonempty(x, name, dims):
             "Specify the reduction dim with the 'dim' argument.")
 
 
+def _extreme_of_two(x, dim, other, is_max):
+    """``max(x, other=y)``: PyTorch's overload that is ``maximum(x, y)``."""
+    name = "max" if is_max else "min"
+    if dim is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got both dim "
+                        "and other")
+    return maximum(x, other) if is_max else minimum(x, other)
+
+
 def _extreme(x, dim, keepdim, is_max):
     name = "max" if is_max else "min"
     if dim is None:
@@ -2344,7 +2353,7 @@ def _extreme(x, dim, keepdim, is_max):
     return _return_type(name)(values, _plain(idx.astype(np.int64)))
 
 
-def max(x, dim=None, keepdim=False):
+def max(x, dim=None, keepdim=False, *, other=None):
     """Largest element; with ``dim``, the largest along ``dim`` and where it is.
 
     Without ``dim``: a 0-d tensor.  With ``dim``: a named tuple ``(values, indices)``, both of
@@ -2360,10 +2369,12 @@ def max(x, dim=None, keepdim=False):
         >>> values, indices
         (tensor([5., 7.]), tensor([1, 0]))
     """
+    if other is not None:
+        return _extreme_of_two(x, dim, other, True)
     return _extreme(x, dim, keepdim, True)
 
 
-def min(x, dim=None, keepdim=False):
+def min(x, dim=None, keepdim=False, *, other=None):
     """Smallest element; with ``dim``, the smallest along ``dim`` and where it is.
 
     As ``max``: a 0-d tensor without ``dim``, else a named tuple ``(values, indices)``.
@@ -2375,6 +2386,8 @@ def min(x, dim=None, keepdim=False):
         >>> tg.min(x, dim=0).indices
         tensor([0, 1])
     """
+    if other is not None:
+        return _extreme_of_two(x, dim, other, False)
     return _extreme(x, dim, keepdim, False)
 
 
@@ -2507,7 +2520,22 @@ def _var_std(x, dim, unbiased, keepdim, correction, is_std):
                    extra=(1 if is_std else 0, 1 if full else 0))
 
 
-def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def _numpy_names(named, dim, keepdim, fname):
+    """``dim`` and ``keepdim`` given as NumPy's ``axis`` and ``keepdims``, which PyTorch's
+    parser takes for them (``x.std(axis=1)``): for the functions that warn, which keep their
+    own argument checks (``_argtypes.warns``), and so miss the guards' renaming."""
+    for key, value in named.items():
+        if key == "axis" and dim is None:
+            dim = value
+        elif key == "keepdims" and keepdim is False:
+            keepdim = value
+        else:
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+    return dim, keepdim
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None,
+        **numpy_names):
     """Variance over all elements or over ``dim``, dividing by ``N - correction``.
 
     ``correction`` defaults to 1 (Bessel's correction); ``unbiased=False`` means
@@ -2519,10 +2547,13 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
         >>> tg.var(x), tg.var(x, correction=0)
         (tensor(1.6667), tensor(1.2500))
     """
+    if numpy_names:
+        dim, keepdim = _numpy_names(numpy_names, dim, keepdim, "var")
     return _var_std(x, dim, unbiased, keepdim, correction, False)
 
 
-def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None,
+        **numpy_names):
     """Standard deviation over all elements or over ``dim``: ``sqrt(var(...))``.
 
     Arguments and shape as for ``var`` (``correction`` defaults to 1).
@@ -2531,6 +2562,8 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
         >>> tg.std(tg.tensor([[1.0, 3.0], [2.0, 2.0]]), dim=1)
         tensor([1.4142, 0.0000])
     """
+    if numpy_names:
+        dim, keepdim = _numpy_names(numpy_names, dim, keepdim, "std")
     return _var_std(x, dim, unbiased, keepdim, correction, True)
 
 
@@ -3097,6 +3130,15 @@ def _shape_args(shape):
     return tuple(shape)
 
 
+def _keyword_sizes(sizes, named, keyword, fname):
+    """The sizes of ``fn(x, *sizes)``, given positionally or as the keyword ``keyword``, which
+    PyTorch's parser also takes (``x.view(size=(3, 2))``, ``torch.permute(x, dims=(1, 0))``)."""
+    for key in named:
+        if key != keyword or sizes:
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+    return (named[keyword],)
+
+
 V_UNSAFE_VIEW = 16
 V_RESHAPE_ALIAS = 17
 V_AS_STRIDED = 18    # a view read again from its base after an in-place change through an alias
@@ -3197,7 +3239,7 @@ def contiguous(x, memory_format=None):
     return clone(x) if _strided(x) else x
 
 
-def reshape(x, *shape):
+def reshape(x, *shape, **named):
     """The elements of ``x`` in a new shape (one entry may be -1: inferred).
 
     The shape may be given as a tuple or as separate ints.  The result aliases ``x`` where
@@ -3209,12 +3251,16 @@ def reshape(x, *shape):
         tensor([[0, 1, 2],
                 [3, 4, 5]])
     """
+    if named:
+        shape = _keyword_sizes(shape, named, "shape", "reshape")
     return _view_or_copy(x, _infer_shape(_shape_args(shape), x._value.size))
 
 
-def view(x, *shape):
+def view(x, *shape, **named):
     """``x.view(shape)``: as reshape, but a tensor whose elements cannot be seen with the new
     shape without a copy (a transposed one, mostly) raises PyTorch's error."""
+    if named:
+        shape = _keyword_sizes(shape, named, "size", "view")
     shape = _infer_shape(_shape_args(shape), x._value.size)
     offsets = _view_offsets(x) if x._value.size > 1 and type(x._alias) is ViewOf else None
     if offsets is not None and not bool((np.diff(offsets) == 1).all()):
@@ -3616,7 +3662,7 @@ def index_select(x, dim, index):
                      V_INDEX_SELECT)
 
 
-def flip(x, *dims):
+def flip(x, *dims, **named):
     """x with the order of its elements reversed along each of ``dims``: a new tensor.
     ``grad_fn``: ``<FlipBackward0>``.
 
@@ -3625,6 +3671,8 @@ def flip(x, *dims):
         tensor([[2, 1, 0],
                 [5, 4, 3]])
     """
+    if named:
+        dims = _keyword_sizes(dims, named, "dims", "flip")
     dims = _shape_args(dims)
     nd = x._value.ndim
     ds = [_wrap_dim(d, builtins.max(nd, 1)) for d in dims]
@@ -3686,7 +3734,7 @@ def roll(x, shifts, dims=None):
     return _gathered(x, np.roll(flat, shifts, ds) if nd else flat, V_ROLL)
 
 
-def repeat(x, *sizes):
+def repeat(x, *sizes, **named):
     """x tiled ``sizes[k]`` times along each dimension k (more sizes than dimensions add
     leading ones): a new tensor.  ``grad_fn``: ``<RepeatBackward0>``.
 
@@ -3695,6 +3743,8 @@ def repeat(x, *sizes):
         tensor([[1, 2, 1, 2],
                 [1, 2, 1, 2]])
     """
+    if named:
+        sizes = _keyword_sizes(sizes, named, "repeats", "repeat")
     sizes = _shape_args(sizes)
     nd = x._value.ndim
     if len(sizes) < nd:
@@ -3825,7 +3875,7 @@ def _int_arg(n):
     return int(n)
 
 
-def permute(x, *dims):
+def permute(x, *dims, **named):
     """``x`` with its dims reordered: dim ``i`` of the result is dim ``dims[i]`` of ``x``.
 
     ``dims`` is a tuple, or separate ints.  Shape: ``tuple(x.shape[d] for d in dims)``.
@@ -3835,6 +3885,8 @@ def permute(x, *dims):
         >>> tg.permute(tg.zeros(2, 3, 4), (2, 0, 1)).shape
         tapegrad.Size([4, 2, 3])
     """
+    if named:
+        dims = _keyword_sizes(dims, named, "dims", "permute")
     dims = _shape_args(dims)
     nd = x._value.ndim
     if len(dims) != nd:
@@ -3900,7 +3952,9 @@ def mT(x):
     return _gathered(x, np.swapaxes(_flat_index(x), -1, -2), V_TRANSPOSE)
 
 
-def expand(x, *sizes):
+def expand(x, *sizes, **named):
+    if named:
+        sizes = _keyword_sizes(sizes, named, "size", "expand")
     sizes = _shape_args(sizes)
     s = x._value.shape
     if len(sizes) < len(s):
