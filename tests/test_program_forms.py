@@ -323,3 +323,67 @@ def _linear_calls(m):
 
 def test_a_linear_layer_of_an_integer_input_raises_pytorchs_error():
     assert _linear_calls(tg) == _linear_calls(torch)
+
+
+# PyTorch's warnings for forms it deprecates: (code, its one warning's category and text)
+WARNINGS = {
+    "tensor(t)": lambda m: m.tensor(m.ones(2, dtype=m.float64)),
+    "tensor(t, requires_grad=True)":
+        lambda m: m.tensor(m.ones(2, dtype=m.float64), requires_grad=True),
+    "nn.utils.clip_grad_norm": lambda m: m.nn.utils.clip_grad_norm(
+        [m.ones(2, dtype=m.float64, requires_grad=True)], 1.0),
+}
+
+
+def _warnings_of(m, call):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        call(m)
+    return [(w.category, str(w.message).replace("tapegrad.", "torch."), w.filename)
+            for w in seen]
+
+
+@pytest.mark.parametrize("name", list(WARNINGS))
+def test_a_deprecated_form_warns_as_pytorch_warns(name):
+    got, want = _warnings_of(tg, WARNINGS[name]), _warnings_of(torch, WARNINGS[name])
+    assert [w[:2] for w in got] == [w[:2] for w in want]
+    assert got[0][2] == __file__    # (the program's line, as PyTorch's)
+
+
+def test_tapegrads_own_use_of_a_deprecated_form_warns_of_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # (a 1-D weight, which linear transposes with .T; orthogonal_'s own copies)
+        assert tg.nn.functional.linear(tg.ones(2, 3), tg.ones(3)).shape == (2,)
+        assert tg.nn.init.orthogonal_(tg.empty(3, 4)).shape == (3, 4)
+
+
+def _once_warnings(code):
+    """The warnings a fresh process's two runs of ``code`` give (PyTorch warns of these once
+    per process)."""
+    import subprocess
+    import sys
+    prog = ("import warnings, {m} as m\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            "    for _ in range(2):\n"
+            "        " + code + "\n"
+            "print([str(w.message).replace('tapegrad', 'torch').split(' (Triggered')[0] "
+            "for w in seen])")
+    out = {}
+    for m in ("tapegrad", "torch"):
+        run = subprocess.run([sys.executable, "-c", prog.format(m=m)], capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        out[m] = run.stdout
+    return out
+
+
+@pytest.mark.parametrize("code", [
+    "m.ones(2, 3, 4, dtype=m.float64).T; m.ones(3, dtype=m.float64).T",
+    "m.meshgrid(m.arange(2), m.arange(3))",
+])
+def test_a_warning_pytorch_gives_once_per_process_is_given_once(code):
+    out = _once_warnings(code)
+    assert out["tapegrad"] == out["torch"]
+    assert out["torch"].count("'") == 2     # (one warning)

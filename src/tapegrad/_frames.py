@@ -1,6 +1,9 @@
 """Telling tapegrad's own frames from the program's: warnings and errors name the program's
-line (``inplace.user_site``), and anomaly mode keeps the program's stack (``_anomaly``)."""
+line (``inplace.user_site``, ``warn_program``), and anomaly mode keeps the program's stack
+(``_anomaly``)."""
 import os
+import sys
+import warnings
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _own = {}   # code filename -> whether it is tapegrad's (abspath is slow: cached)
@@ -30,3 +33,26 @@ def program_site(frame):
             return f"{code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+def warn_program(message, category=UserWarning, once=None):
+    """Warn as PyTorch warns of a form it deprecates (``torch.tensor(t)`` of a tensor, ``x.T``
+    of a 3-D one), naming the line that called the public function this is called from --
+    when a program called it: tapegrad's own use of the form is not the program's, and warns
+    of nothing (nor, with filters that raise, breaks the call it serves).  ``once``: a key
+    warned of at most once per process, as PyTorch's TORCH_WARN_ONCE warnings are."""
+    if once is not None and once in _warned_once:
+        return
+    frame = sys._getframe(2)        # the public function's caller
+    level = 3
+    while frame is not None and frame.f_code.co_filename.startswith("<tapegrad "):
+        frame = frame.f_back        # (an argument check generated in front of it)
+        level += 1
+    if frame is None or is_own_code(frame.f_code.co_filename):
+        return
+    if once is not None:
+        _warned_once.add(once)
+    warnings.warn(message, category, stacklevel=level)
+
+
+_warned_once = set()

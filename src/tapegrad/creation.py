@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from . import _device, _dtype, _factory_args
+from . import _device, _dtype, _factory_args, _frames
 from ._generator import Generator
 from ._promote import cast as _cast
 from ._quiet import quiet_begin, quiet_end
@@ -179,9 +179,18 @@ def tensor(*args, dtype=None, device=None, requires_grad=False, **rare):
         >>> tg.tensor(3)
         tensor(3)
     """
+    if args and isinstance(args[0], Tensor):
+        _frames.warn_program(_COPY_CONSTRUCT)
     if len(args) != 1 or rare or not _plain(dtype, device, requires_grad):
         return _general("tensor", _tensor_of, args, _called(rare, dtype, device, requires_grad))
     return _leaf(_to_array(args[0], _dtype.resolve(dtype)), requires_grad)
+
+
+# PyTorch's warning for ``torch.tensor(t)`` of a tensor t
+_COPY_CONSTRUCT = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+    "sourceTensor.detach().clone().requires_grad_(True), rather than "
+    "tapegrad.tensor(sourceTensor).")
 
 
 def _tensor_of(data, dtype, requires_grad):

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _frames
 from . import _factory_args
 from . import functional as F
 from .autograd import set_grad_enabled
@@ -824,9 +824,10 @@ def _tensors(args):
     return [_tensor(x) for x in args]
 
 
-def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids from 1-D tensors: with ``indexing="ij"`` the k-th result varies
-    along dim k; ``"xy"`` swaps the first two dims.
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors: with ``indexing="ij"`` (the default, which warns
+    once, as PyTorch's, when not given) the k-th result varies along dim k; ``"xy"`` swaps the
+    first two dims.
 
     Example:
         >>> gx, gy = tg.meshgrid(tg.tensor([1, 2]), tg.tensor([3, 4, 5]), indexing="ij")
@@ -834,6 +835,11 @@ def meshgrid(*tensors, indexing="ij"):
         tensor([[1, 1, 1],
                 [2, 2, 2]])
     """
+    if indexing is None:
+        # (PyTorch's default, with its warning, once per process)
+        _frames.warn_program("torch.meshgrid: in an upcoming release, it will be required to "
+                             "pass the indexing argument.", once="meshgrid")
+        indexing = "ij"
     ts = _tensors(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "

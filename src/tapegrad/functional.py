@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import _anomaly, _device, _dtype, _promote
+from . import _anomaly, _device, _dtype, _frames, _promote
 from . import ops as K
 from .ops import activation as _activation
 from .ops import elementwise as _elementwise
@@ -3937,6 +3937,12 @@ def t(x):
 
 
 def numpy_T(x):
+    if x._value.ndim != 2 and x._value.ndim != 0:
+        _frames.warn_program(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*tapegrad.arange(x.ndim - 1, -1, -1))` "
+            "to reverse the dimensions of a tensor.", once="x.T")
     return _gathered(x, _flat_index(x).T, V_PERMUTE)
 
 

@@ -18,8 +18,8 @@ from tapegrad.tensor import Tensor, _typename
 from .modules import Parameter
 from .weight_norm_math import _norm_except_dim, _weight_norm  # noqa: F401 - tg._weight_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
            "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations", "rnn"]
 
 
@@ -104,6 +104,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None):
+    """``clip_grad_norm_``, under the name PyTorch deprecates (with its FutureWarning)."""
+    warnings.warn("`tapegrad.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`tapegrad.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
