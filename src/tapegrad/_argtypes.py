@@ -210,8 +210,9 @@ def warns(fn, depth=2, memo=None):
     key = (fn, depth)
     if memo is not None and key in memo:
         return memo[key]
-    names = fn.__code__.co_names
-    # (the names joined by a space: no "warn" spans two of them)
+    # (the names joined by a space: no "warn" spans two of them; _frames.warn_program finds
+    # the program's line itself, past a guard's frame)
+    names = [n for n in fn.__code__.co_names if n != "warn_program"]
     answer = "warn" in " ".join(names) or depth > 1 and any(
         inspect.isfunction(g) and warns(g, depth - 1, memo)
         for g in map(fn.__globals__.get, names))

@@ -45,8 +45,10 @@ def warn_program(message, category=UserWarning, once=None):
         return
     frame = sys._getframe(2)        # the public function's caller
     level = 3
-    while frame is not None and frame.f_code.co_filename.startswith("<tapegrad "):
-        frame = frame.f_back        # (an argument check generated in front of it)
+    while frame is not None and (frame.f_code.co_filename.startswith("<tapegrad ")
+                                 or frame.f_code.co_name == "guarded"
+                                 and is_own_code(frame.f_code.co_filename)):
+        frame = frame.f_back        # (an argument check in front of it: _argtypes)
         level += 1
     if frame is None or is_own_code(frame.f_code.co_filename):
         return
