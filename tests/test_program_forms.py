@@ -387,3 +387,33 @@ def test_a_warning_pytorch_gives_once_per_process_is_given_once(code):
     out = _once_warnings(code)
     assert out["tapegrad"] == out["torch"]
     assert out["torch"].count("'") == 2     # (one warning)
+
+
+# Errors PyTorch gives where tapegrad answered or worded otherwise
+ERRORS = {
+    "huber_loss(delta=0)": lambda m: m.nn.functional.huber_loss(
+        m.ones(2, dtype=m.float64), m.zeros(2, dtype=m.float64), delta=0.0),
+    "HuberLoss(delta=-1)": lambda m: m.nn.HuberLoss(delta=-1.0)(
+        m.ones(2, dtype=m.float64), m.zeros(2, dtype=m.float64)),
+    "huber_loss sizes before delta": lambda m: m.nn.functional.huber_loss(
+        m.ones(2, dtype=m.float64), m.zeros(3, dtype=m.float64), delta=0.0),
+    "BCEWithLogitsLoss sizes": lambda m: m.nn.BCEWithLogitsLoss()(
+        m.zeros(4, 1, dtype=m.float64), m.ones(4, dtype=m.float64)),
+    "bool(empty)": lambda m: bool(m.tensor([], dtype=m.float64)),
+    "bool(two values)": lambda m: bool(m.ones(2, dtype=m.float64)),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_an_error_pytorch_gives_is_given_with_its_text(name):
+    def error(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # (the loss's size warning, where it gives one)
+            try:
+                ERRORS[name](m)
+            except (RuntimeError, ValueError, TypeError) as e:
+                return _text(e)
+        return None
+    want = error(torch)
+    assert want is not None
+    assert error(tg) == want

@@ -531,8 +531,9 @@ class Tensor:
         read_value(self, "bool()")
         v = self._value
         if v.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if not v.size
+                               else "Boolean value of Tensor with more than one value is "
+                               "ambiguous")
         return bool(v.reshape(-1)[0])
 
     def __len__(self):

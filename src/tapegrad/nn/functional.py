@@ -760,7 +760,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         tensor(0.2201)
     """
     _check_reduction(reduction)
-    _check_same_size(input, target)
+    if tuple(target.shape) != tuple(input.shape):
+        # (not binary_cross_entropy's text: PyTorch words this one otherwise)
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
     _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     tail = tg.log1p(tg.exp(-tg.abs(input)))              # log(1 + exp(-|x|)) <= log 2
@@ -1302,6 +1305,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     _warn_size(input, target)
     diff = input - target
+    if not delta > 0:   # (after the broadcast: a size mismatch is PyTorch's first error)
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     distance = tg.abs(diff)
     loss = tg.where(distance < delta, 0.5 * diff * diff, delta * (distance - 0.5 * delta))
     if weight is not None:
