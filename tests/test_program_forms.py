@@ -382,11 +382,27 @@ def _once_warnings(code):
 @pytest.mark.parametrize("code", [
     "m.ones(2, 3, 4, dtype=m.float64).T; m.ones(3, dtype=m.float64).T",
     "m.meshgrid(m.arange(2), m.arange(3))",
+    # float() of a tensor that requires grad: once, for float, complex and tensor([...]) alike
+    "a = m.ones((), dtype=m.float64, requires_grad=True); float(a); float(a * 2); int(a)",
+    "a = m.ones((), dtype=m.float64, requires_grad=True); a.item(); float(a)",
+    "a = m.ones((), dtype=m.float64, requires_grad=True); import math; math.exp(a)",
+    "a = m.ones((), dtype=m.float64, requires_grad=True); m.tensor([a, 2.0]); complex(a)",
+    # nested data holding NumPy arrays
+    "import numpy as np; m.tensor([np.ones(2), np.zeros(2)])",
+    "import numpy as np; m.as_tensor([[np.ones(1)]], dtype=m.float64)",
+    "import numpy as np; m.tensor([[1.0], np.ones(1)])",
 ])
 def test_a_warning_pytorch_gives_once_per_process_is_given_once(code):
     out = _once_warnings(code)
     assert out["tapegrad"] == out["torch"]
     assert out["torch"].count("'") == 2     # (one warning)
+
+
+def test_set_warn_always_makes_a_once_per_process_warning_warn_every_time():
+    out = _once_warnings("m.set_warn_always(True); "
+                         "float(m.ones((), dtype=m.float64, requires_grad=True))")
+    assert out["tapegrad"] == out["torch"]
+    assert out["torch"].count("'") == 4     # (two warnings)
 
 
 # Errors PyTorch gives where tapegrad answered or worded otherwise
@@ -401,7 +417,99 @@ ERRORS = {
         m.zeros(4, 1, dtype=m.float64), m.ones(4, dtype=m.float64)),
     "bool(empty)": lambda m: bool(m.tensor([], dtype=m.float64)),
     "bool(two values)": lambda m: bool(m.ones(2, dtype=m.float64)),
+    # tensors inside the data of tensor(): each one number
+    "tensor([t, u]) of vectors": lambda m: m.tensor([m.ones(2), m.zeros(2)]),
+    "tensor([[t], [u]]) of vectors": lambda m: m.tensor([[m.ones(2)], [m.zeros(2)]]),
+    "tensor([t]) of an empty one": lambda m: m.tensor([m.ones(0)]),
+    # a gradient of another dtype
+    "x.grad = long": lambda m: setattr(m.zeros(3, dtype=m.float64, requires_grad=True),
+                                       "grad", m.zeros(3, dtype=m.int64)),
+    "x.grad = bool": lambda m: setattr(m.zeros(3, dtype=m.float64), "grad",
+                                       m.zeros(3, dtype=m.bool)),
+    "x.grad = double on long": lambda m: setattr(m.zeros(3, dtype=m.int64), "grad",
+                                                 m.zeros(3, dtype=m.float64)),
+    "x.grad = long of another size": lambda m: setattr(
+        m.zeros(3, dtype=m.float64), "grad", m.zeros(4, dtype=m.int64)),
+    # loss targets of another dtype
+    "cross_entropy Int target": lambda m: m.nn.functional.cross_entropy(
+        m.ones(2, 3, dtype=m.float64), m.tensor([0, 1], dtype=m.int32)),
+    "nll_loss Char target": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, dtype=m.float64), m.tensor([0, 1], dtype=m.int8)),
+    "nll_loss Bool target": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, dtype=m.float64), m.tensor([False, True])),
+    "nll_loss 4-D Int target": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, 2, 2, dtype=m.float64), m.zeros(2, 2, 2, dtype=m.int32)),
+    "cross_entropy Long probabilities": lambda m: m.nn.functional.cross_entropy(
+        m.ones(2, 3, dtype=m.float64), m.zeros(2, 3, dtype=m.int64)),
+    "cross_entropy 1-D Long of input's shape": lambda m: m.nn.functional.cross_entropy(
+        m.ones(1, dtype=m.float64), m.tensor([0])),
+    "binary_cross_entropy Long target": lambda m: m.nn.functional.binary_cross_entropy(
+        m.full((3,), 0.5, dtype=m.float64), m.tensor([0, 1, 1])),
+    "BCELoss Bool target": lambda m: m.nn.BCELoss()(
+        m.full((3,), 0.5, dtype=m.float64), m.tensor([False, True, True])),
+    "bce_with_logits Long target": lambda m: m.nn.functional.binary_cross_entropy_with_logits(
+        m.zeros(3, dtype=m.float64), m.tensor([0, 1, 1])),
+    "bce_with_logits Byte target": lambda m: m.nn.functional.binary_cross_entropy_with_logits(
+        m.zeros(3, dtype=m.float64), m.tensor([0, 1, 1], dtype=m.uint8)),
+    "kl_div Long target": lambda m: m.nn.functional.kl_div(
+        m.zeros(3, dtype=m.float64), m.tensor([0, 1, 1]), reduction="sum"),
+    "kl_div Long input": lambda m: m.nn.functional.kl_div(
+        m.tensor([0, 1, 1]), m.zeros(3, dtype=m.float64), reduction="batchmean"),
+    # class weights of another size
+    "nll_loss weight of 4 for 3 classes": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, dtype=m.float64), m.tensor([0, 1]), weight=m.ones(4, dtype=m.float64)),
+    "nll_loss weight (1, 3)": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, dtype=m.float64), m.tensor([0, 1]), weight=m.ones(1, 3, dtype=m.float64)),
+    "nll_loss 1-D input weight": lambda m: m.nn.functional.nll_loss(
+        m.ones(3, dtype=m.float64), m.tensor(1), weight=m.ones(2, dtype=m.float64)),
+    "nll_loss 4-D weight": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, 2, 2, dtype=m.float64), m.zeros(2, 2, 2, dtype=m.int64),
+        weight=m.ones(4, dtype=m.float64)),
+    "nll_loss 3-D weight": lambda m: m.nn.functional.nll_loss(
+        m.ones(2, 3, 4, dtype=m.float64), m.zeros(2, 4, dtype=m.int64),
+        weight=m.ones(4, dtype=m.float64)),
+    "cross_entropy weight": lambda m: m.nn.CrossEntropyLoss(weight=m.ones(2, dtype=m.float64))(
+        m.ones(2, 3, dtype=m.float64), m.tensor([0, 1])),
+    "cross_entropy probabilities weight": lambda m: m.nn.functional.cross_entropy(
+        m.ones(2, 3, dtype=m.float64), m.full((2, 3), 1 / 3, dtype=m.float64),
+        weight=m.ones(4, dtype=m.float64)),
+    # a number in the text as C++ prints it
+    "normal(std=-1.0)": lambda m: m.normal(0.0, -1.0, size=(2,)),
+    "normal(std=-1e-7)": lambda m: m.normal(0.0, -1e-7, size=(2,)),
+    "normal_(std=-123456789.5)": lambda m: m.empty(2, dtype=m.float64).normal_(0.0, -123456789.5),
 }
+
+
+# Answers PyTorch gives where tapegrad raised or answered otherwise
+ANSWERS = {
+    "tensor([t, u]) of one-element tensors": lambda m: m.tensor(
+        [m.ones(1, 1), m.tensor(2.0, dtype=m.float64), m.tensor([3])]),
+    "tensor of nested one-element tensors": lambda m: m.tensor(
+        [[m.tensor(1), 2], [3.0, m.tensor([4], dtype=m.uint8)]]),
+    "tensor of integer tensors": lambda m: m.tensor(
+        [m.tensor(1, dtype=m.uint8), m.tensor(2, dtype=m.int8)]),
+    "where(0-d true)": lambda m: m.where(m.tensor(True)),
+    "where(0-d false)": lambda m: m.where(m.tensor(0.0, dtype=m.float64)),
+    "nll_loss Byte target": lambda m: m.nn.functional.nll_loss(
+        m.tensor([[-1.0, -2.0, -3.0], [-0.5, -1.5, -2.5]], dtype=m.float64),
+        m.tensor([2, 1], dtype=m.uint8)),
+    "cross_entropy 1-D input, target (1,)": lambda m: m.nn.functional.cross_entropy(
+        m.tensor([0.5, 1.5, -1.0], dtype=m.float64), m.tensor([1])),
+}
+
+
+def _answer(m, name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = ANSWERS[name](m)
+    out = out if isinstance(out, tuple) else (out,)
+    return [(np.asarray(t.numpy()).tolist(), tuple(t.shape), str(t.dtype).split(".")[-1])
+            for t in out]
+
+
+@pytest.mark.parametrize("name", list(ANSWERS))
+def test_an_answer_pytorch_gives_is_given(name):
+    assert _answer(tg, name) == _answer(torch, name)
 
 
 @pytest.mark.parametrize("name", list(ERRORS))

@@ -56,6 +56,12 @@ float16 = dtype("float16", np.float16, True, "Half", supported=False)
 # NumPy has no bfloat16: float16 stands in for its size; no value is ever made of either
 bfloat16 = dtype("bfloat16", np.float16, True, "BFloat16", supported=False)
 
+# the C++ names of the types, which some of PyTorch's messages give ("long int", "double")
+C_TYPE_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half",
+                "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                "bool": "bool"}
+
 SUPPORTED = (float64, int64, int32, int16, int8, uint8, bool_)
 _BY_NAME = {d.name: d for d in SUPPORTED + (float32, float16, bfloat16)}
 _BY_NP = {d.np: d for d in SUPPORTED}

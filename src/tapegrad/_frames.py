@@ -5,6 +5,8 @@ import os
 import sys
 import warnings
 
+from . import settings
+
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _own = {}   # code filename -> whether it is tapegrad's (abspath is slow: cached)
 
@@ -35,19 +37,23 @@ def program_site(frame):
     return "<unknown>"
 
 
-def warn_program(message, category=UserWarning, once=None):
+def warn_program(message, category=UserWarning, once=None, through_own=False):
     """Warn as PyTorch warns of a form it deprecates (``torch.tensor(t)`` of a tensor, ``x.T``
     of a 3-D one), naming the line that called the public function this is called from --
     when a program called it: tapegrad's own use of the form is not the program's, and warns
     of nothing (nor, with filters that raise, breaks the call it serves).  ``once``: a key
-    warned of at most once per process, as PyTorch's TORCH_WARN_ONCE warnings are."""
-    if once is not None and once in _warned_once:
-        return
+    warned of at most once per process, as PyTorch's TORCH_WARN_ONCE warnings are.
+    ``through_own``: called from a helper that several public functions reach by paths of
+    different depths (``tensor``, ``as_tensor`` and the legacy constructors all convert
+    nested lists in one place): warn at the program's line past every tapegrad frame."""
+    if once is not None and once in _warned_once and not settings.is_warn_always_enabled():
+        return      # (set_warn_always(True) makes PyTorch's once-warnings warn every time)
     frame = sys._getframe(2)        # the public function's caller
     level = 3
     while frame is not None and (frame.f_code.co_filename.startswith("<tapegrad ")
                                  or frame.f_code.co_name == "guarded"
-                                 and is_own_code(frame.f_code.co_filename)):
+                                 and is_own_code(frame.f_code.co_filename)
+                                 or through_own and is_own_code(frame.f_code.co_filename)):
         frame = frame.f_back        # (an argument check in front of it: _argtypes)
         level += 1
     if frame is None or is_own_code(frame.f_code.co_filename):

@@ -10,7 +10,7 @@ from ._generator import Generator
 from ._promote import cast as _cast
 from ._quiet import quiet_begin, quiet_end
 from ._promote import checked_cast
-from .tensor import Size, Tensor, read_value
+from .tensor import SCALAR_OF_REQUIRES_GRAD, Size, Tensor, read_value
 from .views import expose
 
 # the generator manual_seed seeds (torch.default_generator): a fresh process starts from
@@ -60,11 +60,21 @@ def _leaf(value, requires_grad):
 
 
 def _is_seq(d):
+    # (a tensor inside a list is one number, as in PyTorch: [t, u] of one-element tensors of
+    # any shape is a vector, of larger ones a ValueError -- see _unwrap)
     if isinstance(d, (list, tuple)):
         return True
-    if isinstance(d, Tensor):
-        d = d._value
-    return isinstance(d, np.ndarray) and d.ndim > 0
+    if isinstance(d, np.ndarray) and d.ndim > 0:
+        _frames.warn_program(_ARRAYS_IN_A_LIST, once="arrays in a list", through_own=True)
+        return True
+    return False
+
+
+# PyTorch's warning (once per process) when nested data holds NumPy arrays
+_ARRAYS_IN_A_LIST = (
+    "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
+    "converting the list to a single numpy.ndarray with numpy.array() before converting to a "
+    "tensor.")
 
 
 def _nested_shape(data):
@@ -125,7 +135,12 @@ def _scan_dtypes(data, found):
 def _unwrap(data):
     if isinstance(data, Tensor):
         read_value(data, "tensor(...) of a tensor")   # a compiled call guards the copy
-        return data._value
+        if data._value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if data._rg:
+            _frames.warn_program(SCALAR_OF_REQUIRES_GRAD, once=SCALAR_OF_REQUIRES_GRAD,
+                                 through_own=True)
+        return data._value.reshape(())
     if isinstance(data, (list, tuple)):
         return [_unwrap(d) for d in data]
     return data

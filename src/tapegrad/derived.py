@@ -185,16 +185,13 @@ def diagflat(input, offset=0):  # noqa: A002
 # ---------------------------------------------------------------------------------------------
 # Masks, fills and scatters
 # ---------------------------------------------------------------------------------------------
-# the C++ names PyTorch's messages give dtypes
-_C_NAMES = {"float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
-            "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
 
 def _bool_mask(mask, name):
     mask = _tensor(mask)
     if mask._value.dtype.kind != "b":
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
-                           f"{_C_NAMES.get(mask.dtype.name, mask.dtype.name)}")
+                           f"{_dtype.C_TYPE_NAMES[mask.dtype.name]}")
     return mask
 
 
@@ -1447,7 +1444,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
             raise TypeError("normal() received an invalid combination of arguments: give "
                             "size= with a number mean and std")
         if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         from .creation import tensor as make
         return make(rng.normal(float(mean), float(std), tuple(size)),
                     requires_grad=requires_grad)   # (PyTorch's empty(size).normal_(mean, std))

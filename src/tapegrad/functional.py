@@ -1987,7 +1987,10 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         # the indices (and their number) depend on the values: a compiled call guards them
         read_value(condition, "where(condition)")
-        return tuple(_plain(i) for i in np.nonzero(condition._value))
+        v = condition._value
+        # (a 0-d condition is one index along one dim, as nonzero(as_tuple=True) gives it)
+        return tuple(_plain(i.astype(np.int64, copy=False))
+                     for i in np.nonzero(v if v.ndim else v.reshape(1)))
     if condition._value.dtype.kind != "b":
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
@@ -2940,8 +2943,7 @@ def matmul(a, b):
             f"both arguments to matmul need to be at least 1D, but they are {len(sa)}D and "
             f"{len(sb)}D")
     if a._value.dtype != b._value.dtype:
-        names = {"float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
-                 "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+        names = _dtype.C_TYPE_NAMES
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {names[a.dtype.name]} != "
             f"{names[b.dtype.name]}")

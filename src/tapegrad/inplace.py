@@ -1069,7 +1069,7 @@ def _draw_uniform(t, from_=0.0, to=1.0, *, generator=None):
 def _draw_normal(t, mean=0.0, std=1.0, *, generator=None):
     from .creation import stream_for
     if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     return stream_for(generator).normal(mean, std, t._value.shape)
 
 

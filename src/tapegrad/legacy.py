@@ -26,12 +26,9 @@ __all__ = ["DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongT
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
            "set_default_tensor_type", "typename", "is_storage", "range"]
 
-# the C++ names PyTorch's messages give the dtypes (its TensorOptions text here, random_'s
+# (the C++ names PyTorch's messages give the dtypes: its TensorOptions text here, random_'s
 # bounds and the continuous draws' dtype errors in inplace.py)
-_C_TYPE = {"float64": "double", "float32": "float", "float16": "c10::Half",
-           "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-           "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-           "bool": "bool"}
+_C_TYPE = _dtype.C_TYPE_NAMES
 
 _SIGNATURES = ("\n * (*, tapegrad.device device = None)\n * (tapegrad.Storage storage)\n"
                " * (Tensor other)\n * (tuple of ints size, *, tapegrad.device device = None)\n"

@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from . import _device, _dtype
+from . import _device, _dtype, _frames
 from ._hooks import ListedHookHandle
 from .tape import state
 from .views import _EXPOSED
@@ -16,6 +16,12 @@ from .views import share as _share
 from .views import forget_views as _forget_views
 from .views import history_base as _history_base
 from .views import note_view as _note_view
+
+# PyTorch's warning, once per process, for float() or complex() of a tensor that requires
+# grad (and for such a tensor inside the data of torch.tensor): item() and int() give none
+SCALAR_OF_REQUIRES_GRAD = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+    "behavior.\nConsider using tensor.detach() first.")
 
 
 class Size(tuple):
@@ -271,6 +277,15 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}")
+            if value._value.dtype != self._value.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{_dtype.C_TYPE_NAMES[value.dtype.name]}' to a tensor with grad_dtype "
+                    f"'{self.dtype.scalar_name}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                    "grad_dtype attribute with a specific dtype, or None to allow any dtype. "
+                    "Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match.")
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
@@ -507,12 +522,16 @@ class Tensor:
         return self._value.tolist()
 
     def __float__(self):
+        if self._rg:
+            _frames.warn_program(SCALAR_OF_REQUIRES_GRAD, once=SCALAR_OF_REQUIRES_GRAD)
         return float(self._python_number())
 
     def __int__(self):
         return int(self._python_number())
 
     def __complex__(self):
+        if self._rg:
+            _frames.warn_program(SCALAR_OF_REQUIRES_GRAD, once=SCALAR_OF_REQUIRES_GRAD)
         return complex(self._python_number())
 
     def _python_number(self):

@@ -449,7 +449,7 @@ def _class_last(input, target):
     with (N, d1, ...)."""
     target = target if isinstance(target, tg.Tensor) else tg.tensor(np.asarray(target))
     t = target._value
-    if t.dtype.kind not in "iu":
+    if t.dtype != np.int64 and t.dtype != np.uint8:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(t)}")
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
@@ -481,7 +481,20 @@ def _class_last(input, target):
 
 
 def _dtype_name(array):
-    return {"f": "Double", "b": "Bool"}.get(array.dtype.kind, str(array.dtype))
+    return tg.from_numpy(np.empty(0, array.dtype)).dtype.scalar_name   # ("Long", "Int", ...)
+
+
+def _check_class_weight(weight, n_classes, spatial, prefix=""):
+    """PyTorch's check of a loss's class weights: one 1-D weight per class, or none."""
+    if weight is None:
+        return
+    shape = list(weight.shape) if isinstance(weight, tg.Tensor) else list(np.shape(weight))
+    if shape == [n_classes]:
+        return
+    if spatial:   # (the loss of 4-D scores words it without the numbers)
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    raise RuntimeError(f"{prefix}weight tensor should be defined either for all {n_classes} "
+                       f"classes or no classes but got weight tensor of shape: {shape}")
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
@@ -504,6 +517,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         return _nll_spatial(input, target, weight, ignore_index, reduction)
     scores, target, out_shape = _class_last(input, target)
     c = scores.shape[1]
+    _check_class_weight(weight, c, input.ndim == 4)
     if _traced(target):
         # the targets are a compiled function's data: picked by comparison, so that a replay
         # takes new targets (indexing by them would bake their values into the tape)
@@ -621,7 +635,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     t_value = target._value if isinstance(target, tg.Tensor) else np.asarray(target)
     # as PyTorch decides: a target of input's shape holds class probabilities, any other
     # class indices (a floating one of another shape is refused there for its dtype)
-    if t_value.dtype.kind != "f" or tuple(t_value.shape) != tuple(input.shape):
+    if tuple(t_value.shape) != tuple(input.shape):
         nll = nll_loss(logp, target, weight, ignore_index, reduction)
         if not label_smoothing > 0.0:   # (PyTorch ignores a negative one)
             return nll
@@ -629,9 +643,13 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             raise RuntimeError(_smoothing_range(label_smoothing))
         return _smoothed_by_index(logp, nll, target, weight, ignore_index, reduction,
                                   class_dim, label_smoothing)
+    if t_value.dtype.kind != "f":
+        raise RuntimeError("Expected floating point type for target with class probabilities, "
+                           f"got {_dtype_name(t_value)}")
     if ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
     n_classes = input.shape[class_dim]
+    _check_class_weight(weight, n_classes, False, "cross_entropy: ")
     if label_smoothing > 0.0:
         if label_smoothing > 1.0:
             raise RuntimeError(_smoothing_range(label_smoothing))
@@ -723,6 +741,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """
     _check_reduction(reduction)
     _check_same_size(input, target)
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected "
+                           f"{input.dtype.scalar_name}")
     _not_differentiable("binary_cross_entropy", "weight", weight)
     for name, values in (("input", input), ("target", target)):
         if not _all_in_unit_interval(values):
@@ -731,6 +752,11 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if weight is not None:
         loss = loss * weight
     return _named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0", input, target)
+
+
+def _floating(x):
+    return x.dtype.is_floating_point if isinstance(x, tg.Tensor) else \
+        np.asarray(x).dtype.kind == "f"
 
 
 def _step(strict, loose):
@@ -764,6 +790,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         # (not binary_cross_entropy's text: PyTorch words this one otherwise)
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    if target.dtype.is_floating_point is False and target.dtype is not tg.bool \
+            and input.dtype.is_floating_point:
+        # (PyTorch computes the loss in place in a tensor of the target's type)
+        raise RuntimeError(f"result type {input.dtype.scalar_name} can't be cast to the "
+                           f"desired output type {target.dtype.scalar_name}")
     _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     tail = tg.log1p(tg.exp(-tg.abs(input)))              # log(1 + exp(-|x|)) <= log 2
@@ -1368,6 +1399,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             "major release.", stacklevel=2)
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not (_floating(input) and _floating(target)):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = tg.exp(target) * (target - input)
     else:
