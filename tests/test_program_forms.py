@@ -473,6 +473,25 @@ ERRORS = {
     "cross_entropy probabilities weight": lambda m: m.nn.functional.cross_entropy(
         m.ones(2, 3, dtype=m.float64), m.full((2, 3), 1 / 3, dtype=m.float64),
         weight=m.ones(4, dtype=m.float64)),
+    # sizes that are not integers, as PyTorch's parser refuses them
+    "x.view(n / 2, 2)": lambda m: m.ones(4, dtype=m.float64).view(4 / 2, 2),
+    "x.view(2.0)": lambda m: m.ones(2, dtype=m.float64).view(2.0),
+    "x.view((2.0, 2))": lambda m: m.ones(4, dtype=m.float64).view((2.0, 2)),
+    "x.view(2, 2.0)": lambda m: m.ones(4, dtype=m.float64).view(2, 2.0),
+    "x.view(True, 4)": lambda m: m.ones(4, dtype=m.float64).view(True, 4),
+    "x.view(float tensor, 2)": lambda m: m.ones(4, dtype=m.float64).view(
+        m.tensor(2.0, dtype=m.float64), 2),
+    "x.reshape(2.0, 2)": lambda m: m.ones(4, dtype=m.float64).reshape(2.0, 2),
+    "x.reshape(4.0)": lambda m: m.ones(4, dtype=m.float64).reshape(4.0),
+    "x.reshape((2.0, 2))": lambda m: m.ones(4, dtype=m.float64).reshape((2.0, 2)),
+    "x.reshape([2, 2.0])": lambda m: m.ones(4, dtype=m.float64).reshape([2, 2.0]),
+    "x.reshape(2, 'a')": lambda m: m.ones(4, dtype=m.float64).reshape(2, "a"),
+    "x.reshape(None, 2)": lambda m: m.ones(4, dtype=m.float64).reshape(None, 2),
+    "x.expand(2.0, 4)": lambda m: m.ones(1, 4, dtype=m.float64).expand(2.0, 4),
+    "x.expand((2.0, 4))": lambda m: m.ones(1, 4, dtype=m.float64).expand((2.0, 4)),
+    "x.expand(4.0)": lambda m: m.ones(1, dtype=m.float64).expand(4.0),
+    "x.repeat(2.0, 2)": lambda m: m.ones(2, dtype=m.float64).repeat(2.0, 2),
+    "x.repeat((2.0,))": lambda m: m.ones(2, dtype=m.float64).repeat((2.0,)),
     # a number in the text as C++ prints it
     "normal(std=-1.0)": lambda m: m.normal(0.0, -1.0, size=(2,)),
     "normal(std=-1e-7)": lambda m: m.normal(0.0, -1e-7, size=(2,)),
@@ -488,6 +507,11 @@ ANSWERS = {
         [[m.tensor(1), 2], [3.0, m.tensor([4], dtype=m.uint8)]]),
     "tensor of integer tensors": lambda m: m.tensor(
         [m.tensor(1, dtype=m.uint8), m.tensor(2, dtype=m.int8)]),
+    "x.view(tensor(2), 2)": lambda m: m.arange(4).view(m.tensor(2), 2),
+    "x.reshape(tensor([2]), -1)": lambda m: m.arange(4).reshape(m.tensor([2]), -1),
+    "x.reshape((np.int32(2), 2))": lambda m: m.arange(4).reshape((np.int32(2), 2)),
+    "x.expand(tensor(3), 2)": lambda m: m.arange(2).expand(m.tensor(3), 2),
+    "x.repeat(np.int64(2))": lambda m: m.arange(2).repeat(np.int64(2)),
     "where(0-d true)": lambda m: m.where(m.tensor(True)),
     "where(0-d false)": lambda m: m.where(m.tensor(0.0, dtype=m.float64)),
     "nll_loss Byte target": lambda m: m.nn.functional.nll_loss(

@@ -3132,6 +3132,72 @@ def _shape_args(shape):
     return tuple(shape)
 
 
+def _int_sizes(args, fname, argname):
+    """The sizes of ``x.fname(*args)`` (separate ints, or one tuple or list of them) as a
+    tuple of ints; integers of other kinds (NumPy's, a one-element integer tensor) taken as
+    PyTorch's parser takes them, anything else refused with its TypeError."""
+    sizes = _shape_args(args)
+    for s in sizes:
+        if s.__class__ is not int:
+            return _checked_sizes(args, sizes, fname, argname)
+    return sizes
+
+
+def _int_like(s):
+    """s as an int where PyTorch's parser takes it for one, else None (a bool is not)."""
+    if isinstance(s, bool) or isinstance(s, (float, np.floating)):
+        return None
+    if isinstance(s, (int, np.integer)):
+        return int(s)
+    if isinstance(s, Tensor) and s._value.dtype.kind in "iu" and s._value.size == 1:
+        read_value(s, "a size given as a tensor")    # (a compiled call guards it)
+        return int(s._value.reshape(()))
+    return None
+
+
+def _parser_type_name(s):
+    t = type(s)
+    if t is Tensor:
+        return "Tensor"
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def _checked_sizes(args, sizes, fname, argname):
+    """_int_sizes past its fast path: the errors PyTorch's parser gives.  It decides on the
+    first entry: if that is an integer the rest must be ("failed to unpack", counting from
+    1); if not, no form matches -- view has two forms (a dtype, sizes), the others one."""
+    ints = [_int_like(s) for s in sizes]
+    one_sequence = len(args) == 1 and isinstance(args[0], (tuple, list))
+    if ints and ints[0] is not None:
+        for i, k in enumerate(ints):
+            if k is None:
+                raise TypeError(
+                    f"{fname}(): argument '{argname}' failed to unpack the object at pos "
+                    f"{i + 1} with error \"type must be tuple of ints,but got "
+                    f"{_parser_type_name(sizes[i])}\"")
+        return tuple(ints)
+    first = _parser_type_name(sizes[0]) if sizes else None
+    if fname == "view":
+        if len(args) > 1:
+            got, why = ", ".join(_parser_type_name(a) for a in args), ""
+        else:
+            got = _parser_type_name(args[0])
+            shown = got if not one_sequence else \
+                f"{got} of ({', '.join(_parser_type_name(s) for s in sizes)})"
+            why = f"\n      didn't match because some of the arguments have invalid types: " \
+                  f"(!{shown}!)"
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:\n * (tapegrad.dtype dtype){why}\n"
+                        f" * (tuple of ints size){why}\n")
+    if len(args) > 1:
+        raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
+    if not one_sequence:
+        raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, "
+                        f"not {_parser_type_name(args[0])}")
+    raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, but "
+                    f"found element of type {first} at pos 0")
+
+
 def _keyword_sizes(sizes, named, keyword, fname):
     """The sizes of ``fn(x, *sizes)``, given positionally or as the keyword ``keyword``, which
     PyTorch's parser also takes (``x.view(size=(3, 2))``, ``torch.permute(x, dims=(1, 0))``)."""
@@ -3255,7 +3321,7 @@ def reshape(x, *shape, **named):
     """
     if named:
         shape = _keyword_sizes(shape, named, "shape", "reshape")
-    return _view_or_copy(x, _infer_shape(_shape_args(shape), x._value.size))
+    return _view_or_copy(x, _infer_shape(_int_sizes(shape, "reshape", "shape"), x._value.size))
 
 
 def view(x, *shape, **named):
@@ -3263,7 +3329,10 @@ def view(x, *shape, **named):
     shape without a copy (a transposed one, mostly) raises PyTorch's error."""
     if named:
         shape = _keyword_sizes(shape, named, "size", "view")
-    shape = _infer_shape(_shape_args(shape), x._value.size)
+    if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        raise NotImplementedError("tapegrad does not support x.view(dtype), a view of the bits "
+                                  "as another type; x.to(dtype) converts the values")
+    shape = _infer_shape(_int_sizes(shape, "view", "size"), x._value.size)
     offsets = _view_offsets(x) if x._value.size > 1 and type(x._alias) is ViewOf else None
     if offsets is not None and not bool((np.diff(offsets) == 1).all()):
         strides = _strides_of(offsets, x._value.shape)
@@ -3747,7 +3816,7 @@ def repeat(x, *sizes, **named):
     """
     if named:
         sizes = _keyword_sizes(sizes, named, "repeats", "repeat")
-    sizes = _shape_args(sizes)
+    sizes = _int_sizes(sizes, "repeat", "repeats")
     nd = x._value.ndim
     if len(sizes) < nd:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -3963,7 +4032,7 @@ def mT(x):
 def expand(x, *sizes, **named):
     if named:
         sizes = _keyword_sizes(sizes, named, "size", "expand")
-    sizes = _shape_args(sizes)
+    sizes = _int_sizes(sizes, "expand", "size")
     s = x._value.shape
     if len(sizes) < len(s):
         raise RuntimeError(
