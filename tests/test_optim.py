@@ -4,6 +4,7 @@ published update rules, hyperparameter errors, param groups, zero_grad and state
 Gradients come from NumPy (a small least-squares problem) and are assigned to ``.grad``, so
 these tests exercise the optimizers alone, not the backward pass.
 """
+import copy
 import itertools
 import math
 
@@ -396,7 +397,9 @@ def test_state_dict_round_trip_continues_the_same_trajectory(make):
     b_params = [tg.tensor(p.detach().numpy(), requires_grad=True) for p in a_params]
     b = make(b_params)
     b.param_groups[0]["lr"] = 123.0      # overwritten by the load
-    b.load_state_dict(a.state_dict())
+    # (a checkpoint's copy: the state dict's own tensors are a's, which b would keep and
+    # both would then step, as PyTorch's optimizers would)
+    b.load_state_dict(copy.deepcopy(a.state_dict()))
     assert b.param_groups[0]["lr"] == a.param_groups[0]["lr"]
     assert b.param_groups[0]["params"] == b_params
 
@@ -431,17 +434,49 @@ def test_sgd_without_momentum_keeps_no_state():
     assert opt.state_dict()["state"] == {}
 
 
-def test_load_state_dict_copies_the_buffers():
+def _shared_after_load(lib):
+    """What loading an optimizer's state dict into another shares, in library ``lib``."""
+    w = lib.tensor(W0, dtype=lib.float64, requires_grad=True)
+    a = lib.optim.Adam([w], lr=0.1)
+    w.grad = lib.tensor(np.ones_like(W0), dtype=lib.float64)
+    a.step()
+    sd = a.state_dict()
+    before = sd["state"][0]["exp_avg"].clone()
+    v = lib.tensor(W0, dtype=lib.float64, requires_grad=True)
+    b = lib.optim.Adam([v], lr=0.1)
+    b.load_state_dict(sd)
+    kept = b.state[v]
+    v.grad = lib.tensor(np.ones_like(W0), dtype=lib.float64)
+    b.step()
+    return (kept["exp_avg"] is sd["state"][0]["exp_avg"], kept["step"] is sd["state"][0]["step"],
+            a.state[w]["exp_avg"] is kept["exp_avg"], float(a.state[w]["step"]),
+            not bool((sd["state"][0]["exp_avg"] == before).all()),
+            b.param_groups[0] is sd["param_groups"][0])
+
+
+def test_load_state_dict_keeps_the_state_tensors_as_pytorch_does():
+    # (b's step then changes a's state too, as in PyTorch: a checkpoint is a copy)
+    torch = pytest.importorskip("torch")
+    assert _shared_after_load(tg) == _shared_after_load(torch)
+    assert _shared_after_load(tg)[:3] == (True, True, True)
+
+
+def test_load_state_dict_copies_what_the_kernels_cannot_update_in_place():
     w = tg.tensor(W0, requires_grad=True)
     a = optim.SGD([w], lr=0.1, momentum=0.9)
     w.grad = tg.tensor(np.ones_like(W0))
     a.step()
-    sd = a.state_dict()
-    b = optim.SGD([tg.tensor(W0, requires_grad=True)], lr=0.1, momentum=0.9)
-    b.load_state_dict(sd)
-    b_buf = b.state[b.param_groups[0]["params"][0]]["momentum_buffer"]
-    assert b_buf is not sd["state"][0]["momentum_buffer"]
-    np.testing.assert_array_equal(b_buf.numpy(), np.ones_like(W0))
+    sd = copy.deepcopy(a.state_dict())
+    buf = sd["state"][0]["momentum_buffer"]
+    # an integer tensor (converted, as PyTorch's .to(float64) converts it) and a view
+    for entry in (tg.ones(W0.shape, dtype=tg.int64), tg.ones(W0.shape[::-1]).t()):
+        sd["state"][0]["momentum_buffer"] = entry
+        b = optim.SGD([tg.tensor(W0, requires_grad=True)], lr=0.1, momentum=0.9)
+        b.load_state_dict(sd)
+        b_buf = b.state[b.param_groups[0]["params"][0]]["momentum_buffer"]
+        assert b_buf is not entry and b_buf.dtype == tg.float64
+        np.testing.assert_array_equal(b_buf.numpy(), np.ones_like(W0))
+    np.testing.assert_array_equal(buf.numpy(), np.ones_like(W0))
 
 
 def test_load_state_dict_checks_group_shapes():

@@ -5,6 +5,8 @@ values, round trip), zero_grad and the hyperparameter errors.
 The problem and its NumPy gradients are test_optim.py's (a small least-squares fit), so
 these tests exercise the optimizers alone, not the backward pass.
 """
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -171,7 +173,7 @@ def test_state_dict_round_trip_continues_the_trajectory(name):
     params = opt.param_groups[0]["params"]
     fresh = [tg.tensor(p.detach().numpy(), requires_grad=True) for p in params]
     resumed = make(optim, fresh)
-    resumed.load_state_dict(opt.state_dict())
+    resumed.load_state_dict(copy.deepcopy(opt.state_dict()))   # (a checkpoint: see test_optim)
     for o in (opt, resumed):
         ps = o.param_groups[0]["params"][:2]
         for _ in range(20):

@@ -2,6 +2,8 @@
 hyperparameters (test_optim.py's least-squares problem and NumPy gradients), training a small
 model through autograd, param groups, state dicts (layout, values, round trip), edge values of
 the gradient and the hyperparameter errors."""
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -192,10 +194,12 @@ def test_state_dict_round_trip_continues_the_trajectory(name):
     make = lambda lib_optim, ps: getattr(lib_optim, name)(ps, **GROUP_OVERRIDES[name])  # noqa
     opt, _, _ = trajectory(tg, make, steps=30)
     params = opt.param_groups[0]["params"]
-    saved = opt.state_dict()
+    # (checkpoints: copies, each loaded once -- see test_optim)
+    saved = copy.deepcopy(opt.state_dict())
+    kept = copy.deepcopy(opt.state_dict())
     as_numbers = {"state": {i: {k: (float(v) if v.ndim == 0 else v) for k, v in s.items()}
-                            for i, s in saved["state"].items()},
-                  "param_groups": saved["param_groups"]}
+                            for i, s in kept["state"].items()},
+                  "param_groups": kept["param_groups"]}
     copies = []
     for state in (saved, as_numbers):
         fresh = [tg.tensor(p.detach().numpy(), requires_grad=True) for p in params]

@@ -17,6 +17,7 @@ import numpy as np
 
 import tapegrad as tg
 
+from ..tape import in_arena
 from ..tensor import _typename
 
 __all__ = ["Optimizer", "required"]
@@ -105,17 +106,25 @@ def _fill_group_defaults(optimizer, **defaults):
             group.setdefault(key, value)
 
 
-def _copy_state_value(value):
-    """Deep copy of a loaded state entry: tensors get fresh float64 storage of their own, so
-    the kernels' in-place updates never reach the dict they were loaded from."""
+def _loaded_state_value(value):
+    """A loaded state entry as the optimizer keeps it.  A float64 tensor the kernels can update
+    in place is kept itself, as PyTorch keeps it (its ``.to()`` of the same dtype returns the
+    tensor): the optimizer's steps then change the loaded dict's tensors too, as they change
+    the dict ``state_dict()`` returns.  Anything else is copied to float64 storage of its own
+    -- an integer tensor, as PyTorch's ``.to(float64)`` copies it, and a view or a recorded
+    value, which the kernels' writes would reach around the version counts that guard them."""
     if isinstance(value, tg.Tensor):
-        return tg.from_numpy(np.array(value._value, dtype=np.float64, order="C"))
+        v = value._value
+        if (v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable
+                and value._alias is None and not value._rg and not in_arena(v)):
+            return value
+        return tg.from_numpy(np.array(v, dtype=np.float64, order="C"))
     if isinstance(value, np.ndarray):
         return tg.from_numpy(np.array(value, dtype=np.float64, order="C"))
     if isinstance(value, dict):
-        return {k: _copy_state_value(v) for k, v in value.items()}
+        return {k: _loaded_state_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_copy_state_value(v) for v in value)
+        return type(value)(_loaded_state_value(v) for v in value)
     return deepcopy(value)
 
 
@@ -247,7 +256,8 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Restore hyperparameters and state saved by ``state_dict``; group and parameter
-        counts must match. Loaded tensors are copied."""
+        counts must match.  The state's float64 tensors are kept, not copied, as PyTorch keeps
+        them (``_loaded_state_value``)."""
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -261,7 +271,7 @@ class Optimizer:
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
-                state[id_map[k]] = _copy_state_value(v)
+                state[id_map[k]] = _loaded_state_value(v)
             else:
                 state[k] = v
         for group, saved in zip(groups, saved_groups):
