@@ -749,6 +749,90 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
+    # --- members by qualified name ("block.0.weight") ---------------------------------
+    def get_submodule(self, target):
+        """The descendant named by ``target`` ("net_b.linear"; "" is this module), one
+        attribute at a time: AttributeError names the first step that is missing or is not
+        a module.
+
+        Example:
+            >>> model = nn.Sequential(nn.Sequential(nn.Linear(2, 2)))
+            >>> model.get_submodule("0.0")
+            Linear(in_features=2, out_features=2, bias=True)
+        """
+        if target == "":
+            return self
+        owner = self
+        for step in target.split("."):
+            # hasattr/getattr as PyTorch does: a method's name is found, and then refused as
+            # not a module
+            if not hasattr(owner, step):
+                raise AttributeError(f"{owner._get_name()} has no attribute `{step}`")
+            owner = getattr(owner, step)
+            if not isinstance(owner, Module):
+                raise AttributeError(f"`{step}` is not an nn.Module")
+        return owner
+
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at ``target`` ("net_b.conv"): the owner must exist; with
+        ``strict`` so must the child being replaced.  What is there already must be a module
+        (or missing); a parameter or a plain attribute is not replaced.
+
+        Example:
+            >>> model = nn.Sequential(nn.Linear(2, 2))
+            >>> model.set_submodule("0", nn.Tanh())
+            >>> model
+            Sequential(
+              (0): Tanh()
+            )
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        owner_path, _, name = target.rpartition(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            if strict:
+                raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        elif not isinstance(getattr(owner, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(owner, name, module)
+
+    def get_parameter(self, target):
+        """The parameter named by ``target`` ("0.weight"); AttributeError when the path is
+        missing or ends in something that is not a Parameter.
+
+        Example:
+            >>> nn.Sequential(nn.Linear(2, 3)).get_parameter("0.bias").shape
+            tapegrad.Size([3])
+        """
+        owner_path, _, name = target.rpartition(".")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        param = getattr(owner, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        """The buffer named by ``target`` ("0.running_mean"); AttributeError when the path
+        is missing or ends in something that is not a registered buffer.
+
+        Example:
+            >>> nn.Sequential(nn.BatchNorm1d(2)).get_buffer("0.running_var")
+            tensor([1., 1.])
+        """
+        owner_path, _, name = target.rpartition(".")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        buffer = getattr(owner, name)
+        if name not in owner._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buffer
+
     def apply(self, fn):
         """Call ``fn`` on every child (recursively), then on this module; returns self."""
         for module in self.children():
