@@ -756,9 +756,9 @@ class Module:
         a module.
 
         Example:
-            >>> model = nn.Sequential(nn.Sequential(nn.Linear(2, 2)))
+            >>> model = nn.Sequential(nn.Sequential(nn.Tanh()))
             >>> model.get_submodule("0.0")
-            Linear(in_features=2, out_features=2, bias=True)
+            Tanh()
         """
         if target == "":
             return self
@@ -779,11 +779,11 @@ class Module:
         (or missing); a parameter or a plain attribute is not replaced.
 
         Example:
-            >>> model = nn.Sequential(nn.Linear(2, 2))
-            >>> model.set_submodule("0", nn.Tanh())
+            >>> model = nn.Sequential(nn.Tanh())
+            >>> model.set_submodule("0", nn.ReLU())
             >>> model
             Sequential(
-              (0): Tanh()
+              (0): ReLU()
             )
         """
         if target == "":
@@ -804,7 +804,7 @@ class Module:
         missing or ends in something that is not a Parameter.
 
         Example:
-            >>> nn.Sequential(nn.Linear(2, 3)).get_parameter("0.bias").shape
+            >>> nn.Sequential(nn.BatchNorm1d(3)).get_parameter("0.bias").shape
             tapegrad.Size([3])
         """
         owner_path, _, name = target.rpartition(".")
