@@ -58,3 +58,204 @@ def test_set_submodule_replaces_or_adds_a_module(target, strict):
 def test_set_submodule_refuses_what_is_not_a_module(module):
     same(lambda L: tree(L).set_submodule("0", module), torch)
     same(lambda L: tree(L).set_submodule("", module), torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Extra state: get_extra_state / set_extra_state in state_dict and load_state_dict
+# ---------------------------------------------------------------------------------------------
+
+
+def with_extra(L, get=True, put=True):
+    """A module class with a parameter that overrides get_extra_state and/or
+    set_extra_state (the state is a dict ``cfg``; what set_extra_state got is kept)."""
+    body = {}
+    if get:
+        body["get_extra_state"] = lambda self: dict(self.cfg)
+    if put:
+        body["set_extra_state"] = lambda self, state: setattr(self, "cfg", state)
+
+    def __init__(self):
+        L.nn.Module.__init__(self)
+        self.w = L.nn.Parameter(L.ones(2))
+        self.cfg = {"a": 1}
+    return type("Extra", (L.nn.Module,), {"__init__": __init__, **body})
+
+
+def keys_loaded(L, model, state, **kwargs):
+    return str(model.load_state_dict(state, **kwargs)), [m.cfg for m in model.modules()
+                                                         if hasattr(m, "cfg")]
+
+
+EXTRA_STATE = {
+    "saved": lambda L: list(L.nn.Sequential(with_extra(L)(), L.nn.Tanh()).state_dict().items()),
+    "nested": lambda L: list(L.nn.Sequential(L.nn.Sequential(with_extra(L)())).state_dict()),
+    "default get raises": lambda L: L.nn.Module().get_extra_state(),
+    "default set raises": lambda L: L.nn.Module().set_extra_state({"a": 2}),
+    "loaded": lambda L: keys_loaded(
+        L, L.nn.Sequential(with_extra(L)()),
+        {"0.w": L.zeros(2), "0._extra_state": {"b": 2}}),
+    "missing under strict": lambda L: keys_loaded(
+        L, L.nn.Sequential(with_extra(L)()), {"0.w": L.zeros(2)}),
+    "missing, not strict": lambda L: keys_loaded(
+        L, L.nn.Sequential(with_extra(L)()), {"0.w": L.zeros(2)}, strict=False),
+    "unexpected under strict": lambda L: keys_loaded(
+        L, L.nn.Sequential(L.nn.Tanh()), {"0._extra_state": 3}),
+    "unexpected, not strict": lambda L: keys_loaded(
+        L, L.nn.Sequential(L.nn.Tanh()), {"0._extra_state": 3}, strict=False),
+    "get only: saved": lambda L: list(with_extra(L, put=False)().state_dict().items()),
+    "get only: loading it": lambda L: keys_loaded(
+        L, with_extra(L, put=False)(), {"w": L.ones(2), "_extra_state": {"c": 3}}),
+    "set only: not saved": lambda L: list(with_extra(L, get=False)().state_dict()),
+    "set only: loaded": lambda L: keys_loaded(
+        L, with_extra(L, get=False)(), {"w": L.ones(2), "_extra_state": {"c": 3}}),
+    "set only: missing": lambda L: keys_loaded(L, with_extra(L, get=False)(), {"w": L.ones(2)}),
+    "round trip": lambda L: (lambda a, b: (b.load_state_dict(a.state_dict()), b.cfg)[1])(
+        (lambda m: (setattr(m, "cfg", {"z": [1, 2]}), m)[1])(with_extra(L)()), with_extra(L)()),
+}
+
+
+@pytest.mark.parametrize("name", EXTRA_STATE)
+def test_extra_state_in_state_dicts(name):
+    same(EXTRA_STATE[name], torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# state_dict and load_state_dict hooks
+# ---------------------------------------------------------------------------------------------
+
+
+def hooked(L, log):
+    """Sequential(BatchNorm1d, Sequential(Tanh)) with every state-dict hook on every
+    module, each logging its arguments."""
+    model = L.nn.Sequential(L.nn.BatchNorm1d(2), L.nn.Sequential(L.nn.Tanh()))
+    for name, mod in model.named_modules():
+        mod.register_state_dict_pre_hook(
+            lambda m, prefix, keep, name=name: log.append(("pre", name, prefix, keep)))
+        mod.register_state_dict_post_hook(
+            lambda m, sd, prefix, meta, name=name:
+            log.append(("post", name, prefix, list(sd), dict(meta))))
+        mod.register_load_state_dict_pre_hook(
+            lambda m, sd, prefix, meta, strict, missing, unexpected, errors, name=name:
+            log.append(("load pre", name, type(m).__name__, sorted(sd), prefix, dict(meta),
+                        strict, list(missing), list(unexpected), list(errors))))
+        mod.register_load_state_dict_post_hook(
+            lambda m, keys, name=name: log.append(
+                ("load post", name, type(keys).__name__, list(keys.missing_keys),
+                 list(keys.unexpected_keys))))
+    return model
+
+
+@pytest.mark.parametrize("prefix, keep_vars", [("", False), ("p.", True)])
+def test_state_dict_hooks_run_in_order_with_their_arguments(prefix, keep_vars):
+    def run(L):
+        log = []
+        state = hooked(L, log).state_dict(prefix=prefix, keep_vars=keep_vars)
+        return log, list(state), list(state._metadata.items())
+    same(run, torch)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("assign", [False, True])
+@pytest.mark.parametrize("metadata", [True, False])
+def test_load_state_dict_hooks_run_in_order_with_their_arguments(strict, assign, metadata):
+    def run(L):
+        log = []
+        model = hooked(L, log)
+        state = model.state_dict()
+        if not metadata:
+            state = dict(state)
+        state.pop("0.weight")
+        state["zz"] = L.ones(1)
+        del log[:]
+        result = model.load_state_dict(state, strict=strict, assign=assign)
+        return str(result), log
+    same(run, torch)
+
+
+def test_a_plain_dict_without_num_batches_tracked_loads_into_batch_norm():
+    # a state dict without metadata is read as one saved before the count existed
+    def run(L):
+        bn = L.nn.BatchNorm1d(2)
+        state = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+        with_meta = bn.state_dict()
+        del with_meta["num_batches_tracked"]
+        out = [str(bn.load_state_dict(state))]
+        try:
+            bn.load_state_dict(with_meta)
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    same(run, torch)
+
+
+HOOK_PROGRAMS = {
+    "public post hook returning a value": lambda L: (lambda m: (
+        m.register_state_dict_post_hook(lambda *a: {}), m.state_dict())[1])(L.nn.Tanh()),
+    "private hook replaces the root's dict": lambda L: (lambda m: (
+        m._register_state_dict_hook(lambda mod, sd, prefix, meta: {"replaced": 1}),
+        m.state_dict())[1])(L.nn.Tanh()),
+    "a child's replacement is lost": lambda L: (lambda m: (
+        m[0]._register_state_dict_hook(lambda mod, sd, prefix, meta: {"replaced": 1}),
+        list(m.state_dict()))[1])(L.nn.Sequential(L.nn.BatchNorm1d(1))),
+    "load post hook returning a value": lambda L: (lambda m: (
+        m.register_load_state_dict_post_hook(lambda mod, keys: keys),
+        m.load_state_dict({}))[1])(L.nn.Tanh()),
+    "load post hook clears the missing keys": lambda L: (lambda m: (
+        m.register_load_state_dict_post_hook(lambda mod, keys: keys.missing_keys.clear()),
+        str(m.load_state_dict({"bias": L.zeros(2)})))[1])(L.nn.BatchNorm1d(2)),
+    "load post hook adds an unexpected key": lambda L: (lambda m: (
+        m.register_load_state_dict_post_hook(
+            lambda mod, keys: keys.unexpected_keys.append("made.up")),
+        str(m.load_state_dict(m.state_dict())))[1])(L.nn.BatchNorm1d(2)),
+    "load post hook, not strict": lambda L: (lambda m: (
+        m.register_load_state_dict_post_hook(
+            lambda mod, keys: keys.unexpected_keys.append("made.up")),
+        str(m.load_state_dict(m.state_dict(), strict=False)))[1])(L.nn.BatchNorm1d(2)),
+    "load pre hook renames keys": lambda L: (lambda m: (
+        m.register_load_state_dict_pre_hook(
+            lambda mod, sd, prefix, *rest: sd.update(
+                {prefix + "weight": sd.pop(prefix + "old_weight")})),
+        str(m.load_state_dict({"old_weight": L.full((2,), 3.0), "bias": L.zeros(2)})),
+        m.weight.detach())[1:])(L.nn.LayerNorm(2)),
+    "private load pre hook without the module": lambda L: (lambda m, log: (
+        m._register_load_state_dict_pre_hook(lambda *args: log.append(len(args))),
+        m.load_state_dict({}), log)[2])(L.nn.Tanh(), []),
+    "removed hooks do not run": lambda L: (lambda m, log: (
+        m.register_state_dict_pre_hook(lambda *a: log.append("pre")).remove(),
+        m.register_state_dict_post_hook(lambda *a: log.append("post")).remove(),
+        m.register_load_state_dict_pre_hook(lambda *a: log.append("load pre")).remove(),
+        m.register_load_state_dict_post_hook(lambda *a: log.append("load post")).remove(),
+        m.load_state_dict(m.state_dict()), log)[-1])(L.nn.Tanh(), []),
+    "the caller's dict is not edited": lambda L: (lambda m, state: (
+        m.register_load_state_dict_pre_hook(lambda mod, sd, *rest: sd.clear()),
+        str(m.load_state_dict(state, strict=False)), sorted(state))[1:])(
+            L.nn.LayerNorm(2), {"weight": L.ones(2), "bias": L.ones(2)}),
+}
+
+
+@pytest.mark.parametrize("name", HOOK_PROGRAMS)
+def test_state_dict_hook_programs(name):
+    same(HOOK_PROGRAMS[name], torch)
+
+
+def test_a_public_post_hook_cannot_also_be_a_private_one():
+    def run(L):
+        def hook(module, state, prefix, meta):
+            return None
+        m = L.nn.Tanh()
+        m.register_state_dict_post_hook(hook)
+        return m._register_state_dict_hook(hook)
+    same(run, torch)
+
+
+def test_a_copied_module_s_load_pre_hook_is_given_the_copy():
+    import copy
+
+    def run(L):
+        seen = []
+        m = L.nn.LayerNorm(2)
+        m.register_load_state_dict_pre_hook(lambda mod, *rest: seen.append(mod))
+        twin = copy.deepcopy(m)
+        twin.load_state_dict(twin.state_dict())
+        return [s is twin for s in seen]
+    same(run, torch)
