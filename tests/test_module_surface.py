@@ -259,3 +259,88 @@ def test_a_copied_module_s_load_pre_hook_is_given_the_copy():
         twin.load_state_dict(twin.state_dict())
         return [s is twin for s in seen]
     same(run, torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversions of every member: type, to_empty, share_memory
+# ---------------------------------------------------------------------------------------------
+
+
+def members(module):
+    """Each state_dict entry's name, dtype, shape, class and requires_grad."""
+    return [(k, str(v.dtype).split(".")[-1], tuple(v.shape), type(v).__name__, v.requires_grad)
+            for k, v in module.state_dict(keep_vars=True).items()]
+
+
+def linear_and_norm(L):
+    return L.nn.Sequential(L.nn.Linear(2, 2), L.nn.BatchNorm1d(2))
+
+
+@pytest.mark.parametrize("dst_type", ["float64", "int64", "bool", "torch.DoubleTensor",
+                                      "torch.LongTensor", "torch.Foo"])
+def test_type_converts_every_parameter_and_buffer(dst_type):
+    def run(L):
+        model = linear_and_norm(L)
+        weight = model[0].weight
+        result = model.type(dst_type if "." in dst_type else getattr(L, dst_type))
+        return result is model, model[0].weight is weight, members(model)
+    same(run, torch)
+
+
+def test_type_to_an_integer_dtype_without_grad():
+    def run(L):
+        model = linear_and_norm(L).requires_grad_(False)
+        with L.no_grad():
+            model[0].weight.copy_(L.tensor([[1.5, -2.5], [0.25, 3.0]]))
+        model.type(L.int64)
+        return members(model), model[0].weight
+    same(run, torch)
+
+
+def test_type_keeps_the_gradient_the_parameter_has():
+    def run(L):
+        model = linear_and_norm(L)
+        model[0].weight.grad = L.full((2, 2), 2.0)
+        grad = model[0].weight.grad
+        model.type(L.float64)
+        return model[0].weight.grad is grad, model[0].weight.grad
+    same(run, torch)
+
+
+def test_setting_data_of_a_tensor_that_requires_grad_to_integers_is_refused():
+    def run(L):
+        x = L.ones(2, requires_grad=True)
+        x.data = L.ones(2, dtype=L.int64)
+    same(run, torch)
+
+
+@pytest.mark.parametrize("recurse", [True, False])
+@pytest.mark.parametrize("device", ["cpu", None])
+def test_to_empty_gives_new_memory_of_each_shape(device, recurse):
+    def run(L):
+        model = linear_and_norm(L)
+        weight, mean = model[0].weight, model[1].running_mean
+        result = model.to_empty(device=device, recurse=recurse)
+        return (result is model, model[0].weight is weight, model[1].running_mean is mean,
+                members(model))
+    same(run, torch)
+
+
+@pytest.mark.parametrize("call", ["to_empty()", "to_empty('cpu')"])
+def test_to_empty_takes_only_the_device_keyword(call):
+    same(lambda L: eval("model." + call, {"model": linear_and_norm(L)}), torch)
+
+
+def test_share_memory_marks_every_parameter_and_buffer():
+    def run(L):
+        model = linear_and_norm(L)
+        weight = model[0].weight
+        before = [t.is_shared() for t in model.parameters()]
+        result = model.share_memory()
+        return (result is model, model[0].weight is weight, before,
+                [t.is_shared() for t in [*model.parameters(), *model.buffers()]])
+    same(run, torch)
+
+
+def test_share_memory_of_an_uninitialized_lazy_module_raises():
+    same(lambda L: L.nn.LazyLinear(2).share_memory(), torch)

@@ -921,6 +921,55 @@ class Module:
                 p.grad.requires_grad_(False)
             p.grad.zero_()
 
+    def _apply(self, fn, recurse=True):
+        """Replace every parameter's and buffer's value by ``fn`` of it (the descendants'
+        first, unless not ``recurse``), as PyTorch's conversions do: a parameter keeps its
+        identity (an optimizer holding it still sees it) and takes the new value as its
+        ``.data``, its gradient likewise; a buffer is replaced by the result.  Returns
+        self."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for param in self._parameters.values():
+            if param is None:
+                continue
+            with tg.no_grad():
+                applied = fn(param)
+            if applied is not param:
+                param.data = applied
+            grad = param.grad
+            if grad is not None:
+                with tg.no_grad():
+                    applied = fn(grad)
+                if applied is not grad:
+                    grad.data = applied
+        for name, buffer in self._buffers.items():
+            if buffer is not None:
+                self._buffers[name] = fn(buffer)
+        return self
+
+    def type(self, dst_type):
+        """Every parameter and buffer converted with ``tensor.type(dst_type)`` (a dtype or a
+        type name such as "torch.DoubleTensor"), in place; returns self.
+
+        Example:
+            >>> bn = nn.BatchNorm1d(2).type(tg.float64)
+            >>> bn.num_batches_tracked.dtype
+            tapegrad.float64
+        """
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device, recurse=True):
+        """Every parameter and buffer given new, uninitialised memory of its shape and
+        dtype on ``device`` (for a module built without real values, filled afterwards by
+        ``load_state_dict`` or ``reset_parameters``); returns self."""
+        return self._apply(lambda t: tg.empty_like(t, device=device), recurse=recurse)
+
+    def share_memory(self):
+        """``share_memory_()`` of every parameter and buffer (tapegrad keeps them in this
+        process: they are only marked shared); returns self."""
+        return self._apply(lambda t: t.share_memory_())
+
     # everything is float64 on the CPU already: these exist so ported scripts run unchanged,
     # and raise where a script asks for what tapegrad does not have
     def double(self):
