@@ -1,6 +1,8 @@
 """``nn.Module``'s less common API against ``torch.nn``: members by qualified name
 (``get_submodule``, ``set_submodule``, ``get_parameter``, ``get_buffer``).  Each case runs one
 program with both libraries and compares what it returns, or the error's type and text."""
+from collections import OrderedDict
+
 import pytest
 
 import strategies as S  # noqa: F401 - makes the source tree importable
@@ -344,3 +346,67 @@ def test_share_memory_marks_every_parameter_and_buffer():
 
 def test_share_memory_of_an_uninitialized_lazy_module_raises():
     same(lambda L: L.nn.LazyLinear(2).share_memory(), torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequential: insert, pop, extend, item assignment and deletion, +
+# ---------------------------------------------------------------------------------------------
+
+
+def three(L, named=False):
+    layers = [L.nn.Tanh(), L.nn.ReLU(), L.nn.Sigmoid()]
+    if named:
+        return L.nn.Sequential(OrderedDict(zip(["a", "b", "c"], layers)))
+    return L.nn.Sequential(*layers)
+
+
+def layout(seq):
+    return list(seq._modules), repr(seq)
+
+
+SEQUENTIAL = {
+    **{f"insert({i})": lambda L, i=i: layout(three(L).insert(i, L.nn.ELU()))
+       for i in [0, 1, 3, -1, -3, 4, -4]},
+    "insert(0) into a named one": lambda L: layout(three(L, named=True).insert(0, L.nn.ELU())),
+    "insert(3) into a named one": lambda L: layout(three(L, named=True).insert(3, L.nn.ELU())),
+    "insert a non-module": lambda L: three(L).insert(0, 3),
+    "insert returns self": lambda L: (lambda s: s.insert(1, L.nn.ELU()) is s)(three(L)),
+    **{f"pop({k})": lambda L, k=k: (lambda s: (repr(s.pop(k)), layout(s)))(three(L))
+       for k in [0, 1, -1, -3, 3, -4]},
+    "pop(slice(1, None))": lambda L: (lambda s: (repr(s.pop(slice(1, None))), layout(s)))(
+        three(L)),
+    "pop from a named one": lambda L: (lambda s: (repr(s.pop(1)), layout(s)))(
+        three(L, named=True)),
+    "pop('a')": lambda L: three(L).pop("a"),
+    "extend": lambda L: layout(three(L).extend(three(L, named=True))),
+    "extend by a list": lambda L: layout(three(L).extend([L.nn.ELU(), L.nn.SiLU()])),
+    "extend by a non-module": lambda L: three(L).extend([L.nn.ELU(), 3]),
+    "extend returns self": lambda L: (lambda s: s.extend([]) is s)(three(L)),
+    "del [1]": lambda L: (lambda s: (s.__delitem__(1), layout(s))[1])(three(L)),
+    "del [::2] of a named one": lambda L: (lambda s: (s.__delitem__(slice(None, None, 2)),
+                                                      layout(s))[1])(three(L, named=True)),
+    "[-1] = ELU": lambda L: (lambda s: (s.__setitem__(-1, L.nn.ELU()), layout(s))[1])(
+        three(L, named=True)),
+    "[5] = ELU": lambda L: three(L).__setitem__(5, L.nn.ELU()),
+    "[1.0]": lambda L: three(L)[1.0],
+    "+": lambda L: layout(three(L) + three(L, named=True)),
+    "+ a list": lambda L: three(L) + [L.nn.ELU()],
+    "+=": lambda L: (lambda s: (s.__iadd__(three(L)), layout(s))[1])(three(L, named=True)),
+}
+
+
+@pytest.mark.parametrize("name", SEQUENTIAL)
+def test_sequential_edits(name):
+    same(SEQUENTIAL[name], torch)
+
+
+def test_an_edited_sequential_computes_in_its_new_order():
+    def run(L):
+        seq = L.nn.Sequential(L.nn.Tanh(), L.nn.Sigmoid())
+        seq.insert(1, L.nn.Softplus()).extend([L.nn.ELU()])
+        seq.pop(0)
+        x = L.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+        out = seq(x)
+        out.sum().backward()
+        return out, x.grad
+    same(run, torch)

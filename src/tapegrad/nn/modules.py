@@ -1,5 +1,6 @@
 """``Module``, ``Parameter`` and the layers and losses built on them, as in ``torch.nn``."""
 import math
+import operator
 import sys
 import warnings
 import weakref
@@ -1313,16 +1314,90 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def __getitem__(self, idx):
-        items = list(self._modules.items())
         if isinstance(idx, slice):
-            return type(self)(OrderedDict(items[idx]))
-        n = len(items)
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._key_at(idx)]
+
+    def __setitem__(self, idx, module):
+        setattr(self, self._key_at(idx), module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for key in list(self._modules)[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, self._key_at(idx))
+        # renumbered, so that the names stay "0".."n-1" (names given by an OrderedDict too,
+        # as in PyTorch)
+        self._modules = OrderedDict(
+            (str(i), module) for i, module in enumerate(self._modules.values()))
+
+    def _key_at(self, idx):
+        """The name of the module at position ``idx`` (negative counts from the end)."""
+        n = len(self._modules)
+        idx = operator.index(idx)
         if not -n <= idx < n:
             raise IndexError(f"index {idx} is out of range")
-        return items[idx % n][1]
+        return list(self._modules)[idx % n]
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(offset + i), module)
+        return self
 
     def append(self, module):
         self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index, module):
+        """Put ``module`` at position ``index`` (negative counts from the end; ``len(self)``
+        appends), moving the later ones up by one; returns self.
+
+        Example:
+            >>> nn.Sequential(nn.Tanh(), nn.ReLU()).insert(-1, nn.Sigmoid())
+            Sequential(
+              (0): Tanh()
+              (1): Sigmoid()
+              (2): ReLU()
+            )
+        """
+        if not isinstance(module, Module):
+            # the class as PyTorch names its own, at its home nn.modules.module
+            raise AssertionError(
+                "module should be of type: <class 'tapegrad.nn.modules.module.Module'>")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        # shifted by name from the end, as PyTorch does: a name given by an OrderedDict
+        # stays, and the new module takes the name str(index)
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def pop(self, key):
+        """Remove and return the module at ``key`` (a position or a slice, which returns a
+        Sequential); the rest are renumbered."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def extend(self, sequential):
+        """Append every module of ``sequential`` (any iterable of modules); returns self."""
+        for module in sequential:
+            self.append(module)
         return self
 
 
