@@ -1,11 +1,15 @@
 """``nn.Module``'s less common API against ``torch.nn``: members by qualified name
-(``get_submodule``, ``set_submodule``, ``get_parameter``, ``get_buffer``).  Each case runs one
-program with both libraries and compares what it returns, or the error's type and text."""
+(``get_submodule``, ``set_submodule``, ``get_parameter``, ``get_buffer``), extra state and
+the state-dict hooks, ``type``/``to_empty``/``share_memory``, ``Sequential``'s edits
+(``insert``, ``pop``, ``extend``, ...), and ``utils.data``'s ``StackDataset`` and
+``ChainDataset``.  Each case runs one program with both libraries and compares what it
+returns, or the error's type and text."""
 from collections import OrderedDict
 
 import pytest
 
 import strategies as S  # noqa: F401 - makes the source tree importable
+import tapegrad as tg
 from oracle import same
 
 torch = pytest.importorskip("torch")
@@ -410,3 +414,109 @@ def test_an_edited_sequential_computes_in_its_new_order():
         out.sum().backward()
         return out, x.grad
     same(run, torch)
+
+
+# ---------------------------------------------------------------------------------------------
+# utils.data: StackDataset, ChainDataset
+# ---------------------------------------------------------------------------------------------
+
+
+def data_of(L):
+    return L.utils.data
+
+
+def squares(L, n=4):
+    return data_of(L).TensorDataset(L.arange(float(n)) ** 2)
+
+
+class Batched:
+    """A map-style dataset with its own ``__getitems__``, which records that it was used
+    (and may return a wrong number of samples)."""
+
+    def __init__(self, n, short=False):
+        self.n, self.short, self.calls = n, short, []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return 10 * i
+
+    def __getitems__(self, indices):
+        self.calls.append(list(indices))
+        return [100 * i for i in indices][:len(indices) - self.short]
+
+
+STACK = {
+    "tuple sample": lambda L: data_of(L).StackDataset(squares(L), [5, 6, 7, 8])[2],
+    "dict sample": lambda L: data_of(L).StackDataset(x=squares(L), y="abcd")[-1],
+    "len": lambda L: len(data_of(L).StackDataset(a=[1, 2, 3], b=(4, 5, 6))),
+    "datasets": lambda L: data_of(L).StackDataset(a=[1, 2], b=(3, 4)).datasets,
+    "size mismatch": lambda L: data_of(L).StackDataset([1, 2], [3]),
+    "size mismatch by keyword": lambda L: data_of(L).StackDataset(a=[1, 2], b=[3]),
+    "both kinds": lambda L: data_of(L).StackDataset([1], b=[2]),
+    "none": lambda L: data_of(L).StackDataset(),
+    "__getitems__ tuples": lambda L: data_of(L).StackDataset(
+        Batched(4), [5, 6, 7, 8]).__getitems__([3, 0]),
+    "__getitems__ dicts": lambda L: data_of(L).StackDataset(
+        a=Batched(4), b="wxyz").__getitems__([1, 2, 1]),
+    "__getitems__ of nothing": lambda L: data_of(L).StackDataset(a=Batched(2)).__getitems__(
+        []),
+    "__getitems__ short": lambda L: data_of(L).StackDataset(
+        Batched(4, short=True), [5, 6, 7, 8]).__getitems__([3, 0]),
+    "loaded in batches": lambda L: [
+        (list(b[0].tolist()), b[1].tolist()) for b in data_of(L).DataLoader(
+            data_of(L).StackDataset(L.arange(5.0), Batched(5)), batch_size=2)],
+    "the loader asks for whole batches": lambda L: (lambda part: (
+        list(data_of(L).DataLoader(data_of(L).StackDataset(part), batch_size=3)),
+        part.calls)[1])(Batched(5)),
+    "loaded as dicts": lambda L: [
+        {k: v.tolist() for k, v in b.items()} for b in data_of(L).DataLoader(
+            data_of(L).StackDataset(x=L.arange(3.0), y=[1, 2, 3]), batch_size=2)],
+}
+
+
+@pytest.mark.parametrize("name", STACK)
+def test_stack_dataset(name):
+    same(STACK[name], torch)
+
+
+def counting(L, n, sized=True):
+    """An iterable dataset yielding 0..n-1 (with a length when ``sized``)."""
+    body = {"__init__": lambda self: None, "__iter__": lambda self: iter(range(n))}
+    if sized:
+        body["__len__"] = lambda self: n
+    return type("Count", (data_of(L).IterableDataset,), body)()
+
+
+CHAIN = {
+    "items": lambda L: list(data_of(L).ChainDataset([counting(L, 2), counting(L, 3)])),
+    "len": lambda L: len(data_of(L).ChainDataset([counting(L, 2), counting(L, 3)])),
+    # list() asks len() first, which uses a generator up (in PyTorch too)
+    "from a generator": lambda L: list(data_of(L).ChainDataset(
+        counting(L, k) for k in (1, 2))),
+    "empty": lambda L: (list(data_of(L).ChainDataset([])), len(data_of(L).ChainDataset([]))),
+    "a map-style dataset in it": lambda L: list(data_of(L).ChainDataset([counting(L, 1),
+                                                                         squares(L)])),
+    "its len with a map-style one": lambda L: len(data_of(L).ChainDataset([squares(L)])),
+    "a list in it": lambda L: list(data_of(L).ChainDataset([[1, 2]])),
+    "one without a length": lambda L: len(data_of(L).ChainDataset([counting(L, 2, False)])),
+    "+": lambda L: (lambda both: (type(both).__name__, list(both)))(
+        counting(L, 2) + counting(L, 1)),
+    "+ a map-style one": lambda L: (lambda both: (type(both).__name__, list(both)))(
+        counting(L, 2) + squares(L)),
+    "loaded": lambda L: [b.tolist() for b in data_of(L).DataLoader(
+        data_of(L).ChainDataset([counting(L, 3), counting(L, 2)]), batch_size=2)],
+    "is an IterableDataset": lambda L: isinstance(data_of(L).ChainDataset([]),
+                                                  data_of(L).IterableDataset),
+}
+
+
+@pytest.mark.parametrize("name", CHAIN)
+def test_chain_dataset(name):
+    same(CHAIN[name], torch)
+
+
+def test_the_datasets_import_from_pytorch_s_module_path():
+    from tapegrad.utils.data.dataset import ChainDataset, StackDataset
+    assert StackDataset is data_of(tg).StackDataset and ChainDataset is data_of(tg).ChainDataset
