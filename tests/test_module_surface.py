@@ -520,3 +520,18 @@ def test_chain_dataset(name):
 def test_the_datasets_import_from_pytorch_s_module_path():
     from tapegrad.utils.data.dataset import ChainDataset, StackDataset
     assert StackDataset is data_of(tg).StackDataset and ChainDataset is data_of(tg).ChainDataset
+
+
+def test_a_module_pickled_before_the_state_dict_hooks_still_saves_and_loads():
+    import pickle
+
+    model = tg.nn.Sequential(tg.nn.BatchNorm1d(2))
+    for module in model.modules():
+        for name in ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            del module.__dict__[name]
+    revived = pickle.loads(pickle.dumps(model))
+    state = revived.state_dict()
+    assert list(state) == ["0.weight", "0.bias", "0.running_mean", "0.running_var",
+                           "0.num_batches_tracked"]
+    assert str(revived.load_state_dict(state)) == "<All keys matched successfully>"

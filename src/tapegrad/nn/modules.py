@@ -423,6 +423,14 @@ class Module:
         object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        # a module pickled by an earlier tapegrad lacks the state-dict hook dicts, which
+        # state_dict and load_state_dict read: it starts with none, as PyTorch's does
+        for name in ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
+
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function')
