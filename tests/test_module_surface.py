@@ -535,3 +535,20 @@ def test_a_module_pickled_before_the_state_dict_hooks_still_saves_and_loads():
     assert list(state) == ["0.weight", "0.bias", "0.running_mean", "0.running_var",
                            "0.num_batches_tracked"]
     assert str(revived.load_state_dict(state)) == "<All keys matched successfully>"
+
+
+@pytest.mark.parametrize("args", [(None,), (None, "p."), (None, "p.", True), ({}, "q.")])
+def test_state_dict_s_deprecated_positional_arguments(args):
+    import warnings
+
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = L.nn.Linear(1, 1).state_dict(*args)
+        return ([(w.category.__name__, str(w.message)) for w in caught],
+                [(k, v.requires_grad) for k, v in state.items()], type(state).__name__)
+    same(run, torch)
+
+
+def test_state_dict_s_positional_form_warns_as_an_error_under_the_suite_s_filter():
+    same(lambda L: L.nn.Linear(1, 1).state_dict(None, "p."), torch)

@@ -1095,12 +1095,24 @@ class Module:
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict name -> tensor of every parameter and persistent buffer, with
         qualified names ("0.weight"), and the ``"_extra_state"`` of each module whose class
         overrides ``get_extra_state``.  Values share storage with the module (detached unless
         ``keep_vars``).  Its ``_metadata`` holds each module's ``{"version": ...}`` by
         qualified name, as PyTorch's does."""
+        if args:
+            # the old positional form (destination, prefix, keep_vars), deprecated
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
