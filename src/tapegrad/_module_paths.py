@@ -131,8 +131,8 @@ PATHS = {
     "utils.data.dataloader": (
         "utils.data", "DataLoader get_worker_info default_collate default_convert"),
     "utils.data.dataset": (
-        "utils.data", "Dataset IterableDataset TensorDataset ConcatDataset Subset "
-                      "random_split"),
+        "utils.data", "Dataset IterableDataset TensorDataset StackDataset ConcatDataset "
+                      "ChainDataset Subset random_split"),
     "utils.data.distributed": ("utils.data", "DistributedSampler"),
     "utils.data.sampler": (
         "utils.data", "BatchSampler RandomSampler Sampler SequentialSampler "

@@ -617,6 +617,11 @@ class Tensor:
 
     @data.setter
     def data(self, other):
+        if self._rg and other._value.dtype.kind not in "fc":
+            # (module.type(int64) ends here for a parameter that requires grad)
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or "
+                "complex dtype")
         _forget_views(self)
         if self._tape is not None:
             # (its record takes the new values: inplace.assign_data)

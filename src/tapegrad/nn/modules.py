@@ -1,8 +1,11 @@
 """``Module``, ``Parameter`` and the layers and losses built on them, as in ``torch.nn``."""
 import math
+import operator
 import sys
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -137,6 +140,44 @@ class _NonPersistentBuffer(Buffer):
 # ---------------------------------------------------------------------------------------------
 # Module
 # ---------------------------------------------------------------------------------------------
+
+
+# the state_dict key of what a module's get_extra_state returns ("0._extra_state")
+_EXTRA_STATE_KEY = "_extra_state"
+
+
+def _overrides(module, method):
+    """Whether ``module``'s class defines its own ``method`` (get_extra_state and
+    set_extra_state take part in state dicts only then)."""
+    base = getattr(Module, method)
+    return getattr(type(module), method, base) is not base
+
+
+class _HookWithModule:
+    """A load_state_dict pre-hook that is given its module first; the module is held
+    weakly, so that registering a hook does not keep the module alive through its own
+    hook dict."""
+
+    def __init__(self, hook, module):
+        self.hook = hook
+        self.module = weakref.ref(module)
+
+    def __call__(self, *args, **kwargs):
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args, **kwargs)
+
+    # a copy (deepcopy, pickle) holds the module itself, so that the copied module's hook
+    # is given the copied module
+    def __getstate__(self):
+        return {"hook": self.hook, "module": self.module()}
+
+    def __setstate__(self, state):
+        if state["module"] is None:
+            raise RuntimeError("You are trying to revive the hook of a dead Module!")
+        self.hook = state["hook"]
+        self.module = weakref.ref(state["module"])
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -357,6 +398,10 @@ class Module:
         tapegrad.Size([4, 3])
     """
 
+    # the version state_dict records in its _metadata (a class whose saved layout changed
+    # raises it and reads it back in _load_from_state_dict)
+    _version = 1
+
     def __init__(self):
         # object.__setattr__: our own __setattr__ looks these dicts up
         object.__setattr__(self, "training", True)
@@ -372,6 +417,19 @@ class Module:
         object.__setattr__(self, "_forward_hooks_always_called", set())
         object.__setattr__(self, "_backward_hooks", OrderedDict())
         object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
+        # hook id -> callable: state_dict's (pre-)hooks and load_state_dict's
+        object.__setattr__(self, "_state_dict_hooks", OrderedDict())
+        object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        # a module pickled by an earlier tapegrad lacks the state-dict hook dicts, which
+        # state_dict and load_state_dict read: it starts with none, as PyTorch's does
+        for name in ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -749,6 +807,90 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
+    # --- members by qualified name ("block.0.weight") ---------------------------------
+    def get_submodule(self, target):
+        """The descendant named by ``target`` ("net_b.linear"; "" is this module), one
+        attribute at a time: AttributeError names the first step that is missing or is not
+        a module.
+
+        Example:
+            >>> model = nn.Sequential(nn.Sequential(nn.Tanh()))
+            >>> model.get_submodule("0.0")
+            Tanh()
+        """
+        if target == "":
+            return self
+        owner = self
+        for step in target.split("."):
+            # hasattr/getattr as PyTorch does: a method's name is found, and then refused as
+            # not a module
+            if not hasattr(owner, step):
+                raise AttributeError(f"{owner._get_name()} has no attribute `{step}`")
+            owner = getattr(owner, step)
+            if not isinstance(owner, Module):
+                raise AttributeError(f"`{step}` is not an nn.Module")
+        return owner
+
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at ``target`` ("net_b.conv"): the owner must exist; with
+        ``strict`` so must the child being replaced.  What is there already must be a module
+        (or missing); a parameter or a plain attribute is not replaced.
+
+        Example:
+            >>> model = nn.Sequential(nn.Tanh())
+            >>> model.set_submodule("0", nn.ReLU())
+            >>> model
+            Sequential(
+              (0): ReLU()
+            )
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        owner_path, _, name = target.rpartition(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            if strict:
+                raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        elif not isinstance(getattr(owner, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(owner, name, module)
+
+    def get_parameter(self, target):
+        """The parameter named by ``target`` ("0.weight"); AttributeError when the path is
+        missing or ends in something that is not a Parameter.
+
+        Example:
+            >>> nn.Sequential(nn.BatchNorm1d(3)).get_parameter("0.bias").shape
+            tapegrad.Size([3])
+        """
+        owner_path, _, name = target.rpartition(".")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        param = getattr(owner, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        """The buffer named by ``target`` ("0.running_mean"); AttributeError when the path
+        is missing or ends in something that is not a registered buffer.
+
+        Example:
+            >>> nn.Sequential(nn.BatchNorm1d(2)).get_buffer("0.running_var")
+            tensor([1., 1.])
+        """
+        owner_path, _, name = target.rpartition(".")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        buffer = getattr(owner, name)
+        if name not in owner._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buffer
+
     def apply(self, fn):
         """Call ``fn`` on every child (recursively), then on this module; returns self."""
         for module in self.children():
@@ -788,6 +930,55 @@ class Module:
                 p.grad.requires_grad_(False)
             p.grad.zero_()
 
+    def _apply(self, fn, recurse=True):
+        """Replace every parameter's and buffer's value by ``fn`` of it (the descendants'
+        first, unless not ``recurse``), as PyTorch's conversions do: a parameter keeps its
+        identity (an optimizer holding it still sees it) and takes the new value as its
+        ``.data``, its gradient likewise; a buffer is replaced by the result.  Returns
+        self."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for param in self._parameters.values():
+            if param is None:
+                continue
+            with tg.no_grad():
+                applied = fn(param)
+            if applied is not param:
+                param.data = applied
+            grad = param.grad
+            if grad is not None:
+                with tg.no_grad():
+                    applied = fn(grad)
+                if applied is not grad:
+                    grad.data = applied
+        for name, buffer in self._buffers.items():
+            if buffer is not None:
+                self._buffers[name] = fn(buffer)
+        return self
+
+    def type(self, dst_type):
+        """Every parameter and buffer converted with ``tensor.type(dst_type)`` (a dtype or a
+        type name such as "torch.DoubleTensor"), in place; returns self.
+
+        Example:
+            >>> bn = nn.BatchNorm1d(2).type(tg.float64)
+            >>> bn.num_batches_tracked.dtype
+            tapegrad.float64
+        """
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device, recurse=True):
+        """Every parameter and buffer given new, uninitialised memory of its shape and
+        dtype on ``device`` (for a module built without real values, filled afterwards by
+        ``load_state_dict`` or ``reset_parameters``); returns self."""
+        return self._apply(lambda t: tg.empty_like(t, device=device), recurse=recurse)
+
+    def share_memory(self):
+        """``share_memory_()`` of every parameter and buffer (tapegrad keeps them in this
+        process: they are only marked shared); returns self."""
+        return self._apply(lambda t: t.share_memory_())
+
     # everything is float64 on the CPU already: these exist so ported scripts run unchanged,
     # and raise where a script asks for what tapegrad does not have
     def double(self):
@@ -816,28 +1007,148 @@ class Module:
         return self
 
     # --- state_dict ---------------------------------------------------------------------
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    def get_extra_state(self):
+        """What this module saves in ``state_dict`` besides its tensors, under the key
+        ``"_extra_state"``: override it (and ``set_extra_state``) to use it.  Only an
+        overriding class has the key; this one is never called then, so it raises."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state):
+        """Take back what ``get_extra_state`` returned, from ``load_state_dict``: override it
+        along with ``get_extra_state``."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """Call ``hook(module, prefix, keep_vars)`` when ``state_dict`` reaches this module,
+        before it saves anything.  Returns a handle whose ``remove()`` unregisters it."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """Call ``hook(module, state_dict, prefix, local_metadata)`` once this module and its
+        descendants are saved; it may change ``state_dict`` in place and must return None.
+        Returns a handle whose ``remove()`` unregisters it.
+
+        Example:
+            >>> def drop_count(module, state, prefix, local_metadata):
+            ...     del state[prefix + "num_batches_tracked"]
+            >>> bn = nn.BatchNorm1d(2)
+            >>> handle = bn.register_state_dict_post_hook(drop_count)
+            >>> list(bn.state_dict())
+            ['weight', 'bias', 'running_mean', 'running_var']
+        """
+        # the mark, on the hook itself as PyTorch puts it, is what tells state_dict that
+        # this hook may not return a replacement (the private registration's may)
+        hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        """The older post-hook: as ``register_state_dict_post_hook``, but a result other
+        than None replaces the state dict (when this module is the one asked for it)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was "
+                "previously registered via register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` when ``load_state_dict`` reaches this module, before
+        it loads anything (it may edit ``state_dict``, a copy of the one given).  Returns a
+        handle whose ``remove()`` unregisters it."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """As ``register_load_state_dict_pre_hook``; without ``with_module`` the hook is
+        not given the module."""
+        if with_module:
+            hook = _HookWithModule(hook, self)
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """Call ``hook(module, incompatible_keys)`` once this module and its descendants
+        are loaded.  ``incompatible_keys.missing_keys`` and ``.unexpected_keys`` are the
+        lists gathered so far, which the hook may edit in place (what ``strict`` then
+        reports); it must return None.  Returns a handle whose ``remove()`` unregisters it.
+
+        Example:
+            >>> bn = nn.BatchNorm1d(2)
+            >>> handle = bn.register_load_state_dict_post_hook(
+            ...     lambda module, keys: keys.missing_keys.clear())
+            >>> bn.load_state_dict({})
+            <All keys matched successfully>
+        """
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict name -> tensor of every parameter and persistent buffer, with
-        qualified names ("0.weight"). Values share storage with the module (detached unless
-        ``keep_vars``)."""
+        qualified names ("0.weight"), and the ``"_extra_state"`` of each module whose class
+        overrides ``get_extra_state``.  Values share storage with the module (detached unless
+        ``keep_vars``).  Its ``_metadata`` holds each module's ``{"version": ...}`` by
+        qualified name, as PyTorch's does."""
+        if args:
+            # the old positional form (destination, prefix, keep_vars), deprecated
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                # (in a descendant the replacement is lost: its parent keeps its own dict,
+                # as in PyTorch)
+                destination = result
         return destination
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
-        """This module's own parameters and persistent buffers into ``destination`` (a lazy
-        module overrides it to keep its uninitialized ones as they are)."""
+        """This module's own parameters, persistent buffers and extra state into
+        ``destination`` (a lazy module overrides it to keep its uninitialized ones as they
+        are)."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 
     def _local_state(self):
         state = OrderedDict((k, v) for k, v in self._parameters.items() if v is not None)
@@ -845,12 +1156,22 @@ class Module:
                      if v is not None and k not in self._non_persistent_buffers_set)
         return state
 
-    def _load_from_state_dict(self, state_dict, prefix, assign, missing, unexpected, errors):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Load this module's own members from ``state_dict`` (its descendants are loaded
+        by their own calls), with PyTorch's arguments, so that a subclass written for it
+        overrides this one: keys not found go to ``missing_keys`` and keys not wanted to
+        ``unexpected_keys`` (with ``strict``), other problems to ``error_msgs``."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        assign = local_metadata.get("assign_to_params_buffers", False)
         local = self._local_state()
         for name, target in local.items():
             key = prefix + name
             if key not in state_dict:
-                missing.append(key)
+                if strict:
+                    missing_keys.append(key)
                 continue
             source = state_dict[key]
             if getattr(source, "cls_to_become", None) is not None and \
@@ -861,14 +1182,14 @@ class Module:
             elif isinstance(source, np.ndarray):
                 value = source
             else:
-                errors.append(
+                error_msgs.append(
                     f'While copying the parameter named "{key}", expected tapegrad.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(source)}")
                 continue
             if target._value.ndim == 0 and value.ndim == 1 and value.size == 1:
                 value = value[0]   # PyTorch reads checkpoints that stored scalars as (1,)
             if value.shape != target._value.shape:
-                errors.append(
+                error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape "
                     f"{tg.Size(value.shape)} from checkpoint, the shape in current model is "
                     f"{target.shape}.")
@@ -878,31 +1199,62 @@ class Module:
             else:
                 with tg.no_grad():
                     target.copy_(tg.from_numpy(np.asarray(value)))
+        extra_key = prefix + _EXTRA_STATE_KEY
+        if _overrides(self, "set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if not strict:
+            return
         for key in state_dict:
-            if key.startswith(prefix):
+            if key.startswith(prefix) and key != extra_key:
                 # a dotted rest must name a child module, a plain one a local member
                 parts = key[len(prefix):].split(".", 1)
                 if (parts[0] not in self._modules) if len(parts) > 1 else \
                         (parts[0] not in local):
-                    unexpected.append(key)
+                    unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copy values from ``state_dict`` into the parameters and buffers, in place.
+        """Copy values from ``state_dict`` into the parameters and buffers, in place, and
+        hand each ``"_extra_state"`` to its module's ``set_extra_state``.
 
         With ``strict``, missing or unexpected keys raise; a shape mismatch always raises.
         Returns ``(missing_keys, unexpected_keys)``.
         """
-        if not isinstance(state_dict, dict):
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
+        # a copy, which the pre-hooks may edit; it keeps the metadata the saving attached
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
-        def load(module, prefix):
-            module._load_from_state_dict(state_dict, prefix, assign, missing, unexpected, errors)
+        def load(module, local_state_dict, prefix):
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            # strict is always passed on: the lists are trimmed here, not in each module
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
+                                         missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state_dict.items()
+                                 if k.startswith(child_prefix)}, child_prefix)
+            # the hooks see (and may edit) the lists as gathered so far
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
-        load(self, "")
+        load(self, state_dict, "")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -982,16 +1334,90 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def __getitem__(self, idx):
-        items = list(self._modules.items())
         if isinstance(idx, slice):
-            return type(self)(OrderedDict(items[idx]))
-        n = len(items)
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._key_at(idx)]
+
+    def __setitem__(self, idx, module):
+        setattr(self, self._key_at(idx), module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for key in list(self._modules)[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, self._key_at(idx))
+        # renumbered, so that the names stay "0".."n-1" (names given by an OrderedDict too,
+        # as in PyTorch)
+        self._modules = OrderedDict(
+            (str(i), module) for i, module in enumerate(self._modules.values()))
+
+    def _key_at(self, idx):
+        """The name of the module at position ``idx`` (negative counts from the end)."""
+        n = len(self._modules)
+        idx = operator.index(idx)
         if not -n <= idx < n:
             raise IndexError(f"index {idx} is out of range")
-        return items[idx % n][1]
+        return list(self._modules)[idx % n]
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(offset + i), module)
+        return self
 
     def append(self, module):
         self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index, module):
+        """Put ``module`` at position ``index`` (negative counts from the end; ``len(self)``
+        appends), moving the later ones up by one; returns self.
+
+        Example:
+            >>> nn.Sequential(nn.Tanh(), nn.ReLU()).insert(-1, nn.Sigmoid())
+            Sequential(
+              (0): Tanh()
+              (1): Sigmoid()
+              (2): ReLU()
+            )
+        """
+        if not isinstance(module, Module):
+            # the class as PyTorch names its own, at its home nn.modules.module
+            raise AssertionError(
+                "module should be of type: <class 'tapegrad.nn.modules.module.Module'>")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        # shifted by name from the end, as PyTorch does: a name given by an OrderedDict
+        # stays, and the new module takes the name str(index)
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def pop(self, key):
+        """Remove and return the module at ``key`` (a position or a slice, which returns a
+        Sequential); the rest are renumbered."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def extend(self, sequential):
+        """Append every module of ``sequential`` (any iterable of modules); returns self."""
+        for module in sequential:
+            self.append(module)
         return self
 
 

@@ -162,6 +162,9 @@ class _BatchNorm(Module):
     """
 
     _dims = ()
+    # version 2 saved num_batches_tracked; a state dict of version 1 (or without metadata, a
+    # plain dict) is read as PyTorch reads it, the count kept when the key is absent
+    _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
@@ -203,6 +206,16 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args):
+        version = local_metadata.get("version")
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats \
+                and key not in state_dict:
+            # saved before the count existed: it is not missing, it stays as it is
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                else tg.tensor(0, dtype=tg.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
 
     def _check_input_dim(self, input):
         if input.ndim not in self._dims:

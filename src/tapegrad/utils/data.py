@@ -26,7 +26,8 @@ from .._dtype import float64
 from .._generator import Generator
 from ..tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ChainDataset",
+           "Subset", "ConcatDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
            "DataLoader",
@@ -76,7 +77,7 @@ class IterableDataset(Dataset):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise TypeError("ConcatDataset does not support IterableDataset")
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -99,6 +100,95 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample ``i`` is the tuple of their samples
+    ``i`` (``StackDataset(images, labels)``), or a dict of them by keyword
+    (``StackDataset(image=images, label=labels)``).
+
+    Example:
+        >>> from tapegrad.utils.data import StackDataset
+        >>> StackDataset([1, 2], ["a", "b"])[1], StackDataset(x=[1, 2], y=["a", "b"])[0]
+        ((2, 'b'), {'x': 1, 'y': 'a'})
+    """
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            # (PyTorch's text, the missing space included)
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = args or list(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(dataset) != self._length for dataset in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __getitems__(self, indices):
+        """The samples at ``indices`` (a batch), each part fetched at once from a dataset
+        that has its own ``__getitems__``."""
+        named = isinstance(self.datasets, dict)
+        keys = list(self.datasets) if named else range(len(self.datasets))
+        columns = []
+        for key in keys:
+            dataset = self.datasets[key]
+            if callable(getattr(dataset, "__getitems__", None)):
+                column = dataset.__getitems__(indices)
+                if len(column) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(column)}")
+            else:
+                column = [dataset[i] for i in indices]
+            columns.append(column)
+        if named:
+            return [dict(zip(keys, row)) for row in zip(*columns)] if columns else []
+        return [tuple(row) for row in zip(*columns)]
+
+    def __len__(self):
+        return self._length
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after the other, as one stream (``a + b`` of two iterable
+    datasets); its length is the sum of theirs.
+
+    Example:
+        >>> from tapegrad.utils.data import ChainDataset, IterableDataset
+        >>> class Count(IterableDataset):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter(range(self.n))
+        ...     def __len__(self):
+        ...         return self.n
+        >>> chain = ChainDataset([Count(2), Count(3)])
+        >>> list(chain), len(chain)
+        ([0, 1, 0, 1, 2], 5)
+    """
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for dataset in self.datasets:
+            if not isinstance(dataset, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from dataset
+
+    def __len__(self):
+        total = 0
+        for dataset in self.datasets:
+            if not isinstance(dataset, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(dataset)
+        return total
 
 
 class Subset(Dataset):
@@ -700,9 +790,14 @@ class DataLoader:
                 yield self.collate_fn(self.dataset[i])
             return
         gather = self._tensor_gather()
+        # a dataset that fetches a whole batch at once (StackDataset) is asked so, as
+        # PyTorch's loader asks it
+        fetch_batch = getattr(self.dataset, "__getitems__", None)
         for indices in self.batch_sampler:
             if gather is not None:
                 yield gather(indices)
+            elif fetch_batch:
+                yield self.collate_fn(fetch_batch(indices))
             else:
                 yield self.collate_fn([self.dataset[i] for i in indices])
 
