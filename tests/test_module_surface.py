@@ -552,3 +552,29 @@ def test_state_dict_s_deprecated_positional_arguments(args):
 
 def test_state_dict_s_positional_form_warns_as_an_error_under_the_suite_s_filter():
     same(lambda L: L.nn.Linear(1, 1).state_dict(None, "p."), torch)
+
+
+def _assigned(L, source_kind):
+    """What load_state_dict(assign=True) puts in place: the state dict's own tensors."""
+    L.manual_seed(0)
+    model = L.nn.Sequential(L.nn.Linear(2, 2, dtype=L.float64),
+                            L.nn.BatchNorm1d(2, dtype=L.float64))
+    model[0].bias.requires_grad_(False)
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    if source_kind == "parameter":
+        sd["0.weight"] = L.nn.Parameter(sd["0.weight"], requires_grad=False)
+    model.load_state_dict(sd, assign=True)
+    with L.no_grad():
+        sd["0.weight"].add_(1.0)
+        sd["1.running_mean"].add_(2.0)
+    w, b, mean = model[0].weight, model[0].bias, model[1].running_mean
+    return (w is sd["0.weight"], mean is sd["1.running_mean"], type(w).__name__,
+            w.requires_grad, b.requires_grad, type(b).__name__,
+            w.detach().numpy().tolist(), mean.numpy().tolist())
+
+
+@pytest.mark.parametrize("source_kind", ["tensor", "parameter"])
+def test_load_state_dict_with_assign_puts_the_dicts_tensors_in_place(source_kind):
+    got, want = _assigned(tg, source_kind), _assigned(torch, source_kind)
+    assert got == want
+    assert got[1]       # (the buffer is the dict's tensor: its write is the module's)

@@ -1186,7 +1186,8 @@ class Module:
                     f'While copying the parameter named "{key}", expected tapegrad.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(source)}")
                 continue
-            if target._value.ndim == 0 and value.ndim == 1 and value.size == 1:
+            scalar_of_one = target._value.ndim == 0 and value.ndim == 1 and value.size == 1
+            if scalar_of_one:
                 value = value[0]   # PyTorch reads checkpoints that stored scalars as (1,)
             if value.shape != target._value.shape:
                 error_msgs.append(
@@ -1194,8 +1195,20 @@ class Module:
                     f"{tg.Size(value.shape)} from checkpoint, the shape in current model is "
                     f"{target.shape}.")
                 continue
-            if assign and name in self._parameters:
-                self._parameters[name] = Parameter(tg.tensor(value), target.requires_grad)
+            if assign:
+                # the state dict's own tensor takes the member's place, as PyTorch's assign
+                # does (a Parameter around it where the member is one, keeping the member's
+                # requires_grad): writes through either are seen by both
+                given = tg.tensor(value) if scalar_of_one or not isinstance(source, Tensor) \
+                    else source
+                if name in self._parameters:
+                    if isinstance(given, Parameter):
+                        given.requires_grad_(target.requires_grad)
+                    else:
+                        given = Parameter(given, target.requires_grad)
+                    self._parameters[name] = given
+                else:
+                    self._buffers[name] = given
             else:
                 with tg.no_grad():
                     target.copy_(tg.from_numpy(np.asarray(value)))
