@@ -407,6 +407,13 @@ ERRORS = {
     "ema_decay_high": lambda lib: lib.optim.swa_utils.get_ema_avg_fn(1.5),
     "ema_multi_decay_low": lambda lib: lib.optim.swa_utils.get_ema_multi_avg_fn(-1e-9),
     "ema_multi_decay_high": lambda lib: lib.optim.swa_utils.get_ema_multi_avg_fn(2),
+    "swa_multi_lengths": lambda lib: lib.optim.swa_utils.get_swa_multi_avg_fn()(
+        [lib.ones(2), lib.ones(1)], [lib.ones(2)], 1),
+    "ema_multi_lengths": lambda lib: lib.optim.swa_utils.get_ema_multi_avg_fn()(
+        [lib.ones(2)], [lib.ones(2), lib.ones(1)], 1),
+    "ema_multi_integer_lengths": lambda lib: lib.optim.swa_utils.get_ema_multi_avg_fn()(
+        [lib.ones(2, dtype=lib.long)], [lib.ones(2, dtype=lib.long)] * 2, 1),
+    "swalr_not_an_optimizer": lambda lib: lib.optim.swa_utils.SWALR(object(), 0.05),
     "swa_multi_integer_buffers": lambda lib: train_and_average(
         lib, lambda swa, model: swa.AveragedModel(
             model, multi_avg_fn=swa.get_swa_multi_avg_fn(), use_buffers=True), steps=2),
@@ -418,6 +425,15 @@ def test_errors_as_pytorch(case):
     mine, theirs = outcome(tg, ERRORS[case]), outcome(torch, ERRORS[case])
     assert theirs[0] == "error"
     assert mine == theirs
+
+
+def test_device_argument():
+    for lib in LIBS:
+        for device in ("cpu", lib.device("cpu")):
+            averaged = lib.optim.swa_utils.AveragedModel(lib.nn.Linear(2, 1), device=device)
+            assert str(averaged.n_averaged.device) == "cpu"
+            assert str(averaged.module.weight.device) == "cpu"
+            assert averaged.n_averaged.dtype == lib.int64
 
 
 def test_decay_at_the_ends_is_taken():

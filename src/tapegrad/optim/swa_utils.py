@@ -48,6 +48,14 @@ def _interpolates(tensor):
     return tg.is_floating_point(tensor) or tg.is_complex(tensor)
 
 
+def _check_same_length(averaged, current):
+    """The lists' lengths agree, as PyTorch's list kernels (``_foreach_lerp_``, ...)
+    require."""
+    if len(averaged) != len(current):
+        raise RuntimeError("Tensor lists must have the same number of tensors, got "
+                           f"{len(averaged)} and {len(current)}")
+
+
 def _lerp_into(start, end, weight):
     """``start.lerp_(end, weight)`` for a number ``weight``, rounded as PyTorch's CPU kernel
     rounds it: one rounding of ``start + weight * (end - start)`` (of ``end + (weight - 1) *
@@ -79,6 +87,7 @@ def get_ema_multi_avg_fn(decay=0.999):
     @tg.no_grad()
     def ema_update(ema_param_list, current_param_list, _):
         if _interpolates(ema_param_list[0]):
+            _check_same_length(ema_param_list, current_param_list)
             for p_ema, p_model in zip(ema_param_list, current_param_list):
                 _lerp_into(p_ema, p_model, 1 - decay)
         else:
@@ -102,6 +111,7 @@ def get_swa_multi_avg_fn():
 
     @tg.no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
+        _check_same_length(averaged_param_list, current_param_list)
         if _interpolates(averaged_param_list[0]):
             # a tensor count gives a 0-d tensor weight, which lerp reads as its number
             weight = 1 / (num_averaged + 1)
