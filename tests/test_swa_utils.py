@@ -372,6 +372,26 @@ def test_swalr_rates_match_pytorch_exactly(anneal_strategy, swa_lr, anneal_epoch
         assert mine_state[key] == their_state[key], key
 
 
+def test_swalr_with_tensor_rates():
+    """Tensor rates stay tensors (filled in place) and follow the same numbers."""
+    runs = []
+    for lib in LIBS:
+        p = lib.zeros(1, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=lib.tensor(0.1))
+        lr = opt.param_groups[0]["lr"]
+        sched = lib.optim.swa_utils.SWALR(opt, swa_lr=lib.tensor(0.03), anneal_epochs=4)
+        rates = []
+        for _ in range(8):
+            p.grad = lib.ones(1)
+            opt.step()
+            sched.step()
+            assert opt.param_groups[0]["lr"] is lr
+            rates.append(lr.item())
+        runs.append(rates)
+    assert runs[0] == runs[1]
+    assert runs[0][-1] == 0.03 and runs[0][0] != 0.1
+
+
 def test_swalr_state_dict_restores_the_anneal_function():
     _, sched, opt = swalr_rates(tg, steps=3, swa_lr=0.05, anneal_strategy="linear")
     other = tg.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_strategy="cos")
