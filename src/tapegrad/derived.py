@@ -736,7 +736,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     t1, t2 = _tensor(tensor1), _tensor(tensor2)
     if t1._value.dtype.kind in "iub" and t2._value.dtype.kind in "iub":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
-                           "future release addcdiv will perform a true division of tensor1 "
+                           "future  release addcdiv will perform a true division of tensor1 "
                            "and tensor2. The historic addcdiv behavior can be implemented as "
                            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
                            "for integer inputs and as (input + value * tensor1 / tensor2) for "

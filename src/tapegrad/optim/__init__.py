@@ -1,5 +1,5 @@
 """Optimizers and learning-rate schedulers, as in ``torch.optim``."""
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
@@ -8,7 +8,8 @@ from .rprop import ASGD, Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "Adagrad", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "Adagrad", "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler",
+           "swa_utils"]
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
