@@ -1,5 +1,6 @@
 """The torch.linalg names tapegrad lacked -- matmul, diagonal, vander, cond, solve_ex,
-cholesky_ex (and inv_ex's singular results), tensorinv, tensorsolve -- each compared with
+cholesky_ex (and inv_ex's singular results), tensorinv, tensorsolve -- and
+``autograd.inference_mode``, each compared with
 PyTorch: values, dtypes, shapes, ``grad_fn`` names, result-tuple types and fields, input
 gradients, and error types and texts."""
 import math
@@ -351,3 +352,15 @@ def test_result_tuples_pickle_and_print_as_pytorchs():
     got = repr(r).replace("tapegrad.", "torch.")
     assert got.splitlines()[0] == want.splitlines()[0]
     assert r.info.dtype == tg.int32 and r.L is r[0]
+
+
+# ---- autograd.inference_mode -------------------------------------------------------------
+def test_inference_mode_is_reachable_where_pytorch_has_it():
+    assert tg.autograd.inference_mode is tg.inference_mode
+    assert tg.autograd.grad_mode.inference_mode is tg.inference_mode
+    assert "inference_mode" in dir(tg.autograd)
+    from tapegrad.autograd import inference_mode
+    x = tg.tensor([1.0], requires_grad=True)
+    with inference_mode():
+        assert not (x * 2.0).requires_grad
+    assert (x * 2.0).requires_grad
