@@ -1,6 +1,6 @@
 """The torch.linalg names tapegrad lacked -- matmul, diagonal, vander, cond, solve_ex,
 cholesky_ex (and inv_ex's singular results), tensorinv, tensorsolve -- and
-``autograd.inference_mode``, each compared with
+``autograd.inference_mode``, ``Tensor.apply_`` and ``Tensor.map_``, each compared with
 PyTorch: values, dtypes, shapes, ``grad_fn`` names, result-tuple types and fields, input
 gradients, and error types and texts."""
 import math
@@ -364,3 +364,107 @@ def test_inference_mode_is_reachable_where_pytorch_has_it():
     with inference_mode():
         assert not (x * 2.0).requires_grad
     assert (x * 2.0).requires_grad
+
+
+# ---- Tensor.apply_ and Tensor.map_ ---------------------------------------------------------
+def _double(v):
+    return v * 2.0 + len(type(v).__name__)      # (the type's name: floats arrive as float)
+
+
+ELEMENTWISE = {
+    "apply": lambda m: m.tensor([1.0, 2.0, 3.0], dtype=m.float64).apply_(_double),
+    "apply_matrix": lambda m: m.tensor(TALL).apply_(lambda v: v ** 2),
+    "apply_view": lambda m: m.tensor(TALL).t().apply_(lambda v: -v),
+    "apply_long": lambda m: m.tensor([1, 2, -3]).apply_(lambda v: v / 2),
+    "apply_long_type": lambda m: m.tensor([1, 2]).apply_(lambda v: len(type(v).__name__)),
+    "apply_bool": lambda m: m.tensor([True, False]).apply_(lambda v: not v),
+    "apply_bool_answer": lambda m: m.tensor([1.0, 2.0]).apply_(lambda v: v > 1.5),
+    "apply_tensor_answer": lambda m: m.tensor([1.0, 2.0]).apply_(lambda v: m.tensor(5.0)),
+    "apply_0d": lambda m: m.tensor(2.0).apply_(lambda v: v + 1),
+    "apply_empty": lambda m: m.zeros(0).apply_(lambda v: 1 / 0),
+    "apply_str": lambda m: m.tensor([1.0, 2.0]).apply_(lambda v: "a"),
+    "apply_none": lambda m: m.tensor([1.0, 2.0]).apply_(lambda v: None),
+    "apply_not_callable": lambda m: m.tensor([1.0, 2.0]).apply_(3),
+    "apply_requires_grad": lambda m: m.tensor([1.0], requires_grad=True).apply_(abs),
+    "apply_non_leaf": lambda m: (m.tensor([1.0], requires_grad=True) * 2).apply_(abs),
+    "apply_detached": lambda m: m.tensor([1.0], requires_grad=True).detach().apply_(
+        lambda v: v + 3),
+    "map": lambda m: m.tensor([[1.0, 2.0], [3.0, 4.0]]).map_(
+        m.tensor([10.0, 20.0]), lambda a, b: a * b + len(type(b).__name__)),
+    "map_same_shape": lambda m: m.tensor(TALL).map_(m.tensor(TALL * 3), lambda a, b: a - b),
+    "map_long": lambda m: m.tensor([1, 2]).map_(m.tensor([1, 2]), lambda a, b: a * 1.7),
+    "map_dtype": lambda m: m.tensor([1.0, 2.0]).map_(m.tensor([1, 2]), lambda a, b: a),
+    "map_dtype_long": lambda m: m.tensor([1, 2]).map_(m.tensor([0.5, 0.5]), lambda a, b: a),
+    "map_shape": lambda m: m.tensor([1.0, 2.0, 3.0]).map_(m.ones(2), lambda a, b: a),
+    "map_rank": lambda m: m.tensor([1.0, 2.0, 3.0]).map_(m.ones(3, 1), lambda a, b: a),
+    "map_bigger": lambda m: m.ones(1).map_(m.tensor([1.0, 2.0, 3.0]), lambda a, b: a),
+    "map_list": lambda m: m.tensor([1.0, 2.0]).map_([1.0, 2.0], lambda a, b: a),
+    "map_requires_grad": lambda m: m.tensor([1.0], requires_grad=True).map_(
+        m.ones(1), lambda a, b: a),
+    "map_other_requires_grad": lambda m: m.tensor([1.0]).map_(
+        m.ones(1, requires_grad=True), lambda a, b: a),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ELEMENTWISE))
+def test_elementwise_methods_match_pytorch(case):
+    def run(m):
+        try:
+            t = ELEMENTWISE[case](m)
+        except (RuntimeError, TypeError, ZeroDivisionError) as e:
+            return _error(m, e)
+        return t.tolist(), str(t.dtype).replace("tapegrad.", "torch."), t.requires_grad
+    got, want = run(tg), run(torch)
+    if got[0] != "error" and want[0] != "error":
+        np.testing.assert_allclose(np.array(got[0], dtype=float),
+                                   np.array(want[0], dtype=float), rtol=1e-15)
+        assert got[1:] == want[1:]
+    else:
+        assert got == want
+
+
+def test_apply_writes_in_order_and_keeps_what_was_done_before_an_error():
+    def run(m):
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)
+        seen = []
+        x.t().apply_(lambda v: seen.append(v) or v)
+        y = m.tensor([1.0, 2.0, 3.0], dtype=m.float64)
+        with pytest.raises(ZeroDivisionError):
+            y.apply_(lambda v: 1 / (v - 2))
+        return seen, y.tolist()
+    assert run(tg) == run(torch)
+
+
+def test_apply_through_a_view_reaches_the_base_and_is_counted():
+    x = tg.tensor([1.0, 2.0, 3.0, 4.0])
+    before = x._version
+    x[1:3].apply_(lambda v: v * 10)
+    assert x.tolist() == [1.0, 20.0, 30.0, 4.0]
+    assert x._version > before       # (PyTorch does not count it: see the report)
+
+
+def test_a_value_saved_for_backward_that_apply_changes_is_caught():
+    """w * x saves x for w's gradient: changing x in place afterwards must not pass
+    unnoticed into the gradient."""
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    x = tg.tensor([3.0, 4.0])
+    y = (w * x).sum()
+    x.apply_(lambda v: v + 100.0)
+    try:
+        y.backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+    else:
+        assert w.grad.tolist() == [3.0, 4.0]     # the values it saw, kept by the record
+
+
+def test_map_reads_the_other_tensors_elements_broadcast():
+    x = tg.zeros(2, 3)
+    x.map_(tg.tensor([1.0, 2.0, 3.0]), lambda a, b: a + b)
+    assert x.tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+
+
+def test_apply_under_no_grad_still_refuses_a_tensor_that_requires_grad():
+    x = tg.tensor([1.0], requires_grad=True)
+    with tg.no_grad(), pytest.raises(RuntimeError, match="Can't call apply_"):
+        x.apply_(abs)

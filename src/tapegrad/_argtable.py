@@ -510,6 +510,7 @@ logical_xor b>other
 logical_xor_ ->other
 lt b/fi
 lt_ other/fi
+map_ tensor>other
 matmul b>other
 max dim/i
 maximum b>other
