@@ -410,7 +410,7 @@ def _slogdet(A, name):
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor L (lower triangular, ``A = L L^T``) of each symmetric
     positive-definite matrix in ``A``; its transpose with ``upper=True``.  Only the lower
-    triangle of A is read, as in PyTorch.
+    triangle of A is read (the upper one with ``upper=True``), as in PyTorch.
 
     Raises ``LinAlgError`` naming the first leading minor that is not positive-definite.
     ``grad_fn``: ``<LinalgCholeskyExBackward0>``; its gradient is symmetric.
@@ -466,7 +466,9 @@ def _cholesky(A, upper, name, variant, check_errors=True, error_name=None):
     when ``check_errors``; otherwise its factor is what LAPACK leaves (``_partial_cholesky``)
     and its gradient is not meaningful."""
     A = _matrix_arg(A, name)
-    v = A._value
+    # with upper=True PyTorch reads A's upper triangle: the lower one of A^T, whose lower
+    # factor is U^T
+    v = np.swapaxes(A._value, -1, -2) if upper else A._value
     n = v.shape[-1]
     info = np.zeros(v.shape[:-2], dtype=np.int32)
     try:
