@@ -197,8 +197,9 @@ def _inv(A, name, check_errors, batched=True):
                 "zero, the inversion could not be completed because the input matrix is "
                 "singular.") from None
         value = np.empty(flat.shape)
+        singular = set(failing)
         for k, m in enumerate(flat):
-            if k in failing:
+            if k in singular:
                 value[k] = _singular_solve(m, np.eye(n))
                 info.reshape(-1)[k] = _first_zero_pivot(m)
             else:
@@ -327,8 +328,10 @@ def _solve(A, B, left, name, check_errors):
         failing = [j for j, m in enumerate(own) if not _invertible(m)]
         if check_errors:
             # (solve names the element of the broadcast batch, solve_ex that of A's own)
-            kk = _failing(ea, _invertible)[0] if name == "torch.linalg.solve" else failing[0]
-            where = _plain(ea) if name == "torch.linalg.solve" else A
+            if name == "torch.linalg.solve":
+                where, kk = _plain(ea), _failing(ea, _invertible)[0]
+            else:
+                where, kk = A, failing[0]
             raise LinAlgError(f"{name}: {_batch_prefix(where, kk)}The solver failed because "
                               "the input matrix is singular.") from None
         for j in failing:
