@@ -147,6 +147,8 @@ from .legacy import Variable as _Variable, variable as _variable  # noqa: E402
 
 autograd.Variable = _Variable   # (from torch.autograd import Variable: older programs)
 autograd.variable = _variable
+# torch.autograd.inference_mode is torch.inference_mode (derived.py, which imports autograd)
+autograd.inference_mode = inference_mode  # noqa: F405 - derived.__all__ names it
 # PyTorch's module paths for names defined elsewhere here (from torch.nn.modules.loss import
 # _Loss, from torch.distributions.normal import Normal, ...), once every name is bound
 from . import _module_paths  # noqa: E402

@@ -305,8 +305,11 @@ xlogy input/fi other/fi
 zeros_like ->input
 """, 0, 1, ''),
     'linalg': _rows("""
+cholesky_ex A>input
+cond A>input
 cross input other
 det A
+diagonal A
 eigh A>input
 eigvalsh A>input
 inv A
@@ -315,6 +318,7 @@ lstsq A>input B>b
 lu A
 lu_factor A
 lu_factor_ex A
+matmul input other
 matrix_exp A>input
 matrix_norm A>input
 matrix_power A>input
@@ -324,8 +328,12 @@ pinv A>input
 qr A
 slogdet A
 solve A B
+solve_ex A B
 svd A
 svdvals A
+tensorinv A>input
+tensorsolve A>input B>other
+vander x
 vecdot x y
 vector_norm x>input
 """, 0, 1, 'linalg_'),
@@ -502,6 +510,7 @@ logical_xor b>other
 logical_xor_ ->other
 lt b/fi
 lt_ other/fi
+map_ tensor>other
 matmul b>other
 max dim/i
 maximum b>other

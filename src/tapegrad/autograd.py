@@ -1449,6 +1449,6 @@ __all__ = ["backward", "grad", "Function", "Node", "AccumulateGrad", "detect_ano
 from ._public import public_dir as _public_dir  # noqa: E402
 
 # tab completion offers these, not the imports (the grad-mode switches are documented at the
-# top level)
+# top level; inference_mode, defined in derived.py, is set here by the package's __init__)
 __dir__ = _public_dir(globals(), ("function", "functional", "anomaly_mode", "no_grad",
-                                  "enable_grad", "set_grad_enabled"))
+                                  "enable_grad", "set_grad_enabled", "inference_mode"))

@@ -1352,6 +1352,80 @@ def _reshaped_in_place(name, plan):
     return method
 
 
+def _python_scalar(kind):
+    """How an element of a tensor of dtype ``kind`` reaches a Python callable, and how its
+    answer is written back (an int tensor truncates a float answer, as PyTorch does)."""
+    return {"b": bool, "i": int, "u": int}.get(kind, float)
+
+
+def _element_value(result, convert):
+    # PyTorch takes any real number (a 0-d tensor too), and refuses a string or None
+    if isinstance(result, (str, bytes)) or not hasattr(type(result), "__float__"):
+        raise TypeError(f"must be real number, not {type(result).__name__}")
+    if convert is bool:
+        return bool(result)
+    if convert is int and isinstance(result, int):
+        return result       # (an int past 2 ** 53 is not rounded through a float)
+    return convert(float(result))
+
+
+def _elementwise_(self, name, fn, operands):
+    """``self`` with each element replaced by ``fn`` of it (and of the elements of
+    ``operands`` at the same place), called on Python scalars in row-major order, as
+    PyTorch's ``apply_``/``map_`` do.  A callable that raises stops there: the elements
+    done so far are written (PyTorch writes each as it goes), then the error propagates.
+    The write goes through ``_apply``, so the tensor's version is counted and its views
+    and the records that saved its memory see the change."""
+    convert = _python_scalar(self._value.dtype.kind)
+    values = self._value.copy()
+    operand_values = [np.broadcast_to(o._value, values.shape) for o in operands]
+    readers = [_python_scalar(o._value.dtype.kind) for o in operands]
+    failure = None
+    try:
+        for index in np.ndindex(values.shape):
+            args = [convert(values[index])] + [read(o[index]) for read, o in
+                                               zip(readers, operand_values)]
+            values[index] = _element_value(fn(*args), convert)
+    except BaseException as e:      # (also KeyboardInterrupt: keep what was computed)
+        failure = e
+
+    def write():
+        np.copyto(self._value, values)
+
+    def compute():      # (never recorded: a tensor that requires grad was refused)
+        raise AssertionError(f"{name} is not recorded")
+    _apply(self, name, _Compute(compute, None), write)
+    if failure is not None:
+        raise failure
+    return self
+
+
+def _refuse_grad(t, name):
+    if t.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+
+
+def apply_(self, callable):  # noqa: A002 - PyTorch's argument name
+    """Replace each element of ``self`` by ``callable(element)``, the element a Python
+    float (int, bool for such tensors), in place; refused for a tensor that requires grad,
+    as in PyTorch (the callable is opaque to autograd)."""
+    _refuse_grad(self, "apply_")
+    return _elementwise_(self, "apply_", callable, ())
+
+
+def map_(self, tensor, callable):  # noqa: A002 - PyTorch's argument name
+    """Replace each element of ``self`` by ``callable(element, other)``, ``other`` the
+    element of ``tensor`` (broadcast to self's shape, of self's dtype) at the same place,
+    in place; refused where either requires grad, as in PyTorch."""
+    _refuse_grad(self, "map_")
+    _refuse_grad(tensor, "map_")
+    if tensor._value.dtype != self._value.dtype:
+        raise TypeError(f"map_: expected {self.type()} for 'other' (got {tensor.type()})")
+    F.expand(tensor, *self._value.shape)      # (PyTorch's errors for a shape that cannot)
+    return _elementwise_(self, "map_", callable, (tensor,))
+
+
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
@@ -1360,7 +1434,7 @@ METHODS = {
     # (PyTorch's other names of the same ops)
     "multiply_": mul_, "divide_": div_, "true_divide_": div_, "subtract_": sub_,
     "negative_": neg_,
-    "copy_": copy_, "__setitem__": setitem,
+    "copy_": copy_, "__setitem__": setitem, "apply_": apply_, "map_": map_,
     "squeeze_": _reshaped_in_place("squeeze_", _plan_squeeze),
     "unsqueeze_": _reshaped_in_place("unsqueeze_", _plan_unsqueeze),
     "t_": _reshaped_in_place("t_", _plan_t),

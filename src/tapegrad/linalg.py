@@ -34,7 +34,9 @@ from .functional import _expanded_ref, _out, _plain, _records, _result, broadcas
 from .return_types import return_type
 from .tape import recording_tape, state
 
-__all__ = ["LinAlgError", "solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cross",
+__all__ = ["LinAlgError", "solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "cholesky",
+           "cholesky_ex", "cross", "cond", "matmul", "diagonal", "vander", "tensorinv",
+           "tensorsolve",
            "vector_norm", "matrix_norm", "norm", "vecdot", "multi_dot", "matrix_power",
            "eigvalsh", "eigh", "svdvals", "svd", "qr",
            "solve_triangular", "pinv", "lstsq", "matrix_exp", "matrix_rank",
@@ -169,42 +171,100 @@ def inv(A, *, out=None):
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
-    A = _matrix_arg(A, "linalg.inv")
+    return _inv(_matrix_arg(A, "linalg.inv"), "linalg.inv", check_errors=True)[0]
+
+
+def _inv(A, name, check_errors, batched=True):
+    """(inverse, info) of the checked square matrices A: info is LAPACK's, the 1-based index
+    of the first zero pivot of each matrix (0 where invertible).  A singular matrix raises
+    PyTorch's error, whose text starts with ``name`` (``batched``: with the batch element
+    named), when ``check_errors``; otherwise its inverse holds what LAPACK's LU solve leaves
+    there (infs and nans, ``_singular_solve``) and the gradient there is nan."""
     v = A._value
     n = v.shape[-1]
+    batch = v.shape[:-2]
+    info = np.zeros(batch, dtype=np.int32)
     try:
         value = _quiet(np.linalg.inv, v) if n else np.zeros(v.shape)
     except np.linalg.LinAlgError:
-        k, m = _failing(v, _invertible)
-        raise LinAlgError(
-            f"linalg.inv: {_batch_prefix(A, k)}The diagonal element {_first_zero_pivot(m)} is "
-            "zero, the inversion could not be completed because the input matrix is "
-            "singular.") from None
-    b = math.prod(v.shape[:-2])
+        flat = v.reshape((-1, n, n))
+        failing = [k for k, m in enumerate(flat) if not _invertible(m)]
+        if check_errors:
+            k = failing[0]
+            prefix = _batch_prefix(A, k) if batched else ""
+            raise LinAlgError(
+                f"{name}: {prefix}The diagonal element {_first_zero_pivot(flat[k])} is "
+                "zero, the inversion could not be completed because the input matrix is "
+                "singular.") from None
+        value = np.empty(flat.shape)
+        singular = set(failing)
+        for k, m in enumerate(flat):
+            if k in singular:
+                value[k] = _singular_solve(m, np.eye(n))
+                info.reshape(-1)[k] = _first_zero_pivot(m)
+            else:
+                value[k] = _quiet(np.linalg.inv, m)
+        value = value.reshape(v.shape)
+        F.read_value(A, f"{name}()")      # info is read off the values: a replay checks them
+    b = math.prod(batch)
     return _guarded(_record(K.LINALG_INV, [(A, v.shape)], (b, n), value),
-                    "linalg.inv of an invertible matrix")
+                    f"{name} of an invertible matrix"), info
 
 
-def inv_ex(A, *, check_errors=False):
-    """``(inverse, info)``: ``inv`` that reports a singular matrix in ``info`` (the 1-based
-    index of the zero pivot, 0 when invertible) instead of raising, unless ``check_errors``.
+def _singular_solve(m, rhs, transposed=False):
+    """m^-1 rhs (m^-T rhs when ``transposed``) as LAPACK's getrf and getrs leave it for a
+    singular m: the LU factorisation of m with partial pivoting runs past a zero pivot (the
+    column below it is zero then, and nothing is scaled), and the triangular solves divide
+    by it, giving infs and nans where PyTorch gives them.  (PyTorch documents these values
+    as unspecified; their pattern is LAPACK's for small matrices, the finite ones agree to
+    rounding.)"""
+    a = np.array(m, dtype=np.float64)
+    y = np.array(rhs, dtype=np.float64)
+    n = a.shape[0]
+    perm = np.arange(n)
+    with np.errstate(all="ignore"):
+        for j in range(n):      # P m = L U, L unit lower triangular below U
+            p = j + int(np.argmax(np.abs(a[j:, j])))
+            if p != j:
+                a[[j, p]] = a[[p, j]]
+                perm[[j, p]] = perm[[p, j]]
+            if a[j, j] != 0.0:
+                a[j + 1:, j] /= a[j, j]
+            a[j + 1:, j + 1:] -= np.outer(a[j + 1:, j], a[j, j + 1:])
+        if not transposed:
+            y = y[perm]
+            for i in range(n):                      # L z = P rhs
+                y[i] -= a[i, :i] @ y[:i]
+            for i in range(n - 1, -1, -1):          # U x = z
+                y[i] = (y[i] - a[i, i + 1:] @ y[i + 1:]) / a[i, i]
+            return y
+        # m^T = U^T L^T P: U^T z = rhs, L^T w = z, x = P^T w
+        for i in range(n):
+            y[i] = (y[i] - a[:i, i] @ y[:i]) / a[i, i]
+        for i in range(n - 1, -1, -1):
+            y[i] -= a[i + 1:, i] @ y[i + 1:]
+        x = np.empty_like(y)
+        x[perm] = y
+        return x
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """``(inverse, info)``: ``inv`` that reports a singular matrix in ``info`` (int32, A's
+    batch shape: the 1-based index of the zero pivot, 0 when invertible) instead of raising,
+    unless ``check_errors``.  Where a matrix is singular its inverse holds the infs and nans
+    LAPACK's LU solve leaves (PyTorch calls these values unspecified).
 
     Example:
         >>> tg.linalg.inv_ex(tg.tensor([[2.0]])).inverse
         tensor([[0.5000]])
     """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
     from .creation import tensor
-    A = _matrix_arg(A, "linalg.inv_ex")
-    v = A._value
-    flat = v.reshape((-1,) + v.shape[-2:])
-    info = np.array([0 if _invertible(m) else _first_zero_pivot(m) for m in flat],
-                    dtype=np.int32).reshape(v.shape[:-2])
-    if np.any(info != 0):
-        if check_errors:
-            inv(A)
-        # PyTorch leaves unspecified values where the matrix is singular: nan says so
-        return _InvExResult(_plain(np.full(v.shape, np.nan)), tensor(info))
-    return _InvExResult(inv(A), tensor(info))
+    # (PyTorch's checks of the input name linalg.inv; a singular matrix, linalg.inv_ex)
+    A = _matrix_arg(A, "linalg.inv")
+    inverse, info = _inv(A, "linalg.inv_ex", check_errors)
+    return _InvExResult(inverse, tensor(info))
 
 
 def solve(A, B, *, left=True, out=None):
@@ -222,12 +282,21 @@ def solve(A, B, *, left=True, out=None):
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
+    return _solve(A, B, left, "torch.linalg.solve", check_errors=True)[0]
+
+
+def _solve(A, B, left, name, check_errors):
+    """(X, info) of ``solve``: info (int32, A's own batch shape) is the 1-based index of the
+    first zero pivot of each A (0 where invertible).  A singular A raises PyTorch's error,
+    whose text starts with ``name``, when ``check_errors``; otherwise X holds there what
+    LAPACK's LU solve leaves (``_singular_solve``) and its gradient is nan."""
     A = _matrix_arg(A, "linalg.solve", square=False)
     B = F.as_tensor_arg(B)
     va, vb = A._value, B._value
-    if vb.dtype.kind != "f":
-        raise RuntimeError("linalg.solve: Expected a floating point or complex tensor as "
-                           f"input. Got {B.dtype.scalar_name}")
+    if vb.dtype != va.dtype:
+        raise RuntimeError("linalg.solve: Expected A and B to have the same dtype, but found A "
+                           f"of type {A.dtype.scalar_name} and B of type {B.dtype.scalar_name} "
+                           "instead")
     if va.shape[-1] != va.shape[-2]:
         raise RuntimeError(f"linalg.solve: A must be batches of square matrices, but they are "
                            f"{va.shape[-2]} by {va.shape[-1]} matrices")
@@ -248,18 +317,37 @@ def solve(A, B, *, left=True, out=None):
     k = cols if left else rows
     ea = np.broadcast_to(va, batch + (n, n))
     eb = np.broadcast_to(vb.reshape(b2), batch + (rows, cols))
+    # the left-sided form M Y = R: M = A^T, Y = X^T, R = B^T for a right solve
+    em = ea if left else np.swapaxes(ea, -1, -2)
+    er = eb if left else np.swapaxes(eb, -1, -2)
+    info = np.zeros(va.shape[:-2], dtype=np.int32)
     try:
-        if n == 0 or k == 0:
-            value = np.zeros(batch + (rows, cols))
-        elif left:
-            value = _quiet(np.linalg.solve, ea, eb)
-        else:
-            value = np.swapaxes(_quiet(np.linalg.solve, np.swapaxes(ea, -1, -2),
-                                       np.swapaxes(eb, -1, -2)), -1, -2)
+        y = np.zeros(er.shape) if n == 0 or k == 0 else _quiet(np.linalg.solve, em, er)
     except np.linalg.LinAlgError:
-        kk, _ = _failing(ea, _invertible)
-        raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(_plain(ea), kk)}The solver "
-                          "failed because the input matrix is singular.") from None
+        own = va.reshape((-1, n, n))
+        failing = [j for j, m in enumerate(own) if not _invertible(m)]
+        if check_errors:
+            # (solve names the element of the broadcast batch, solve_ex that of A's own)
+            if name == "torch.linalg.solve":
+                where, kk = _plain(ea), _failing(ea, _invertible)[0]
+            else:
+                where, kk = A, failing[0]
+            raise LinAlgError(f"{name}: {_batch_prefix(where, kk)}The solver failed because "
+                              "the input matrix is singular.") from None
+        for j in failing:
+            info.reshape(-1)[j] = _first_zero_pivot(own[j])
+        # PyTorch factors A itself, for a right solve too (then solving with A^T)
+        flat_a = np.ascontiguousarray(ea).reshape((-1, n, n))
+        flat_r = np.ascontiguousarray(er).reshape((-1,) + er.shape[-2:])
+        y = np.empty(flat_r.shape)
+        for j, (a, r) in enumerate(zip(flat_a, flat_r)):
+            if _invertible(a):
+                y[j] = _quiet(np.linalg.solve, a if left else a.T, r)
+            else:
+                y[j] = _singular_solve(a, r, transposed=not left)
+        y = y.reshape(er.shape)
+        F.read_value(A, "linalg.solve_ex()")   # info is read off A: a replay checks it
+    value = y if left else np.swapaxes(y, -1, -2)
     out_shape = batch + ((n,) if vector else (rows, cols))
     value = value.reshape(out_shape)
     bsz = math.prod(batch)
@@ -268,7 +356,7 @@ def solve(A, B, *, left=True, out=None):
     return _guarded(_record(K.LINALG_SOLVE, [(A, batch + (n, n)),
                                              (b_mat, batch + (rows, cols))],
                             (bsz, n, k, int(bool(left))), value),
-                    "linalg.solve with an invertible matrix")
+                    "linalg.solve with an invertible matrix"), info
 
 
 def det(A, *, out=None):
@@ -325,7 +413,7 @@ def _slogdet(A, name):
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor L (lower triangular, ``A = L L^T``) of each symmetric
     positive-definite matrix in ``A``; its transpose with ``upper=True``.  Only the lower
-    triangle of A is read, as in PyTorch.
+    triangle of A is read (the upper one with ``upper=True``), as in PyTorch.
 
     Raises ``LinAlgError`` naming the first leading minor that is not positive-definite.
     ``grad_fn``: ``<LinalgCholeskyExBackward0>``; its gradient is symmetric.
@@ -337,7 +425,7 @@ def cholesky(A, *, upper=False, out=None):
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
-    return _cholesky(A, upper, "linalg.cholesky", 0)
+    return _cholesky(A, upper, "linalg.cholesky", 0)[0]
 
 
 def _minor_order(m):
@@ -354,24 +442,60 @@ def _minor_order(m):
     return 0
 
 
-def _cholesky(A, upper, name, variant):
+def _partial_cholesky(m):
+    """(what LAPACK's potrf leaves in the lower triangle of m, info): the columns before the
+    first leading minor that is not positive-definite factored, that minor's pivot (the
+    non-positive value whose square root was due) on the diagonal, the rest of the lower
+    triangle as it was; info is the minor's order.  This is the unblocked, left-looking
+    factorisation PyTorch's LAPACK runs on small matrices (PyTorch calls the values
+    unspecified)."""
+    n = m.shape[0]
+    low = np.tril(np.array(m, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            d = m[j, j] - low[j, :j] @ low[j, :j]
+            if not d > 0.0:
+                low[j, j] = d
+                return low, j + 1
+            low[j, j] = math.sqrt(d)
+            low[j + 1:, j] = (m[j + 1:, j] - low[j + 1:, :j] @ low[j, :j]) / low[j, j]
+    return low, 0
+
+
+def _cholesky(A, upper, name, variant, check_errors=True, error_name=None):
+    """(L, info) of the checked A: info (int32, A's batch shape) is the order of each
+    matrix's first leading minor that is not positive-definite (0 where it is).  Such a
+    matrix raises PyTorch's error (its text starts with ``error_name``, by default ``name``)
+    when ``check_errors``; otherwise its factor is what LAPACK leaves (``_partial_cholesky``)
+    and its gradient is not meaningful."""
     A = _matrix_arg(A, name)
-    v = A._value
+    # with upper=True PyTorch reads A's upper triangle: the lower one of A^T, whose lower
+    # factor is U^T
+    v = np.swapaxes(A._value, -1, -2) if upper else A._value
     n = v.shape[-1]
+    info = np.zeros(v.shape[:-2], dtype=np.int32)
     try:
         low = _quiet(np.linalg.cholesky, v) if n else np.zeros(v.shape)
         if n and not np.all(np.isfinite(np.diagonal(low, axis1=-2, axis2=-1))):
             raise np.linalg.LinAlgError("nan")
     except np.linalg.LinAlgError:
-        k, m = _failing(v, lambda m: _minor_order(m) == 0)
-        raise LinAlgError(
-            f"{name}: {_batch_prefix(A, k)}The factorization could not be completed because "
-            f"the input is not positive-definite (the leading minor of order {_minor_order(m)} "
-            "is not positive-definite).") from None
+        if check_errors:
+            k, m = _failing(v, lambda m: _minor_order(m) == 0)
+            raise LinAlgError(
+                f"{error_name or name}: {_batch_prefix(A, k)}The factorization could not be "
+                "completed because the input is not positive-definite (the leading minor of "
+                f"order {_minor_order(m)} is not positive-definite).") from None
+        flat = v.reshape((-1, n, n))
+        low = np.empty(flat.shape)
+        for k, m in enumerate(flat):
+            part, info.reshape(-1)[k] = _partial_cholesky(m)
+            low[k] = part if info.reshape(-1)[k] else _quiet(np.linalg.cholesky, m)
+        low = low.reshape(v.shape)
+        F.read_value(A, f"{error_name or name}()")   # info is read off A: a replay checks it
     value = np.swapaxes(low, -1, -2) if upper else low
     return _guarded(_record(K.LINALG_CHOLESKY, [(A, v.shape)],
                             (variant, math.prod(v.shape[:-2]), n, int(bool(upper))), value),
-                    "linalg.cholesky of a positive-definite matrix")
+                    "linalg.cholesky of a positive-definite matrix"), info
 
 
 def cross(input, other, *, dim=-1, out=None):
@@ -994,6 +1118,242 @@ def qr(A, mode="reduced", *, out=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# PyTorch's other linalg names: matmul, diagonal, vander, cond, the _ex variants, tensorinv,
+# tensorsolve (made of the ops above, so their gradients are those ops')
+# ---------------------------------------------------------------------------------------------
+_SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
+_CholeskyExResult = return_type("linalg_cholesky_ex", ["L", "info"])
+
+
+def matmul(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """The matrix product, as ``tg.matmul`` (the same nodes: ``MmBackward0``,
+    ``MvBackward0``, ``DotBackward0`` ...).
+
+    Example:
+        >>> tg.linalg.matmul(tg.tensor([[1.0, 2.0]]), tg.tensor([3.0, 4.0]))
+        tensor([11.])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    return F.matmul(F.as_tensor_arg(input), F.as_tensor_arg(other))
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of the matrices in the last two dims (by default) of ``A``, as
+    ``tg.diagonal`` with other defaults: a view, ``grad_fn`` ``<DiagonalBackward0>``.
+
+    Example:
+        >>> tg.linalg.diagonal(tg.tensor([[1.0, 2.0], [3.0, 4.0]]), offset=1)
+        tensor([2.])
+    """
+    return F.diagonal(F.as_tensor_arg(A), offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of the vectors in ``x``'s last dim: column j holds ``x ** j``,
+    j = 0 .. N - 1 (``N`` defaults to the vector's length), PyTorch's order of increasing
+    powers.  Made as PyTorch makes it, a column of ones beside the cumulative product of x
+    repeated: ``grad_fn`` ``<CatBackward0>``.  Integer inputs give int64 powers.
+
+    Example:
+        >>> tg.linalg.vander(tg.tensor([2.0, 3.0]), N=3)
+        tensor([[1., 2., 4.],
+                [1., 3., 9.]])
+    """
+    x = F.as_tensor_arg(x)
+    if x._value.dtype.kind not in "fiu":
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer "
+                           f"tensors, but got {x.dtype.scalar_name}")
+    if N is not None and (isinstance(N, bool) or not isinstance(N, numbers.Integral)):
+        raise TypeError(f"linalg_vander(): argument 'N' must be int, not {type(N).__name__}")
+    if x._value.ndim == 0:
+        x = F.unsqueeze(x, -1)
+    shape = x._value.shape
+    n = shape[-1] if N is None else int(N)
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = F.cumprod(F.expand(F.unsqueeze(x, -1), *shape, n - 1), -1)
+    ones = _plain(np.ones(shape + (1,), dtype=powers._value.dtype))
+    return F.cat([ones, powers], -1)
+
+
+_COND_ORDERS = (2, -2, 1, -1, math.inf, -math.inf)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of each matrix in ``A`` in the norm ``p``: with None, 2 or -2
+    the ratio of its largest and smallest singular values (its inverse for -2; any shape of
+    matrix), with 'fro', 'nuc', 1, -1, inf or -inf ``norm(A) * norm(inv(A))`` of a square
+    matrix, inf where A is singular.  Empty matrices give 0.
+
+    ``grad_fn`` as PyTorch's: ``<SqueezeBackward1>`` (2, -2), ``<MulBackward0>`` ('nuc'),
+    ``<NanToNumBackward0>`` (the others).
+
+    Example:
+        >>> tg.linalg.cond(tg.tensor([[2.0, 0.0], [0.0, 0.5]]))
+        tensor(4.)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(A)
+    v = A._value
+    if isinstance(p, str):
+        # PyTorch checks the shape before the order for a norm by name
+        what = f"linalg.cond(ord={p})"
+        A = _matrix_arg(A, what, floating=False)
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+        if v.size == 0:
+            return _plain(np.zeros(v.shape[:-2]))
+        if p == "nuc":
+            # the nuclear norms of A and of its inverse from the one set of singular values
+            s = svdvals(_float_arg(A, "linalg.svd"))
+            return F.mul(F.sum(s, -1), F.sum(F.reciprocal(s), -1))
+        return _cond_by_inverse(A, p)
+    if v.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    order = 2 if p is None else p
+    if not isinstance(order, numbers.Real) or order not in _COND_ORDERS:
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {order:g}")
+    if v.size == 0:
+        return _plain(np.zeros(v.shape[:-2]))
+    if abs(order) == 2:
+        s = svdvals(_float_arg(A, "linalg.svd"))
+        k = s._value.shape[-1]
+        largest, smallest = F.narrow(s, -1, 0, 1), F.narrow(s, -1, k - 1, 1)
+        ratio = F.div(largest, smallest) if order == 2 else F.div(smallest, largest)
+        return F.squeeze(ratio, -1)
+    # (PyTorch writes a float order as C's %f does, an integer one as it is)
+    shown = f"{order:f}" if isinstance(order, float) else str(int(order))
+    A = _matrix_arg(A, f"linalg.cond(ord={shown})", floating=False)
+    return _cond_by_inverse(A, order)
+
+
+def _float_arg(A, name):
+    if A._value.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.scalar_name}")
+    return A
+
+
+def _cond_by_inverse(A, order):
+    """norm(A) * norm(A^-1) of square matrices, PyTorch's way: inv_ex's inverse, filled in
+    place with inf where A is singular, and the product's nan (0 * inf) made inf.  The
+    in-place fill changes the inverse that inv's node saved, as in PyTorch, whose backward
+    therefore refuses (``modified by an inplace operation``): so does tapegrad's."""
+    from .derived import nan_to_num
+    A = _float_arg(A, "linalg.inv")
+    inverse, info = _inv(A, "linalg.inv_ex", check_errors=False)
+    inverse.masked_fill_(_plain(np.asarray(info > 0)[..., None, None]), math.inf)
+    product = F.mul(matrix_norm(A, order), matrix_norm(inverse, order))
+    return nan_to_num(product, math.inf, math.inf, -math.inf)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """``(result, info)``: ``solve`` that reports a singular A in ``info`` (int32, A's own
+    batch shape: the 1-based index of the first zero pivot of its LU factorisation, 0 when
+    invertible) instead of raising, unless ``check_errors``.  Where A is singular the
+    result holds the infs and nans LAPACK's LU solve leaves (PyTorch calls these values
+    unspecified).  ``grad_fn``: ``<LinalgSolveExBackward0>``.
+
+    Example:
+        >>> r = tg.linalg.solve_ex(tg.tensor([[2.0, 0.0], [0.0, 0.0]]), tg.tensor([2.0, 1.0]))
+        >>> r.info
+        tensor(2, dtype=torch.int32)
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    from .creation import tensor
+    result, info = _solve(A, B, left, "torch.linalg.solve_ex", check_errors)
+    return _SolveExResult(result, tensor(info))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``(L, info)``: ``cholesky`` that reports a matrix that is not positive-definite in
+    ``info`` (int32, A's batch shape: the order of its first leading minor that is not
+    positive-definite, 0 when it is) instead of raising, unless ``check_errors``.  Where a
+    matrix fails, L holds what LAPACK's factorisation leaves: the columns before that
+    minor factored, its non-positive pivot on the diagonal, the rest of the lower triangle
+    as it was (as PyTorch's for small matrices; PyTorch calls these values unspecified).
+    ``grad_fn``: ``<LinalgCholeskyExBackward0>``.
+
+    Example:
+        >>> tg.linalg.cholesky_ex(tg.tensor([[4.0, 2.0], [2.0, -3.0]]))
+        tapegrad.return_types.linalg_cholesky_ex(
+        L=tensor([[ 2.,  0.],
+                [ 1., -4.]]),
+        info=tensor(2, dtype=torch.int32))
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    from .creation import tensor
+    L, info = _cholesky(A, upper, "linalg.cholesky", 0, check_errors,
+                        error_name="linalg.cholesky_ex")
+    return _CholeskyExResult(L, tensor(info))
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of ``A`` read as a linear map from its last dims (``A.shape[ind:]``) to
+    its first ``ind``: shape ``A.shape[ind:] + A.shape[:ind]``, so that
+    ``tensordot(tensorinv(A, ind), A, ind)`` is the identity.  ``grad_fn``:
+    ``<ReshapeAliasBackward0>`` over ``<LinalgInvExBackward0>``, as PyTorch's.
+
+    Example:
+        >>> tg.linalg.tensorinv(tg.eye(4).reshape(4, 2, 2), ind=1).shape
+        torch.Size([2, 2, 4])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A = F.as_tensor_arg(A)
+    if isinstance(ind, bool) or not isinstance(ind, numbers.Integral):
+        raise TypeError(f"linalg_tensorinv(): argument 'ind' (position 2) must be int, not "
+                        f"{type(ind).__name__}")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    shape = A._value.shape
+    rows, cols = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    square = _float_arg(F.reshape(A, (rows, cols)), "linalg.inv")
+    inverse = _inv(square, "inv", check_errors=True, batched=False)[0]
+    result = F.reshape(inverse, shape[ind:] + shape[:ind])
+    # PyTorch's inverse is column-major: its reshape is a view of a non-contiguous matrix
+    # but for a 1x1 one
+    return F.named_node(result, "ReshapeAliasBackward0" if rows > 1 else "ViewBackward0",
+                        inverse)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """The X with ``tensordot(A, X, X.ndim) == B``: A's first ``B.ndim`` dims are B's, its
+    others X's.  ``dims`` names dims of A moved to its end first.  Made as PyTorch makes it,
+    ``solve`` of A reshaped to a square matrix and B flattened: ``grad_fn``
+    ``<ViewBackward0>`` over ``<LinalgSolveExBackward0>``.
+
+    Example:
+        >>> tg.linalg.tensorsolve(2.0 * tg.eye(4).reshape(2, 2, 4), tg.ones(2, 2))
+        tensor([0.5000, 0.5000, 0.5000, 0.5000])
+    """
+    if out is not None:
+        raise TypeError("tapegrad: out= is not supported")
+    A, B = F.as_tensor_arg(A), F.as_tensor_arg(B)
+    if dims is not None:
+        if not isinstance(dims, (tuple, list)):
+            raise TypeError("linalg_tensorsolve(): argument 'dims' must be tuple of ints, not "
+                            f"{type(dims).__name__}")
+        nd = A._value.ndim
+        A = F.movedim(A, tuple(dims), tuple(range(nd - len(dims), nd)))
+    shape, k = A._value.shape, B._value.ndim
+    # (PyTorch's text names A's leading dims, its test reads B's size)
+    rows, cols = B._value.size, math.prod(shape[k:])
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
+                           f" == prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    x = solve(F.reshape(A, (cols, cols)), F.reshape(B, (-1,)))
+    return F.reshape(x, shape[k:])
+
+
+# ---------------------------------------------------------------------------------------------
 # The top-level spellings (``tg.det``, ``tg.inverse`` ...) and methods
 # ---------------------------------------------------------------------------------------------
 def _top_slogdet(A):
@@ -1032,7 +1392,7 @@ def _torch_cholesky(A, upper=False):
     """
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
-    return _cholesky(A, upper, "linalg.cholesky", 1)
+    return _cholesky(A, upper, "linalg.cholesky", 1)[0]
 
 
 def _torch_cross(input, other, dim=None):

@@ -631,7 +631,8 @@ def cholesky_fwd(r, a0, a1, voff, size, ip, fp, aux, faux, vals, ext):
     if n == 0:
         return
     for b in range(b_n):
-        a = _block(vals, voff[a0[r]], b, n, n)
+        # (with upper, PyTorch reads the upper triangle: the lower one of A^T)
+        a = _oriented(_block(vals, voff[a0[r]], b, n, n), not upper)
         # the lower triangle mirrored: only it is read, whichever triangle numba's potrf reads
         sym = np.tril(a) + np.tril(a, -1).T
         if _positive_definite(sym, n):
