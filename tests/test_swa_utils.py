@@ -107,11 +107,12 @@ AVERAGES = {
 }
 
 
-@pytest.mark.parametrize("use_buffers", [False, True])
-@pytest.mark.parametrize("kind", list(AVERAGES))
+# (not swa_multi with use_buffers: an integer buffer refuses the in-place equal average, in
+# PyTorch too -- the error test covers it)
+@pytest.mark.parametrize("kind, use_buffers", [
+    (kind, use_buffers) for kind in AVERAGES for use_buffers in (False, True)
+    if not (kind == "swa_multi" and use_buffers)])
 def test_averaged_model_matches_pytorch_bit_for_bit(kind, use_buffers):
-    if kind == "swa_multi" and use_buffers:
-        pytest.skip("an integer buffer refuses the in-place equal average: see the error test")
     make = AVERAGES[kind]
     snapshots = pytorch_snapshots()
     runs = [average_snapshots(lib, lambda swa, model: make(swa, model, use_buffers), snapshots)

@@ -1259,7 +1259,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     Example:
         >>> r = tg.linalg.solve_ex(tg.tensor([[2.0, 0.0], [0.0, 0.0]]), tg.tensor([2.0, 1.0]))
         >>> r.info
-        tensor(2, dtype=torch.int32)
+        tensor(2, dtype=tapegrad.int32)
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
@@ -1282,7 +1282,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
         tapegrad.return_types.linalg_cholesky_ex(
         L=tensor([[ 2.,  0.],
                 [ 1., -4.]]),
-        info=tensor(2, dtype=torch.int32))
+        info=tensor(2, dtype=tapegrad.int32))
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
@@ -1300,7 +1300,7 @@ def tensorinv(A, ind=2, *, out=None):
 
     Example:
         >>> tg.linalg.tensorinv(tg.eye(4).reshape(4, 2, 2), ind=1).shape
-        torch.Size([2, 2, 4])
+        tapegrad.Size([2, 2, 4])
     """
     if out is not None:
         raise TypeError("tapegrad: out= is not supported")
