@@ -1,0 +1,146 @@
+"""The transforms and constraints PyTorch's ``torch.distributions`` re-exports (CatTransform,
+StackTransform, LowerCholeskyTransform, PositiveDefiniteTransform, CorrCholeskyTransform,
+CumulativeDistributionTransform; cat, stack, lower_triangular, square, symmetric,
+positive_semidefinite, corr_cholesky, multinomial) and the further distributions, against
+PyTorch: values, log-determinants and their gradients, inverses, constraint checks, reprs,
+seeded draws, log_prob and its gradients, moments, entropy and validation errors."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.distributions as TD
+
+torch = pytest.importorskip("torch")
+PD = torch.distributions
+
+TRANSFORM_NAMES = [
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
+    "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform",
+    "Transform", "identity_transform"]
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+def close(ours, theirs, what="", rtol=1e-12, atol=1e-13):
+    a = np.asarray(ours.detach().numpy() if hasattr(ours, "detach") else ours)
+    b = np.asarray(theirs.detach().numpy() if hasattr(theirs, "detach") else theirs)
+    assert a.shape == b.shape, (what, a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
+
+
+def both(array, grad=False):
+    """The same float64 values as a tapegrad and a torch tensor."""
+    return (tg.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad))
+
+
+@pytest.mark.parametrize("name", TRANSFORM_NAMES)
+def test_transform_names_are_re_exported_as_pytorch_does(name):
+    assert hasattr(PD, name)
+    assert getattr(TD, name) is getattr(TD.transforms, name)
+    assert name in TD.__all__
+
+
+RNG = np.random.RandomState(0)
+X = RNG.randn(2, 6)
+
+
+def _transform_cases(D):
+    return {
+        "corr_cholesky": (D.CorrCholeskyTransform(), X),
+        "cat_batch": (D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], dim=-1,
+                                     lengths=[2, 4]), X),
+        "cat_event": (D.CatTransform([D.IndependentTransform(D.ExpTransform(), 1),
+                                      D.IndependentTransform(D.TanhTransform(), 1)], dim=-1,
+                                     lengths=[3, 3]), X),
+        "stack": (D.StackTransform([D.ExpTransform(), D.SigmoidTransform()], dim=0), X),
+        "lower_cholesky": (D.LowerCholeskyTransform(), X[:, :4].reshape(2, 2, 2)),
+        "positive_definite": (D.PositiveDefiniteTransform(), X[:, :4].reshape(2, 2, 2)),
+        "cdf": (D.CumulativeDistributionTransform(D.Normal(0.5, 2.0)), X),
+    }
+
+
+@pytest.mark.parametrize("case", list(_transform_cases(TD)))
+def test_new_transforms_match_pytorch_with_gradients(case):
+    ours_t, x = _transform_cases(TD)[case]
+    theirs_t, _ = _transform_cases(PD)[case]
+    xa, xb = both(x, grad=True)
+    ya, yb = ours_t(xa), theirs_t(xb)
+    close(ya, yb, "y")
+    close(ours_t.inv(ya.detach()), theirs_t.inv(yb.detach()), "inverse")
+    bijective = theirs_t.bijective
+    assert ours_t.bijective == bijective
+    if case not in ("lower_cholesky", "positive_definite"):
+        la, lb = ours_t.log_abs_det_jacobian(xa, ya), theirs_t.log_abs_det_jacobian(xb, yb)
+        close(la, lb, "log_abs_det_jacobian")
+        (ya.sum() + la.sum()).backward()
+        (yb.sum() + lb.sum()).backward()
+    else:
+        ya.sum().backward()
+        yb.sum().backward()
+    close(xa.grad, xb.grad, "grad")
+    assert repr(ours_t.domain) == repr(theirs_t.domain)
+    assert repr(ours_t.codomain) == repr(theirs_t.codomain)
+    assert ours_t.codomain.event_dim == theirs_t.codomain.event_dim
+
+
+def test_corr_cholesky_shapes_and_errors():
+    t, p = TD.CorrCholeskyTransform(), PD.CorrCholeskyTransform()
+    assert tuple(t.forward_shape((5, 6))) == tuple(p.forward_shape((5, 6))) == (5, 4, 4)
+    assert tuple(t.inverse_shape((5, 4, 4))) == tuple(p.inverse_shape((5, 4, 4)))
+    for lib, tr in ((torch, p), (tg, t)):
+        with pytest.raises(ValueError, match="Input is not a flattened lower-diagonal number"):
+            tr.forward_shape((5,))
+        with pytest.raises(ValueError, match="Input is not square"):
+            tr.inverse_shape((2, 3))
+
+
+def test_cat_and_stack_transform_size_errors_are_pytorch_texts():
+    texts = []
+    for D, lib in ((PD, torch), (TD, tg)):
+        t = D.CatTransform([D.ExpTransform()], lengths=[2])
+        s = D.StackTransform([D.ExpTransform()])
+        with pytest.raises(AssertionError) as cat_error:
+            t(lib.zeros(3))
+        with pytest.raises(AssertionError) as stack_error:
+            s(lib.zeros(2))
+        with pytest.raises(AssertionError) as length_error:
+            D.CatTransform([D.ExpTransform()], lengths=[1, 2])
+        texts.append((str(cat_error.value), str(stack_error.value), str(length_error.value)))
+    assert texts[0] == texts[1]
+
+
+def _constraint_cases(D, lib):
+    C = D.constraints
+    m = lib.tensor([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 3.0], [3.0, 1.0]], [[2.0, 1.0], [1.0, 2.0]]])
+    v = lib.tensor([[1.0, 2.0, 0.0], [2.0, 2.0, 1.0], [-1.0, 1.0, 0.0]])
+    corr = D.CorrCholeskyTransform()(lib.tensor([[0.3], [-2.0]]))
+    return [
+        (C.lower_triangular, m), (C.lower_cholesky, m), (C.square, m), (C.square, v[:2]),
+        (C.symmetric, m), (C.positive_semidefinite, m), (C.positive_definite, m),
+        (C.corr_cholesky, corr), (C.corr_cholesky, 2 * corr), (C.multinomial(3), v),
+        (C.cat([C.positive, C.real], dim=-1, lengths=[1, 2]), v),
+        (C.stack([C.positive, C.real, C.nonnegative], dim=-1), v),
+        (C.stack([C.positive, C.real, C.nonnegative], dim=0), v),
+    ]
+
+
+def test_new_constraints_check_and_repr_as_pytorch():
+    ours, theirs = _constraint_cases(TD, tg), _constraint_cases(PD, torch)
+    for (c, value), (d, other) in zip(ours, theirs):
+        got, want = c.check(value), d.check(other)
+        assert got.dtype == tg.bool, repr(c)
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=repr(d))
+        assert repr(c) == repr(d)
+        assert (c.event_dim, c.is_discrete) == (d.event_dim, d.is_discrete), repr(d)
+    for name in ("cat", "stack", "lower_triangular", "square", "symmetric",
+                 "positive_semidefinite", "corr_cholesky", "multinomial"):
+        assert name in TD.constraints.__all__
