@@ -9,6 +9,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.distributions as TD
+from oracle import same_text
 
 torch = pytest.importorskip("torch")
 PD = torch.distributions
@@ -144,3 +145,160 @@ def test_new_constraints_check_and_repr_as_pytorch():
     for name in ("cat", "stack", "lower_triangular", "square", "symmetric",
                  "positive_semidefinite", "corr_cholesky", "multinomial"):
         assert name in TD.constraints.__all__
+
+
+def _params(seed=1):
+    r = np.random.RandomState(seed)
+    a = np.exp(r.randn(3)) + 0.3
+    b = np.exp(r.randn(3)) + 0.3
+    p = 1 / (1 + np.exp(-r.randn(3)))
+    return a, b, p
+
+
+# name -> constructor from (a, b, p) tensors; the first two positive, p in (0, 1)
+DISTRIBUTIONS = {
+    "Kumaraswamy": lambda D, a, b, p: D.Kumaraswamy(a, b),
+    "FisherSnedecor": lambda D, a, b, p: D.FisherSnedecor(a * 4, b * 6),
+    "RelaxedBernoulli": lambda D, a, b, p: D.RelaxedBernoulli(a, probs=p),
+    "RelaxedBernoulli_logits": lambda D, a, b, p: D.RelaxedBernoulli(a, logits=b - 1),
+    "RelaxedOneHotCategorical": lambda D, a, b, p: D.RelaxedOneHotCategorical(a[0], probs=p),
+    "RelaxedOneHotCategorical_logits":
+        lambda D, a, b, p: D.RelaxedOneHotCategorical(a[0], logits=b),
+    "OneHotCategoricalStraightThrough":
+        lambda D, a, b, p: D.OneHotCategoricalStraightThrough(probs=p),
+    "NegativeBinomial": lambda D, a, b, p: D.NegativeBinomial(a * 3, probs=p),
+    "NegativeBinomial_logits": lambda D, a, b, p: D.NegativeBinomial(a * 3, logits=b - 1),
+}
+
+
+def _make(name, lib, D, seed=1):
+    tensors = [lib.tensor(v, requires_grad=True) for v in _params(seed)]
+    return DISTRIBUTIONS[name](D, *tensors), tensors
+
+
+def _grads(tensors):
+    return [None if t.grad is None else t.grad.numpy().copy() for t in tensors]
+
+
+def _same_grads(ours, theirs, what):
+    for g, h in zip(ours, theirs):
+        assert (g is None) == (h is None), what
+        if g is not None:
+            close(g, h, what)
+
+
+@pytest.mark.parametrize("name", list(DISTRIBUTIONS))
+def test_seeded_samples_match_pytorch(name):
+    ours, _ = _make(name, tg, TD)
+    theirs, _ = _make(name, torch, PD)
+    for seed, shape in ((0, ()), (5, (4,)), (11, (2, 3))):
+        tg.manual_seed(seed)
+        torch.manual_seed(seed)
+        a, b = ours.sample(shape), theirs.sample(shape)
+        assert tuple(a.shape) == tuple(b.shape)
+        close(a, b, f"sample {seed}")
+        assert not a.requires_grad
+    assert ours.has_rsample == theirs.has_rsample
+
+
+@pytest.mark.parametrize("name", [n for n in DISTRIBUTIONS if "Negative" not in n])
+def test_rsample_matches_pytorch_with_parameter_gradients(name):
+    ours, ours_params = _make(name, tg, TD)
+    theirs, their_params = _make(name, torch, PD)
+    tg.manual_seed(7)
+    torch.manual_seed(7)
+    a, b = ours.rsample((3,)), theirs.rsample((3,))
+    close(a, b, "rsample")
+    (a * a).sum().backward()
+    (b * b).sum().backward()
+    _same_grads(_grads(ours_params), _grads(their_params), "rsample grad")
+
+
+@pytest.mark.parametrize("name", list(DISTRIBUTIONS))
+def test_log_prob_and_its_gradients_match_pytorch(name):
+    theirs, _ = _make(name, torch, PD, seed=2)
+    torch.manual_seed(3)
+    value = theirs.sample((4,))
+    ours, ours_params = _make(name, tg, TD)
+    theirs, their_params = _make(name, torch, PD)
+    a = ours.log_prob(tg.tensor(value.numpy()))
+    b = theirs.log_prob(value)
+    close(a, b, "log_prob")
+    a.sum().backward()
+    b.sum().backward()
+    _same_grads(_grads(ours_params), _grads(their_params), "log_prob grad")
+
+
+@pytest.mark.parametrize("name", list(DISTRIBUTIONS))
+@pytest.mark.parametrize("what", ["mean", "variance", "mode", "entropy", "stddev"])
+def test_moments_and_entropy_match_pytorch(name, what):
+    ours, _ = _make(name, tg, TD)
+    theirs, _ = _make(name, torch, PD)
+    try:
+        want = getattr(theirs, what)
+        want = want() if what == "entropy" else want
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            got = getattr(ours, what)
+            got() if what == "entropy" else got
+        return
+    got = getattr(ours, what)
+    got = got() if what == "entropy" else got
+    close(got, want, what)
+
+
+@pytest.mark.parametrize("name", list(DISTRIBUTIONS))
+def test_expand_matches_pytorch(name):
+    ours, _ = _make(name, tg, TD)
+    theirs, _ = _make(name, torch, PD)
+    shape = (2,) + tuple(theirs.batch_shape)
+    a, b = ours.expand(shape), theirs.expand(shape)
+    assert type(a).__name__ == type(b).__name__
+    assert tuple(a.batch_shape) == tuple(b.batch_shape)
+    assert tuple(a.event_shape) == tuple(b.event_shape)
+    tg.manual_seed(2)
+    torch.manual_seed(2)
+    close(a.sample(), b.sample(), "sample of the expanded")
+    assert repr(a.support) == repr(b.support)
+
+
+def _message(make):
+    with pytest.raises(ValueError) as error:
+        make()
+    return str(error.value)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("Kumaraswamy", ([1.0, -1.0], [1.0, 1.0])),
+    ("FisherSnedecor", ([1.0, 2.0], [0.0, 1.0])),
+    ("NegativeBinomial", ([-1.0, 2.0], [0.5, 0.5])),
+    ("NegativeBinomial", ([1.0, 2.0], [0.5, 1.0])),
+])
+def test_parameter_validation_errors_are_pytorch_texts(name, args):
+    theirs, ours = [_message(lambda: getattr(D, name)(*[lib.tensor(a) for a in args],
+                                                      validate_args=True))
+                    for D, lib in ((PD, torch), (TD, tg))]
+    assert same_text(ours, theirs)
+
+
+RELAXED_ERRORS = [
+    lambda D, lib: D.RelaxedBernoulli(lib.tensor(0.5), probs=lib.tensor([1.5]),
+                                      validate_args=True),
+    lambda D, lib: D.RelaxedOneHotCategorical(lib.tensor(0.5), probs=lib.tensor([-0.5, 0.6]),
+                                              validate_args=True),
+    lambda D, lib: D.RelaxedBernoulli(lib.tensor(0.5)),
+    lambda D, lib: D.NegativeBinomial(lib.tensor(2.0)),
+    lambda D, lib: D.Kumaraswamy(lib.tensor([1.0]), lib.tensor([2.0]),
+                                 validate_args=True).log_prob(lib.tensor([1.5])),
+    lambda D, lib: D.NegativeBinomial(lib.tensor([2.0]), probs=lib.tensor([0.5]),
+                                      validate_args=True).log_prob(lib.tensor([0.5])),
+    lambda D, lib: D.FisherSnedecor(lib.tensor([2.0]), lib.tensor([3.0]),
+                                    validate_args=True).log_prob(lib.tensor([-1.0])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(RELAXED_ERRORS)))
+def test_validation_and_support_errors_are_pytorch_texts(case):
+    theirs, ours = [_message(lambda: RELAXED_ERRORS[case](D, lib))
+                    for D, lib in ((PD, torch), (TD, tg))]
+    assert same_text(ours, theirs)

@@ -1,0 +1,423 @@
+"""Distributions PyTorch builds from others: Kumaraswamy (a uniform through powers),
+FisherSnedecor (a ratio of gammas), NegativeBinomial (a gamma-mixed Poisson), the relaxed
+Bernoulli and one-hot categorical (Gumbel noise over a temperature) and the straight-through
+one-hot categorical. Each draws what PyTorch's class draws, in the same order, so seeded
+samples are PyTorch's."""
+from numbers import Number
+
+import tapegrad as tg
+
+from . import constraints
+from ._gamma import Gamma
+from ._transformed import _EULER, TransformedDistribution
+from ._univariate import Categorical, OneHotCategorical, Uniform, _BinaryParam
+from .distribution import (Distribution, _fill, broadcast_all, clamp_probs, lazy_property)
+from .transforms import AffineTransform, ExpTransform, PowerTransform, SigmoidTransform
+
+__all__ = ["ExpRelaxedCategorical", "FisherSnedecor", "Kumaraswamy", "LogitRelaxedBernoulli",
+           "NegativeBinomial", "OneHotCategoricalStraightThrough", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical"]
+
+
+def _kumaraswamy_moment(a, b, n):
+    # E[X^n] = b B(1 + n/a, b), through lgamma as PyTorch computes it
+    arg = 1 + n / a
+    return b * tg.exp(tg.lgamma(arg) + tg.lgamma(b) - tg.lgamma(arg + b))
+
+
+class Kumaraswamy(TransformedDistribution):
+    """The Kumaraswamy distribution on [0, 1]: ``(1 - U^(1/b))^(1/a)`` for U uniform,
+    a = ``concentration1``, b = ``concentration0``.
+
+    Example:
+        >>> from tapegrad.distributions import Kumaraswamy
+        >>> Kumaraswamy(1.0, 1.0).mean
+        tensor(0.5000)
+    """
+    arg_constraints = {"concentration1": constraints.positive,
+                       "concentration0": constraints.positive}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = broadcast_all(concentration1,
+                                                                 concentration0)
+        base_dist = Uniform(tg.full_like(self.concentration0, 0),
+                            tg.full_like(self.concentration0, 1), validate_args=validate_args)
+        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()),
+                      AffineTransform(loc=1.0, scale=-1.0),
+                      PowerTransform(exponent=self.concentration1.reciprocal())]
+        super().__init__(base_dist, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Kumaraswamy, _instance)
+        new.concentration1 = self.concentration1.expand(batch_shape)
+        new.concentration0 = self.concentration0.expand(batch_shape)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def mean(self):
+        return _kumaraswamy_moment(self.concentration1, self.concentration0, 1)
+
+    @property
+    def mode(self):
+        a, b = self.concentration1, self.concentration0
+        log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()
+        _fill(log_mode, (b < 1) | (a < 1), float("nan"))
+        return log_mode.exp()
+
+    @property
+    def variance(self):
+        return (_kumaraswamy_moment(self.concentration1, self.concentration0, 2)
+                - tg.pow(self.mean, 2))
+
+    def entropy(self):
+        t1 = 1 - self.concentration1.reciprocal()
+        t0 = 1 - self.concentration0.reciprocal()
+        harmonic = tg.digamma(self.concentration0 + 1) + _EULER
+        return t0 + t1 * harmonic - tg.log(self.concentration1) - tg.log(self.concentration0)
+
+
+class FisherSnedecor(Distribution):
+    """The F distribution with ``df1`` and ``df2`` degrees of freedom: a ratio of two gamma
+    draws (the first df1's, then df2's).
+
+    Example:
+        >>> from tapegrad.distributions import FisherSnedecor
+        >>> FisherSnedecor(tg.tensor([3.0]), tg.tensor([6.0])).mean
+        tensor([1.5000])
+    """
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+        if isinstance(df1, Number) and isinstance(df2, Number):
+            batch_shape = tg.Size()
+        else:
+            batch_shape = self.df1.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(FisherSnedecor, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.df1 = self.df1.expand(batch_shape)
+        new.df2 = self.df2.expand(batch_shape)
+        new._gamma1 = self._gamma1.expand(batch_shape)
+        new._gamma2 = self._gamma2.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        df2 = self.df2.clone()
+        _fill(df2, df2 <= 2, float("nan"))
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self):
+        mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        _fill(mode, self.df1 <= 2, float("nan"))
+        return mode
+
+    @property
+    def variance(self):
+        df2 = self.df2.clone()
+        _fill(df2, df2 <= 4, float("nan"))
+        return (2 * df2.pow(2) * (self.df1 + df2 - 2)
+                / (self.df1 * (df2 - 2).pow(2) * (df2 - 4)))
+
+    def rsample(self, sample_shape=tg.Size()):
+        shape = self._extended_shape(sample_shape)
+        x1 = self._gamma1.rsample(sample_shape).view(shape)
+        x2 = self._gamma2.rsample(sample_shape).view(shape)
+        tiny = tg.finfo(x2.dtype).tiny
+        x2.clamp_(min=tiny)
+        ratio = x1 / x2
+        ratio.clamp_(min=tiny)
+        return ratio
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        half1, half2 = self.df1 * 0.5, self.df2 * 0.5
+        ratio = self.df1 / self.df2
+        t1 = (half1 + half2).lgamma() - half1.lgamma() - half2.lgamma()
+        t2 = half1 * ratio.log() + (half1 - 1) * tg.log(value)
+        t3 = (half1 + half2) * tg.log1p(ratio * value)
+        return t1 + t2 - t3
+
+
+class _BinaryParamAmongOthers(_BinaryParam):
+    """``probs`` or ``logits`` (not both) broadcast with other parameters: what
+    LogitRelaxedBernoulli and NegativeBinomial share in how they keep their parameter."""
+
+    def _take_binary_param(self, probs, logits, *others):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        name, param = ("probs", probs) if probs is not None else ("logits", logits)
+        values = broadcast_all(*others, param)
+        setattr(self, name, values[-1])
+        self._param = values[-1]
+        return isinstance(param, Number), values[:-1]
+
+    def _expand_binary_param(self, new, batch_shape):
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(batch_shape))
+                new._param = new.__dict__[name]
+
+
+class LogitRelaxedBernoulli(_BinaryParamAmongOthers, Distribution):
+    """The logit of a relaxed Bernoulli variable: logistic noise plus the logits, over the
+    ``temperature``.
+
+    Example:
+        >>> from tapegrad.distributions import RelaxedBernoulli
+        >>> RelaxedBernoulli(tg.tensor(0.5), probs=tg.tensor([0.3])).base_dist.batch_shape
+        tapegrad.Size([1])
+    """
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.real
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self.temperature = temperature
+        is_scalar, _ = self._take_binary_param(probs, logits)
+        batch_shape = tg.Size() if is_scalar else self._param.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.temperature = self.temperature
+        self._expand_binary_param(new, batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def rsample(self, sample_shape=tg.Size()):
+        shape = self._extended_shape(sample_shape)
+        probs = clamp_probs(self.probs.expand(shape))
+        uniforms = clamp_probs(tg.rand(shape, dtype=probs.dtype))
+        return (uniforms.log() - (-uniforms).log1p() + probs.log()
+                - (-probs).log1p()) / self.temperature
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        diff = logits - value.mul(self.temperature)
+        return self.temperature.log() + diff - 2 * diff.exp().log1p()
+
+
+class RelaxedBernoulli(TransformedDistribution):
+    """The relaxed (concrete) Bernoulli distribution on (0, 1): the sigmoid of a
+    ``LogitRelaxedBernoulli`` draw with ``temperature`` and ``probs`` or ``logits``.
+
+    Example:
+        >>> from tapegrad.distributions import RelaxedBernoulli
+        >>> RelaxedBernoulli(tg.tensor(0.5), logits=tg.tensor([0.0])).probs
+        tensor([0.5000])
+    """
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
+        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(RelaxedBernoulli, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class ExpRelaxedCategorical(Distribution):
+    """The log of a relaxed one-hot categorical variable: log-softmax of the logits plus
+    Gumbel noise, over the ``temperature``.
+
+    Example:
+        >>> from tapegrad.distributions import RelaxedOneHotCategorical
+        >>> RelaxedOneHotCategorical(tg.tensor(1.0), probs=tg.ones(2, 3)).base_dist.event_shape
+        tapegrad.Size([3])
+    """
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.real_vector      # the values lie on a submanifold of it
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        self.temperature = temperature
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.temperature = self.temperature
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    def rsample(self, sample_shape=tg.Size()):
+        shape = self._extended_shape(sample_shape)
+        uniforms = clamp_probs(tg.rand(shape, dtype=self.logits.dtype))
+        gumbels = -((-(uniforms.log())).log())
+        scores = (self.logits + gumbels) / self.temperature
+        return scores - scores.logsumexp(dim=-1, keepdim=True)
+
+    def log_prob(self, value):
+        k = self._categorical._num_events
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        log_scale = (tg.full_like(self.temperature, float(k)).lgamma()
+                     - self.temperature.log().mul(-(k - 1)))
+        score = logits - value.mul(self.temperature)
+        score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
+        return score + log_scale
+
+
+class RelaxedOneHotCategorical(TransformedDistribution):
+    """The relaxed (concrete, Gumbel-softmax) one-hot categorical distribution on the
+    simplex: exp of an ``ExpRelaxedCategorical`` draw.
+
+    Example:
+        >>> from tapegrad.distributions import RelaxedOneHotCategorical
+        >>> RelaxedOneHotCategorical(tg.tensor(1.0), probs=tg.ones(3)).probs
+        tensor([0.3333, 0.3333, 0.3333])
+    """
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base_dist = ExpRelaxedCategorical(temperature, probs, logits,
+                                          validate_args=validate_args)
+        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A one-hot categorical whose ``rsample`` is the one-hot draw with the gradient of the
+    probabilities (the straight-through estimator).
+
+    Example:
+        >>> from tapegrad.distributions import OneHotCategoricalStraightThrough
+        >>> OneHotCategoricalStraightThrough(probs=tg.tensor([0.0, 1.0])).rsample()
+        tensor([0., 1.])
+    """
+    has_rsample = True
+
+    def rsample(self, sample_shape=tg.Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+
+
+class NegativeBinomial(_BinaryParamAmongOthers, Distribution):
+    """The number of successes before ``total_count`` failures of Bernoulli trials with
+    success probability ``probs`` (or ``logits``); drawn as a Poisson of a gamma draw.
+
+    Example:
+        >>> from tapegrad.distributions import NegativeBinomial
+        >>> NegativeBinomial(tg.tensor([4.0]), probs=tg.tensor([0.5])).mean
+        tensor([4.])
+    """
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        _, (total_count,) = self._take_binary_param(probs, logits, total_count)
+        self.total_count = total_count.type_as(self._param)
+        super().__init__(self._param.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(NegativeBinomial, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        self._expand_binary_param(new, batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.total_count * tg.exp(self.logits)
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / tg.sigmoid(-self.logits)
+
+    @lazy_property
+    def _gamma(self):
+        return Gamma(concentration=self.total_count, rate=tg.exp(-self.logits),
+                     validate_args=False)
+
+    def sample(self, sample_shape=tg.Size()):
+        with tg.no_grad():
+            rate = self._gamma.sample(sample_shape=sample_shape)
+            return tg.poisson(rate)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logsigmoid = tg.nn.functional.logsigmoid
+        log_unnormalized = (self.total_count * logsigmoid(-self.logits)
+                            + value * logsigmoid(self.logits))
+        log_normalization = (-tg.lgamma(self.total_count + value) + tg.lgamma(1.0 + value)
+                             + tg.lgamma(self.total_count))
+        # the mass at 0 of NegativeBinomial(0, p) is 1, where lgamma(0) would be inf
+        log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0,
+                                                          0.0)
+        return log_unnormalized - log_normalization
