@@ -18,7 +18,8 @@ from ._gamma import Beta, Chi2, Dirichlet, Gamma
 from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal,
                            InverseGamma, LogNormal, Pareto, Poisson, StudentT,
                            TransformedDistribution, Weibull)
-from ._composite import (FisherSnedecor, Kumaraswamy, NegativeBinomial,
+from ._composite import (FisherSnedecor, Kumaraswamy, LogisticNormal, MixtureSameFamily,
+                         Multinomial, NegativeBinomial,
                          OneHotCategoricalStraightThrough, RelaxedBernoulli,
                          RelaxedOneHotCategorical)
 from .constraint_registry import biject_to, transform_to
@@ -26,14 +27,15 @@ from .kl import kl_divergence, register_kl
 from .transforms import *  # noqa: F401,F403  (the transforms, as PyTorch's package has them)
 from .transforms import __all__ as _transform_names
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-           "Dirichlet", "Distribution", "Exponential", "ExponentialFamily",
-           "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-           "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
-           "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
-           "Weibull", "biject_to", "kl_divergence", "register_kl", "transform_to"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
+           "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
+           "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence",
+           "register_kl", "transform_to"]
 __all__ += _transform_names
 
 from .._public import public_dir as _public_dir  # noqa: E402

@@ -1,22 +1,26 @@
-"""Distributions PyTorch builds from others: Kumaraswamy (a uniform through powers),
+"""Distributions PyTorch builds from others: Multinomial (counts of categorical draws),
+MixtureSameFamily, LogisticNormal (a normal through stick breaking), Kumaraswamy (a uniform
+through powers),
 FisherSnedecor (a ratio of gammas), NegativeBinomial (a gamma-mixed Poisson), the relaxed
 Bernoulli and one-hot categorical (Gumbel noise over a temperature) and the straight-through
 one-hot categorical. Each draws what PyTorch's class draws, in the same order, so seeded
 samples are PyTorch's."""
+import math
 from numbers import Number
 
 import tapegrad as tg
 
 from . import constraints
 from ._gamma import Gamma
-from ._transformed import _EULER, TransformedDistribution
-from ._univariate import Categorical, OneHotCategorical, Uniform, _BinaryParam
+from ._transformed import _EULER, Binomial, TransformedDistribution
+from ._univariate import Categorical, Normal, OneHotCategorical, Uniform, _BinaryParam
 from .distribution import (Distribution, _fill, broadcast_all, clamp_probs, lazy_property)
-from .transforms import AffineTransform, ExpTransform, PowerTransform, SigmoidTransform
+from .transforms import (AffineTransform, ExpTransform, PowerTransform, SigmoidTransform,
+                         StickBreakingTransform)
 
-__all__ = ["ExpRelaxedCategorical", "FisherSnedecor", "Kumaraswamy", "LogitRelaxedBernoulli",
-           "NegativeBinomial", "OneHotCategoricalStraightThrough", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical"]
+__all__ = ["ExpRelaxedCategorical", "FisherSnedecor", "Kumaraswamy", "LogisticNormal",
+           "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "NegativeBinomial",
+           "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical"]
 
 
 def _kumaraswamy_moment(a, b, n):
@@ -421,3 +425,243 @@ class NegativeBinomial(_BinaryParamAmongOthers, Distribution):
         log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0,
                                                           0.0)
         return log_unnormalized - log_normalization
+
+
+class Multinomial(Distribution):
+    """The counts of ``total_count`` categorical draws with ``probs`` (or ``logits``) over
+    the last dimension's categories.
+
+    Example:
+        >>> from tapegrad.distributions import Multinomial
+        >>> Multinomial(4, probs=tg.tensor([0.0, 1.0])).sample()
+        tensor([0., 4.])
+    """
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        # the per-category binomials, for the entropy's sum over counts
+        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Multinomial, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.total_count = self.total_count
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self.probs * self.total_count
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=tg.Size()):
+        sample_shape = tg.Size(sample_shape)
+        # total_count categorical draws first in the sample shape, then moved last and
+        # counted per category
+        samples = self._categorical.sample(tg.Size((self.total_count,) + tuple(sample_shape)))
+        order = list(range(1, samples.dim())) + [0]
+        samples = samples.permute(*order)
+        counts = tg.zeros(tuple(self._extended_shape(sample_shape)), dtype=samples.dtype)
+        counts.scatter_add_(-1, samples, tg.ones_like(samples))
+        return counts.type_as(self.probs)
+
+    def entropy(self):
+        n = tg.tensor(self.total_count)
+        term1 = n * self._categorical.entropy() - tg.lgamma(n + 1)
+        counts = self._binomial.enumerate_support(expand=False)[1:]
+        binomial_probs = tg.exp(self._binomial.log_prob(counts))
+        term2 = (binomial_probs * tg.lgamma(counts + 1)).sum([0, -1])
+        return term1 + term2
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        logits = logits.clone()
+        log_factorial_n = tg.lgamma(value.sum(-1) + 1)
+        log_factorial_xs = tg.lgamma(value + 1).sum(-1)
+        # a category of probability 0 drawn 0 times adds nothing (not 0 * -inf)
+        _fill(logits, (value == 0) & (logits == -math.inf), 0.0)
+        log_powers = (logits * value).sum(-1)
+        return log_factorial_n - log_factorial_xs + log_powers
+
+
+class MixtureSameFamily(Distribution):
+    """A mixture of the components that are the last batch dimension of
+    ``component_distribution``, weighted by the Categorical ``mixture_distribution``.
+
+    Example:
+        >>> from tapegrad.distributions import Categorical, MixtureSameFamily, Normal
+        >>> mix = MixtureSameFamily(Categorical(probs=tg.tensor([0.5, 0.5])),
+        ...                         Normal(tg.tensor([-1.0, 1.0]), tg.ones(2)))
+        >>> mix.mean
+        tensor(0.)
+    """
+    arg_constraints = {}
+    has_rsample = False
+
+    def __init__(self, mixture_distribution, component_distribution, validate_args=None):
+        self._mixture_distribution = mixture_distribution
+        self._component_distribution = component_distribution
+        if not isinstance(mixture_distribution, Categorical):
+            raise ValueError(" The Mixture distribution needs to be an "
+                             " instance of torch.distributions.Categorical")
+        if not isinstance(component_distribution, Distribution):
+            raise ValueError("The Component distribution needs to be an "
+                             "instance of torch.distributions.Distribution")
+        mixture_batch = mixture_distribution.batch_shape
+        component_batch = component_distribution.batch_shape[:-1]
+        for size1, size2 in zip(reversed(mixture_batch), reversed(component_batch)):
+            if size1 != 1 and size2 != 1 and size1 != size2:
+                raise ValueError(f"`mixture_distribution.batch_shape` ({mixture_batch}) is not "
+                                 "compatible with `component_distribution."
+                                 f"batch_shape`({component_batch})")
+        km = mixture_distribution.logits.shape[-1]
+        kc = component_distribution.batch_shape[-1]
+        if km != kc:
+            raise ValueError(f"`mixture_distribution component` ({km}) does not"
+                             " equal `component_distribution.batch_shape[-1]`"
+                             f" ({kc})")
+        self._num_component = km
+        event_shape = component_distribution.event_shape
+        self._event_ndims = len(event_shape)
+        super().__init__(batch_shape=component_batch, event_shape=event_shape,
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        batch_shape = tg.Size(batch_shape)
+        new = self._get_checked_instance(MixtureSameFamily, _instance)
+        new._component_distribution = self._component_distribution.expand(
+            tg.Size(tuple(batch_shape) + (self._num_component,)))
+        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
+        new._num_component = self._num_component
+        new._event_ndims = self._event_ndims
+        Distribution.__init__(new, batch_shape=batch_shape,
+                              event_shape=new._component_distribution.event_shape,
+                              validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property
+    def support(self):
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
+
+    @property
+    def mixture_distribution(self):
+        return self._mixture_distribution
+
+    @property
+    def component_distribution(self):
+        return self._component_distribution
+
+    @property
+    def mean(self):
+        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
+        return tg.sum(probs * self.component_distribution.mean, dim=-1 - self._event_ndims)
+
+    @property
+    def variance(self):
+        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
+        within = tg.sum(probs * self.component_distribution.variance,
+                        dim=-1 - self._event_ndims)
+        between = tg.sum(probs * (self.component_distribution.mean
+                                  - self._pad(self.mean)).pow(2.0),
+                         dim=-1 - self._event_ndims)
+        return within + between
+
+    def cdf(self, x):
+        cdf_x = self.component_distribution.cdf(self._pad(x))
+        return tg.sum(cdf_x * self.mixture_distribution.probs, dim=-1)
+
+    def log_prob(self, x):
+        if self._validate_args:
+            self._validate_sample(x)
+        log_prob_x = self.component_distribution.log_prob(self._pad(x))
+        log_mix_prob = tg.log_softmax(self.mixture_distribution.logits, dim=-1)
+        return tg.logsumexp(log_prob_x + log_mix_prob, dim=-1)
+
+    def sample(self, sample_shape=tg.Size()):
+        with tg.no_grad():
+            # the component indices are drawn first, then every component's sample
+            gather_dim = len(sample_shape) + len(self.batch_shape)
+            event_shape = tuple(self.event_shape)
+            mix_sample = self.mixture_distribution.sample(sample_shape)
+            mix_shape = tuple(mix_sample.shape)
+            comp_samples = self.component_distribution.sample(sample_shape)
+            index = mix_sample.reshape(mix_shape + (1,) * (len(event_shape) + 1))
+            index = index.repeat((1,) * len(mix_shape) + (1,) + event_shape)
+            return tg.gather(comp_samples, gather_dim, index).squeeze(gather_dim)
+
+    def _pad(self, x):
+        return x.unsqueeze(-1 - self._event_ndims)
+
+    def _pad_mixture_dimensions(self, x):
+        dist_batch_ndims = len(self.batch_shape)
+        cat_batch_ndims = len(self.mixture_distribution.batch_shape)
+        pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
+        shape = tuple(x.shape)
+        return x.reshape(shape[:-1] + (1,) * pad_ndims + shape[-1:]
+                         + (1,) * self._event_ndims)
+
+    def __repr__(self):
+        return (f"MixtureSameFamily(\n  {self.mixture_distribution},"
+                f"\n  {self.component_distribution})")
+
+
+class LogisticNormal(TransformedDistribution):
+    """The logistic-normal distribution on the simplex: a normal vector with ``loc`` and
+    ``scale`` through stick breaking (K - 1 normals give K probabilities).
+
+    Example:
+        >>> from tapegrad.distributions import LogisticNormal
+        >>> LogisticNormal(tg.zeros(2), tg.ones(2)).event_shape
+        tapegrad.Size([3])
+    """
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        if not base_dist.batch_shape:
+            base_dist = base_dist.expand([1])
+        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LogisticNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def loc(self):
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.base_dist.scale

@@ -517,3 +517,40 @@ multinomial = _Multinomial
 cat = _Cat
 stack = _Stack
 __all__ += ["cat", "multinomial", "stack"]
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a mixture: a value is in it when it is in the components' support
+    (checked against every component, by a dimension added before the event's).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.MixtureSameFamilyConstraint(constraints.positive)
+        MixtureSameFamilyConstraint(GreaterThan(lower_bound=0.0))
+    """
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError("base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        kept = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:kept]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
+
+
+__all__ += ["MixtureSameFamilyConstraint"]
