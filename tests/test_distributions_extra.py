@@ -175,6 +175,13 @@ DISTRIBUTIONS = {
     "MixtureSameFamily_event": lambda D, a, b, p: D.MixtureSameFamily(
         D.Categorical(logits=b), D.Independent(D.Gamma(a.expand(2, 3).T, b.expand(2, 3).T), 1)),
     "LogisticNormal": lambda D, a, b, p: D.LogisticNormal(a - 1, b),
+    "ContinuousBernoulli": lambda D, a, b, p: D.ContinuousBernoulli(probs=p),
+    # probabilities inside (0.499, 0.501), where the Taylor expansions stand in
+    "ContinuousBernoulli_near_half":
+        lambda D, a, b, p: D.ContinuousBernoulli(probs=0.4995 + p / 1000),
+    "ContinuousBernoulli_logits": lambda D, a, b, p: D.ContinuousBernoulli(logits=b - 1),
+    "GeneralizedPareto": lambda D, a, b, p: D.GeneralizedPareto(a - 1, b, p - 0.5),
+    "GeneralizedPareto_heavy": lambda D, a, b, p: D.GeneralizedPareto(a, b, p + 0.3),
 }
 
 
@@ -227,7 +234,7 @@ def test_rsample_matches_pytorch_with_parameter_gradients(name):
 
 @pytest.mark.parametrize("name", list(DISTRIBUTIONS))
 def test_log_prob_and_its_gradients_match_pytorch(name):
-    theirs, _ = _make(name, torch, PD, seed=2)
+    theirs, _ = _make(name, torch, PD)
     torch.manual_seed(3)
     value = theirs.sample((4,))
     ours, ours_params = _make(name, tg, TD)
@@ -314,6 +321,12 @@ VALIDATION_ERRORS = [
     lambda D, lib: D.Multinomial(3, probs=lib.ones(2), validate_args=True).log_prob(
         lib.tensor([2.0, 2.0])),
     lambda D, lib: D.LogisticNormal(lib.zeros(2), -lib.ones(2), validate_args=True),
+    lambda D, lib: D.ContinuousBernoulli(lib.tensor([1.5]), validate_args=False),
+    lambda D, lib: D.ContinuousBernoulli(logits=lib.tensor([1.5]),
+                                         validate_args=True).log_prob(lib.tensor([1.5])),
+    lambda D, lib: D.GeneralizedPareto(0.0, -1.0, 0.5, validate_args=True),
+    lambda D, lib: D.GeneralizedPareto(lib.zeros(1), lib.ones(1), -lib.ones(1),
+                                       validate_args=True).log_prob(lib.tensor([2.0])),
     lambda D, lib: D.MixtureSameFamily(D.Categorical(probs=lib.ones(2)),
                                        D.Gamma(lib.ones(2), 1.0),
                                        validate_args=True).log_prob(lib.tensor([-1.0])),
@@ -331,3 +344,59 @@ def test_validation_and_support_errors_are_pytorch_texts(case):
     theirs, ours = [_message(lambda: VALIDATION_ERRORS[case](D, lib))
                     for D, lib in ((PD, torch), (TD, tg))]
     assert same_text(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["ContinuousBernoulli", "ContinuousBernoulli_near_half",
+                                  "ContinuousBernoulli_logits", "GeneralizedPareto",
+                                  "GeneralizedPareto_heavy"])
+def test_cdf_and_icdf_match_pytorch_with_gradients(name):
+    u = np.linspace(0.02, 0.98, 7).reshape(7, 1)
+    ours, ours_params = _make(name, tg, TD)
+    theirs, their_params = _make(name, torch, PD)
+    x = theirs.icdf(torch.tensor(u)).detach()
+    close(ours.icdf(tg.tensor(u)), theirs.icdf(torch.tensor(u)), "icdf")
+    a, b = ours.cdf(tg.tensor(x.numpy())), theirs.cdf(x)
+    close(a, b, "cdf")
+    a.sum().backward()
+    b.sum().backward()
+    _same_grads(_grads(ours_params), _grads(their_params), "cdf grad")
+
+
+def test_generalized_pareto_support_and_survival_match_pytorch():
+    ours, _ = _make("GeneralizedPareto", tg, TD)
+    theirs, _ = _make("GeneralizedPareto", torch, PD)
+    close(ours.support.upper_bound, theirs.support.upper_bound, "upper bound")
+    value = theirs.mean.detach()
+    close(ours.log_survival_function(tg.tensor(value.numpy())),
+          theirs.log_survival_function(value), "log survival")
+
+
+def _kl_pairs(D, lib):
+    r = np.random.RandomState(4)
+    a, b = lib.tensor(np.exp(r.randn(3)) + 0.2), lib.tensor(np.exp(r.randn(3)) + 0.2)
+    p = lib.tensor(1 / (1 + np.exp(-r.randn(3))), requires_grad=True)
+    q = lib.tensor(1 / (1 + np.exp(-r.randn(3))))
+    cb = D.ContinuousBernoulli(probs=p)
+    return [
+        (cb, D.ContinuousBernoulli(probs=q)),
+        (cb, D.ContinuousBernoulli(logits=a - 1)),
+        (D.ContinuousBernoulli(probs=0.4999 + q / 1000), cb),
+        (D.Beta(a, b), cb), (cb, D.Pareto(a, b)), (cb, D.Exponential(a)),
+        (cb, D.Normal(a, b)), (cb, D.Uniform(a - 2, b + 1)), (cb, D.Uniform(-a, b)),
+        (D.Exponential(a), cb), (D.Gamma(a, b), cb), (D.Gumbel(a, b), cb),
+        (D.Laplace(a, b), cb), (D.Normal(a, b), cb), (D.Pareto(a, b), cb),
+        (D.Uniform(q * 0.5, q * 0.5 + 0.4), cb), (D.Uniform(-q, q + 0.1), cb),
+    ], p
+
+
+@pytest.mark.parametrize("case", range(17))
+def test_kl_divergences_of_continuous_bernoulli_match_pytorch(case):
+    ours_pairs, ours_p = _kl_pairs(TD, tg)
+    their_pairs, their_p = _kl_pairs(PD, torch)
+    a = TD.kl_divergence(*ours_pairs[case])
+    b = PD.kl_divergence(*their_pairs[case])
+    close(a, b, "kl")
+    if b.requires_grad:
+        b.sum().backward()
+        a.sum().backward()
+        close(ours_p.grad, their_p.grad, "kl grad")

@@ -22,14 +22,16 @@ from ._composite import (FisherSnedecor, Kumaraswamy, LogisticNormal, MixtureSam
                          Multinomial, NegativeBinomial,
                          OneHotCategoricalStraightThrough, RelaxedBernoulli,
                          RelaxedOneHotCategorical)
+from ._by_icdf import ContinuousBernoulli, GeneralizedPareto
 from .constraint_registry import biject_to, transform_to
 from .kl import kl_divergence, register_kl
 from .transforms import *  # noqa: F401,F403  (the transforms, as PyTorch's package has them)
 from .transforms import __all__ as _transform_names
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
-           "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
-           "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+           "ContinuousBernoulli", "Dirichlet", "Distribution", "Exponential",
+           "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
+           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
            "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",

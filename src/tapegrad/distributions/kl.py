@@ -11,6 +11,7 @@ from ._multivariate import MultivariateNormal, _batch_mahalanobis
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._gamma import Beta, Dirichlet, Gamma
+from ._by_icdf import ContinuousBernoulli
 from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, Pareto, Poisson,
                            TransformedDistribution)
 
@@ -608,3 +609,68 @@ def _kl_uniform_pareto(p, q):
     result = t2 * (q.alpha + 1) - t1
     _fill(result, p.low < q.support.lower_bound, inf)
     return result
+
+
+# ContinuousBernoulli: its support is [0, 1], so it is infinitely far from a distribution on
+# a half line beginning above 0 (Pareto), and one with mass outside [0, 1] is infinitely far
+# from it
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + tg.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - tg.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+def _minus_entropy_plus_cross_term(p, q):
+    # -H(p) - E_p[log q], log q(x) = x logits + log(1 - probs) + log normaliser
+    return -p.entropy() - p.mean * q.logits - tg.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+register_kl(Beta, ContinuousBernoulli)(_minus_entropy_plus_cross_term)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - tg.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + tg.square(q.loc / q.scale)) + tg.log(q.scale)
+    t3 = ((p.variance + tg.square(p.mean) - 2.0 * q.loc * p.mean)
+          / (2.0 * tg.square(q.scale)))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # PyTorch's test: infinite unless the uniform reaches past both ends of [0, 1]
+    outside = (tg.ge(q.low, p.support.lower_bound)
+               | tg.le(q.high, p.support.upper_bound))
+    return tg.where(outside, tg.ones_like(result) * inf, result)
+
+
+register_kl(Exponential, ContinuousBernoulli)(_kl_exponential_infinity)
+register_kl(Gamma, ContinuousBernoulli)(_kl_gamma_infinity)
+register_kl(Gumbel, ContinuousBernoulli)(_kl_gumbel_infinity)
+register_kl(Laplace, ContinuousBernoulli)(_kl_laplace_infinity)
+register_kl(Normal, ContinuousBernoulli)(_kl_normal_infinity)
+register_kl(Pareto, ContinuousBernoulli)(_kl_pareto_infinity)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = _minus_entropy_plus_cross_term(p, q)
+    outside = (tg.ge(p.high, q.support.upper_bound)
+               | tg.le(p.low, q.support.lower_bound))
+    return tg.where(outside, tg.ones_like(result) * inf, result)
