@@ -182,6 +182,9 @@ DISTRIBUTIONS = {
     "ContinuousBernoulli_logits": lambda D, a, b, p: D.ContinuousBernoulli(logits=b - 1),
     "GeneralizedPareto": lambda D, a, b, p: D.GeneralizedPareto(a - 1, b, p - 0.5),
     "GeneralizedPareto_heavy": lambda D, a, b, p: D.GeneralizedPareto(a, b, p + 0.3),
+    "VonMises": lambda D, a, b, p: D.VonMises(a * 3, b),
+    # concentrations on both sides of the Bessel approximations' switch at 3.75
+    "VonMises_concentrated": lambda D, a, b, p: D.VonMises(a - 1, b * 4),
 }
 
 
@@ -325,6 +328,7 @@ VALIDATION_ERRORS = [
     lambda D, lib: D.ContinuousBernoulli(logits=lib.tensor([1.5]),
                                          validate_args=True).log_prob(lib.tensor([1.5])),
     lambda D, lib: D.GeneralizedPareto(0.0, -1.0, 0.5, validate_args=True),
+    lambda D, lib: D.VonMises(lib.zeros(2), lib.tensor([1.0, 0.0]), validate_args=True),
     lambda D, lib: D.GeneralizedPareto(lib.zeros(1), lib.ones(1), -lib.ones(1),
                                        validate_args=True).log_prob(lib.tensor([2.0])),
     lambda D, lib: D.MixtureSameFamily(D.Categorical(probs=lib.ones(2)),

@@ -23,6 +23,7 @@ from ._composite import (FisherSnedecor, Kumaraswamy, LogisticNormal, MixtureSam
                          OneHotCategoricalStraightThrough, RelaxedBernoulli,
                          RelaxedOneHotCategorical)
 from ._by_icdf import ContinuousBernoulli, GeneralizedPareto
+from ._von_mises import VonMises
 from .constraint_registry import biject_to, transform_to
 from .kl import kl_divergence, register_kl
 from .transforms import *  # noqa: F401,F403  (the transforms, as PyTorch's package has them)
@@ -36,8 +37,8 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence",
-           "register_kl", "transform_to"]
+           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
+           "kl_divergence", "register_kl", "transform_to"]
 __all__ += _transform_names
 
 from .._public import public_dir as _public_dir  # noqa: E402
