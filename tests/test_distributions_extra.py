@@ -155,6 +155,10 @@ def _params(seed=1):
     return a, b, p
 
 
+def _lib(D):
+    return torch if D is PD else tg
+
+
 # name -> constructor from (a, b, p) tensors; the first two positive, p in (0, 1)
 DISTRIBUTIONS = {
     "Kumaraswamy": lambda D, a, b, p: D.Kumaraswamy(a, b),
@@ -182,6 +186,10 @@ DISTRIBUTIONS = {
     "ContinuousBernoulli_logits": lambda D, a, b, p: D.ContinuousBernoulli(logits=b - 1),
     "GeneralizedPareto": lambda D, a, b, p: D.GeneralizedPareto(a - 1, b, p - 0.5),
     "GeneralizedPareto_heavy": lambda D, a, b, p: D.GeneralizedPareto(a, b, p + 0.3),
+    "LowRankMultivariateNormal": lambda D, a, b, p: D.LowRankMultivariateNormal(
+        (a - 1).expand(2, 3), _lib(D).stack([b, p], -1), a),
+    "LowRankMultivariateNormal_batched_factor": lambda D, a, b, p: D.LowRankMultivariateNormal(
+        a - 1, _lib(D).stack([b, p], -1).expand(2, 3, 2) * 0.5, b.expand(2, 3)),
     "VonMises": lambda D, a, b, p: D.VonMises(a * 3, b),
     # concentrations on both sides of the Bessel approximations' switch at 3.75
     "VonMises_concentrated": lambda D, a, b, p: D.VonMises(a - 1, b * 4),
@@ -404,3 +412,63 @@ def test_kl_divergences_of_continuous_bernoulli_match_pytorch(case):
         b.sum().backward()
         a.sum().backward()
         close(ours_p.grad, their_p.grad, "kl grad")
+
+
+@pytest.mark.parametrize("name", ["LowRankMultivariateNormal",
+                                  "LowRankMultivariateNormal_batched_factor"])
+@pytest.mark.parametrize("what", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_low_rank_normal_matrices_match_pytorch_with_gradients(name, what):
+    ours, ours_params = _make(name, tg, TD)
+    theirs, their_params = _make(name, torch, PD)
+    a, b = getattr(ours, what), getattr(theirs, what)
+    close(a, b, what)
+    (a * a).sum().backward()
+    (b * b).sum().backward()
+    _same_grads(_grads(ours_params), _grads(their_params), what + " grad")
+
+
+def _low_rank_kl_pairs(D, lib):
+    r = np.random.RandomState(6)
+    loc = lib.tensor(r.randn(2, 3), requires_grad=True)
+    factor = lib.tensor(r.randn(3, 2))
+    diag = lib.tensor(np.exp(r.randn(3)))
+    tril = lib.tensor(np.tril(r.randn(3, 3)) + 3 * np.eye(3))
+    low = D.LowRankMultivariateNormal(loc, factor, diag)
+    other = D.LowRankMultivariateNormal(lib.zeros(3), factor * 0.5 + 0.1, diag + 1)
+    full = D.MultivariateNormal(lib.ones(3), scale_tril=tril)
+    return [(low, other), (other, low), (full, low), (low, full)], loc
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_kl_divergences_of_low_rank_normal_match_pytorch(case):
+    ours_pairs, ours_loc = _low_rank_kl_pairs(TD, tg)
+    their_pairs, their_loc = _low_rank_kl_pairs(PD, torch)
+    a = TD.kl_divergence(*ours_pairs[case])
+    b = PD.kl_divergence(*their_pairs[case])
+    close(a, b, "kl")
+    a.sum().backward()
+    b.sum().backward()
+    close(ours_loc.grad, their_loc.grad, "kl grad")
+
+
+LOW_RANK_ERRORS = [
+    lambda D, lib: D.LowRankMultivariateNormal(lib.tensor(0.0), lib.ones(1, 1), lib.ones(1)),
+    lambda D, lib: D.LowRankMultivariateNormal(lib.zeros(2), lib.ones(2), lib.ones(2)),
+    lambda D, lib: D.LowRankMultivariateNormal(lib.zeros(2), lib.ones(3, 1), lib.ones(2)),
+    lambda D, lib: D.LowRankMultivariateNormal(lib.zeros(2), lib.ones(2, 1), lib.ones(3)),
+    lambda D, lib: D.LowRankMultivariateNormal(lib.zeros(4, 2), lib.ones(3, 2, 1),
+                                               lib.ones(2)),
+    lambda D, lib: D.LowRankMultivariateNormal(lib.tensor([0.0, float("nan")]),
+                                               lib.ones(2, 1), lib.ones(2),
+                                               validate_args=True),
+    lambda D, lib: D.kl_divergence(
+        D.LowRankMultivariateNormal(lib.zeros(2), lib.ones(2, 1), lib.ones(2)),
+        D.LowRankMultivariateNormal(lib.zeros(3), lib.ones(3, 1), lib.ones(3))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(LOW_RANK_ERRORS)))
+def test_low_rank_normal_errors_are_pytorch_texts(case):
+    theirs, ours = [_message(lambda: LOW_RANK_ERRORS[case](D, lib))
+                    for D, lib in ((PD, torch), (TD, tg))]
+    assert same_text(ours, theirs)

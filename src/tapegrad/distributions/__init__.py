@@ -13,7 +13,7 @@ from . import constraints, transforms
 from .distribution import Distribution
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
-from ._multivariate import MultivariateNormal
+from ._multivariate import LowRankMultivariateNormal, MultivariateNormal
 from ._gamma import Beta, Chi2, Dirichlet, Gamma
 from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal,
                            InverseGamma, LogNormal, Pareto, Poisson, StudentT,
@@ -33,12 +33,13 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ContinuousBernoulli", "Dirichlet", "Distribution", "Exponential",
            "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
-           "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "MixtureSameFamily",
-           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
-           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
-           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
-           "kl_divergence", "register_kl", "transform_to"]
+           "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal",
+           "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+           "VonMises", "Weibull", "biject_to", "kl_divergence", "register_kl",
+           "transform_to"]
 __all__ += _transform_names
 
 from .._public import public_dir as _public_dir  # noqa: E402

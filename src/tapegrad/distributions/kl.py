@@ -7,7 +7,9 @@ import warnings
 import tapegrad as tg
 
 from .distribution import Distribution, _fill, _sum_rightmost
-from ._multivariate import MultivariateNormal, _batch_mahalanobis
+from ._multivariate import (LowRankMultivariateNormal, MultivariateNormal,
+                           _batch_lowrank_logdet, _batch_lowrank_mahalanobis,
+                           _batch_mahalanobis, _batch_trace_XXT)
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._gamma import Beta, Dirichlet, Gamma
@@ -674,3 +676,76 @@ def _kl_uniform_continuous_bernoulli(p, q):
     outside = (tg.ge(p.high, q.support.upper_bound)
                | tg.le(p.low, q.support.lower_bound))
     return tg.where(outside, tg.ones_like(result) * inf, result)
+
+
+# LowRankMultivariateNormal: inv(q's covariance) through Woodbury, inv(qD) - A^T A with
+# A = C^-1 qW^T inv(qD), so the trace term splits into traces of X X^T
+
+
+def _same_event_shape(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with"
+                         "                          different event shapes cannot be computed")
+
+
+def _lowrank_logdet(d):
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag,
+                                 d._capacitance_tril)
+
+
+def _lowrank_woodbury_factor(q):
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return tg.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
+
+
+def _lowrank_mahalanobis(q, p):
+    return _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                      q.loc - p.loc, q._capacitance_tril)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _same_event_shape(p, q, "Low Rank Multivariate Normals")
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term3 = _lowrank_mahalanobis(q, p)
+    A = _lowrank_woodbury_factor(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    term1 = (_lowrank_logdet(q)
+             - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term3 = _lowrank_mahalanobis(q, p)
+    A = _lowrank_woodbury_factor(q)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    term1 = (2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+             - _lowrank_logdet(p))
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
+    # inv(q_tril q_tril^T) (pW pW^T + pD): both parts solved against q's factor
+    batch = tuple(tg.broadcast_shapes(tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+                                      tuple(p._unbroadcasted_cov_factor.shape[:-2])))
+    n = p.event_shape[0]
+    q_scale_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
+    p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
+    p_cov_diag = tg.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
+    term21 = _batch_trace_XXT(tg.linalg.solve_triangular(q_scale_tril, p_cov_factor,
+                                                         upper=False))
+    term22 = _batch_trace_XXT(tg.linalg.solve_triangular(q_scale_tril, p_cov_diag,
+                                                         upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
