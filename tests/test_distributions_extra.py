@@ -472,3 +472,53 @@ def test_low_rank_normal_errors_are_pytorch_texts(case):
     theirs, ours = [_message(lambda: LOW_RANK_ERRORS[case](D, lib))
                     for D, lib in ((PD, torch), (TD, tg))]
     assert same_text(ours, theirs)
+
+
+def _registry_cases(D):
+    C = D.constraints
+    return [
+        ("transform_to", C.lower_cholesky, np.random.RandomState(1).randn(2, 3, 3)),
+        ("transform_to", C.positive_definite, np.random.RandomState(2).randn(3, 3)),
+        ("transform_to", C.positive_semidefinite, np.random.RandomState(3).randn(3, 3)),
+        ("biject_to", C.corr_cholesky, np.random.RandomState(4).randn(2, 3)),
+        ("transform_to", C.corr_cholesky, np.random.RandomState(5).randn(6)),
+        ("biject_to", C.cat([C.positive, C.interval(-1.0, 2.0)], dim=-1, lengths=[2, 1]),
+         np.random.RandomState(6).randn(4, 3)),
+        ("transform_to", C.cat([C.positive, C.less_than(2.0)], dim=0, lengths=[1, 3]),
+         np.random.RandomState(7).randn(4, 4)),
+        ("biject_to", C.stack([C.positive, C.unit_interval], dim=0),
+         np.random.RandomState(8).randn(2, 3)),
+        ("transform_to", C.stack([C.positive, C.greater_than(1.0)], dim=-1),
+         np.random.RandomState(9).randn(3, 2)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_biject_to_and_transform_to_of_the_new_constraints_match_pytorch(case):
+    kind, ours_c, x = _registry_cases(TD)[case]
+    _, their_c, _ = _registry_cases(PD)[case]
+    ours_t, their_t = getattr(TD, kind)(ours_c), getattr(PD, kind)(their_c)
+    assert type(ours_t).__name__ == type(their_t).__name__
+    xa, xb = both(x, grad=True)
+    ya, yb = ours_t(xa), their_t(xb)
+    close(ya, yb, "y")
+    assert bool(ours_c.check(ya).all())
+    ya.sum().backward()
+    yb.sum().backward()
+    close(xa.grad, xb.grad, "grad")
+
+
+def test_biject_to_lower_cholesky_is_refused_as_pytorch_does():
+    for D in (PD, TD):
+        with pytest.raises(NotImplementedError):
+            D.biject_to(D.constraints.lower_cholesky)
+
+
+def test_matrix_constraints_are_related_as_pytorch_s_classes_are():
+    pairs = [("positive_definite", "symmetric"), ("positive_semidefinite", "symmetric"),
+             ("symmetric", "square"), ("lower_cholesky", "lower_triangular"),
+             ("corr_cholesky", "lower_cholesky")]
+    for a, b in pairs:
+        theirs = isinstance(getattr(PD.constraints, a), type(getattr(PD.constraints, b)))
+        ours = isinstance(getattr(TD.constraints, a), type(getattr(TD.constraints, b)))
+        assert ours == theirs, (a, b)

@@ -252,7 +252,7 @@ class _LowerTriangular(Constraint):
         return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
 
 
-class _LowerCholesky(_LowerTriangular):
+class _LowerCholesky(Constraint):
     """Lower-triangular square matrices with a positive diagonal.
 
     Example:
@@ -260,12 +260,14 @@ class _LowerCholesky(_LowerTriangular):
         >>> constraints.lower_cholesky.check(tg.eye(2))
         tensor(True)
     """
+    event_dim = 2
+
     def check(self, value):
         positive = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
-        return super().check(value) & positive
+        return _LowerTriangular().check(value) & positive
 
 
-class _CorrCholesky(_LowerCholesky):
+class _CorrCholesky(Constraint):
     """Cholesky factors of correlation matrices: lower Cholesky factors whose rows have
     unit length (within ``10 * n * eps``, PyTorch's tolerance).
 
@@ -274,12 +276,14 @@ class _CorrCholesky(_LowerCholesky):
         >>> constraints.corr_cholesky.check(2 * tg.eye(2))
         tensor(False)
     """
+    event_dim = 2
+
     def check(self, value):
         import tapegrad as tg
         tol = tg.finfo(value.dtype).eps * value.size(-1) * 10
         row_norm = tg.linalg.norm(value.detach(), dim=-1)
         unit_rows = (row_norm - 1.0).abs().le(tol).all(dim=-1)
-        return super().check(value) & unit_rows
+        return _LowerCholesky().check(value) & unit_rows
 
 
 class _Square(Constraint):
