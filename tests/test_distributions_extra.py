@@ -190,6 +190,8 @@ DISTRIBUTIONS = {
         (a - 1).expand(2, 3), _lib(D).stack([b, p], -1), a),
     "LowRankMultivariateNormal_batched_factor": lambda D, a, b, p: D.LowRankMultivariateNormal(
         a - 1, _lib(D).stack([b, p], -1).expand(2, 3, 2) * 0.5, b.expand(2, 3)),
+    "LKJCholesky": lambda D, a, b, p: D.LKJCholesky(3, a),
+    "LKJCholesky_dim5": lambda D, a, b, p: D.LKJCholesky(5, b[1]),
     "VonMises": lambda D, a, b, p: D.VonMises(a * 3, b),
     # concentrations on both sides of the Bessel approximations' switch at 3.75
     "VonMises_concentrated": lambda D, a, b, p: D.VonMises(a - 1, b * 4),
@@ -337,6 +339,9 @@ VALIDATION_ERRORS = [
                                          validate_args=True).log_prob(lib.tensor([1.5])),
     lambda D, lib: D.GeneralizedPareto(0.0, -1.0, 0.5, validate_args=True),
     lambda D, lib: D.VonMises(lib.zeros(2), lib.tensor([1.0, 0.0]), validate_args=True),
+    lambda D, lib: D.LKJCholesky(1, 1.0),
+    lambda D, lib: D.LKJCholesky(2, lib.tensor([1.0, -1.0]), validate_args=True),
+    lambda D, lib: D.LKJCholesky(2, 1.0, validate_args=True).log_prob(2 * lib.eye(2)),
     lambda D, lib: D.GeneralizedPareto(lib.zeros(1), lib.ones(1), -lib.ones(1),
                                        validate_args=True).log_prob(lib.tensor([2.0])),
     lambda D, lib: D.MixtureSameFamily(D.Categorical(probs=lib.ones(2)),

@@ -105,6 +105,7 @@ PATHS = {
     "distributions.inverse_gamma": ("distributions", "InverseGamma"),
     "distributions.kumaraswamy": ("distributions", "Kumaraswamy"),
     "distributions.laplace": ("distributions", "Laplace"),
+    "distributions.lkj_cholesky": ("distributions", "LKJCholesky"),
     "distributions.log_normal": ("distributions", "LogNormal"),
     "distributions.logistic_normal": ("distributions", "LogisticNormal"),
     "distributions.lowrank_multivariate_normal": ("distributions", "LowRankMultivariateNormal"),

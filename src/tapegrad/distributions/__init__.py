@@ -18,8 +18,8 @@ from ._gamma import Beta, Chi2, Dirichlet, Gamma
 from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfCauchy, HalfNormal,
                            InverseGamma, LogNormal, Pareto, Poisson, StudentT,
                            TransformedDistribution, Weibull)
-from ._composite import (FisherSnedecor, Kumaraswamy, LogisticNormal, MixtureSameFamily,
-                         Multinomial, NegativeBinomial,
+from ._composite import (FisherSnedecor, Kumaraswamy, LKJCholesky, LogisticNormal,
+                         MixtureSameFamily, Multinomial, NegativeBinomial,
                          OneHotCategoricalStraightThrough, RelaxedBernoulli,
                          RelaxedOneHotCategorical)
 from ._by_icdf import ContinuousBernoulli, GeneralizedPareto
@@ -33,13 +33,13 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ContinuousBernoulli", "Dirichlet", "Distribution", "Exponential",
            "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
-           "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal",
-           "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-           "NegativeBinomial", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
-           "VonMises", "Weibull", "biject_to", "kl_divergence", "register_kl",
-           "transform_to"]
+           "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal",
+           "LowRankMultivariateNormal", "LogisticNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
+           "kl_divergence", "register_kl", "transform_to"]
 __all__ += _transform_names
 
 from .._public import public_dir as _public_dir  # noqa: E402

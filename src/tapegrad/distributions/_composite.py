@@ -1,5 +1,6 @@
 """Distributions PyTorch builds from others: Multinomial (counts of categorical draws),
-MixtureSameFamily, LogisticNormal (a normal through stick breaking), Kumaraswamy (a uniform
+MixtureSameFamily, LogisticNormal (a normal through stick breaking), LKJCholesky (betas and
+directions on spheres), Kumaraswamy (a uniform
 through powers),
 FisherSnedecor (a ratio of gammas), NegativeBinomial (a gamma-mixed Poisson), the relaxed
 Bernoulli and one-hot categorical (Gumbel noise over a temperature) and the straight-through
@@ -11,14 +12,15 @@ from numbers import Number
 import tapegrad as tg
 
 from . import constraints
-from ._gamma import Gamma
+from ._gamma import Beta, Gamma
 from ._transformed import _EULER, Binomial, TransformedDistribution
 from ._univariate import Categorical, Normal, OneHotCategorical, Uniform, _BinaryParam
 from .distribution import (Distribution, _fill, broadcast_all, clamp_probs, lazy_property)
 from .transforms import (AffineTransform, ExpTransform, PowerTransform, SigmoidTransform,
                          StickBreakingTransform)
 
-__all__ = ["ExpRelaxedCategorical", "FisherSnedecor", "Kumaraswamy", "LogisticNormal",
+__all__ = ["ExpRelaxedCategorical", "FisherSnedecor", "Kumaraswamy", "LKJCholesky",
+           "LogisticNormal",
            "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "NegativeBinomial",
            "OneHotCategoricalStraightThrough", "RelaxedBernoulli", "RelaxedOneHotCategorical"]
 
@@ -665,3 +667,63 @@ class LogisticNormal(TransformedDistribution):
     @property
     def scale(self):
         return self.base_dist.base_dist.scale
+
+
+class LKJCholesky(Distribution):
+    """The LKJ distribution of Cholesky factors of ``dim`` x ``dim`` correlation matrices,
+    with ``concentration``; drawn by the onion method: a beta draw per row for its squared
+    length below the diagonal, then a uniform direction from normal draws.
+
+    Example:
+        >>> from tapegrad.distributions import LKJCholesky
+        >>> LKJCholesky(3, 0.5).event_shape
+        tapegrad.Size([3, 3])
+    """
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.corr_cholesky
+
+    def __init__(self, dim, concentration=1.0, validate_args=None):
+        if dim < 2:
+            raise ValueError("Expected dim to be an integer greater than or equal to 2. "
+                             f"Found dim={dim}.")
+        self.dim = dim
+        (self.concentration,) = broadcast_all(concentration)
+        marginal_conc = self.concentration + 0.5 * (self.dim - 2)
+        offset = tg.arange(self.dim - 1, dtype=self.concentration.dtype)
+        offset = tg.cat([offset.new_zeros((1,)), offset])
+        self._beta = Beta(offset + 0.5, marginal_conc.unsqueeze(-1) - 0.5 * offset)
+        super().__init__(self.concentration.size(), tg.Size((dim, dim)), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LKJCholesky, _instance)
+        batch_shape = tg.Size(batch_shape)
+        new.dim = self.dim
+        new.concentration = self.concentration.expand(batch_shape)
+        new._beta = self._beta.expand(tuple(batch_shape) + (self.dim,))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=tg.Size()):
+        y = self._beta.sample(sample_shape).unsqueeze(-1)
+        u_normal = tg.randn(tuple(self._extended_shape(sample_shape)), dtype=y.dtype).tril(-1)
+        u_hypersphere = u_normal / u_normal.norm(dim=-1, keepdim=True)
+        u_hypersphere[..., 0, :].fill_(0.0)      # the first row's 0 / 0
+        w = tg.sqrt(y) * u_hypersphere
+        diag_elems = tg.clamp(1 - tg.sum(w ** 2, dim=-1), min=tg.finfo(w.dtype).tiny).sqrt()
+        w += tg.diag_embed(diag_elems)
+        return w
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
+        order = tg.arange(2, self.dim + 1)
+        order = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
+        unnormalized_log_pdf = tg.sum(order * diag_elems.log(), dim=-1)
+        dm1 = self.dim - 1
+        alpha = self.concentration + 0.5 * dm1
+        denominator = tg.lgamma(alpha) * dm1
+        numerator = tg.mvlgamma(alpha - 0.5, dm1)
+        normalize_term = 0.5 * dm1 * math.log(math.pi) + numerator - denominator
+        return unnormalized_log_pdf - normalize_term
