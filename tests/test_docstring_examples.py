@@ -37,6 +37,8 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.distributions._univariate", "tapegrad.distributions._multivariate",
            "tapegrad.distributions.kl", "tapegrad.distributions._gamma",
            "tapegrad.distributions._transformed", "tapegrad.distributions._ops",
+           "tapegrad.distributions._composite", "tapegrad.distributions._by_icdf",
+           "tapegrad.distributions._von_mises",
            "tapegrad.distributions.transforms", "tapegrad.distributions.constraint_registry",
            "tapegrad.settings", "tapegrad.random",
            "tapegrad.version", "tapegrad.nn.parameter", "tapegrad._gradcheck", "tapegrad.legacy",

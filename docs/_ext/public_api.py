@@ -74,6 +74,12 @@ def public_names(module_name):
         top = importlib.import_module("tapegrad")
         names = [n for n in names if not (inspect.isclass(getattr(module, n))
                                           and getattr(top, n, None) is getattr(module, n))]
+        # likewise a class re-exported from another module with a section of its own
+        # (tapegrad.distributions re-exports tapegrad.distributions.transforms' classes, as
+        # PyTorch's package does) is documented there only
+        sections = {m for m, _ in MODULES} - {module_name}
+        names = [n for n in names if not (inspect.isclass(getattr(module, n))
+                                          and getattr(module, n).__module__ in sections)]
     return sorted(names, key=lambda n: (n.lower(), n))
 
 

@@ -1,14 +1,17 @@
 """MultivariateNormal, parametrised as PyTorch's by a covariance, precision or lower Cholesky
 factor; everything is computed from the Cholesky factor with tapegrad's differentiable
-cholesky, solve_triangular and matmul, and draws ``loc + L @ eps`` from PyTorch's stream."""
+cholesky, solve_triangular and matmul, and draws ``loc + L @ eps`` from PyTorch's stream.
+LowRankMultivariateNormal, whose covariance is W W^T + diag(D), works through the small
+"capacitance" matrix I + W^T D^-1 W instead, as PyTorch's does."""
 import math
 
 import tapegrad as tg
 
 from . import constraints
+from ._univariate import _standard_normal
 from .distribution import Distribution, lazy_property
 
-__all__ = ["MultivariateNormal"]
+__all__ = ["LowRankMultivariateNormal", "MultivariateNormal"]
 
 
 def _batch_mv(bmat, bvec):
@@ -157,6 +160,159 @@ class MultivariateNormal(Distribution):
 
     def entropy(self):
         H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        if len(self._batch_shape) == 0:
+            return H
+        return H.expand(self._batch_shape)
+
+
+def _plus_identity(K):
+    # PyTorch adds 1 to the diagonal in place; adding the identity gives the same numbers
+    # and gradients
+    return K + tg.eye(K.size(-1), dtype=K.dtype)
+
+
+def _batch_capacitance_tril(W, D):
+    # the Cholesky factor of I + W^T D^-1 W
+    Wt_Dinv = W.mT / D.unsqueeze(-2)
+    return tg.linalg.cholesky(_plus_identity(tg.matmul(Wt_Dinv, W)))
+
+
+def _batch_lowrank_logdet(W, D, capacitance_tril):
+    # matrix determinant lemma: log|W W^T + D| = log|C| + log|D|
+    return (2 * capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+            + D.log().sum(-1))
+
+
+def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
+    # Woodbury: x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1/2 W^T D^-1 x|^2
+    Wt_Dinv = W.mT / D.unsqueeze(-2)
+    Wt_Dinv_x = _batch_mv(Wt_Dinv, x)
+    return (x.pow(2) / D).sum(-1) - _batch_mahalanobis(capacitance_tril, Wt_Dinv_x)
+
+
+def _batch_trace_XXT(bmat):
+    # tr(X X^T) of each matrix of the batch: the sum of its squared entries
+    m, n = bmat.size(-2), bmat.size(-1)
+    return bmat.reshape(-1, m * n).pow(2).sum(-1).reshape(tuple(bmat.shape[:-2]))
+
+
+class LowRankMultivariateNormal(Distribution):
+    """The multivariate normal distribution with mean ``loc`` and covariance
+    ``cov_factor @ cov_factor.T + diag(cov_diag)``.
+
+    Example:
+        >>> from tapegrad.distributions import LowRankMultivariateNormal
+        >>> d = LowRankMultivariateNormal(tg.zeros(2), tg.tensor([[1.0], [0.0]]), tg.ones(2))
+        >>> d.covariance_matrix
+        tensor([[2., 0.],
+                [0., 1.]])
+    """
+    arg_constraints = {"loc": constraints.real_vector,
+                       "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        event_shape = loc.shape[-1:]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, "
+                             "with optional leading batch dimensions")
+        if cov_factor.shape[-2:-1] != event_shape:
+            raise ValueError("cov_factor must be a batch of matrices with shape "
+                             f"{event_shape[0]} x m")
+        if cov_diag.shape[-1:] != event_shape:
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {event_shape}")
+        try:
+            loc_, self.cov_factor, cov_diag_ = tg.broadcast_tensors(
+                loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1))
+        except RuntimeError as e:
+            raise ValueError(f"Incompatible batch shapes: loc {loc.shape}, cov_factor "
+                             f"{cov_factor.shape}, cov_diag {cov_diag.shape}") from e
+        self.loc = loc_[..., 0]
+        self.cov_diag = cov_diag_[..., 0]
+        self._unbroadcasted_cov_factor = cov_factor
+        self._unbroadcasted_cov_diag = cov_diag
+        self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
+        super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
+        batch_shape = tg.Size(batch_shape)
+        loc_shape = tuple(batch_shape) + tuple(self.event_shape)
+        new.loc = self.loc.expand(loc_shape)
+        new.cov_diag = self.cov_diag.expand(loc_shape)
+        new.cov_factor = self.cov_factor.expand(loc_shape + tuple(self.cov_factor.shape[-1:]))
+        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
+        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
+        new._capacitance_tril = self._capacitance_tril
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _matrix_shape(self):
+        return tuple(self._batch_shape) + tuple(self._event_shape) * 2
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @lazy_property
+    def variance(self):
+        return (self._unbroadcasted_cov_factor.pow(2).sum(-1)
+                + self._unbroadcasted_cov_diag).expand(tuple(self._batch_shape)
+                                                       + tuple(self._event_shape))
+
+    @lazy_property
+    def scale_tril(self):
+        # D^1/2 chol(I + D^-1/2 W W^T D^-1/2)
+        diag_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
+        Dinvsqrt_W = self._unbroadcasted_cov_factor / diag_sqrt
+        K = _plus_identity(tg.matmul(Dinvsqrt_W, Dinvsqrt_W.mT))
+        return (diag_sqrt * tg.linalg.cholesky(K)).expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self):
+        W = self._unbroadcasted_cov_factor
+        return (tg.matmul(W, W.mT)
+                + tg.diag_embed(self._unbroadcasted_cov_diag)).expand(self._matrix_shape())
+
+    @lazy_property
+    def precision_matrix(self):
+        Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
+        A = tg.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
+        precision = tg.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - A.mT @ A
+        return precision.expand(self._matrix_shape())
+
+    def rsample(self, sample_shape=tg.Size()):
+        shape = self._extended_shape(sample_shape)
+        # the factor's noise is drawn before the diagonal's
+        eps_W = _standard_normal(tuple(shape[:-1]) + tuple(self.cov_factor.shape[-1:]),
+                                 self.loc.dtype)
+        eps_D = _standard_normal(shape, self.loc.dtype)
+        return (self.loc + _batch_mv(self._unbroadcasted_cov_factor, eps_W)
+                + self._unbroadcasted_cov_diag.sqrt() * eps_D)
+
+    def _log_det(self):
+        return _batch_lowrank_logdet(self._unbroadcasted_cov_factor,
+                                     self._unbroadcasted_cov_diag, self._capacitance_tril)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        M = _batch_lowrank_mahalanobis(self._unbroadcasted_cov_factor,
+                                       self._unbroadcasted_cov_diag, value - self.loc,
+                                       self._capacitance_tril)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + self._log_det() + M)
+
+    def entropy(self):
+        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
         if len(self._batch_shape) == 0:
             return H
         return H.expand(self._batch_shape)

@@ -238,6 +238,20 @@ one_hot = _OneHot()
 __all__ += ["one_hot"]
 
 
+class _LowerTriangular(Constraint):
+    """Lower-triangular square matrices.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.lower_triangular.check(tg.ones(2, 2))
+        tensor(False)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+
+
 class _LowerCholesky(Constraint):
     """Lower-triangular square matrices with a positive diagonal.
 
@@ -249,12 +263,78 @@ class _LowerCholesky(Constraint):
     event_dim = 2
 
     def check(self, value):
-        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
         positive = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
-        return lower & positive
+        return _LowerTriangular().check(value) & positive
 
 
-class _PositiveDefinite(Constraint):
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower Cholesky factors whose rows have
+    unit length (within ``10 * n * eps``, PyTorch's tolerance).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.corr_cholesky.check(2 * tg.eye(2))
+        tensor(False)
+    """
+    event_dim = 2
+
+    def check(self, value):
+        import tapegrad as tg
+        tol = tg.finfo(value.dtype).eps * value.size(-1) * 10
+        row_norm = tg.linalg.norm(value.detach(), dim=-1)
+        unit_rows = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_rows
+
+
+class _Square(Constraint):
+    """Square matrices: one answer for the whole batch, from the shape alone.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.square.check(tg.zeros(3, 2, 2))
+        tensor([True, True, True])
+    """
+    event_dim = 2
+
+    def check(self, value):
+        import tapegrad as tg
+        return tg.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                       dtype=tg.bool)
+
+
+class _Symmetric(_Square):
+    """Symmetric square matrices (entries equal within ``atol=1e-6``).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.symmetric.check(tg.tensor([[1.0, 2.0], [0.0, 1.0]]))
+        tensor(False)
+    """
+    def check(self, value):
+        import tapegrad as tg
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return tg.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices whose eigenvalues are all nonnegative.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.positive_semidefinite.check(tg.zeros(2, 2))
+        tensor(True)
+    """
+    def check(self, value):
+        import tapegrad as tg
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        return tg.linalg.eigvalsh(value).ge(0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
     """Symmetric positive-definite matrices.
 
     Example:
@@ -262,14 +342,10 @@ class _PositiveDefinite(Constraint):
         >>> constraints.positive_definite.check(-tg.eye(2))
         tensor(False)
     """
-    event_dim = 2
-
     def check(self, value):
         import numpy as np
         import tapegrad as tg
-        if value.shape[-2] != value.shape[-1]:
-            return tg.full(tuple(value.shape[:-2]), False, dtype=tg.bool)
-        symmetric = tg.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+        symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
         # PyTorch asks whether a Cholesky factorisation succeeds (cholesky_ex's info == 0)
@@ -287,7 +363,13 @@ class _PositiveDefinite(Constraint):
 
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
-__all__ += ["lower_cholesky", "positive_definite"]
+lower_triangular = _LowerTriangular()
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+__all__ += ["corr_cholesky", "lower_cholesky", "lower_triangular", "positive_definite",
+            "positive_semidefinite", "square", "symmetric"]
 
 
 class _IntegerGreaterThan(Constraint):
@@ -334,3 +416,145 @@ nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 half_open_interval = _HalfOpenInterval
 __all__ += ["half_open_interval", "nonnegative_integer", "positive_integer"]
+
+
+class _Multinomial(Constraint):
+    """Vectors of nonnegative counts summing to at most ``upper_bound`` (PyTorch checks the
+    sum no more strictly than that).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.multinomial(3).check(tg.tensor([1.0, 3.0]))
+        tensor(False)
+    """
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value >= 0).all(dim=-1) & (value.sum(dim=-1) <= self.upper_bound)
+
+
+def _check_constraints(cseq):
+    if not all(isinstance(c, Constraint) for c in cseq):
+        raise AssertionError("All elements of cseq must be Constraint instances")
+    return list(cseq)
+
+
+def _check_dim(dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise AssertionError(f"dim {dim} out of range for value with {value.dim()} dimensions")
+
+
+class _Cat(Constraint):
+    """The constraints of ``cseq`` on consecutive slices of ``dim`` (of ``lengths``, one
+    each by default), as ``tapegrad.cat`` would join them.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> c = constraints.cat([constraints.positive, constraints.real], lengths=[1, 2])
+        >>> c.check(tg.tensor([-1.0, -1.0, -1.0]))
+        tensor([False,  True,  True])
+    """
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = _check_constraints(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(
+                f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        import tapegrad as tg
+        _check_dim(self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start = start + length
+        return tg.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """The constraints of ``cseq`` on the successive slices of ``dim``, as
+    ``tapegrad.stack`` would join them.
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> c = constraints.stack([constraints.positive, constraints.real])
+        >>> c.check(tg.tensor([-1.0, -1.0]))
+        tensor([False,  True])
+    """
+    def __init__(self, cseq, dim=0):
+        self.cseq = _check_constraints(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        # a negative dim counted from the right lies inside the event when it reaches past it
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        import tapegrad as tg
+        _check_dim(self.dim, value)
+        slices = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return tg.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
+multinomial = _Multinomial
+cat = _Cat
+stack = _Stack
+__all__ += ["cat", "multinomial", "stack"]
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a mixture: a value is in it when it is in the components' support
+    (checked against every component, by a dimension added before the event's).
+
+    Example:
+        >>> from tapegrad.distributions import constraints
+        >>> constraints.MixtureSameFamilyConstraint(constraints.positive)
+        MixtureSameFamilyConstraint(GreaterThan(lower_bound=0.0))
+    """
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError("base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        kept = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:kept]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
+
+
+__all__ += ["MixtureSameFamilyConstraint"]

@@ -7,10 +7,13 @@ import warnings
 import tapegrad as tg
 
 from .distribution import Distribution, _fill, _sum_rightmost
-from ._multivariate import MultivariateNormal, _batch_mahalanobis
+from ._multivariate import (LowRankMultivariateNormal, MultivariateNormal,
+                           _batch_lowrank_logdet, _batch_lowrank_mahalanobis,
+                           _batch_mahalanobis, _batch_trace_XXT)
 from ._univariate import (Bernoulli, Categorical, Exponential, ExponentialFamily, Independent,
                           Laplace, Normal, OneHotCategorical, Uniform)
 from ._gamma import Beta, Dirichlet, Gamma
+from ._by_icdf import ContinuousBernoulli
 from ._transformed import (Binomial, Cauchy, Geometric, Gumbel, HalfNormal, Pareto, Poisson,
                            TransformedDistribution)
 
@@ -608,3 +611,141 @@ def _kl_uniform_pareto(p, q):
     result = t2 * (q.alpha + 1) - t1
     _fill(result, p.low < q.support.lower_bound, inf)
     return result
+
+
+# ContinuousBernoulli: its support is [0, 1], so it is infinitely far from a distribution on
+# a half line beginning above 0 (Pareto), and one with mass outside [0, 1] is infinitely far
+# from it
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + tg.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - tg.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+def _minus_entropy_plus_cross_term(p, q):
+    # -H(p) - E_p[log q], log q(x) = x logits + log(1 - probs) + log normaliser
+    return -p.entropy() - p.mean * q.logits - tg.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+register_kl(Beta, ContinuousBernoulli)(_minus_entropy_plus_cross_term)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - tg.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + tg.square(q.loc / q.scale)) + tg.log(q.scale)
+    t3 = ((p.variance + tg.square(p.mean) - 2.0 * q.loc * p.mean)
+          / (2.0 * tg.square(q.scale)))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # PyTorch's test: infinite unless the uniform reaches past both ends of [0, 1]
+    outside = (tg.ge(q.low, p.support.lower_bound)
+               | tg.le(q.high, p.support.upper_bound))
+    return tg.where(outside, tg.ones_like(result) * inf, result)
+
+
+register_kl(Exponential, ContinuousBernoulli)(_kl_exponential_infinity)
+register_kl(Gamma, ContinuousBernoulli)(_kl_gamma_infinity)
+register_kl(Gumbel, ContinuousBernoulli)(_kl_gumbel_infinity)
+register_kl(Laplace, ContinuousBernoulli)(_kl_laplace_infinity)
+register_kl(Normal, ContinuousBernoulli)(_kl_normal_infinity)
+register_kl(Pareto, ContinuousBernoulli)(_kl_pareto_infinity)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = _minus_entropy_plus_cross_term(p, q)
+    outside = (tg.ge(p.high, q.support.upper_bound)
+               | tg.le(p.low, q.support.lower_bound))
+    return tg.where(outside, tg.ones_like(result) * inf, result)
+
+
+# LowRankMultivariateNormal: inv(q's covariance) through Woodbury, inv(qD) - A^T A with
+# A = C^-1 qW^T inv(qD), so the trace term splits into traces of X X^T
+
+
+def _same_event_shape(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with"
+                         "                          different event shapes cannot be computed")
+
+
+def _lowrank_logdet(d):
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag,
+                                 d._capacitance_tril)
+
+
+def _lowrank_woodbury_factor(q):
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return tg.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
+
+
+def _lowrank_mahalanobis(q, p):
+    return _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                      q.loc - p.loc, q._capacitance_tril)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _same_event_shape(p, q, "Low Rank Multivariate Normals")
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term3 = _lowrank_mahalanobis(q, p)
+    A = _lowrank_woodbury_factor(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    term1 = (_lowrank_logdet(q)
+             - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term3 = _lowrank_mahalanobis(q, p)
+    A = _lowrank_woodbury_factor(q)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    term1 = (2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+             - _lowrank_logdet(p))
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
+    # inv(q_tril q_tril^T) (pW pW^T + pD): both parts solved against q's factor
+    batch = tuple(tg.broadcast_shapes(tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+                                      tuple(p._unbroadcasted_cov_factor.shape[:-2])))
+    n = p.event_shape[0]
+    q_scale_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
+    p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
+    p_cov_diag = tg.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
+    term21 = _batch_trace_XXT(tg.linalg.solve_triangular(q_scale_tril, p_cov_factor,
+                                                         upper=False))
+    term22 = _batch_trace_XXT(tg.linalg.solve_triangular(q_scale_tril, p_cov_diag,
+                                                         upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])

@@ -19,9 +19,11 @@ import tapegrad as tg
 from . import constraints
 from .distribution import _sum_rightmost, broadcast_all, lazy_property
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-           "IndependentTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
            "Transform", "identity_transform"]
 
 
@@ -748,6 +750,322 @@ class StickBreakingTransform(Transform):
     def inverse_shape(self, shape):
         _needs_a_dim(shape)
         return tg.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
+
+
+def _tril_mask(n, diag):
+    arange = tg.arange(n)
+    return arange < arange.view(-1, 1) + (diag + 1)
+
+
+def _tril_matrix_to_vec(mat, diag=0):
+    # the entries on and below diagonal ``diag`` of the last two dims, in row order
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat[..., _tril_mask(n, diag)]
+
+
+def _vec_to_tril_matrix(vec, diag=0):
+    # back from _tril_matrix_to_vec: D solves D**2 + (1 + 2 diag) D - |diag| (diag + 1) = 2 N
+    b = 1 + 2 * diag
+    n = (-b + (b ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > tg.finfo(vec.dtype).eps:
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+            "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    mat[..., _tril_mask(n, diag)] = vec
+    return mat
+
+
+class CorrCholeskyTransform(Transform):
+    """From vectors of D (D - 1) / 2 unconstrained values to Cholesky factors of D x D
+    correlation matrices: tanh into (-1, 1), then stick breaking on the squares row by row
+    so each row has unit length. ``log_abs_det_jacobian`` is that of the map to the
+    flattened strict lower triangle.
+
+    Example:
+        >>> from tapegrad.distributions.transforms import CorrCholeskyTransform
+        >>> CorrCholeskyTransform()(tg.zeros(1))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    def _call(self, x):
+        eps = tg.finfo(x.dtype).eps
+        r = _vec_to_tril_matrix(tg.tanh(x).clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # row i's entries are r times the square root of what the earlier ones left
+        left_sqrt = (1 - r ** 2).sqrt().cumprod(-1)
+        r = r + tg.eye(r.shape[-1], dtype=r.dtype)
+        return r * tg.nn.functional.pad(left_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        left = 1 - tg.cumsum(y * y, dim=-1)
+        left_before = tg.nn.functional.pad(left[..., :-1], [1, 0], value=1)
+        t = _tril_matrix_to_vec(y, diag=-1) / _tril_matrix_to_vec(left_before, diag=-1).sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2       # atanh
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        # diagonal -2 picks what each entry's earlier ones left, without a shift
+        left = _tril_matrix_to_vec(1 - (y * y).cumsum(dim=-1), diag=-2)
+        stick_breaking = 0.5 * left.log().sum(-1)
+        tanh = -2 * (x + _softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking + tanh
+
+    def forward_shape(self, shape):
+        _needs_a_dim(shape)
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tg.Size(tuple(shape[:-1]) + (d, d))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tg.Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+
+
+class LowerCholeskyTransform(Transform):
+    """From square matrices to lower-triangular ones with a positive diagonal: the strict
+    lower triangle kept, the diagonal exponentiated, the rest zeroed (not injective).
+
+    Example:
+        >>> from tapegrad.distributions.transforms import LowerCholeskyTransform
+        >>> LowerCholeskyTransform()(tg.zeros(2, 2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """From square matrices to positive-definite ones: L L^T of their
+    ``LowerCholeskyTransform`` L.
+
+    Example:
+        >>> from tapegrad.distributions.transforms import PositiveDefiniteTransform
+        >>> PositiveDefiniteTransform()(tg.zeros(2, 2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(tg.linalg.cholesky(y))
+
+
+def _transforms_checked(tseq, cache_size):
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise AssertionError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
+def _check_dim_of(dim, t, what):
+    if not -t.dim() <= dim < t.dim():
+        raise AssertionError(f"dim {dim} out of range for {what} with {t.dim()} dimensions")
+
+
+def _check_size_of(name, dim, t, expected, expected_name):
+    if t.size(dim) != expected:
+        raise AssertionError(
+            f"{name}.size({dim}) = {t.size(dim)} must equal {expected_name} {expected}")
+
+
+class CatTransform(Transform):
+    """The transforms of ``tseq`` on consecutive slices of ``dim`` (of ``lengths``, one each
+    by default), their results joined as ``tapegrad.cat`` joins.
+
+    Example:
+        >>> from tapegrad.distributions.transforms import (CatTransform, ExpTransform,
+        ...     identity_transform)
+        >>> CatTransform([ExpTransform(), identity_transform], lengths=[1, 1])(tg.zeros(2))
+        tensor([1., 0.])
+    """
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        tseq = _transforms_checked(tseq, cache_size)
+        super().__init__(cache_size=cache_size)
+        self.transforms = tseq
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _slices(self, name, t, what="tensor"):
+        _check_dim_of(self.dim, t, what)
+        _check_size_of(name, self.dim, t, self.length, "length")
+        start = 0
+        for length in self.lengths:
+            yield t.narrow(self.dim, start, length)
+            start = start + length
+
+    def _call(self, x):
+        return tg.cat([part(piece) for part, piece in zip(self.transforms, self._slices("x", x))],
+                      dim=self.dim)
+
+    def _inverse(self, y):
+        return tg.cat([part.inv(piece)
+                       for part, piece in zip(self.transforms, self._slices("y", y))],
+                      dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        terms = []
+        for part, xs, ys in zip(self.transforms, self._slices("x", x, "x"),
+                                self._slices("y", y, "y")):
+            term = part.log_abs_det_jacobian(xs, ys)
+            if part.event_dim < self.event_dim:
+                term = _sum_rightmost(term, self.event_dim - part.event_dim)
+            terms.append(term)
+        # a dim inside the event is summed over, one of the batch keeps the pieces apart
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim = dim + self.event_dim
+        if dim < 0:
+            return tg.cat(terms, dim=dim)
+        return sum(terms)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms of ``tseq`` on the successive slices of ``dim``, their results joined
+    as ``tapegrad.stack`` joins.
+
+    Example:
+        >>> from tapegrad.distributions.transforms import (StackTransform, ExpTransform,
+        ...     identity_transform)
+        >>> StackTransform([ExpTransform(), identity_transform])(tg.zeros(2))
+        tensor([1., 0.])
+    """
+    def __init__(self, tseq, dim=0, cache_size=0):
+        tseq = _transforms_checked(tseq, cache_size)
+        super().__init__(cache_size=cache_size)
+        self.transforms = tseq
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, name, t, what="tensor"):
+        _check_dim_of(self.dim, t, what)
+        _check_size_of(name, self.dim, t, len(self.transforms), "len(transforms)")
+        return [t.select(self.dim, i) for i in range(t.size(self.dim))]
+
+    def _call(self, x):
+        return tg.stack([part(piece) for part, piece in zip(self.transforms, self._slices("x", x))],
+                        dim=self.dim)
+
+    def _inverse(self, y):
+        return tg.stack([part.inv(piece)
+                         for part, piece in zip(self.transforms, self._slices("y", y))],
+                        dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        xs, ys = self._slices("x", x, "x"), self._slices("y", y, "y")
+        return tg.stack([part.log_abs_det_jacobian(a, b)
+                         for a, b, part in zip(xs, ys, self.transforms)], dim=self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """From a distribution's support to [0, 1] by its ``cdf`` (inverse: its ``icdf``); the
+    log-determinant is its ``log_prob``.
+
+    Example:
+        >>> from tapegrad.distributions import Normal
+        >>> from tapegrad.distributions.transforms import CumulativeDistributionTransform
+        >>> CumulativeDistributionTransform(Normal(0.0, 1.0))(tg.tensor([0.0]))
+        tensor([0.5000])
+    """
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
 
 
 from .._public import public_dir as _public_dir  # noqa: E402
