@@ -220,7 +220,24 @@ class LogitRelaxedBernoulli(_BinaryParamAmongOthers, Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _RelaxedThroughTransform(TransformedDistribution):
+    """A relaxed variable: its base distribution's draw through one transform, the base
+    holding the temperature and the parameters (shown here, as PyTorch's classes show them)."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class RelaxedBernoulli(_RelaxedThroughTransform):
     """The relaxed (concrete) Bernoulli distribution on (0, 1): the sigmoid of a
     ``LogitRelaxedBernoulli`` draw with ``temperature`` and ``probs`` or ``logits``.
 
@@ -240,18 +257,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -313,7 +318,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedThroughTransform):
     """The relaxed (concrete, Gumbel-softmax) one-hot categorical distribution on the
     simplex: exp of an ``ExpRelaxedCategorical`` draw.
 
@@ -334,18 +339,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
