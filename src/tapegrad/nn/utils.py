@@ -20,7 +20,8 @@ from .weight_norm_math import _norm_except_dim, _weight_norm  # noqa: F401 - tg.
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
-           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations", "rnn"]
+           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations", "rnn",
+           "prune"]
 
 
 def _tensor_list(tensors):
@@ -359,15 +360,16 @@ def remove_spectral_norm(module, name="weight"):
     raise ValueError(f"spectral_norm of '{name}' not found in {module}")
 
 
-# torch.nn.utils.parametrize and .parametrizations are submodules of a package: registered
-# under those names, ``import tapegrad.nn.utils.parametrize`` works with utils a module
+# torch.nn.utils.parametrize, .parametrizations and .prune are submodules of a package:
+# registered under those names, ``import tapegrad.nn.utils.parametrize`` works with utils a module
 import sys as _sys  # noqa: E402
-from . import parametrize, parametrizations  # noqa: E402
+from . import parametrize, parametrizations, prune  # noqa: E402
 from . import rnn_utils as rnn  # noqa: E402  (tapegrad.nn.rnn is the layers' module)
 
 _sys.modules[__name__ + ".parametrize"] = parametrize
 _sys.modules[__name__ + ".parametrizations"] = parametrizations
 _sys.modules[__name__ + ".rnn"] = rnn
+_sys.modules[__name__ + ".prune"] = prune
 
 from .._public import public_dir as _public_dir  # noqa: E402
 
