@@ -21,7 +21,7 @@ MODULES = ["tapegrad.creation", "tapegrad.transforms", "tapegrad.higher", "tapeg
            "tapegrad.autograd", "tapegrad._generator", "tapegrad._device", "tapegrad.tensor",
            "tapegrad.serialization", "tapegrad.func", "tapegrad.nn.containers",
            "tapegrad.nn.utils", "tapegrad.nn.parametrize", "tapegrad.nn.parametrizations",
-           "tapegrad.nn.rnn_utils",
+           "tapegrad.nn.rnn_utils", "tapegrad.nn.prune",
            "tapegrad.optim.rmsprop", "tapegrad.optim.lbfgs",
            "tapegrad.optim.rprop",
            "tapegrad.optim.lr_scheduler", "tapegrad.optim.swa_utils", "tapegrad.utils.data",

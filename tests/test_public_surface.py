@@ -11,6 +11,7 @@ import tapegrad as tg
 PUBLIC_MODULES = ["tapegrad", "tapegrad.autograd", "tapegrad.nn", "tapegrad.nn.functional",
                   "tapegrad.nn.init", "tapegrad.nn.utils", "tapegrad.nn.utils.parametrize",
                   "tapegrad.nn.utils.parametrizations", "tapegrad.nn.utils.rnn",
+                  "tapegrad.nn.utils.prune",
                   "tapegrad.optim",
                   "tapegrad.optim.lr_scheduler", "tapegrad.optim.swa_utils", "tapegrad.utils",
                   "tapegrad.utils.data",

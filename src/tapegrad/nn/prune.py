@@ -402,7 +402,7 @@ def l1_unstructured(module, name, amount, importance_scores=None):
         >>> from tapegrad.nn.utils import prune
         >>> m = nn.Linear(2, 1)
         >>> with tg.no_grad():
-        ...     m.weight.copy_(tg.tensor([[0.5, -2.0]]))
+        ...     _ = m.weight.copy_(tg.tensor([[0.5, -2.0]]))
         >>> m = prune.l1_unstructured(m, "weight", amount=1)
         >>> m.weight_mask
         tensor([[0., 1.]])
@@ -436,13 +436,11 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
     if not isinstance(importance_scores, dict):
         raise TypeError("global_unstructured(): importance_scores must be of type dict")
     # (parameters is read more than once: a generator would be empty the second time, as in
-    # PyTorch)
-    from . import utils
-    scores = utils.parameters_to_vector(
-        [importance_scores.get((module, name), getattr(module, name))
-         for module, name in parameters])
-    default_mask = utils.parameters_to_vector(
-        [getattr(module, name + "_mask", tg.ones_like(getattr(module, name)))
+    # PyTorch; the tensors are flattened by view, as parameters_to_vector flattens them)
+    scores = tg.cat([importance_scores.get((module, name), getattr(module, name)).view(-1)
+                     for module, name in parameters])
+    default_mask = tg.cat(
+        [getattr(module, name + "_mask", tg.ones_like(getattr(module, name))).view(-1)
          for module, name in parameters])
     container = PruningContainer()
     container._tensor_name = "temp"
