@@ -190,12 +190,15 @@ def test_custom_from_mask_and_prune_method():
         P = _prune(lib)
         m = P.custom_from_mask(_linear(lib), "weight", mask=lib.tensor(mask))
         P.l1_unstructured(m, "weight", amount=3)
+        # a custom mask after other pruning keeps what that pruned pruned
+        P.custom_from_mask(m, "weight", mask=lib.tensor(mask[:, ::-1].copy()))
         t = lib.tensor(np.arange(6.0).reshape(2, 3) - 2)
         pruned = P.L1Unstructured(amount=2).prune(t)
         scored = P.RandomStructured(amount=0, dim=0).prune(t, importance_scores=-t)
         out.append((_state(m), pruned.numpy(), scored.numpy()))
     for a, b in zip(out[0][0].values(), out[1][0].values()):
         np.testing.assert_array_equal(a, b)
+    assert out[0][0]["weight_mask"].sum() < 12
     np.testing.assert_array_equal(out[0][1], out[1][1])
     np.testing.assert_array_equal(out[0][2], out[1][2])
 
