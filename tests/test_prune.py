@@ -271,6 +271,10 @@ ERRORS = {
     "container_type": lambda P, lib: P.PruningContainer(P.Identity(), 3),
     "custom_shape": lambda P, lib: P.custom_from_mask(_linear(lib), "weight", lib.ones(2)),
     "abstract": lambda P, lib: P.BasePruningMethod(),
+    # the scores are flattened by view, as parameters_to_vector flattens them
+    "global_scores_not_contiguous": lambda P, lib: (lambda m: P.global_unstructured(
+        [(m, "weight")], P.L1Unstructured, importance_scores={(m, "weight"): lib.ones(5, 4).t()},
+        amount=1))(_linear(lib)),
 }
 
 
@@ -301,3 +305,29 @@ def test_importable_paths():
     assert sorted(n for n in dir(torch_prune) if not n.startswith("_") and
                   n not in ("ABC", "Iterable", "abstractmethod", "numbers", "torch")) == \
         sorted(tg_prune.__all__)
+
+
+def test_seeded_training_step_matches():
+    # the usual program: seeded init, prune, an optimizer over parameters(), a step,
+    # a state dict loaded into another pruned module
+    out = []
+    for lib in (tg, torch):
+        P = _prune(lib)
+        lib.manual_seed(5)
+        m = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.Tanh(), lib.nn.Linear(3, 2))
+        P.random_unstructured(m[0], "weight", 0.5)
+        P.ln_structured(m[2], "weight", amount=1, n=2, dim=0)
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        x = lib.tensor(np.cos(np.arange(8.0)).reshape(2, 4))
+        m(x).pow(2).sum().backward()
+        opt.step()
+        other = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.Tanh(), lib.nn.Linear(3, 2))
+        P.identity(other[0], "weight")
+        P.identity(other[2], "weight")
+        other.load_state_dict(m.state_dict())
+        out.append((_state(m), m(x).detach().numpy(), other(x).detach().numpy()))
+    assert list(out[0][0]) == list(out[1][0])
+    for k in out[0][0]:
+        np.testing.assert_allclose(out[0][0][k], out[1][0][k], rtol=1e-14, atol=1e-16, err_msg=k)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-13)
+    np.testing.assert_array_equal(out[0][1], out[0][2])
