@@ -267,9 +267,14 @@ def _untracked(name, evaluate, input, out):  # noqa: A002
     return _written(result, out)
 
 
-def _unary_special(name, evaluate, summary, example, shown):
-    def function(input, *, out=None):  # noqa: A002 - PyTorch's argument name
-        return _untracked(name, evaluate, _tensor(input), out)
+def _unary_special(name, evaluate, summary, example, shown, argument="input"):
+    # (PyTorch calls the argument ``input`` or ``x``, which a keyword call must spell)
+    if argument == "x":
+        def function(x, *, out=None):
+            return _untracked(name, evaluate, _tensor(x), out)
+    else:
+        def function(input, *, out=None):  # noqa: A002 - PyTorch's argument name
+            return _untracked(name, evaluate, _tensor(input), out)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (f"{summary}  PyTorch gives it no gradient.\n\n    Example:\n"
                         f"        >>> tg.special.{name}({example})\n        {shown}\n    ")
@@ -402,9 +407,18 @@ def _legendre_p(x, n):
     return np.where(n < 0, 0.0, np.where(at_end, end, value))
 
 
+def _check_pair(name, names, first, second):
+    # PyTorch's overloads take two tensors or a tensor and a number, in either order; it
+    # names all three when neither matches
+    numbers = (int, float, bool, np.number)
+    if not ((isinstance(first, Tensor) or isinstance(first, numbers))
+            and (isinstance(second, Tensor) or isinstance(second, numbers))
+            and (isinstance(first, Tensor) or isinstance(second, Tensor))):
+        raise TypeError(_combination_error(name, names, first, second))
+
+
 def _polynomial(name, evaluate, x, n, out):
-    if not isinstance(x, Tensor) and not isinstance(n, Tensor):
-        raise TypeError(_combination_error(name, ("x", "n"), x, n))
+    _check_pair(name, ("x", "n"), x, n)
     vx, vn = _float_values(name, x, n)
     with np.errstate(all="ignore"):
         result = Tensor._make(np.asarray(evaluate(vx, _degrees(vn)), dtype=np.float64))
@@ -478,8 +492,7 @@ def zeta(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
         >>> tg.special.zeta(tg.tensor([2.0]), 1.0)
         tensor([1.6449])
     """
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError(_combination_error("zeta", ("input", "other"), input, other))
+    _check_pair("zeta", ("input", "other"), input, other)
     if not _ZETA:
         _ZETA.append(_hurwitz_zeta())
     x, q = _tensor(input), _tensor(other)
@@ -492,7 +505,7 @@ def zeta(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
 
 
 airy_ai = _unary_special("airy_ai", _airy_ai, "The Airy function Ai(x).",
-                         "tg.tensor([0.0, 1.0])", "tensor([0.3550, 0.1353])")
+                         "tg.tensor([0.0, 1.0])", "tensor([0.3550, 0.1353])", "x")
 bessel_j0 = _unary_special("bessel_j0", _scipy("j0"),
                            "The Bessel function of the first kind of order 0.",
                            "tg.tensor([0.0, 1.0])", "tensor([1.0000, 0.7652])")
@@ -519,13 +532,13 @@ modified_bessel_k1 = _unary_special(
     "order 1.", "tg.tensor([1.0, 2.0])", "tensor([0.6019, 0.1399])")
 scaled_modified_bessel_k0 = _unary_special(
     "scaled_modified_bessel_k0", _scipy("k0e"), "``exp(x) modified_bessel_k0(x)``, finite "
-    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.1445, 0.8416])")
+    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.1445, 0.8416])", "x")
 scaled_modified_bessel_k1 = _unary_special(
     "scaled_modified_bessel_k1", _scipy("k1e"), "``exp(x) modified_bessel_k1(x)``, finite "
-    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.6362, 1.0335])")
+    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.6362, 1.0335])", "x")
 spherical_bessel_j0 = _unary_special(
     "spherical_bessel_j0", _spherical_j0, "The spherical Bessel function of the first kind "
-    "of order 0, ``sin(x) / x``.", "tg.tensor([0.0, 1.0])", "tensor([1.0000, 0.8415])")
+    "of order 0, ``sin(x) / x``.", "tg.tensor([0.0, 1.0])", "tensor([1.0000, 0.8415])", "x")
 
 
 def _chebyshev_of(kind, shifted):
@@ -542,10 +555,10 @@ for _kind in "tuvw":
             f"{_KIND_NAMES[_kind]} kind" + (" on [0, 1]." if _shifted else "."),
             "tg.tensor([0.5]), 3", {("t", False): "tensor([-1.])",
                                     ("u", False): "tensor([-1.])",
-                                    ("v", False): "tensor([0.])",
-                                    ("w", False): "tensor([-2.])",
-                                    ("t", True): "tensor([0.])",
-                                    ("u", True): "tensor([0.])",
+                                    ("v", False): "tensor([-1.])",
+                                    ("w", False): "tensor([-1.])",
+                                    ("t", True): "tensor([-0.])",
+                                    ("u", True): "tensor([-0.])",
                                     ("v", True): "tensor([1.])",
                                     ("w", True): "tensor([-1.])"}[_kind, _shifted])
 del _kind, _shifted, _name
@@ -558,7 +571,7 @@ hermite_polynomial_he = _polynomial_function(
     "tg.tensor([0.5]), 3", "tensor([-1.3750])")
 laguerre_polynomial_l = _polynomial_function(
     "laguerre_polynomial_l", _laguerre_l, "The Laguerre polynomial L_n.",
-    "tg.tensor([0.5]), 3", "tensor([0.2292])")
+    "tg.tensor([0.5]), 3", "tensor([-0.1458])")
 legendre_polynomial_p = _polynomial_function(
     "legendre_polynomial_p", _legendre_p, "The Legendre polynomial P_n.",
     "tg.tensor([0.5]), 3", "tensor([-0.4375])")
