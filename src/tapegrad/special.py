@@ -457,8 +457,9 @@ def _zeta_values(x, q):
 
 
 def _hurwitz_zeta():
-    # zeta(x, q) with PyTorch's gradient for q is -x zeta(x + 1, q), for x it has none and raises when a sweep needs
-    # it (as gammainc's, raised here when q needs no gradient: what was asked for is x's)
+    # zeta(x, q) with PyTorch's gradient: -x zeta(x + 1, q) for q; for x it has none and
+    # raises when a sweep needs it (as gammainc's, raised here when q needs no gradient:
+    # what was asked for is then x's)
     from .function import BackwardCFunction, Function
 
     class _Zeta(Function):
