@@ -456,7 +456,7 @@ def _zeta_values(x, q):
     return np.where(np.isposinf(vq) & (vx != 1.0), np.nan, value)
 
 
-def _hurwitz_zeta():
+def _hurwitz_zeta(overload):
     # zeta(x, q) with PyTorch's gradient: -x zeta(x + 1, q) for q; for x it has none and
     # raises when a sweep needs it (as gammainc's, raised here when q needs no gradient:
     # what was asked for is then x's)
@@ -476,13 +476,15 @@ def _hurwitz_zeta():
             return None, F.mul(grad, F.mul(F.neg(x), zeta(F.add(x, 1.0), q)))
 
     _Zeta._backward_cls = type(
-        "SpecialZetaBackward0", (BackwardCFunction,),
+        f"SpecialZetaBackward{overload}", (BackwardCFunction,),
         {"__slots__": (), "__module__": "tapegrad.autograd.function",
          "__repr__": lambda self: f"<{type(self).__name__} object at {hex(id(self))}>"})
     return _Zeta
 
 
-_ZETA = []
+# one Function per PyTorch overload, whose node names differ: two tensors (0), a number
+# and a tensor (1), a tensor and a number (2)
+_ZETA = {}
 
 
 def zeta(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
@@ -494,15 +496,16 @@ def zeta(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
         tensor([1.6449])
     """
     _check_pair("zeta", ("input", "other"), input, other)
-    if not _ZETA:
-        _ZETA.append(_hurwitz_zeta())
+    overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
+    if overload not in _ZETA:
+        _ZETA[overload] = _hurwitz_zeta(overload)
     x, q = _tensor(input), _tensor(other)
     shape = D.broadcast_shapes(tuple(x.shape), tuple(q.shape))
     x, q = (t if tuple(t.shape) == shape else t.expand(shape) for t in (x, q))
     if not (x.requires_grad or q.requires_grad):
         # (no node: the same values as the recorded path, without a Function's bookkeeping)
         return _written(Tensor._make(_zeta_values(x, q)), out)
-    return _written(_ZETA[0].apply(x, q), out)
+    return _written(_ZETA[overload].apply(x, q), out)
 
 
 airy_ai = _unary_special("airy_ai", _airy_ai, "The Airy function Ai(x).",
