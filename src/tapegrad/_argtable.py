@@ -385,6 +385,11 @@ max_pool1d_with_indices input
 max_pool2d_with_indices input
 """, 0, 1, ''),
     'special': _rows("""
+airy_ai x
+bessel_j0 input
+bessel_j1 input
+bessel_y0 input
+bessel_y1 input
 digamma x>input
 entr input
 erf x>input
@@ -404,13 +409,20 @@ log_ndtr input
 log_softmax input
 logit input
 logsumexp x>input
+modified_bessel_i0 input
+modified_bessel_i1 input
+modified_bessel_k0 input
+modified_bessel_k1 input
 multigammaln x>input
 ndtr input
 ndtri input
 psi x>input
 round x>input
+scaled_modified_bessel_k0 x
+scaled_modified_bessel_k1 x
 sinc input
 softmax input
+spherical_bessel_j0 x
 xlog1py input/fi other/fi
 xlogy input/fi other/fi
 """, 0, 1, 'special_'),

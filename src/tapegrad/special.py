@@ -10,6 +10,7 @@ import numpy as np
 from . import derived as D
 from . import functional as F
 from ._public import public_dir
+from .tensor import Tensor
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "expit", "logit", "exp2", "expm1", "log1p",
            "gammaln", "digamma", "psi", "polygamma", "multigammaln", "xlogy", "xlog1py",
@@ -219,6 +220,375 @@ def gammaincc(input, other):  # noqa: A002
         tensor([0.3679])
     """
     return _regularised(True, input, other)
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Bessel, Airy and Hurwitz zeta functions and the classical orthogonal polynomials.  PyTorch
+# records no gradient for these (their results never require one), but for zeta's in q.
+# ---------------------------------------------------------------------------------------------
+
+def _float_values(name, *args):
+    """The float64 values of tensors and Python numbers ``args``, broadcast together; a
+    complex tensor is refused as PyTorch's CPU kernel refuses it."""
+    values = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._value.dtype.kind == "c":
+                raise NotImplementedError(
+                    f"\"{name}_cpu\" not implemented for '{a.dtype.scalar_name}'")
+            values.append(a._value.astype(np.float64))
+        else:
+            values.append(np.float64(a))
+    return np.broadcast_arrays(*values) if len(values) > 1 else values
+
+
+def _written(result, out):
+    """``result``, or, given ``out``, ``out`` resized and filled with it (PyTorch's ``out=``):
+    a float result fits only a floating ``out``."""
+    if out is None:
+        return result
+    if out._value.dtype.kind not in "fc":
+        raise RuntimeError("result type Double can't be cast to the desired output type "
+                           f"{out.dtype.scalar_name}")
+    from .autograd import no_grad
+    with no_grad():
+        if tuple(out.shape) != tuple(result.shape):
+            out.resize_(result.shape)
+        out.copy_(result)
+    return out
+
+
+def _untracked(name, evaluate, input, out):  # noqa: A002
+    values = _float_values(name, input)[0]
+    with np.errstate(all="ignore"):
+        result = Tensor._make(np.asarray(evaluate(values), dtype=np.float64))
+    return _written(result, out)
+
+
+def _unary_special(name, evaluate, summary, example, shown, argument="input"):
+    # (PyTorch calls the argument ``input`` or ``x``, which a keyword call must spell)
+    if argument == "x":
+        def function(x, *, out=None):
+            return _untracked(name, evaluate, _tensor(x), out)
+    else:
+        def function(input, *, out=None):  # noqa: A002 - PyTorch's argument name
+            return _untracked(name, evaluate, _tensor(input), out)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"{summary}  PyTorch gives it no gradient.\n\n    Example:\n"
+                        f"        >>> tg.special.{name}({example})\n        {shown}\n    ")
+    return function
+
+
+def _scipy(fname):
+    # scipy.special's Cephes-derived functions, those PyTorch's kernels are written from
+    from scipy import special as scipy_special
+    return lambda v: getattr(scipy_special, fname)(v)
+
+
+def _airy_ai(v):
+    from scipy import special as scipy_special
+    return scipy_special.airy(v)[0]
+
+
+def _spherical_j0(v):
+    # sin(x) / x, 0 at the infinities; below 1/2 the Taylor polynomial to x**12 (where the
+    # quotient loses digits), summed as PyTorch's kernel sums it
+    small = np.abs(v) < 0.5
+    x2 = v * v
+    series = 1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (
+        1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0))))))
+    quotient = np.where(np.isinf(v), 0.0, np.sin(v) / np.where(small, 1.0, v))
+    return np.where(small, series, quotient)
+
+
+def _recurrence(first, second, step, x, n):
+    """p_n(x) for the integer degrees ``n`` by a three-term recurrence: p_0 = ``first``,
+    p_1 = ``second`` and p_{k+1} = ``step(k, p_k, p_{k-1})`` (for k from 1), each element
+    stopping at its own degree."""
+    p = np.broadcast_to(np.asarray(first, dtype=np.float64), x.shape).copy()
+    q = np.broadcast_to(np.asarray(second, dtype=np.float64), x.shape).copy()
+    result = np.where(n == 0, p, q)
+    top = int(n.max()) if n.size else 0
+    for k in range(1, top):
+        p, q = q, step(k, q, p)
+        result = np.where(n == k + 1, q, result)
+    return result
+
+
+def _degrees(n):
+    # the degree as PyTorch's kernel reads it: truncated to an integer (a C cast, which
+    # gives the most negative integer for NaN and out-of-range values)
+    with np.errstate(invalid="ignore"):
+        fits = np.isfinite(n) & (np.abs(n) < 2.0 ** 63)
+        return np.where(fits, np.trunc(np.where(fits, n, 0.0)), -1.0).astype(np.int64)
+
+
+def _chebyshev(kind, shifted, x, n):
+    """Chebyshev polynomials of the first to fourth kinds (T, U, V, W) as PyTorch evaluates
+    them: by the recurrence, by the trigonometric form for large degrees inside (-1, 1), and
+    exactly at the ends of the interval."""
+    y = x + x - 1.0 if shifted else x
+    odd = n % 2 == 1
+    sign = np.where(odd, -1.0, 1.0)
+    n1 = (n + 1).astype(np.float64)
+    n21 = (n + n + 1).astype(np.float64)
+    # the values at the right and left end of the interval
+    right, left = {"t": (1.0, sign), "u": (n1, sign * n1), "v": (1.0, sign * n21),
+                   "w": (n21, sign)}[kind]
+    if shifted:
+        at_right, at_left = x == 1.0, x == 0.0
+    else:
+        at_right, at_left = (np.abs(x) == 1.0) & (x > 0), (np.abs(x) == 1.0) & (x < 0)
+    two_y = y + y
+    start = {"t": y, "u": two_y, "v": two_y - 1.0, "w": two_y + 1.0}[kind]
+    use_trig = (n > _TRIG_FROM[kind, shifted]) & (np.abs(y) < 1.0)
+    small_n = np.where(use_trig, 0, n)
+    with np.errstate(all="ignore"):
+        value = _recurrence(1.0, start, lambda k, q, p: two_y * q - p, y, small_n)
+    if use_trig.any():
+        # inside (-1, 1) with large degrees, element by element with the C library's acos,
+        # cos and sin (which NumPy's vectorised ones differ from in the last bit, and
+        # n * acos(x) carries such a bit a long way)
+        fallback = {"t": None, "u": None, "v": left, "w": sign if shifted else right}[kind]
+        fallback = np.broadcast_to(fallback if fallback is not None else 0.0, x.shape)
+        trig = [_trigonometric(kind, float(t), int(k), float(f)) for t, k, f in zip(
+            y[use_trig], n[use_trig], fallback[use_trig])]
+        value = np.array(value, dtype=np.float64)
+        value[use_trig] = trig
+    value = np.where(at_left, left, np.where(at_right, right, value))
+    return np.where(n < 0, 0.0, value)
+
+
+def _trigonometric(kind, y, n, fallback):
+    theta = math.acos(y)
+    if kind == "t":
+        return math.cos(n * theta)
+    if kind == "u":
+        if math.sin(theta) != 0.0:
+            return math.sin((n + 1) * theta) / math.sin(theta)
+        return (n + 1) * math.cos((n + 1) * theta) / y
+    if kind == "v":
+        if math.sin(theta / 2.0) != 1.0:
+            return math.cos((n + 0.5) * theta) / math.cos(theta / 2.0)
+        return fallback
+    if math.cos(theta / 2.0) != 1.0:
+        return math.sin((n + 0.5) * theta) / math.sin(theta / 2.0)
+    return fallback
+
+
+# the degrees above which PyTorch's kernels switch to the trigonometric form
+_TRIG_FROM = {("t", False): 6, ("u", False): 8, ("v", False): 8, ("w", False): 8,
+              ("t", True): 6, ("u", True): 6, ("v", True): 6, ("w", True): 4}
+
+
+def _hermite_h(x, n):
+    return np.where(n < 0, 0.0, _recurrence(
+        1.0, x + x, lambda k, q, p: (x + x) * q - (2.0 * k) * p, x, np.maximum(n, 0)))
+
+
+def _hermite_he(x, n):
+    return np.where(n < 0, 0.0, _recurrence(
+        1.0, x, lambda k, q, p: x * q - k * p, x, np.maximum(n, 0)))
+
+
+def _laguerre_l(x, n):
+    value = _recurrence(1.0, 1.0 - x, lambda k, q, p: ((k + k + (1.0 - x)) * q - k * p)
+                        / (k + 1), x, np.maximum(n, 0))
+    return np.where(n < 0, 0.0, np.where(x == 0, 1.0, value))
+
+
+def _legendre_p(x, n):
+    value = _recurrence(1.0, x, lambda k, q, p: ((k + k + 1) * x * q - k * p) / (k + 1),
+                        x, np.maximum(n, 0))
+    at_end = np.abs(x) == 1.0
+    end = np.where((x > 0) | (n % 2 == 0), 1.0, -1.0)
+    return np.where(n < 0, 0.0, np.where(at_end, end, value))
+
+
+def _check_pair(name, names, first, second):
+    # PyTorch's overloads take two tensors or a tensor and a number, in either order; it
+    # names all three when neither matches
+    numbers = (int, float, bool, np.number)
+    if not ((isinstance(first, Tensor) or isinstance(first, numbers))
+            and (isinstance(second, Tensor) or isinstance(second, numbers))
+            and (isinstance(first, Tensor) or isinstance(second, Tensor))):
+        raise TypeError(_combination_error(name, names, first, second))
+
+
+def _polynomial(name, evaluate, x, n, out):
+    _check_pair(name, ("x", "n"), x, n)
+    vx, vn = _float_values(name, x, n)
+    with np.errstate(all="ignore"):
+        result = Tensor._make(np.asarray(evaluate(vx, _degrees(vn)), dtype=np.float64))
+    return _written(result, out)
+
+
+def _combination_error(name, names, *args):
+    first, second = names
+    got = ", ".join(type(a).__name__ if not isinstance(a, Tensor) else "Tensor" for a in args)
+    self_name = "self" if first == "input" else first
+    return (f"special_{name}() received an invalid combination of arguments - got ({got}), "
+            "but expected one of:\n"
+            f" * (Tensor {first}, Tensor {second}, *, Tensor out = None)\n"
+            f" * (Number {self_name}, Tensor {second}, *, Tensor out = None)\n"
+            f" * (Tensor {first}, Number {second}, *, Tensor out = None)\n")
+
+
+def _polynomial_function(name, evaluate, summary, example, shown):
+    def function(x, n, *, out=None):
+        return _polynomial(name, evaluate, x, n, out)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"{summary}  ``n`` is truncated to an integer; negative degrees "
+                        "give 0.  PyTorch gives it no gradient.\n\n    Example:\n"
+                        f"        >>> tg.special.{name}({example})\n        {shown}\n    ")
+    return function
+
+
+def _zeta_values(x, q):
+    # SciPy's Cephes-derived zeta, PyTorch's own algorithm, but at q = +inf, where SciPy's
+    # gives the limit 0 and PyTorch's NaN (its x = 1 pole aside)
+    from scipy import special as scipy_special
+    vx, vq = _float_values("zeta", x, q)
+    with np.errstate(all="ignore"):
+        value = np.asarray(scipy_special.zeta(vx, vq), dtype=np.float64)
+    return np.where(np.isposinf(vq) & (vx != 1.0), np.nan, value)
+
+
+def _hurwitz_zeta(overload):
+    # zeta(x, q) with PyTorch's gradient: -x zeta(x + 1, q) for q; for x it has none and
+    # raises when a sweep needs it (as gammainc's, raised here when q needs no gradient:
+    # what was asked for is then x's)
+    from .function import BackwardCFunction, Function
+
+    class _Zeta(Function):
+        @staticmethod
+        def forward(ctx, x, q):
+            ctx.save_for_backward(x, q)
+            return Tensor._make(_zeta_values(x.detach(), q.detach()))
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, q = ctx.saved_tensors
+            if ctx.needs_input_grad[0] and not ctx.needs_input_grad[1]:
+                raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+            return None, F.mul(grad, F.mul(F.neg(x), zeta(F.add(x, 1.0), q)))
+
+    _Zeta._backward_cls = type(
+        f"SpecialZetaBackward{overload}", (BackwardCFunction,),
+        {"__slots__": (), "__module__": "tapegrad.autograd.function",
+         "__repr__": lambda self: f"<{type(self).__name__} object at {hex(id(self))}>"})
+    return _Zeta
+
+
+# one Function per PyTorch overload, whose node names differ: two tensors (0), a number
+# and a tensor (1), a tensor and a number (2)
+_ZETA = {}
+
+
+def zeta(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
+    """The Hurwitz zeta function sum_k (k + q)**-x (``other`` is q); differentiable in q
+    only, as in PyTorch.
+
+    Example:
+        >>> tg.special.zeta(tg.tensor([2.0]), 1.0)
+        tensor([1.6449])
+    """
+    _check_pair("zeta", ("input", "other"), input, other)
+    overload = 1 if not isinstance(input, Tensor) else 2 if not isinstance(other, Tensor) else 0
+    if overload not in _ZETA:
+        _ZETA[overload] = _hurwitz_zeta(overload)
+    x, q = _tensor(input), _tensor(other)
+    shape = D.broadcast_shapes(tuple(x.shape), tuple(q.shape))
+    x, q = (t if tuple(t.shape) == shape else t.expand(shape) for t in (x, q))
+    if not (x.requires_grad or q.requires_grad):
+        # (no node: the same values as the recorded path, without a Function's bookkeeping)
+        return _written(Tensor._make(_zeta_values(x, q)), out)
+    return _written(_ZETA[overload].apply(x, q), out)
+
+
+airy_ai = _unary_special("airy_ai", _airy_ai, "The Airy function Ai(x).",
+                         "tg.tensor([0.0, 1.0])", "tensor([0.3550, 0.1353])", "x")
+bessel_j0 = _unary_special("bessel_j0", _scipy("j0"),
+                           "The Bessel function of the first kind of order 0.",
+                           "tg.tensor([0.0, 1.0])", "tensor([1.0000, 0.7652])")
+bessel_j1 = _unary_special("bessel_j1", _scipy("j1"),
+                           "The Bessel function of the first kind of order 1.",
+                           "tg.tensor([0.0, 1.0])", "tensor([0.0000, 0.4401])")
+bessel_y0 = _unary_special("bessel_y0", _scipy("y0"),
+                           "The Bessel function of the second kind of order 0.",
+                           "tg.tensor([1.0, 2.0])", "tensor([0.0883, 0.5104])")
+bessel_y1 = _unary_special("bessel_y1", _scipy("y1"),
+                           "The Bessel function of the second kind of order 1.",
+                           "tg.tensor([1.0, 2.0])", "tensor([-0.7812, -0.1070])")
+modified_bessel_i0 = _unary_special(
+    "modified_bessel_i0", _scipy("i0"), "The modified Bessel function of the first kind of "
+    "order 0.", "tg.tensor([0.0, 1.0])", "tensor([1.0000, 1.2661])")
+modified_bessel_i1 = _unary_special(
+    "modified_bessel_i1", _scipy("i1"), "The modified Bessel function of the first kind of "
+    "order 1.", "tg.tensor([0.0, 1.0])", "tensor([0.0000, 0.5652])")
+modified_bessel_k0 = _unary_special(
+    "modified_bessel_k0", _scipy("k0"), "The modified Bessel function of the second kind of "
+    "order 0.", "tg.tensor([1.0, 2.0])", "tensor([0.4210, 0.1139])")
+modified_bessel_k1 = _unary_special(
+    "modified_bessel_k1", _scipy("k1"), "The modified Bessel function of the second kind of "
+    "order 1.", "tg.tensor([1.0, 2.0])", "tensor([0.6019, 0.1399])")
+scaled_modified_bessel_k0 = _unary_special(
+    "scaled_modified_bessel_k0", _scipy("k0e"), "``exp(x) modified_bessel_k0(x)``, finite "
+    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.1445, 0.8416])", "x")
+scaled_modified_bessel_k1 = _unary_special(
+    "scaled_modified_bessel_k1", _scipy("k1e"), "``exp(x) modified_bessel_k1(x)``, finite "
+    "for large x.", "tg.tensor([1.0, 2.0])", "tensor([1.6362, 1.0335])", "x")
+spherical_bessel_j0 = _unary_special(
+    "spherical_bessel_j0", _spherical_j0, "The spherical Bessel function of the first kind "
+    "of order 0, ``sin(x) / x``.", "tg.tensor([0.0, 1.0])", "tensor([1.0000, 0.8415])", "x")
+
+
+def _chebyshev_of(kind, shifted):
+    return lambda x, n: _chebyshev(kind, shifted, x, n)
+
+
+_KIND_NAMES = {"t": "first", "u": "second", "v": "third", "w": "fourth"}
+for _kind in "tuvw":
+    for _shifted in (False, True):
+        _name = ("shifted_" if _shifted else "") + "chebyshev_polynomial_" + _kind
+        globals()[_name] = _polynomial_function(
+            _name, _chebyshev_of(_kind, _shifted),
+            ("The shifted " if _shifted else "The ") + f"Chebyshev polynomial of the "
+            f"{_KIND_NAMES[_kind]} kind" + (" on [0, 1]." if _shifted else "."),
+            "tg.tensor([0.5]), 3", {("t", False): "tensor([-1.])",
+                                    ("u", False): "tensor([-1.])",
+                                    ("v", False): "tensor([-1.])",
+                                    ("w", False): "tensor([-1.])",
+                                    ("t", True): "tensor([-0.])",
+                                    ("u", True): "tensor([-0.])",
+                                    ("v", True): "tensor([1.])",
+                                    ("w", True): "tensor([-1.])"}[_kind, _shifted])
+del _kind, _shifted, _name
+
+hermite_polynomial_h = _polynomial_function(
+    "hermite_polynomial_h", _hermite_h, "The physicists' Hermite polynomial H_n.",
+    "tg.tensor([0.5]), 3", "tensor([-5.])")
+hermite_polynomial_he = _polynomial_function(
+    "hermite_polynomial_he", _hermite_he, "The probabilists' Hermite polynomial He_n.",
+    "tg.tensor([0.5]), 3", "tensor([-1.3750])")
+laguerre_polynomial_l = _polynomial_function(
+    "laguerre_polynomial_l", _laguerre_l, "The Laguerre polynomial L_n.",
+    "tg.tensor([0.5]), 3", "tensor([-0.1458])")
+legendre_polynomial_p = _polynomial_function(
+    "legendre_polynomial_p", _legendre_p, "The Legendre polynomial P_n.",
+    "tg.tensor([0.5]), 3", "tensor([-0.4375])")
+
+__all__ += ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+            "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+            "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+            "spherical_bessel_j0", "zeta",
+            "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+            "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+            "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 
 __dir__ = public_dir(globals())   # tab completion offers __all__, not the imports
