@@ -83,3 +83,80 @@ def _error(lib, make):
 ], ids=["empty", "mode", "class", "structure", "requires_grad"])
 def test_stack_module_state_errors_match_torch(make):
     assert _error(tg, make) == _error(torch, make)
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.utils.fuse_*
+# ---------------------------------------------------------------------------------------------
+def _with_bn_stats(lib, bn):
+    rng = np.random.default_rng(3)
+    n = bn.num_features
+    with lib.no_grad():
+        bn.running_mean.copy_(lib.tensor(rng.standard_normal(n)))
+        bn.running_var.copy_(lib.tensor(rng.uniform(0.5, 2.0, n)))
+        if bn.weight is not None:
+            bn.weight.copy_(lib.tensor(rng.standard_normal(n)))
+            bn.bias.copy_(lib.tensor(rng.standard_normal(n)))
+    return bn.eval()
+
+
+def _seeded(lib, module):
+    rng = np.random.default_rng(5)
+    with lib.no_grad():
+        for p in module.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape))))
+    return module.eval()
+
+
+@pytest.mark.parametrize("kind", ["conv", "conv_nobias", "convT", "linear", "linear_bn1",
+                                  "bn_noaffine"])
+def test_fuse_bn_eval_matches_torch(kind):
+    results = []
+    for lib in (tg, torch):
+        nn = lib.nn
+        x = lib.tensor(np.random.default_rng(1).standard_normal((2, 3, 5, 5)))
+        if kind.startswith("conv"):
+            transpose = kind == "convT"
+            cls = nn.ConvTranspose2d if transpose else nn.Conv2d
+            layer = _seeded(lib, cls(3, 4, 3, bias=kind != "conv_nobias"))
+            bn = _with_bn_stats(lib, nn.BatchNorm2d(4))
+            fused = nn.utils.fuse_conv_bn_eval(layer, bn, transpose=transpose)
+        elif kind == "bn_noaffine":
+            x = x.reshape(2, 3, 25)
+            layer = _seeded(lib, nn.Conv1d(3, 4, 2))
+            bn = _with_bn_stats(lib, nn.BatchNorm1d(4, affine=False))
+            fused = nn.utils.fuse_conv_bn_eval(layer, bn)
+        else:
+            x = x.reshape(10, 15)
+            layer = _seeded(lib, nn.Linear(15, 4))
+            bn = _with_bn_stats(lib, nn.BatchNorm1d(1 if kind == "linear_bn1" else 4))
+            if kind == "linear_bn1":
+                x = x.reshape(10, 1, 15)
+            fused = nn.utils.fuse_linear_bn_eval(layer, bn)
+        assert fused is not layer and isinstance(fused, type(layer))
+        assert isinstance(fused.weight, nn.Parameter) and fused.weight.requires_grad
+        out = fused(x)
+        results.append((out.detach().numpy(), fused.weight.detach().numpy(),
+                         fused.bias.detach().numpy(), bn(layer(x)).detach().numpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _fuse_error(lib, which):
+    nn = lib.nn
+    with pytest.raises(Exception) as info:
+        if which == "train":
+            nn.utils.fuse_conv_bn_eval(nn.Conv2d(2, 2, 1), nn.BatchNorm2d(2))
+        elif which == "linear_train":
+            nn.utils.fuse_linear_bn_eval(nn.Linear(2, 2).eval(), nn.BatchNorm1d(2))
+        elif which == "features":
+            nn.utils.fuse_linear_bn_eval(nn.Linear(2, 3).eval(), nn.BatchNorm1d(2).eval())
+        else:
+            nn.utils.fuse_conv_bn_eval(nn.Conv2d(2, 2, 1).eval(),
+                                       nn.BatchNorm2d(2, track_running_stats=False).eval())
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("which", ["train", "linear_train", "features", "no_stats"])
+def test_fuse_errors_match_torch(which):
+    assert _fuse_error(tg, which) == _fuse_error(torch, which)
