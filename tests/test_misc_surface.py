@@ -1,6 +1,6 @@
 """Smaller pieces of PyTorch's surface against torch itself: ``func.stack_module_state``
-(model ensembling with ``vmap`` and ``functional_call``): values, gradients, error types and
-texts."""
+(model ensembling with ``vmap`` and ``functional_call``), ``nn.utils.fuse_*_bn_*`` and
+``Sequential * n``: values, gradients, shared modules, error types and texts."""
 import numpy as np
 import pytest
 
@@ -160,3 +160,48 @@ def _fuse_error(lib, which):
 @pytest.mark.parametrize("which", ["train", "linear_train", "features", "no_stats"])
 def test_fuse_errors_match_torch(which):
     assert _fuse_error(tg, which) == _fuse_error(torch, which)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequential * n
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["mul", "rmul", "imul"])
+def test_sequential_repeats_the_same_modules_as_torch(op):
+    shapes = []
+    for lib in (tg, torch):
+        s = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+        first = s[0]
+        if op == "mul":
+            r = s * 3
+        elif op == "rmul":
+            r = 3 * s
+        else:
+            r = s
+            r *= 3
+            assert r is s
+        assert op == "imul" or (r is not s and len(s) == 2)
+        assert len(r) == 6 and r[0] is first and r[2] is first and r[4] is first
+        assert list(r._modules) == [str(i) for i in range(6)]
+        shapes.append([type(m).__name__ for m in r])
+    assert shapes[0] == shapes[1]
+
+
+def _mul_error(lib, op, factor):
+    s = lib.nn.Sequential(lib.nn.Linear(2, 3))
+    with pytest.raises(Exception) as info:
+        if op == "mul":
+            s * factor
+        elif op == "rmul":
+            factor * s
+        else:
+            s *= factor
+    # the texts name the class, whose module path is each library's own
+    return type(info.value), str(info.value).replace(str(type(s)), "<Sequential>")
+
+
+# (str * Sequential is left out: it is str's own operator that refuses)
+@pytest.mark.parametrize("op,factor", [(op, f) for op in ("mul", "rmul", "imul")
+                                       for f in (0, -2, 1.5, "2")
+                                       if (op, f) != ("rmul", "2")])
+def test_sequential_mul_errors_match_torch(op, factor):
+    assert _mul_error(tg, op, factor) == _mul_error(torch, op, factor)
