@@ -205,3 +205,28 @@ def _mul_error(lib, op, factor):
                                        if (op, f) != ("rmul", "2")])
 def test_sequential_mul_errors_match_torch(op, factor):
     assert _mul_error(tg, op, factor) == _mul_error(torch, op, factor)
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.utils.skip_init
+# ---------------------------------------------------------------------------------------------
+def test_skip_init_builds_the_module_as_torch():
+    built = []
+    for lib in (tg, torch):
+        m = lib.nn.utils.skip_init(lib.nn.Linear, 3, out_features=2, bias=False)
+        assert isinstance(m, lib.nn.Linear) and m.bias is None
+        assert isinstance(m.weight, lib.nn.Parameter) and m.weight.requires_grad
+        built.append((tuple(m.weight.shape), str(m.weight.dtype).split(".")[1],
+                      str(m.weight.device)))
+    assert built[0] == built[1]
+
+
+@pytest.mark.parametrize("cls", ["ReLU", "int"])
+def test_skip_init_errors_match_torch(cls):
+    errors = []
+    for lib in (tg, torch):
+        module_cls = int if cls == "int" else getattr(lib.nn, cls)
+        with pytest.raises(Exception) as info:
+            lib.nn.utils.skip_init(module_cls)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]

@@ -7,6 +7,7 @@ those norms, ``max_norm / (total + 1e-6)`` clamped to 1, one multiply per gradie
 clipped gradients are PyTorch's to the last bit wherever the norms are.
 """
 import copy
+import inspect
 import math
 import types
 import warnings
@@ -16,13 +17,13 @@ import numpy as np
 import tapegrad as tg
 from tapegrad.tensor import Tensor, _typename
 
-from .modules import Parameter
+from .modules import Module, Parameter
 from .weight_norm_math import _norm_except_dim, _weight_norm  # noqa: F401 - tg._weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
            "spectral_norm", "remove_spectral_norm", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
-           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "parametrize", "parametrizations", "rnn"]
+           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "parametrize", "parametrizations", "rnn"]
 
 
 def _tensor_list(tensors):
@@ -437,6 +438,19 @@ def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
     fused_w = linear_w * scale.unsqueeze(-1).to(dtype=weight_dtype)
     fused_b = ((linear_b - bn_rm) * scale + bn_b).to(dtype=bias_dtype)
     return Parameter(fused_w, linear_w.requires_grad), Parameter(fused_b, linear_b.requires_grad)
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """``module_cls(*args, **kwargs)`` with its parameters and buffers left uninitialised (as
+    ``empty`` would leave them), for values that are set afterwards.  The class must take a
+    ``device`` argument, as PyTorch requires.  (tapegrad has no device without storage to
+    build on, so the module is built and initialised, then given fresh memory.)"""
+    if not issubclass(module_cls, Module):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    device = kwargs.pop("device", "cpu")
+    return module_cls(*args, device=device, **kwargs).to_empty(device=device)
 
 
 # torch.nn.utils.parametrize and .parametrizations are submodules of a package: registered
