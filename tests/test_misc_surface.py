@@ -230,3 +230,28 @@ def test_skip_init_errors_match_torch(cls):
             lib.nn.utils.skip_init(module_cls)
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# testing.assert_allclose
+# ---------------------------------------------------------------------------------------------
+def _allclose(lib, actual, expected, **kw):
+    with pytest.warns(FutureWarning) as record:
+        try:
+            lib.testing.assert_allclose(lib.tensor(actual), expected, **kw)
+            error = None
+        except AssertionError as e:
+            error = type(e)
+    return error, [str(w.message).replace("torch.", "LIB.").replace("tapegrad.", "LIB.")
+                   for w in record]
+
+
+@pytest.mark.parametrize("actual,expected,kw", [
+    ([1.0, 2.0], [1.0, 2.0 + 1e-6], {}),       # within its float64 rtol 1e-5 (not assert_close's)
+    ([1.0, 2.0], [1.0, 2.001], {}),
+    ([1.0, float("nan")], [1.0, float("nan")], {}),
+    ([1.0, float("nan")], [1.0, float("nan")], {"equal_nan": False}),
+    ([1.0], [1.1], {"rtol": 0.2, "atol": 0.0}),
+])
+def test_assert_allclose_matches_torch(actual, expected, kw):
+    assert _allclose(tg, actual, expected, **kw) == _allclose(torch, actual, expected, **kw)
