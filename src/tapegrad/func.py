@@ -1,6 +1,7 @@
 """``tapegrad.func``: PyTorch's composable function transforms (``torch.func``) under their
 names, with their argument and return conventions: ``grad``, ``grad_and_value``, ``vjp``,
-``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap`` and ``functional_call``.
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``, ``functional_call`` and
+``stack_module_state``.
 
 Arguments may be tensors or nested tuples, lists and dicts of them; ``argnums`` picks the
 ones to differentiate, ``has_aux`` lets the function return ``(output, aux)``.  Transforms
@@ -21,7 +22,7 @@ from .tape import state
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call"]
+           "functional_call", "stack_module_state"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -688,6 +689,52 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _ABSENT = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# stack_module_state
+# ---------------------------------------------------------------------------------------------
+def _stacked_leaf(tensors, name):
+    """``tensors`` stacked along a new first dimension.  Stacked parameters become new leaves
+    that require grad, unconnected to the models' own, so an optimizer can take them as they
+    are; tensors that do not require grad stay that way."""
+    requiring = [t.requires_grad for t in tensors]
+    if any(requiring) and not all(requiring):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    stacked = F.stack(tuple(tensors))
+    if all(requiring):
+        stacked = stacked.detach().requires_grad_()
+    return stacked
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: dicts, by qualified name, of the parameters and buffers of
+    ``models`` (modules of one class, in one training mode) stacked along a new first
+    dimension, for ensembling with ``vmap`` and ``functional_call``.
+
+    Example:
+        >>> models = [nn.Linear(3, 2) for _ in range(4)]
+        >>> params, buffers = tg.func.stack_module_state(models)
+        >>> params["weight"].shape, params["weight"].requires_grad, buffers
+        (tapegrad.Size([4, 2, 3]), True, {})
+    """
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    training = {bool(m.training) for m in models}
+    if len(training) > 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    # names come from the first model; a model without one of them fails with KeyError,
+    # as PyTorch's does
+    all_params = [dict(m.named_parameters()) for m in models]
+    params = {name: _stacked_leaf([p[name] for p in all_params], name)
+              for name in all_params[0]}
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    buffers = {name: _stacked_leaf([b[name] for b in all_buffers], name)
+               for name in all_buffers[0]}
+    return params, buffers
 
 
 from ._public import public_dir as _public_dir  # noqa: E402

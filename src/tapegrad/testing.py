@@ -9,6 +9,7 @@ once, for any shapes.
 import cmath
 import collections.abc
 import numbers
+import warnings
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from .autograd import no_grad
 from .creation import tensor
 from .tensor import Tensor
 
-__all__ = ["assert_close", "gradcheck", "gradgradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
+__all__ = ["assert_close", "assert_allclose", "gradcheck", "gradgradcheck", "numerical_vjp", "arrays", "broadcastable_pair", "floats"]
 
 
 def _as_tuple(out):
@@ -444,6 +445,32 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, che
         if failure.kind is AssertionError and msg is not None:
             text = msg(text) if callable(msg) else msg
         raise failure.kind(text) from None
+
+
+# assert_allclose's own tolerances by dtype (looser than assert_close's for float64)
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5),
+                        "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """Deprecated form of ``assert_close`` kept for old test code, with PyTorch's
+    FutureWarning: NaNs compare equal, dtypes may differ, numbers and lists are made
+    tensors, and the default tolerances are its own per dtype."""
+    warnings.warn(
+        "`tapegrad.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a "
+        "future release. Please use `tapegrad.testing.assert_close()` instead. You can find "
+        "detailed upgrade instructions in https://github.com/pytorch/pytorch/issues/61844.",
+        FutureWarning, stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_ALLCLOSE_TOLERANCES.get(str(t.dtype).split(".")[-1], (0.0, 0.0))
+                 for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False, msg=msg or None)
 
 
 from ._public import public_dir as _public_dir  # noqa: E402

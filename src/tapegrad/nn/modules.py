@@ -1388,6 +1388,30 @@ class Sequential(Module):
             self.add_module(str(offset + i), module)
         return self
 
+    def _check_factor(self, other):
+        # (bool passes, being an int, as it does in PyTorch)
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other):
+        """A new Sequential of ``other`` repeats of these modules: the same module objects
+        (so the repeats share parameters), renumbered "0", "1", ..."""
+        self._check_factor(other)
+        return Sequential(*(list(self) * other))
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        """These modules repeated ``other`` times in place, as the same objects."""
+        self._check_factor(other)
+        original = list(self)
+        for module in original * (other - 1):
+            self.add_module(str(len(self)), module)
+        return self
+
     def append(self, module):
         self.add_module(str(len(self)), module)
         return self

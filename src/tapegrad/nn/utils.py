@@ -6,6 +6,8 @@ Clipping follows PyTorch's arithmetic step for step -- each gradient's norm, the
 those norms, ``max_norm / (total + 1e-6)`` clamped to 1, one multiply per gradient -- so the
 clipped gradients are PyTorch's to the last bit wherever the norms are.
 """
+import copy
+import inspect
 import math
 import types
 import warnings
@@ -15,13 +17,14 @@ import numpy as np
 import tapegrad as tg
 from tapegrad.tensor import Tensor, _typename
 
-from .modules import Parameter
+from .modules import Module, Parameter
 from .weight_norm_math import _norm_except_dim, _weight_norm  # noqa: F401 - tg._weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm",
-           "spectral_norm", "remove_spectral_norm", "parametrize", "parametrizations", "rnn",
-           "prune"]
+           "spectral_norm", "remove_spectral_norm", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
+           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "parametrize",
+           "parametrizations", "rnn", "prune"]
 
 
 def _tensor_list(tensors):
@@ -358,6 +361,97 @@ def remove_spectral_norm(module, name="weight"):
             del module._forward_pre_hooks[key]
             return module
     raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Folding an eval-mode batch norm into the layer before it
+# ---------------------------------------------------------------------------------------------
+def _check_fusable(layer, bn):
+    if layer.training or bn.training:
+        raise AssertionError("Fusion only for eval!")
+
+
+def _check_running_stats(bn):
+    if bn.running_mean is None or bn.running_var is None:
+        raise AssertionError("bn.running_mean and bn.running_var must not be None")
+
+
+def fuse_conv_bn_eval(conv, bn, transpose=False):
+    """A copy of ``conv`` whose weight and bias also apply ``bn``'s normalisation with its
+    running statistics (both modules in eval mode); ``transpose`` for transposed
+    convolutions, whose output channels are the weight's second dimension."""
+    _check_fusable(conv, bn)
+    fused = copy.deepcopy(conv)
+    _check_running_stats(bn)
+    fused.weight, fused.bias = fuse_conv_bn_weights(
+        fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias,
+        transpose)
+    return fused
+
+
+def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
+    """(weight, bias) Parameters of a convolution followed by batch norm with the given
+    running statistics and affine parameters (``None`` ones as the identity), in the
+    convolution's dtypes."""
+    weight_dtype = conv_w.dtype
+    bias_dtype = conv_b.dtype if conv_b is not None else weight_dtype
+    if conv_b is None:
+        conv_b = tg.zeros_like(bn_rm)
+    if bn_w is None:
+        bn_w = tg.ones_like(bn_rm)
+    if bn_b is None:
+        bn_b = tg.zeros_like(bn_rm)
+    inv_std = tg.rsqrt(bn_rv + bn_eps)
+    # one scale per output channel, broadcast over the rest of the weight
+    spatial = [1] * (len(conv_w.shape) - 2)
+    shape = [1, -1] + spatial if transpose else [-1, 1] + spatial
+    fused_w = (conv_w * (bn_w * inv_std).reshape(shape)).to(dtype=weight_dtype)
+    fused_b = ((conv_b - bn_rm) * inv_std * bn_w + bn_b).to(dtype=bias_dtype)
+    return Parameter(fused_w, conv_w.requires_grad), Parameter(fused_b, conv_b.requires_grad)
+
+
+def fuse_linear_bn_eval(linear, bn):
+    """A copy of ``linear`` whose weight and bias also apply ``bn``'s normalisation with its
+    running statistics (both in eval mode; ``bn`` over ``linear``'s outputs or one
+    feature)."""
+    _check_fusable(linear, bn)
+    fused = copy.deepcopy(linear)
+    # the weight and bias keep their shapes only when bn's features broadcast over the outputs
+    if linear.out_features != bn.num_features and bn.num_features != 1:
+        raise AssertionError(
+            "To fuse, linear.out_features == bn.num_features or bn.num_features == 1, "
+            f"got linear.out_features={linear.out_features} and "
+            f"bn.num_features={bn.num_features}")
+    _check_running_stats(bn)
+    fused.weight, fused.bias = fuse_linear_bn_weights(
+        fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias)
+    return fused
+
+
+def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
+    """(weight, bias) Parameters of a linear layer followed by batch norm with the given
+    running statistics and affine parameters, in the linear layer's dtypes."""
+    weight_dtype = linear_w.dtype
+    bias_dtype = linear_b.dtype if linear_b is not None else weight_dtype
+    if linear_b is None:
+        linear_b = tg.zeros_like(bn_rm)
+    scale = bn_w * tg.rsqrt(bn_rv + bn_eps)
+    fused_w = linear_w * scale.unsqueeze(-1).to(dtype=weight_dtype)
+    fused_b = ((linear_b - bn_rm) * scale + bn_b).to(dtype=bias_dtype)
+    return Parameter(fused_w, linear_w.requires_grad), Parameter(fused_b, linear_b.requires_grad)
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """``module_cls(*args, **kwargs)`` with its parameters and buffers left uninitialised (as
+    ``empty`` would leave them), for values that are set afterwards.  The class must take a
+    ``device`` argument, as PyTorch requires.  (tapegrad has no device without storage to
+    build on, so the module is built and initialised, then given fresh memory.)"""
+    if not issubclass(module_cls, Module):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    device = kwargs.pop("device", "cpu")
+    return module_cls(*args, device=device, **kwargs).to_empty(device=device)
 
 
 # torch.nn.utils.parametrize, .parametrizations and .prune are submodules of a package:
